@@ -1,0 +1,1 @@
+"""Abstract interfaces (ABCs only) that components of every plugin implement."""

@@ -1,0 +1,52 @@
+"""Miner interfaces: turning a batch of features and labels into triplets."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+
+import torch
+from torch import Tensor
+
+
+class ITripletsMiner(ABC):
+    """An abstraction of triplet miner."""
+
+    @abstractmethod
+    def sample(self, features: Tensor, labels: list[int] | Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        """Mine triplets.
+
+        Args:
+            features: Features with the shape of ``[batch_size, feature_size]``.
+            labels: Labels with the size of ``batch_size``.
+
+        Returns:
+            Batch of triplets: the anchor, positive and negative features, each ``[n_triplets, feature_size]``.
+        """
+
+
+class ITripletsMinerInBatch(ITripletsMiner):
+    """A miner of triplets inside one batch.
+
+    The batches must contain at least 2 samples for each label and at least 2 different labels; the
+    samplers of ``oml_samplers`` guarantee it.
+    """
+
+    @abstractmethod
+    def _sample(self, features: Tensor, labels: list[int]) -> tuple[list[int] | Tensor, ...]:
+        """Return the indices ``(anchors, positives, negatives)`` of the batch samples forming the triplets."""
+
+    def sample(self, features: Tensor, labels: list[int] | Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        """Mine triplets with :meth:`_sample` and gather their features.
+
+        Args:
+            features: Features with the shape of ``[batch_size, feature_size]``.
+            labels: Labels with the size of ``batch_size``.
+
+        Returns:
+            Batch of triplets.
+        """
+        if isinstance(labels, Tensor):
+            labels = labels.tolist()
+        ids_a, ids_p, ids_n = self._sample(features, labels=labels)
+        index = [torch.as_tensor(ids, dtype=torch.long, device=features.device) for ids in (ids_a, ids_p, ids_n)]
+        return features[index[0]], features[index[1]], features[index[2]]

@@ -1,0 +1,14 @@
+"""Retrieval post-processor interface."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Any
+
+
+class IRetrievalPostprocessor(ABC):
+    """Takes retrieval results (and the dataset they refer to) and returns improved ones (re-ranking)."""
+
+    @abstractmethod
+    def process(self, rr: Any, dataset: Any) -> Any:
+        """Return new ``RetrievalResults`` built from ``rr`` over ``dataset``; ``rr`` is left unchanged."""

@@ -1,0 +1,69 @@
+"""The kinds of things plugins register: their hook, their interface and how they are described.
+
+A kind is named in the singular (``loss``); its hook is ``oml_register_<plural>`` (``oml_register_losses``).
+The interface is given as a lazy ``"module:attr"`` string so that looking up a kind never imports torch
+modules (or Lightning) that the caller does not need.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from types import MappingProxyType
+
+
+@dataclass(frozen=True)
+class Kind:
+    """One kind of registrable component.
+
+    Attributes:
+        name: Singular name used in configs and the API (``registry.build("loss", ...)``).
+        hook: Name of the pluggy hook that collects registrations of this kind.
+        interface: ``"module:attr"`` of the class every built object must be an instance of,
+            or ``None`` when any object is accepted (``callable`` is checked for ``callable=True`` kinds).
+        callable: The built object (or the registered factory itself) must be callable.
+        description: One line shown by ``oml registry``.
+    """
+
+    name: str
+    hook: str
+    interface: str | None
+    callable: bool
+    description: str
+
+
+_KINDS = (
+    Kind("extractor", "oml_register_extractors", "oml_core.interfaces.models:IExtractor", False,
+         "models that map inputs to embeddings"),
+    Kind("pairwise_model", "oml_register_pairwise_models", "oml_core.interfaces.models:IPairwiseModel", False,
+         "models that score a pair of inputs"),
+    Kind("loss", "oml_register_losses", "torch.nn:Module", False,
+         "criteria with forward(features, labels)"),
+    Kind("miner", "oml_register_miners", "oml_core.interfaces.miners:ITripletsMiner", False,
+         "triplet and pair miners"),
+    Kind("sampler", "oml_register_samplers", "oml_core.interfaces.samplers:IBatchSampler", False,
+         "batch samplers"),
+    Kind("optimizer", "oml_register_optimizers", "torch.optim:Optimizer", False, "optimizers"),
+    Kind("scheduler", "oml_register_schedulers", None, False, "learning-rate schedulers"),
+    Kind("transforms", "oml_register_transforms", None, True, "image transforms (callables)"),
+    Kind("logger", "oml_register_loggers", "oml_core.interfaces.loggers:IPipelineLogger", False,
+         "pipeline loggers"),
+    Kind("postprocessor", "oml_register_postprocessors",
+         "oml_core.interfaces.retrieval:IRetrievalPostprocessor", False, "retrieval post-processors"),
+    Kind("retrieval_metric", "oml_register_retrieval_metrics", None, True,
+         "per-query retrieval metrics computed by name"),
+    Kind("pretrained", "oml_register_pretrained", None, False, "checkpoints of the pretrained zoo"),
+)
+
+#: All kinds by name (read-only).
+KINDS: MappingProxyType[str, Kind] = MappingProxyType({k.name: k for k in _KINDS})
+
+#: Argument names that refer to a kind other than by its own name (``criterion:`` holds a loss).
+ARGUMENT_ALIASES: MappingProxyType[str, str] = MappingProxyType({"criterion": "loss", "model": "extractor"})
+
+
+def get_kind(name: str) -> Kind:
+    """Return the kind called ``name`` or raise ``KeyError`` listing the known kinds."""
+    try:
+        return KINDS[name]
+    except KeyError:
+        raise KeyError(f"Unknown kind {name!r}; the kinds are: {', '.join(KINDS)}") from None

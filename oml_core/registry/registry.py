@@ -1,0 +1,394 @@
+"""The registry: names of every kind, collected from plugins through the hooks, built from configs.
+
+Configs keep OML's shape, ``{name: ..., args: {...}}``; an argument that is itself such a spec (a loss's
+``miner``) is built first, its kind told by the argument's name (``miner``, ``extractor``, ``criterion``)
+or else by its type annotation. Example::
+
+    registry = Registry()
+    loss = registry.build("loss", {"name": "triplet_with_miner",
+                                   "args": {"margin": 0.1, "miner": {"name": "all_triplets", "args": {}}}})
+    opt = registry.build("optimizer", {"name": "adam", "args": {"lr": 1e-3}}, params=model.parameters())
+"""
+
+from __future__ import annotations
+
+import difflib
+import functools
+import inspect
+import typing
+from collections.abc import Callable, Collection, Iterable, Mapping
+from typing import Any
+
+from oml_core.registry.catalog import FIRST_PARTY_PROVIDERS
+from oml_core.registry.entry import Entry, PluginInfo
+from oml_core.registry.errors import (
+    AmbiguousNameError,
+    ConfigError,
+    DuplicateRegistrationError,
+    InterfaceError,
+    MissingArgumentError,
+    UnexpectedArgumentError,
+    UnknownNameError,
+)
+from oml_core.registry.kinds import ARGUMENT_ALIASES, KINDS, Kind, get_kind
+from oml_core.registry.manager import (
+    BUILTINS_NAME,
+    PluginRecord,
+    allow_list_from_env,
+    create_plugin_manager,
+    load_entry_point_plugins,
+    register_plugin,
+    report_plugin_error,
+    strict_from_env,
+)
+
+SPEC_KEYS = frozenset({"name", "args"})
+
+
+def _resolve_attr(path: str) -> Any:
+    module_name, _, attr = path.partition(":")
+    obj: Any = __import__(module_name, fromlist=[attr])
+    return getattr(obj, attr)
+
+
+def to_plain(cfg: Any) -> Any:
+    """Turn an omegaconf ``DictConfig``/``ListConfig`` into plain containers (other values unchanged)."""
+    if type(cfg).__module__.startswith("omegaconf"):
+        from omegaconf import OmegaConf
+
+        return OmegaConf.to_container(cfg, resolve=True)
+    return cfg
+
+
+def is_spec(value: Any) -> bool:
+    """True for a ``{name: str, args: {...}}`` mapping (``args`` optional), the shape of a component config."""
+    return isinstance(value, Mapping) and isinstance(value.get("name"), str) and set(value) <= SPEC_KEYS
+
+
+class Registry:
+    """Every component of every kind that the loaded plugins provide.
+
+    Args:
+        plugins: Extra plugin objects (modules, classes or instances with ``@hookimpl`` methods) to
+            register, each given as the object or as ``(name, object)``.
+        load_entrypoints: Discover the installed ``oml`` entry points.
+        builtins: Register the core's own plugin (optimizers, schedulers, transforms, retrieval metrics).
+        allow: Allow-list of entry-point or distribution names; defaults to ``OML_LOAD_PLUGINS``.
+        strict: Raise on a broken plugin instead of warning; defaults to ``OML_STRICT_PLUGINS``.
+    """
+
+    def __init__(
+        self,
+        plugins: Iterable[object | tuple[str, object]] = (),
+        *,
+        load_entrypoints: bool = True,
+        builtins: bool = True,
+        allow: Collection[str] | None = None,
+        strict: bool | None = None,
+    ) -> None:
+        self.pm = create_plugin_manager()
+        self.strict = strict_from_env() if strict is None else strict
+        self._records: dict[str, PluginRecord] = {}
+        self._entries: dict[str, list[Entry]] | None = None
+        self._config_dirs: list[str] = []
+        if builtins:
+            from oml_core import __version__
+            from oml_core.builtins import plugin as builtins_plugin
+
+            info = PluginInfo(BUILTINS_NAME, "oml-core", __version__, builtins_plugin.__name__)
+            register_plugin(self.pm, builtins_plugin, info, self._records, self.strict)
+        if load_entrypoints:
+            allowed = allow_list_from_env() if allow is None else frozenset(allow)
+            load_entry_point_plugins(self.pm, self._records, allow=allowed, strict=self.strict)
+        for plugin in plugins:
+            name, obj = plugin if isinstance(plugin, tuple) else (None, plugin)
+            self.add_plugin(obj, name=name)
+
+    # ----------------------------------------------------------------------------------------- plugins
+    def add_plugin(
+        self, plugin: object, *, name: str | None = None, distribution: str | None = None, version: str | None = None
+    ) -> None:
+        """Register a plugin object given in code (tests, notebooks); it is validated like an entry point."""
+        name = name or getattr(plugin, "__name__", None) or type(plugin).__name__
+        module = getattr(plugin, "__name__", None) or type(plugin).__module__
+        register_plugin(self.pm, plugin, PluginInfo(name, distribution, version, module), self._records, self.strict)
+        self._entries = None
+
+    def plugins(self) -> list[PluginRecord]:
+        """Every plugin seen, loaded or failed, in load order (built-ins first)."""
+        self._collect()
+        return list(self._records.values())
+
+    def provided_by(self, plugin_name: str) -> dict[str, list[str]]:
+        """``{kind: [names]}`` that the plugin ``plugin_name`` registers."""
+        provided: dict[str, list[str]] = {}
+        for kind, entries in self._collect().items():
+            names = sorted(e.name for e in entries if e.plugin.name == plugin_name)
+            if names:
+                provided[kind] = names
+        return provided
+
+    def config_dirs(self) -> list[str]:
+        """Hydra search-path entries registered through ``oml_register_config_dirs``."""
+        self._collect()
+        return list(self._config_dirs)
+
+    # ------------------------------------------------------------------------------------- collection
+    def _collect(self) -> dict[str, list[Entry]]:
+        if self._entries is not None:
+            return self._entries
+        entries: dict[str, list[Entry]] = {kind: [] for kind in KINDS}
+        config_dirs: list[str] = []
+        for kind in KINDS.values():
+            for impl in getattr(self.pm.hook, kind.hook).get_hookimpls():
+                self._call_impl(impl, self._registering(kind, impl.plugin_name, entries[kind.name]))
+        for impl in self.pm.hook.oml_register_config_dirs.get_hookimpls():
+            self._call_impl(impl, config_dirs.append)
+        self._entries, self._config_dirs = entries, config_dirs
+        return entries
+
+    def _call_impl(self, impl: Any, register: Callable[..., None]) -> None:
+        """Call one plugin's hook with its own ``register`` callback; a failing hook is reported."""
+        record = self._records[impl.plugin_name]
+        try:
+            impl.function(**{arg: register for arg in impl.argnames})
+        except Exception as e:
+            record.error = report_plugin_error(record.info, f"hook {impl.function.__name__} failed", e, self.strict)
+
+    def _registering(self, kind: Kind, plugin_name: str, sink: list[Entry]) -> Callable[..., None]:
+        info = self._records[plugin_name].info
+        own: list[Entry] = []
+
+        def register(
+            name: str,
+            factory: Callable[..., Any] | str,
+            *,
+            aliases: Iterable[str] = (),
+            description: str | None = None,
+        ) -> None:
+            if not isinstance(name, str) or not name or ":" in name:
+                raise ValueError(f"{kind.name} name must be a non-empty string without ':', got {name!r}")
+            if not (isinstance(factory, str) and ":" in factory) and not callable(factory):
+                raise TypeError(f"{kind.name} {name!r}: factory must be callable or a 'module:attr' string")
+            self._check_factory_class(kind, name, factory, info)
+            taken = {n for e in own for n in (e.name, *e.aliases)}
+            for n in (name, *aliases):
+                if n in taken:
+                    raise DuplicateRegistrationError(f"plugin {info.provider} registers {kind.name} {n!r} twice")
+            entry = Entry(kind.name, name, factory, info, tuple(aliases), description)
+            own.append(entry)
+            sink.append(entry)
+
+        return register
+
+    @staticmethod
+    def _check_factory_class(kind: Kind, name: str, factory: Any, info: PluginInfo) -> None:
+        """A class registered directly must already subclass its kind's interface."""
+        if kind.interface is None or not inspect.isclass(factory):
+            return
+        interface = _resolve_attr(kind.interface)
+        if not issubclass(factory, interface):
+            raise InterfaceError(
+                f"{kind.name} {name!r} of plugin {info.provider}: {factory.__qualname__} does not implement "
+                f"{interface.__module__}.{interface.__qualname__}"
+            )
+
+    # ---------------------------------------------------------------------------------------- lookups
+    def entries(self, kind: str) -> list[Entry]:
+        """Every entry of ``kind``, conflicting ones included."""
+        return list(self._collect()[get_kind(kind).name])
+
+    def names(self, kind: str) -> list[str]:
+        """Sorted distinct names of ``kind`` (aliases not included)."""
+        return sorted({e.name for e in self.entries(kind)})
+
+    def get(self, kind: str, name: str) -> Entry:
+        """Return the entry of ``kind`` called ``name`` (an alias, or ``plugin:name``).
+
+        Raises:
+            UnknownNameError: nothing of that name; the message has close matches, the known names, the
+                distribution that would provide it (for first-party names) and a hint to run ``oml plugins``.
+            AmbiguousNameError: two plugins give the name; the message names both and the qualified forms.
+        """
+        entries = self.entries(kind)
+        plugin_name, sep, short = name.rpartition(":")
+        if sep:
+            found = [e for e in entries if e.plugin.name == plugin_name and short in (e.name, *e.aliases)]
+        else:
+            found = [e for e in entries if name in (e.name, *e.aliases)]
+        if len(found) == 1:
+            return found[0]
+        if found:
+            providers = "; ".join(f"{e.qualified_name} from {e.plugin.provider}" for e in found)
+            raise AmbiguousNameError(
+                f"{kind} {name!r} is given by {len(found)} plugins: {providers}. "
+                f"Use the qualified form 'plugin:name' to choose one."
+            )
+        raise UnknownNameError(self._unknown_message(kind, name, entries))
+
+    def _unknown_message(self, kind: str, name: str, entries: list[Entry]) -> str:
+        known = sorted({n for e in entries for n in (e.name, *e.aliases)})
+        lines = [f"Unknown {kind} {name!r}."]
+        close = difflib.get_close_matches(name.rpartition(":")[2], known, n=3, cutoff=0.6)
+        if close:
+            lines.append(f"Did you mean: {', '.join(close)}?")
+        distribution = FIRST_PARTY_PROVIDERS.get((kind, name.rpartition(":")[2]))
+        if distribution is not None:
+            lines.append(
+                f"The {kind} {name!r} is provided by the plugin distribution {distribution!r}, which is not "
+                f"installed or not loaded: `pip install {distribution}` (and check OML_LOAD_PLUGINS)."
+            )
+        failed = [r.info.provider for r in self._records.values() if r.error]
+        if failed:
+            lines.append(f"Plugins that failed to load: {', '.join(failed)}.")
+        lines.append(f"Known {kind} names: {', '.join(known) if known else '(none)'}.")
+        lines.append("Run `oml plugins` to see the installed plugins and what they provide.")
+        return " ".join(lines)
+
+    def describe(self, kind: str, name: str) -> dict[str, Any]:
+        """Provider, distribution, version, factory, signature and description of one component."""
+        entry = self.get(kind, name)
+        try:
+            signature = str(inspect.signature(entry.load()))
+        except Exception as e:  # described, not raised: `oml registry` must list a broken entry too
+            signature = f"<unavailable: {type(e).__name__}: {e}>"
+        return {
+            "kind": entry.kind,
+            "name": entry.name,
+            "qualified_name": entry.qualified_name,
+            "aliases": list(entry.aliases),
+            "plugin": entry.plugin.name,
+            "distribution": entry.plugin.distribution,
+            "version": entry.plugin.version,
+            "factory": entry.factory_path,
+            "signature": signature,
+            "description": entry.description,
+        }
+
+    # ----------------------------------------------------------------------------------------- build
+    def build(self, kind: str, cfg: Any, /, **runtime: Any) -> Any:
+        """Build a component from ``{name, args}`` (a dict, a ``DictConfig`` or just the name).
+
+        ``runtime`` are arguments known only at run time (an optimizer's ``params``, a sampler's ``labels``);
+        they may not repeat a config argument. Nested ``{name, args}`` arguments are built first.
+
+        Raises:
+            ConfigError: malformed spec, or an argument given both in ``args`` and at runtime.
+            UnexpectedArgumentError: an argument the factory does not accept (the accepted ones are listed).
+            MissingArgumentError: a required argument not given.
+            InterfaceError: the built object does not implement the kind's interface.
+        """
+        spec = to_plain(cfg)
+        if isinstance(spec, str):
+            spec = {"name": spec}
+        where = f"{kind} config"
+        if not isinstance(spec, Mapping) or not isinstance(spec.get("name"), str):
+            raise ConfigError(f"{where} must be a mapping with a string 'name' (and optional 'args'), got {spec!r}")
+        extra = set(spec) - SPEC_KEYS
+        if extra:
+            raise ConfigError(f"{where} {spec['name']!r} has unknown keys {sorted(extra)}; only 'name' and 'args'")
+        args = spec.get("args") or {}
+        if not isinstance(args, Mapping):
+            raise ConfigError(f"{where} {spec['name']!r}: 'args' must be a mapping, got {type(args).__name__}")
+        entry = self.get(kind, spec["name"])
+        factory = entry.load()
+        clash = set(args) & set(runtime)
+        if clash:
+            raise ConfigError(
+                f"{kind} {entry.name!r}: argument(s) {sorted(clash)} are set by the pipeline at run time and "
+                f"must not be given in the config's args"
+            )
+        kwargs = self._build_nested(entry, factory, dict(args))
+        kwargs.update(runtime)
+        self._check_arguments(entry, factory, kwargs)
+        obj = factory(**kwargs)
+        self._check_product(entry, obj)
+        return obj
+
+    def _build_nested(self, entry: Entry, factory: Callable[..., Any], args: dict[str, Any]) -> dict[str, Any]:
+        hints = _type_hints(factory)
+        for key, value in args.items():
+            if not is_spec(value):
+                continue
+            sub_kind = _kind_of_argument(key, hints.get(key))
+            if sub_kind is None:
+                raise ConfigError(
+                    f"{entry.kind} {entry.name!r}: argument {key!r} is a {{name, args}} spec but its kind cannot be "
+                    f"told from its name or type annotation; name the argument after a kind ({', '.join(KINDS)})"
+                )
+            args[key] = self.build(sub_kind, value)
+        return args
+
+    @staticmethod
+    def _check_arguments(entry: Entry, factory: Callable[..., Any], kwargs: dict[str, Any]) -> None:
+        try:
+            params = inspect.signature(factory).parameters
+        except (TypeError, ValueError):  # some builtins have no signature: let the call itself decide
+            return
+        if any(p.kind is p.VAR_KEYWORD for p in params.values()):
+            accepted = None
+        else:
+            accepted = [n for n, p in params.items() if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+        if accepted is not None:
+            unexpected = sorted(set(kwargs) - set(accepted))
+            if unexpected:
+                raise UnexpectedArgumentError(
+                    f"{entry.kind} {entry.name!r} ({entry.factory_path}, from {entry.plugin.provider}) got "
+                    f"unexpected argument(s) {unexpected}; it accepts: {', '.join(accepted) or '(none)'}"
+                )
+        missing = [
+            n
+            for n, p in params.items()
+            if p.default is p.empty and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) and n not in kwargs
+        ]
+        if missing:
+            raise MissingArgumentError(
+                f"{entry.kind} {entry.name!r} ({entry.factory_path}) is missing required argument(s) {missing}"
+            )
+
+    @staticmethod
+    def _check_product(entry: Entry, obj: Any) -> None:
+        kind = KINDS[entry.kind]
+        if kind.interface is not None:
+            interface = _resolve_attr(kind.interface)
+            if not isinstance(obj, interface):
+                raise InterfaceError(
+                    f"{entry.kind} {entry.name!r} from {entry.plugin.provider} built a {type(obj).__qualname__}, "
+                    f"which does not implement {interface.__module__}.{interface.__qualname__}"
+                )
+        if kind.callable and not callable(obj):
+            raise InterfaceError(f"{entry.kind} {entry.name!r} from {entry.plugin.provider} built a non-callable")
+
+
+def _type_hints(factory: Callable[..., Any]) -> dict[str, Any]:
+    target = factory.__init__ if inspect.isclass(factory) else factory
+    try:
+        return typing.get_type_hints(target)
+    except Exception:  # unresolvable forward references: fall back to argument names only
+        return {}
+
+
+def _kind_of_argument(arg_name: str, annotation: Any) -> str | None:
+    """The kind a nested spec argument holds: by its name, else by the interface in its annotation."""
+    if arg_name in KINDS:
+        return arg_name
+    if arg_name in ARGUMENT_ALIASES:
+        return ARGUMENT_ALIASES[arg_name]
+    candidates = typing.get_args(annotation) or (annotation,)
+    for kind in KINDS.values():
+        if kind.interface is None or kind.interface.startswith("torch"):
+            continue
+        interface = _resolve_attr(kind.interface)
+        if any(inspect.isclass(c) and issubclass(c, interface) for c in candidates):
+            return kind.name
+    return None
+
+
+@functools.cache
+def default_registry() -> Registry:
+    """The process-wide registry for library use (installed plugins + built-ins), built on first call.
+
+    Pipelines accept ``registry=`` so that tests and applications can pass their own; call
+    ``default_registry.cache_clear()`` after installing a plugin in a running process.
+    """
+    return Registry()

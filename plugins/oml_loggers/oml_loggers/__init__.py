@@ -1,0 +1,1 @@
+"""oml plugin package."""
