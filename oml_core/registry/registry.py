@@ -249,7 +249,7 @@ class Registry:
         """Provider, distribution, version, factory, signature and description of one component."""
         entry = self.get(kind, name)
         try:
-            signature = str(inspect.signature(entry.load()))
+            signature = _signature_text(entry.load())
         except Exception as e:  # described, not raised: `oml registry` must list a broken entry too
             signature = f"<unavailable: {type(e).__name__}: {e}>"
         return {
@@ -358,6 +358,14 @@ class Registry:
                 )
         if kind.callable and not callable(obj):
             raise InterfaceError(f"{entry.kind} {entry.name!r} from {entry.plugin.provider} built a non-callable")
+
+
+def _signature_text(factory: Callable[..., Any]) -> str:
+    """The factory's signature with string annotations evaluated where they resolve."""
+    try:
+        return str(inspect.signature(factory, eval_str=True))
+    except Exception:  # unresolvable forward references: show them as written
+        return str(inspect.signature(factory))
 
 
 def _type_hints(factory: Callable[..., Any]) -> dict[str, Any]:

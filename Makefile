@@ -1,0 +1,39 @@
+# The two set-up commands of the README. Both create .venv with pip if it is missing and install the core
+# and every plugin of this repo in editable mode; `test` also installs the test tools and the example plugin.
+VENV ?= .venv
+PYTHON ?= python3
+PY := $(VENV)/bin/python
+PIP := $(PY) -m pip
+# torch pinned to the release this project is tested with (override e.g. TORCH="torch torchvision").
+TORCH ?= torch==2.14.1 torchvision==0.29.1
+PLUGINS := plugins/oml_models plugins/oml_losses plugins/oml_samplers plugins/oml_loggers plugins/oml_postprocessors
+EXAMPLE := examples/oml_plugin_example
+PROJECTS := pyproject.toml $(addsuffix /pyproject.toml,$(PLUGINS))
+
+.PHONY: run test install install-dev lint
+
+run: install
+	$(VENV)/bin/oml train
+
+test: install-dev
+	$(PY) -m pytest
+
+lint: install-dev
+	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check .
+
+install: $(VENV)/.installed
+
+install-dev: $(VENV)/.installed-dev
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+	$(PIP) install -q --upgrade pip
+
+$(VENV)/.installed: $(PY) $(PROJECTS)
+	$(PIP) install -q $(TORCH)
+	$(PIP) install -q -e . $(addprefix -e ,$(PLUGINS))
+	touch $@
+
+$(VENV)/.installed-dev: $(VENV)/.installed $(EXAMPLE)/pyproject.toml
+	$(PIP) install -q -e ".[dev]" -e $(EXAMPLE)
+	touch $@

@@ -1,0 +1,203 @@
+"""The ``oml`` console script.
+
+    oml train [--config-path DIR] [--config-name NAME] [hydra overrides ...]
+    oml plugins [--all] [--format table|json] [--check]
+    oml registry [KIND] [--format table|json]
+    oml mock-dataset DIR [--seed N]
+
+Errors a user can fix (an unknown or missing component, a bad config) are printed as one message and the
+command exits with status 2, with no traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from oml_core.registry import KINDS, ConfigError, Registry, RegistryError
+
+EXIT_USAGE = 2
+PIPELINE_CONFIGS = {"train": "extractor_training_pipeline"}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``oml`` console script; returns the exit status."""
+    parser = _parser()
+    args, rest = parser.parse_known_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return EXIT_USAGE
+    if rest and args.command not in PIPELINE_CONFIGS:
+        parser.error(f"unrecognized arguments: {' '.join(rest)}")
+    try:
+        return args.handler(args, rest)
+    except (RegistryError, ConfigError) as e:
+        print(f"oml {args.command}: error: {e}", file=sys.stderr)
+        return EXIT_USAGE
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="oml", description="oml: metric learning with plugins")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    train = sub.add_parser("train", help="train an extractor (defaults: the built-in mock dataset)")
+    train.add_argument("--config-path", help="directory of your yaml configs (default: oml's own)")
+    train.add_argument("--config-name", default=PIPELINE_CONFIGS["train"], help="config name without .yaml")
+    train.set_defaults(handler=_cmd_train)
+
+    plugins = sub.add_parser("plugins", help="list the installed plugins and what they provide")
+    plugins.add_argument("--all", action="store_true", help="include the core's built-in plugin")
+    plugins.add_argument("--format", choices=("table", "json"), default="table")
+    plugins.add_argument("--check", action="store_true", help="import every component; exit 1 on any failure")
+    plugins.set_defaults(handler=_cmd_plugins)
+
+    registry = sub.add_parser("registry", help="list registered names, by kind")
+    registry.add_argument("kind", nargs="?", choices=list(KINDS), help="only this kind, with details")
+    registry.add_argument("--format", choices=("table", "json"), default="table")
+    registry.set_defaults(handler=_cmd_registry)
+
+    mock = sub.add_parser("mock-dataset", help="generate the mock 'figures' dataset into DIR")
+    mock.add_argument("dir", type=Path)
+    mock.add_argument("--seed", type=int, default=0)
+    mock.set_defaults(handler=_cmd_mock_dataset)
+    return parser
+
+
+# ------------------------------------------------------------------------------------------------ train
+def compose_config(
+    config_name: str, overrides: Sequence[str], config_path: str | None = None, registry: Registry | None = None
+) -> Any:
+    """Compose a pipeline config with hydra: oml's configs, the plugins' config dirs, and ``overrides``."""
+    from hydra import compose, initialize_config_dir
+
+    registry = registry or Registry()
+    search_path = registry.config_dirs()
+    if config_path is not None:
+        primary = Path(config_path).expanduser().resolve()
+        if not primary.is_dir():
+            raise ConfigError(f"--config-path {str(primary)!r} is not a directory")
+    else:
+        primary = Path(__file__).parent / "configs"
+    overrides = [*overrides, f"hydra.searchpath=[{','.join(search_path)}]"]
+    with initialize_config_dir(config_dir=str(primary), version_base=None):
+        try:
+            return compose(config_name=config_name, overrides=overrides)
+        except Exception as e:  # hydra's own errors (missing config, bad override) are user errors
+            if type(e).__module__.startswith(("hydra", "omegaconf")):
+                raise ConfigError(f"{type(e).__name__}: {e}") from e
+            raise
+
+
+def _cmd_train(args: argparse.Namespace, overrides: list[str]) -> int:
+    from oml_core.lightning.pipelines import extractor_training_pipeline
+
+    registry = Registry()
+    cfg = compose_config(args.config_name, overrides, args.config_path, registry)
+    extractor_training_pipeline(cfg, registry=registry)
+    return 0
+
+
+# ---------------------------------------------------------------------------------------------- plugins
+def plugins_report(registry: Registry, include_builtins: bool = False, check: bool = False) -> list[dict[str, Any]]:
+    """One dict per plugin: name, distribution, version, hooks, provides ``{kind: [names]}``, error.
+
+    With ``check``, every component is imported and the failures are listed under ``broken``.
+    """
+    report = []
+    for record in registry.plugins():
+        info = record.info
+        if info.name == "oml_core" and not include_builtins:
+            continue
+        row: dict[str, Any] = {
+            "name": info.name,
+            "distribution": info.distribution,
+            "version": info.version,
+            "hooks": record.hooks,
+            "provides": registry.provided_by(info.name),
+            "error": record.error,
+        }
+        if check:
+            row["broken"] = _broken_components(registry, info.name)
+        report.append(row)
+    return report
+
+
+def _broken_components(registry: Registry, plugin_name: str) -> list[str]:
+    broken = []
+    for kind in KINDS:
+        for entry in registry.entries(kind):
+            if entry.plugin.name == plugin_name:
+                try:
+                    entry.load()
+                except RegistryError as e:
+                    broken.append(str(e))
+    return broken
+
+
+def _cmd_plugins(args: argparse.Namespace, _: list[str]) -> int:
+    report = plugins_report(Registry(), include_builtins=args.all, check=args.check)
+    if args.format == "json":
+        print(json.dumps(report, indent=2))
+    else:
+        print(_plugins_table(report))
+    failed = any(row["error"] or row.get("broken") for row in report)
+    return 1 if args.check and failed else 0
+
+
+def _plugins_table(report: list[dict[str, Any]]) -> str:
+    if not report:
+        return "No oml plugins installed (see `pip install oml-models oml-losses ...`)."
+    lines = []
+    for row in report:
+        version = f" {row['version']}" if row["version"] else ""
+        lines.append(f"{row['name']}  [{row['distribution'] or 'in code'}{version}]")
+        if row["error"]:
+            lines.append(f"    FAILED: {row['error']}")
+        for kind, names in row["provides"].items():
+            lines.append(f"    {kind:<16} {', '.join(names)}")
+        for problem in row.get("broken", []):
+            lines.append(f"    BROKEN: {problem}")
+    return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------------------------- registry
+def _cmd_registry(args: argparse.Namespace, _: list[str]) -> int:
+    registry = Registry()
+    kinds = [args.kind] if args.kind else list(KINDS)
+    rows = [
+        {"kind": e.kind, "name": e.name, "plugin": e.plugin.name, "aliases": list(e.aliases),
+         "description": e.description}
+        for kind in kinds for e in registry.entries(kind)
+    ]  # fmt: skip
+    if args.format == "json":
+        print(json.dumps(rows, indent=2))
+        return 0
+    for kind in kinds:
+        entries = [r for r in rows if r["kind"] == kind]
+        print(f"{kind} ({KINDS[kind].description}):")
+        if not entries:
+            print("    (none)")
+        for r in sorted(entries, key=lambda r: r["name"]):
+            detail = f" - {r['description']}" if args.kind and r["description"] else ""
+            print(f"    {r['name']:<32} {r['plugin']}{detail}")
+    return 0
+
+
+# ----------------------------------------------------------------------------------------- mock dataset
+def _cmd_mock_dataset(args: argparse.Namespace, _: list[str]) -> int:
+    from oml_core.datasets.mock import generate_mock_dataset
+
+    root = args.dir.expanduser().resolve()
+    if root.exists() and any(root.iterdir()):
+        raise ConfigError(f"{str(root)!r} exists and is not empty; choose a new directory")
+    generate_mock_dataset(root, seed=args.seed)
+    print(f"Mock dataset written to {root}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""PyTorch Lightning integration: modules, callbacks and config-driven pipelines."""

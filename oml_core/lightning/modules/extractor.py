@@ -1,0 +1,120 @@
+"""``ExtractorModule``: trains an extractor with a ``forward(features, labels)`` criterion."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytorch_lightning as pl
+from torch import Tensor, nn
+from torch.optim import Optimizer
+
+from oml_core.interfaces.models import IExtractor, IFreezable
+
+SCHEDULER_INTERVALS = ("step", "epoch")
+
+
+class ExtractorModule(pl.LightningModule):
+    """This is a base module to train your model with Lightning.
+
+    Training: ``loss = criterion(extractor(batch[input_tensors_key]), batch[labels_key])``; the loss and, when
+    the criterion has them, its ``last_logs`` (positive/negative distances, active triplets) are logged.
+    Validation/prediction: returns ``{embeddings_key: extractor.extract(x), "idx": batch["idx"]}``, which
+    :class:`~oml_core.lightning.callbacks.metric.MetricValCallback` accumulates.
+
+    Args:
+        extractor: Extractor to train.
+        criterion: Criterion to optimise (``None`` for validation or prediction only).
+        optimizer: Optimizer.
+        scheduler: Learning-rate scheduler.
+        scheduler_interval: Interval of calling the scheduler (``step`` or ``epoch``).
+        scheduler_frequency: Frequency of calling the scheduler.
+        input_tensors_key: Key to get tensors from the batches.
+        labels_key: Key to get labels from the batches.
+        embeddings_key: Key under which the embeddings are returned.
+        scheduler_monitor_metric: Metric to monitor for schedulers that depend on a metric value.
+        freeze_n_epochs: Number of epochs to keep the model frozen (the extractor must be ``IFreezable``);
+            it is unfrozen when ``current_epoch >= freeze_n_epochs`` (epochs start at 0).
+    """
+
+    def __init__(
+        self,
+        extractor: IExtractor,
+        criterion: nn.Module | None = None,
+        optimizer: Optimizer | None = None,
+        scheduler: Any | None = None,
+        scheduler_interval: str = "step",
+        scheduler_frequency: int = 1,
+        input_tensors_key: str = "input_tensors",
+        labels_key: str = "labels",
+        embeddings_key: str = "embeddings",
+        scheduler_monitor_metric: str | None = None,
+        freeze_n_epochs: int = 0,
+    ):
+        super().__init__()
+        if scheduler_interval not in SCHEDULER_INTERVALS:
+            raise ValueError(f"scheduler_interval must be one of {SCHEDULER_INTERVALS}, got {scheduler_interval!r}")
+        if freeze_n_epochs > 0 and not isinstance(extractor, IFreezable):
+            raise TypeError(
+                f"freeze_n_epochs={freeze_n_epochs} needs an IFreezable extractor, got {type(extractor).__name__}"
+            )
+        self.extractor = extractor
+        self.criterion = criterion
+        self.optimizer = optimizer
+        self.scheduler = scheduler
+        self.scheduler_interval = scheduler_interval
+        self.scheduler_frequency = scheduler_frequency
+        self.input_tensors_key = input_tensors_key
+        self.labels_key = labels_key
+        self.embeddings_key = embeddings_key
+        self.scheduler_monitor_metric = scheduler_monitor_metric
+        self.freeze_n_epochs = freeze_n_epochs
+
+    def forward(self, x: Tensor) -> Tensor:
+        return self.extractor(x)
+
+    def training_step(self, batch: dict[str, Any], batch_idx: int) -> Tensor:
+        if self.criterion is None:
+            raise RuntimeError("ExtractorModule was built without a criterion, so it cannot be trained")
+        embeddings = self.extractor(batch[self.input_tensors_key])
+        loss = self.criterion(embeddings, batch[self.labels_key])
+        batch_size = len(embeddings)
+        self.log("loss", loss.detach(), prog_bar=True, on_step=True, on_epoch=True, batch_size=batch_size)
+        for name, value in (getattr(self.criterion, "last_logs", None) or {}).items():
+            self.log(name, float(value), on_step=True, on_epoch=True, batch_size=batch_size)
+        if self.optimizer is not None:
+            self.log("lr", self.optimizer.param_groups[0]["lr"], on_step=True, on_epoch=False, batch_size=batch_size)
+        return loss
+
+    def _embed(self, batch: dict[str, Any]) -> dict[str, Any]:
+        embeddings = self.extractor.extract(batch[self.input_tensors_key])
+        return {self.embeddings_key: embeddings, "idx": batch["idx"]}
+
+    def validation_step(self, batch: dict[str, Any], batch_idx: int, dataloader_idx: int = 0) -> dict[str, Any]:
+        return self._embed(batch)
+
+    def predict_step(self, batch: dict[str, Any], batch_idx: int, dataloader_idx: int = 0) -> dict[str, Any]:
+        return self._embed(batch)
+
+    def configure_optimizers(self) -> Any:
+        if self.optimizer is None:
+            raise RuntimeError("ExtractorModule was built without an optimizer, so it cannot be trained")
+        if self.scheduler is None:
+            return self.optimizer
+        scheduler: dict[str, Any] = {
+            "scheduler": self.scheduler,
+            "interval": self.scheduler_interval,
+            "frequency": self.scheduler_frequency,
+        }
+        if self.scheduler_monitor_metric is not None:
+            scheduler["monitor"] = self.scheduler_monitor_metric
+        return {"optimizer": self.optimizer, "lr_scheduler": scheduler}
+
+    def on_train_epoch_start(self) -> None:
+        if self.freeze_n_epochs > 0:
+            if self.current_epoch < self.freeze_n_epochs:
+                self.extractor.freeze()
+            else:
+                self.extractor.unfreeze()
+
+    def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        checkpoint["oml_extractor_class"] = f"{type(self.extractor).__module__}.{type(self.extractor).__qualname__}"

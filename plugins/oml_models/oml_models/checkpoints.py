@@ -1,0 +1,148 @@
+"""Loading local checkpoints into models: plain state dicts, Lightning checkpoints, wrapped keys.
+
+Checkpoints are always read with ``torch.load(path, map_location="cpu", weights_only=True)``: a file that
+holds arbitrary pickled objects is refused rather than executed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+import torch
+from torch import Tensor, nn
+
+#: Prefixes that wrappers add to the keys of a model's state dict: a Lightning module's ``model.``,
+#: an ``extractor.`` attribute of a meta-model, DDP's / DataParallel's ``module.``.
+WRAPPER_PREFIXES: tuple[str, ...] = ("model.", "extractor.", "module.")
+
+_MAX_KEYS_SHOWN = 10
+
+
+class CheckpointError(RuntimeError):
+    """A checkpoint that cannot be read or does not fit the model; the message names the file."""
+
+
+def read_state_dict(path: str | Path) -> dict[str, Tensor]:
+    """Read the state dict stored in the local file ``path``.
+
+    A Lightning checkpoint (a dict with a ``"state_dict"`` entry) is unwrapped to its ``state_dict``;
+    any other file must hold a ``{str: Tensor}`` mapping itself.
+
+    Raises:
+        FileNotFoundError: ``path`` is not an existing file.
+        CheckpointError: the file cannot be loaded with ``weights_only=True`` or holds no state dict.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"Checkpoint file not found: {str(path)!r}")
+    try:
+        obj = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as e:
+        raise CheckpointError(
+            f"Cannot load the checkpoint {str(path)!r} with torch.load(weights_only=True): "
+            f"{type(e).__name__}: {e}"
+        ) from e
+    if isinstance(obj, Mapping) and isinstance(obj.get("state_dict"), Mapping):
+        obj = obj["state_dict"]
+    if not isinstance(obj, Mapping) or not all(isinstance(k, str) for k in obj):
+        raise CheckpointError(
+            f"The checkpoint {str(path)!r} holds a {type(obj).__name__}, not a state dict "
+            f"(a mapping of parameter names to tensors, or a Lightning checkpoint with 'state_dict')"
+        )
+    return dict(obj)
+
+
+def strip_prefixes(
+    state_dict: Mapping[str, Tensor], prefixes: Iterable[str] = WRAPPER_PREFIXES
+) -> dict[str, Tensor]:
+    """Remove the leading ``prefixes`` from every key, repeatedly (``model.model.conv1.weight`` -> ``conv1.weight``).
+
+    Only use it for a target module whose own keys never start with one of ``prefixes``.
+    """
+    prefixes = tuple(prefixes)
+    stripped: dict[str, Tensor] = {}
+    for key, value in state_dict.items():
+        new_key = key
+        while True:
+            prefix = next((p for p in prefixes if new_key.startswith(p)), None)
+            if prefix is None:
+                break
+            new_key = new_key[len(prefix) :]
+        stripped[new_key] = value
+    return stripped
+
+
+def drop_keys(state_dict: Mapping[str, Tensor], prefixes: Iterable[str]) -> dict[str, Tensor]:
+    """Return ``state_dict`` without the keys that start with any of ``prefixes``."""
+    prefixes = tuple(prefixes)
+    return {k: v for k, v in state_dict.items() if not (prefixes and k.startswith(prefixes))}
+
+
+def _show(keys: list[str]) -> str:
+    shown = ", ".join(keys[:_MAX_KEYS_SHOWN])
+    more = len(keys) - _MAX_KEYS_SHOWN
+    return f"{shown}, ... ({more} more)" if more > 0 else shown
+
+
+def load_state_dict_strict(module: nn.Module, state_dict: Mapping[str, Tensor], source: str | Path) -> None:
+    """Load ``state_dict`` into ``module``, every key matched in name and shape.
+
+    Raises:
+        CheckpointError: missing or unexpected keys, or a shape mismatch; the message names ``source`` (the
+            file), the missing and the unexpected keys (up to 10 of each, with a count of the rest).
+    """
+    expected = module.state_dict()
+    missing = [k for k in expected if k not in state_dict]
+    unexpected = [k for k in state_dict if k not in expected]
+    if missing or unexpected:
+        parts = [f"The checkpoint {str(source)!r} does not match {type(module).__name__}:"]
+        if missing:
+            parts.append(f"missing keys ({len(missing)}): {_show(missing)};")
+        if unexpected:
+            parts.append(f"unexpected keys ({len(unexpected)}): {_show(unexpected)};")
+        parts.append("check that it was saved from the same architecture and arguments.")
+        raise CheckpointError(" ".join(parts))
+    mismatched = [
+        f"{k}: checkpoint {tuple(v.shape)} vs model {tuple(expected[k].shape)}"
+        for k, v in state_dict.items()
+        if isinstance(v, Tensor) and v.shape != expected[k].shape
+    ]
+    if mismatched:
+        raise CheckpointError(
+            f"The checkpoint {str(source)!r} does not match {type(module).__name__}: shape mismatch in "
+            f"{len(mismatched)} tensor(s): {_show(mismatched)}"
+        )
+    module.load_state_dict(dict(state_dict), strict=True)
+
+
+def load_checkpoint(
+    module: nn.Module,
+    path: str | Path,
+    *,
+    prefixes: Iterable[str] = WRAPPER_PREFIXES,
+    ignore: Iterable[str] = (),
+) -> None:
+    """Load the local checkpoint ``path`` into ``module`` strictly.
+
+    Steps: :func:`read_state_dict` (Lightning checkpoints unwrapped), :func:`strip_prefixes` with
+    ``prefixes``, :func:`drop_keys` of ``ignore`` (key prefixes, after stripping) and
+    :func:`load_state_dict_strict`.
+
+    Raises:
+        FileNotFoundError: no such file.
+        CheckpointError: unreadable file or keys/shapes that do not match ``module``.
+    """
+    state_dict = drop_keys(strip_prefixes(read_state_dict(path), prefixes), ignore)
+    load_state_dict_strict(module, state_dict, path)
+
+
+__all__ = [
+    "WRAPPER_PREFIXES",
+    "CheckpointError",
+    "drop_keys",
+    "load_checkpoint",
+    "load_state_dict_strict",
+    "read_state_dict",
+    "strip_prefixes",
+]
