@@ -11,6 +11,7 @@ FIRST_PARTY_PROVIDERS: MappingProxyType[tuple[str, str], str] = MappingProxyType
     {
         ("extractor", "resnet"): "oml-models",
         ("loss", "triplet"): "oml-losses",
+        ("loss", "triplet_plain"): "oml-losses",
         ("loss", "triplet_with_miner"): "oml-losses",
         ("miner", "all_triplets"): "oml-losses",
         ("sampler", "balance"): "oml-samplers",

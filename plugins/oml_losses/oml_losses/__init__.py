@@ -23,7 +23,13 @@ _EXPORTS = {
     "get_available_triplets_ids": "oml_losses.miners.triplet_masks",
 }
 
-__all__ = sorted(_EXPORTS)
+__all__ = [
+    "AllTripletsMiner",
+    "TripletLoss",
+    "TripletLossPlain",
+    "TripletLossWithMiner",
+    "get_available_triplets_ids",
+]
 
 
 def __getattr__(name: str) -> Any:

@@ -9,13 +9,13 @@ from oml_core import hookimpl
 from oml_core.registry.hookspecs import RegisterCallback
 
 LOSSES = {
-    "triplet": ("oml_losses.triplet:TripletLoss", "triplet loss of (anchor, positive, negative), margin or soft"),
-    "triplet_plain": ("oml_losses.triplet:TripletLossPlain", "triplet loss of triplets stacked as rows 0,1,2 / 3,4,5"),
-    "triplet_with_miner": ("oml_losses.triplet:TripletLossWithMiner", "triplet loss of triplets mined in the batch"),
+    "triplet": ("oml_losses.triplet:TripletLoss", "triplet loss of (anchor, positive, negative)"),
+    "triplet_plain": ("oml_losses.triplet:TripletLossPlain", "triplet loss of stacked rows 0,1,2 / 3,4,5 .."),
+    "triplet_with_miner": ("oml_losses.triplet:TripletLossWithMiner", "triplet loss of mined triplets"),
 }
 
 MINERS = {
-    "all_triplets": ("oml_losses.miners.inbatch_all_tri:AllTripletsMiner", "all the possible triplets of a batch"),
+    "all_triplets": ("oml_losses.miners.inbatch_all_tri:AllTripletsMiner", "all triplets of a batch"),
 }
 
 

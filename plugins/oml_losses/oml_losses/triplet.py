@@ -23,12 +23,14 @@ from oml_losses.reduction import check_reduction, get_reduced
 
 def _check_margin(margin: float | None) -> float | None:
     if margin is not None and not margin > 0:
-        raise ValueError(f"margin must be a positive number, or None for the soft triplet loss; got {margin!r}")
+        raise ValueError(
+            f"margin must be a positive number, or None for the soft triplet loss; got {margin!r}"
+        )
     return margin
 
 
 def get_tri_ids_in_plain(n: int) -> tuple[list[int], list[int], list[int]]:
-    """Indices of anchors, positives and negatives of ``n`` stacked features: ``0,3,6..``, ``1,4,7..``, ``2,5,8..``.
+    """Anchor, positive and negative indices of ``n`` stacked features: ``0,3,6..``, ``1,4,7..``, ``2,5,8..``.
 
     Raises:
         ValueError: ``n`` is not a multiple of 3.
@@ -47,7 +49,8 @@ class TripletLoss(nn.Module):
         loss = log1p(exp(d_ap - d_an))         if margin is None (SoftTripletLoss)
 
     The soft version may help when ``TripletMarginLoss`` converges to its margin value (dimension
-    collapse). The per-triplet values are then reduced with ``reduction``.
+    collapse). The soft loss is computed as ``softplus(d_ap - d_an)``, the same function, which does not
+    overflow for large distances. The per-triplet values are then reduced with ``reduction``.
 
     When ``need_logs`` is set, every forward pass fills ``self.last_logs`` with floats:
     ``active_tri`` (fraction of triplets whose loss is > 0), ``pos_dist`` (mean ``d_ap``) and
@@ -90,7 +93,7 @@ class TripletLoss(nn.Module):
         pos_dist = elementwise_dist(anchor, positive, p=2)
         neg_dist = elementwise_dist(anchor, negative, p=2)
         if self.margin is None:
-            loss = torch.log1p(torch.exp(pos_dist - neg_dist))
+            loss = nn.functional.softplus(pos_dist - neg_dist)  # log1p(exp(.)) without overflow
         else:
             loss = torch.relu(self.margin + pos_dist - neg_dist)
         if self.need_logs:
@@ -105,7 +108,7 @@ def _triplet_logs(loss: Tensor, pos_dist: Tensor, neg_dist: Tensor) -> dict[str,
 
 
 class TripletLossPlain(nn.Module):
-    """The same as :class:`TripletLoss`, but works with anchor, positive and negative features stacked together.
+    """The same as :class:`TripletLoss`, but works with anchor, positive and negative features stacked.
 
     ``features`` rows ``0, 1, 2`` are the 1st triplet (anchor, positive, negative), rows ``3, 4, 5`` the
     2nd one and so on, so ``N`` rows hold ``N / 3`` triplets. ``last_logs`` as in :class:`TripletLoss`.

@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 
 _EXPORTS = {"BalanceSampler": "oml_samplers.balance"}
 
-__all__ = sorted(_EXPORTS)
+__all__ = ["BalanceSampler"]
 
 
 def __getattr__(name: str) -> Any:

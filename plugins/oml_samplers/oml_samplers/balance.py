@@ -50,8 +50,9 @@ class BalanceSampler(IBatchSampler):
         seed: Seed of a new generator when ``generator`` is not given.
 
     Raises:
-        ValueError: ``labels`` are not a non-empty 1-D sequence of ints, ``n_labels < 2``, ``n_instances < 2``,
-            ``n_labels`` exceeds the number of unique labels, or both ``generator`` and ``seed`` are given.
+        ValueError: ``labels`` are not a non-empty 1-D sequence of ints, ``n_labels < 2``,
+            ``n_instances < 2``, ``n_labels`` exceeds the number of unique labels, or both ``generator``
+            and ``seed`` are given.
     """
 
     def __init__(
@@ -91,7 +92,7 @@ class BalanceSampler(IBatchSampler):
         return ids[picked].tolist()
 
     def __iter__(self) -> Iterator[list[int]]:
-        """Draw an epoch and iterate over its ``len(self)`` batches of ``n_labels * n_instances`` dataset indices."""
+        """Draw an epoch; iterate over its ``len(self)`` batches of ``n_labels * n_instances`` indices."""
         order = torch.randperm(len(self._unique_labels), generator=self.generator).tolist()
         epoch = []
         for i in range(len(self)):

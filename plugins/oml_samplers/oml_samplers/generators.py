@@ -6,7 +6,7 @@ import torch
 
 
 def make_generator(generator: torch.Generator | None = None, seed: int | None = None) -> torch.Generator:
-    """Return ``generator``, or a new CPU ``torch.Generator`` seeded with ``seed`` (``0`` when neither is given).
+    """Return ``generator``, or a new CPU ``torch.Generator`` seeded with ``seed`` (``0`` if neither given).
 
     Raises:
         ValueError: both ``generator`` and ``seed`` are given, or ``generator`` is not a CPU generator.

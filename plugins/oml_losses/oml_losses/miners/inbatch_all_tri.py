@@ -57,7 +57,7 @@ class AllTripletsMiner(ITripletsMinerInBatch):
         self.generator = make_generator(generator, seed)
 
     def _sample(self, features: Tensor | None, labels: Tensor | list[int]) -> tuple[Tensor, Tensor, Tensor]:
-        """Return the indices ``(anchors, positives, negatives)`` of the mined triplets (``features`` unused)."""
+        """Return the indices ``(anchors, positives, negatives)`` of the triplets (``features`` is unused)."""
         ids_a, ids_p, ids_n = get_available_triplets_ids(labels, device=self.device)
         n_triplets = len(ids_a)
         if n_triplets > self.max_output_triplets:

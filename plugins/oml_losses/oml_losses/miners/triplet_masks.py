@@ -16,7 +16,9 @@ def _as_labels(labels: Tensor | list[int], device: str | torch.device | None = N
     return labels_t
 
 
-def get_pos_neg_masks(labels: Tensor | list[int], device: str | torch.device | None = None) -> tuple[Tensor, Tensor]:
+def get_pos_neg_masks(
+    labels: Tensor | list[int], device: str | torch.device | None = None
+) -> tuple[Tensor, Tensor]:
     """Boolean ``[B, B]`` masks of positive and negative pairs of ``labels`` ``[B]``.
 
     ``is_pos[i, j] = labels[i] == labels[j] and i != j``; ``is_neg[i, j] = labels[i] != labels[j]``.
@@ -30,7 +32,7 @@ def get_pos_neg_masks(labels: Tensor | list[int], device: str | torch.device | N
 def get_available_triplets_ids(
     labels: Tensor | list[int], device: str | torch.device | None = None
 ) -> tuple[Tensor, Tensor, Tensor]:
-    """All index triplets ``(a, p, n)`` of a batch: ``labels[a] == labels[p]``, ``a != p``, ``labels[n] != labels[a]``.
+    """All triplets ``(a, p, n)`` with ``labels[a] == labels[p]``, ``a != p``, ``labels[n] != labels[a]``.
 
     Vectorised: the positive pairs ``(a, p)`` come from :func:`get_pos_neg_masks`, then each pair is
     crossed with the negatives of its anchor (a ``[n_pos_pairs, B]`` mask, not ``[B, B, B]``). The

@@ -1,0 +1,100 @@
+"""Real entry-point discovery through installed distributions, run as the ``oml`` command."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+EXPECTED_PROVIDES = {
+    "oml_models": {"extractor": ["resnet"]},
+    "oml_losses": {"loss": ["triplet", "triplet_plain", "triplet_with_miner"], "miner": ["all_triplets"]},
+    "oml_samplers": {"sampler": ["balance"]},
+    "oml_loggers": {"logger": ["tensorboard"]},
+    "oml_postprocessors": {},
+    "oml_plugin_example": {"extractor": ["tiny_conv"], "loss": ["contrastive_example"]},
+}
+
+
+def _report(result) -> dict[str, dict]:
+    assert result.returncode == 0, result.stderr
+    return {row["name"]: row for row in json.loads(result.stdout)}
+
+
+def test_plugins_json_lists_the_six_plugins_with_what_they_provide(run_oml):
+    report = _report(run_oml("plugins", "--format", "json", env={"OML_LOAD_PLUGINS": None}))
+    assert set(report) == set(EXPECTED_PROVIDES)
+    for name, provides in EXPECTED_PROVIDES.items():
+        assert report[name]["provides"] == provides, name
+        assert report[name]["error"] is None
+    assert report["oml_losses"]["distribution"] == "oml-losses"
+    assert report["oml_losses"]["version"] == "0.1.0"
+    assert report["oml_losses"]["hooks"] == ["oml_register_losses", "oml_register_miners"]
+    assert report["oml_plugin_example"]["distribution"] == "oml-plugin-example"
+
+
+def test_plugins_all_includes_the_core_builtins(run_oml):
+    report = _report(run_oml("plugins", "--all", "--format", "json", env={"OML_LOAD_PLUGINS": None}))
+    assert report["oml_core"]["provides"]["optimizer"] == ["adagrad", "adam", "adamax", "adamw", "rmsprop", "sgd"]
+
+
+def test_allow_list_hides_plugins(run_oml):
+    assert _report(run_oml("plugins", "--format", "json", env={"OML_LOAD_PLUGINS": ""})) == {}
+    only = _report(run_oml("plugins", "--format", "json", env={"OML_LOAD_PLUGINS": "oml_losses, oml-samplers"}))
+    assert set(only) == {"oml_losses", "oml_samplers"}
+
+
+def test_plugins_check_imports_every_component(run_oml):
+    result = run_oml("plugins", "--check", env={"OML_LOAD_PLUGINS": None})
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "BROKEN" not in result.stdout and "FAILED" not in result.stdout
+
+
+def _fake_broken_distribution(root: Path) -> Path:
+    """A real (metadata-only) distribution whose ``oml`` entry point raises on import."""
+    (root / "broken_oml_plugin.py").write_text("raise ImportError('needs the package frobnicate')\n")
+    dist_info = root / "broken_oml_plugin-0.3.dist-info"
+    dist_info.mkdir()
+    (dist_info / "METADATA").write_text("Metadata-Version: 2.1\nName: broken-oml-plugin\nVersion: 0.3\n")
+    (dist_info / "entry_points.txt").write_text("[oml]\nbroken = broken_oml_plugin\n")
+    return root
+
+
+def test_broken_plugin_is_skipped_with_a_warning(run_oml, tmp_path):
+    env = {"PYTHONPATH": str(_fake_broken_distribution(tmp_path)), "OML_LOAD_PLUGINS": None}
+    result = run_oml("plugins", "--format", "json", env=env)
+    report = _report(result)
+    assert "oml plugin broken (broken-oml-plugin 0.3): import failed: ImportError: needs the package frobnicate" in (
+        result.stderr
+    )
+    assert report["broken"]["error"].endswith("ImportError: needs the package frobnicate")
+    assert report["oml_losses"]["error"] is None  # the others still load
+    checked = run_oml("plugins", "--check", env=env)
+    assert checked.returncode == 1 and "FAILED" in checked.stdout
+
+
+def test_broken_plugin_raises_when_strict(run_oml, tmp_path):
+    env = {"PYTHONPATH": str(_fake_broken_distribution(tmp_path)), "OML_STRICT_PLUGINS": "1", "OML_LOAD_PLUGINS": None}
+    result = run_oml("plugins", env=env)
+    assert result.returncode == 2
+    assert "error: oml plugin broken (broken-oml-plugin 0.3): import failed" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_registry_command_lists_kinds(run_oml):
+    result = run_oml("registry", "loss", env={"OML_LOAD_PLUGINS": None})
+    assert result.returncode == 0, result.stderr
+    assert "triplet_with_miner" in result.stdout and "contrastive_example" in result.stdout
+    rows = json.loads(run_oml("registry", "--format", "json", env={"OML_LOAD_PLUGINS": None}).stdout)
+    assert {"kind": "sampler", "name": "balance", "plugin": "oml_samplers"}.items() <= next(
+        r for r in rows if r["name"] == "balance"
+    ).items()
+
+
+def test_missing_loss_plugin_names_the_loss_and_its_distribution(run_oml, tmp_path):
+    """What `pip uninstall oml-losses` leaves: `oml train` fails with one clear message, no traceback."""
+    env = {"OML_LOAD_PLUGINS": "oml_models,oml_samplers,oml_loggers"}
+    result = run_oml("train", "max_epochs=1", f"logs_root={tmp_path}", env=env)
+    assert result.returncode == 2
+    assert "Unknown loss 'triplet_with_miner'" in result.stderr
+    assert "provided by the plugin distribution 'oml-losses'" in result.stderr
+    assert "Traceback" not in result.stderr
