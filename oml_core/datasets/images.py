@@ -1,0 +1,780 @@
+"""Image datasets built from paths or from a dataframe in OML's format.
+
+A dataframe in OML's format has the columns ``label``, ``path``, ``split``, ``is_query``, ``is_gallery`` and,
+optionally, ``category``, ``sequence`` and the bounding box ``x_1, x_2, y_1, y_2`` (left, right, top,
+bottom; a row with empty box values uses the whole image). Which columns a dataset requires depends on the
+dataset: see each class.
+
+Every dataset here is lazy: constructing it validates the table but reads no image; an image is read (and,
+with ``cache_size > 0``, kept in a per-instance LRU cache of decoded images) only when an item is asked for.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import OrderedDict
+from collections.abc import Callable, Hashable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import torch
+from PIL import Image, ImageDraw
+from torch import LongTensor
+
+from oml_core.interfaces.datasets import (
+    IBaseDataset,
+    ILabeledDataset,
+    IQueryGalleryDataset,
+    IQueryGalleryLabeledDataset,
+    IVisualizableDataset,
+)
+from oml_core.utils.images import imread_pil
+
+LABELS_COLUMN = "label"
+PATHS_COLUMN = "path"
+SPLIT_COLUMN = "split"
+IS_QUERY_COLUMN = "is_query"
+IS_GALLERY_COLUMN = "is_gallery"
+CATEGORIES_COLUMN = "category"
+SEQUENCE_COLUMN = "sequence"
+X1_COLUMN = "x_1"
+X2_COLUMN = "x_2"
+Y1_COLUMN = "y_1"
+Y2_COLUMN = "y_2"
+BBOXES_COLUMNS = (X1_COLUMN, X2_COLUMN, Y1_COLUMN, Y2_COLUMN)
+
+TBBox = tuple[int, int, int, int]
+TImage = Image.Image | np.ndarray
+TImReader = Callable[[Path | str | bytes], TImage]
+TColor = tuple[int, int, int]
+
+BLACK: TColor = (0, 0, 0)
+
+
+class _LRUCache:
+    """A small least-recently-used cache. Its content is not pickled (DataLoader workers start empty)."""
+
+    def __init__(self, maxsize: int):
+        self.maxsize = maxsize
+        self._data: OrderedDict[Hashable, Any] = OrderedDict()
+
+    def get(self, key: Hashable) -> Any | None:
+        if key not in self._data:
+            return None
+        self._data.move_to_end(key)
+        return self._data[key]
+
+    def put(self, key: Hashable, value: Any) -> None:
+        self._data[key] = value
+        self._data.move_to_end(key)
+        while len(self._data) > self.maxsize:
+            self._data.popitem(last=False)
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"maxsize": self.maxsize, "_data": OrderedDict()}
+
+
+def pil_to_tensor(image: TImage) -> torch.Tensor:
+    """Convert a PIL image or an ``HxWx3`` uint8 array into a float tensor ``[3, H, W]`` in ``[0, 1]``.
+
+    This is what the image datasets use when ``transform`` is ``None``. A uint8 array is divided by 255, an
+    array of another dtype is only cast to float32; a greyscale array is repeated over 3 channels.
+    """
+    if isinstance(image, Image.Image):
+        array = np.asarray(image.convert("RGB"))
+    elif isinstance(image, np.ndarray):
+        array = image
+        if array.ndim == 2:
+            array = np.repeat(array[:, :, None], 3, axis=2)
+        if array.ndim != 3 or array.shape[2] != 3:
+            raise ValueError(f"expected an HxWx3 image array, got the shape {array.shape}")
+    else:
+        raise TypeError(f"expected a PIL image or a numpy array, got {type(image).__name__}")
+    tensor = torch.from_numpy(np.array(array, dtype=np.float32, copy=True)).permute(2, 0, 1).contiguous()
+    return tensor / 255.0 if array.dtype == np.uint8 else tensor
+
+
+def _image_size(image: TImage) -> tuple[int, int]:
+    """Return ``(width, height)``."""
+    if isinstance(image, Image.Image):
+        return image.size
+    if isinstance(image, np.ndarray):
+        return int(image.shape[1]), int(image.shape[0])
+    raise TypeError(f"f_imread must return a PIL image or a numpy array, got {type(image).__name__}")
+
+
+def _to_uint8_rgb(image: TImage) -> np.ndarray:
+    if isinstance(image, Image.Image):
+        return np.array(image.convert("RGB"), dtype=np.uint8)
+    array = np.asarray(image)
+    if array.ndim == 2:
+        array = np.repeat(array[:, :, None], 3, axis=2)
+    if array.dtype != np.uint8:
+        scale = 255.0 if array.dtype.kind == "f" and array.size and float(array.max()) <= 1.0 else 1.0
+        array = np.clip(array.astype(np.float64) * scale, 0, 255).round().astype(np.uint8)
+    return np.ascontiguousarray(array[:, :, :3])
+
+
+def _check_columns(df: Any, required: Sequence[str], owner: str) -> None:
+    if not isinstance(df, pd.DataFrame):
+        raise TypeError(f"{owner} expects a pandas DataFrame as df, got {type(df).__name__}")
+    missing = [c for c in required if c not in df.columns]
+    if missing:
+        names = ", ".join(f"'{c}'" for c in missing)
+        raise ValueError(
+            f"{owner}: the dataframe is missing the required column(s) {names}; "
+            f"the columns present are {list(map(str, df.columns))}"
+        )
+
+
+def _check_no_missing(df: pd.DataFrame, column: str, owner: str) -> None:
+    values = df[column]
+    bad = values.isna().to_numpy() | np.array([isinstance(v, str) and not v.strip() for v in values.tolist()])
+    if bad.any():
+        rows = np.flatnonzero(bad)
+        raise ValueError(
+            f"{owner}: the column '{column}' has empty values in {len(rows)} row(s), the first at row "
+            f"{int(rows[0])}"
+        )
+
+
+def parse_bboxes(df: pd.DataFrame, owner: str = "dataset") -> list[TBBox | None] | None:
+    """Read the bounding boxes of a dataframe in OML's format.
+
+    Returns ``None`` when the dataframe has none of the columns ``x_1, x_2, y_1, y_2``; otherwise a list with,
+    for each row (in order), ``None`` when the row's four box values are empty, or ``(x_1, y_1, x_2, y_2)``
+    as integers. Raises ``ValueError`` naming the column or row when only some of the columns exist, when a
+    row has only some of its values, or when a box is not ``0 <= x_1 < x_2`` and ``0 <= y_1 < y_2``.
+    """
+    present = [c for c in BBOXES_COLUMNS if c in df.columns]
+    if not present:
+        return None
+    if len(present) != len(BBOXES_COLUMNS):
+        missing = ", ".join(f"'{c}'" for c in BBOXES_COLUMNS if c not in df.columns)
+        raise ValueError(
+            f"{owner}: the dataframe has some of the bounding box columns but not {missing}; "
+            f"give all of {list(BBOXES_COLUMNS)} or none"
+        )
+
+    bboxes: list[TBBox | None] = []
+    numeric = {}
+    for column in BBOXES_COLUMNS:
+        try:
+            numeric[column] = pd.to_numeric(df[column], errors="raise").to_numpy(dtype=np.float64)
+        except (ValueError, TypeError) as e:
+            raise ValueError(f"{owner}: the bounding box column '{column}' must hold numbers: {e}") from e
+
+    for row in range(len(df)):
+        values = [numeric[c][row] for c in BBOXES_COLUMNS]
+        isnan = [math.isnan(v) for v in values]
+        if all(isnan):
+            bboxes.append(None)
+            continue
+        if any(isnan):
+            empty = [c for c, n in zip(BBOXES_COLUMNS, isnan) if n]
+            raise ValueError(f"{owner}: row {row} has an incomplete bounding box, {empty} empty")
+        if any(v != int(v) for v in values):
+            raise ValueError(f"{owner}: row {row} has a bounding box with non-integer values {values}")
+        x1, x2, y1, y2 = (int(v) for v in values)
+        if not (0 <= x1 < x2 and 0 <= y1 < y2):
+            raise ValueError(
+                f"{owner}: row {row} has an invalid bounding box (x_1={x1}, x_2={x2}, y_1={y1}, y_2={y2}); "
+                f"expected 0 <= x_1 < x_2 and 0 <= y_1 < y_2"
+            )
+        bboxes.append((x1, y1, x2, y2))
+    return bboxes
+
+
+def _parse_bool_column(df: pd.DataFrame, column: str, owner: str) -> np.ndarray:
+    """Convert ``True/False``, ``1/0`` or the strings ``"True"/"False"``, ``"1"/"0"`` into a bool array."""
+    out = np.zeros(len(df), dtype=bool)
+    for row, value in enumerate(df[column].tolist()):
+        if isinstance(value, (bool, np.bool_)):
+            out[row] = bool(value)
+        elif isinstance(value, (int, np.integer, float, np.floating)) and value in (0, 1):
+            out[row] = bool(value)
+        elif isinstance(value, str) and value.strip().lower() in ("true", "false", "1", "0", "1.0", "0.0"):
+            out[row] = value.strip().lower() in ("true", "1", "1.0")
+        else:
+            raise ValueError(
+                f"{owner}: the column '{column}' must hold True/False (or 1/0) in every row, "
+                f"row {row} has {value!r}"
+            )
+    return out
+
+
+def _as_python_scalar(value: Any) -> Any:
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
+
+
+class ImageBaseDataset(IBaseDataset, IVisualizableDataset):
+    """The base class that handles image specific logic: reading, caching, cropping and transforming.
+
+    Items are dicts with ``input_tensors_key`` (the output of ``transform`` applied to the image cropped by
+    its bounding box, if any), ``index_key`` (the item's index), ``paths_key`` (the image's path as a string),
+    ``x1_key, y1_key, x2_key, y2_key`` (the crop box used; the whole image when the item has no box) and one
+    key per entry of ``extra_data``.
+    """
+
+    def __init__(
+        self,
+        paths: Sequence[Path | str],
+        dataset_root: Path | str | None = None,
+        bboxes: Sequence[TBBox | None] | None = None,
+        extra_data: dict[str, Sequence[Any]] | None = None,
+        transform: Callable[[Any], Any] | None = None,
+        f_imread: TImReader | None = None,
+        cache_size: int | None = 0,
+        input_tensors_key: str = "input_tensors",
+        index_key: str = "idx",
+        paths_key: str = "paths",
+        x1_key: str = "x1",
+        x2_key: str = "x2",
+        y1_key: str = "y1",
+        y2_key: str = "y2",
+    ):
+        """
+        Args:
+            paths: Paths to the images; a relative path is joined to ``dataset_root`` when it is given.
+            dataset_root: The images' root folder; ``None`` when the paths are absolute (or relative to the
+                working directory).
+            bboxes: ``None``, or one entry per path: ``None`` (use the whole image) or ``(x1, y1, x2, y2)``
+                with the right and bottom ends exclusive.
+            extra_data: Records of additional information, one value per path; ``extra_data[key][i]`` goes
+                into item ``i`` under ``key``.
+            transform: Applied to the (cropped) PIL image, or array when ``f_imread`` returns arrays; ``None``
+                converts the image to a float tensor ``[3, H, W]`` in ``[0, 1]``.
+            f_imread: Reads an image from its path; ``None`` means :func:`oml_core.utils.images.imread_pil`.
+            cache_size: How many decoded images to keep in an LRU cache (per dataset instance); ``0`` or
+                ``None`` disables the cache.
+            input_tensors_key: Key of the image tensors in the items.
+            index_key: Key of the items' indices.
+            paths_key: Key of the items' paths.
+            x1_key: Key of the left edge of the crop box.
+            x2_key: Key of the right edge of the crop box.
+            y1_key: Key of the top edge of the crop box.
+            y2_key: Key of the bottom edge of the crop box.
+        """
+        owner = type(self).__name__
+        paths = list(paths)
+        root = Path(dataset_root) if dataset_root is not None else None
+        self._paths: list[Path] = [root / Path(p) if root is not None else Path(p) for p in paths]
+        self.dataset_root = root
+
+        if bboxes is not None:
+            bboxes = list(bboxes)
+            if len(bboxes) != len(self._paths):
+                raise ValueError(f"{owner}: got {len(bboxes)} bboxes for {len(self._paths)} paths")
+            checked: list[TBBox | None] = []
+            for i, bbox in enumerate(bboxes):
+                if bbox is None:
+                    checked.append(None)
+                    continue
+                x1, y1, x2, y2 = (int(v) for v in bbox)
+                if not (0 <= x1 < x2 and 0 <= y1 < y2):
+                    raise ValueError(
+                        f"{owner}: the bbox of item {i} ({x1}, {y1}, {x2}, {y2}) is not (x1, y1, x2, y2) "
+                        f"with 0 <= x1 < x2 and 0 <= y1 < y2"
+                    )
+                checked.append((x1, y1, x2, y2))
+            bboxes = checked
+        self._bboxes: list[TBBox | None] | None = bboxes
+
+        self.input_tensors_key = input_tensors_key
+        self.index_key = index_key
+        self.paths_key = paths_key
+        self.x1_key, self.x2_key, self.y1_key, self.y2_key = x1_key, x2_key, y1_key, y2_key
+        reserved = {input_tensors_key, index_key, paths_key, x1_key, x2_key, y1_key, y2_key}
+
+        self.extra_data: dict[str, list[Any]] = {}
+        for key, record in (extra_data or {}).items():
+            values = list(record)
+            if len(values) != len(self._paths):
+                raise ValueError(
+                    f"{owner}: extra_data['{key}'] has {len(values)} values for {len(self._paths)} paths"
+                )
+            if key in reserved:
+                raise ValueError(f"{owner}: the extra_data key '{key}' clashes with a key the dataset uses")
+            self.extra_data[key] = values
+
+        self.transform = transform
+        self.f_imread: TImReader = f_imread if f_imread is not None else imread_pil
+        self.cache_size = int(cache_size or 0)
+        if self.cache_size < 0:
+            raise ValueError(f"{owner}: cache_size must be >= 0, got {cache_size}")
+        self._cache = _LRUCache(self.cache_size) if self.cache_size > 0 else None
+
+    @property
+    def paths(self) -> list[Path]:
+        """The resolved paths of the images, in dataset order."""
+        return list(self._paths)
+
+    @property
+    def bboxes(self) -> list[TBBox | None] | None:
+        """The bounding boxes ``(x1, y1, x2, y2)`` (or ``None`` per item, or ``None`` for all)."""
+        return None if self._bboxes is None else list(self._bboxes)
+
+    def __len__(self) -> int:
+        return len(self._paths)
+
+    def _check_index(self, item: int) -> int:
+        item = int(item)
+        if not 0 <= item < len(self):
+            raise IndexError(f"{type(self).__name__}: index {item} is out of range for {len(self)} items")
+        return item
+
+    def read_image(self, item: int) -> TImage:
+        """Return the decoded, uncropped image of ``item`` (through the LRU cache when it is on).
+
+        Raises the reader's error, with the image's path in the message, when the file cannot be read.
+        """
+        item = self._check_index(item)
+        path = self._paths[item]
+        if self._cache is not None:
+            image = self._cache.get(path)
+            if image is not None:
+                return image
+        try:
+            image = self.f_imread(path)
+        except FileNotFoundError as e:
+            if str(path) in str(e):
+                raise
+            raise FileNotFoundError(f"item {item}: image file not found: '{path}' ({e})") from e
+        except Exception as e:
+            if str(path) in str(e):
+                raise
+            raise OSError(f"item {item}: cannot read the image '{path}': {type(e).__name__}: {e}") from e
+        if self._cache is not None:
+            self._cache.put(path, image)
+        return image
+
+    def _crop_box(self, item: int, image: TImage) -> TBBox:
+        width, height = _image_size(image)
+        bbox = self._bboxes[item] if self._bboxes is not None else None
+        if bbox is None:
+            return 0, 0, width, height
+        x1, y1, x2, y2 = bbox
+        x1, x2 = min(x1, width), min(x2, width)
+        y1, y2 = min(y1, height), min(y2, height)
+        if x1 >= x2 or y1 >= y2:
+            raise ValueError(
+                f"item {item}: the bbox {bbox} lies outside the image '{self._paths[item]}' of size "
+                f"{width}x{height}"
+            )
+        return x1, y1, x2, y2
+
+    def __getitem__(self, item: int) -> dict[str, Any]:
+        """Return the dict of item ``item``: ``input_tensors_key``, ``index_key``, ``paths_key``, the crop box
+        keys and the ``extra_data`` keys. Reads the image (or takes it from the cache)."""
+        item = self._check_index(item)
+        image = self.read_image(item)
+        x1, y1, x2, y2 = self._crop_box(item, image)
+        if isinstance(image, Image.Image):
+            cropped: TImage = image.crop((x1, y1, x2, y2))
+        else:
+            cropped = np.array(image[y1:y2, x1:x2], copy=True)
+        tensors = self.transform(cropped) if self.transform is not None else pil_to_tensor(cropped)
+
+        data: dict[str, Any] = {
+            self.input_tensors_key: tensors,
+            self.index_key: item,
+            self.paths_key: str(self._paths[item]),
+            self.x1_key: x1,
+            self.y1_key: y1,
+            self.x2_key: x2,
+            self.y2_key: y2,
+        }
+        for key, record in self.extra_data.items():
+            data[key] = _as_python_scalar(record[item])
+        return data
+
+    def visualize(self, item: int, color: TColor = BLACK) -> np.ndarray:
+        """Return the whole image of ``item`` as an ``HxWx3`` uint8 array with its bounding box (if it has
+        one) drawn in ``color``; the image is not transformed."""
+        item = self._check_index(item)
+        image = _to_uint8_rgb(self.read_image(item))
+        bbox = self._bboxes[item] if self._bboxes is not None else None
+        if bbox is None:
+            return image
+        height, width = image.shape[:2]
+        x1, y1, x2, y2 = bbox
+        canvas = Image.fromarray(image)
+        thickness = max(1, round(0.01 * max(height, width)))
+        box = (min(x1, width - 1), min(y1, height - 1), min(x2, width) - 1, min(y2, height) - 1)
+        ImageDraw.Draw(canvas).rectangle(box, outline=tuple(int(c) for c in color), width=thickness)
+        return np.array(canvas, dtype=np.uint8)
+
+
+class _DataFrameImageDataset(ImageBaseDataset):
+    """Shared construction from a dataframe: paths, bboxes, categories and sequences."""
+
+    def _init_from_df(
+        self,
+        df: pd.DataFrame,
+        required: Sequence[str],
+        extra_data: dict[str, Sequence[Any]] | None,
+        categories_key: str | None,
+        sequence_key: str | None,
+        **base_kwargs: Any,
+    ) -> pd.DataFrame:
+        owner = type(self).__name__
+        _check_columns(df, required, owner)
+        df = df.reset_index(drop=True)
+        for column in required:
+            if column in (LABELS_COLUMN, PATHS_COLUMN):
+                _check_no_missing(df, column, owner)
+
+        extra = dict(extra_data or {})
+        for key, column in ((categories_key, CATEGORIES_COLUMN), (sequence_key, SEQUENCE_COLUMN)):
+            if key is not None and column in df.columns:
+                if key in extra:
+                    raise ValueError(
+                        f"{owner}: extra_data has the key '{key}' that the column '{column}' fills"
+                    )
+                extra[key] = df[column].tolist()
+
+        self.df = df
+        self.categories_key = categories_key if CATEGORIES_COLUMN in df.columns else None
+        self.sequence_key = sequence_key if SEQUENCE_COLUMN in df.columns else None
+        ImageBaseDataset.__init__(
+            self,
+            paths=[str(p) for p in df[PATHS_COLUMN].tolist()],
+            bboxes=parse_bboxes(df, owner),
+            extra_data=extra,
+            **base_kwargs,
+        )
+        return df
+
+
+class ImageLabeledDataset(_DataFrameImageDataset, ILabeledDataset):
+    """The dataset of images having their ground truth labels, built from a dataframe in OML's format.
+
+    Requires the columns ``label`` and ``path``; uses ``category``, ``sequence`` and ``x_1, x_2, y_1, y_2``
+    when present. Items are those of :class:`ImageBaseDataset` plus ``labels_key`` (the row's label) and
+    ``categories_key`` / ``sequence_key`` when the dataframe has those columns.
+    """
+
+    def __init__(
+        self,
+        df: pd.DataFrame,
+        extra_data: dict[str, Sequence[Any]] | None = None,
+        dataset_root: Path | str | None = None,
+        transform: Callable[[Any], Any] | None = None,
+        f_imread: TImReader | None = None,
+        cache_size: int | None = 0,
+        input_tensors_key: str = "input_tensors",
+        labels_key: str = "labels",
+        index_key: str = "idx",
+        paths_key: str = "paths",
+        categories_key: str | None = "categories",
+        sequence_key: str | None = "sequence",
+        x1_key: str = "x1",
+        x2_key: str = "x2",
+        y1_key: str = "y1",
+        y2_key: str = "y2",
+    ):
+        """
+        Args:
+            df: The table (OML's format) with at least the columns ``label`` and ``path``.
+            extra_data: Additional per-row records to put into the items (see :class:`ImageBaseDataset`).
+            dataset_root: The root that relative paths of ``df`` are joined to.
+            transform: See :class:`ImageBaseDataset`.
+            f_imread: See :class:`ImageBaseDataset`.
+            cache_size: See :class:`ImageBaseDataset`.
+            input_tensors_key: Key of the image tensors in the items.
+            labels_key: Key of the labels in the items.
+            index_key: Key of the items' indices.
+            paths_key: Key of the items' paths.
+            categories_key: Key of the ``category`` column's values in the items (``None`` to leave them out).
+            sequence_key: Key of the ``sequence`` column's values in the items (``None`` to leave them out).
+            x1_key: Key of the left edge of the crop box.
+            x2_key: Key of the right edge of the crop box.
+            y1_key: Key of the top edge of the crop box.
+            y2_key: Key of the bottom edge of the crop box.
+        """
+        self.labels_key = labels_key
+        self._init_from_df(
+            df,
+            required=self._required_columns(),
+            extra_data=extra_data,
+            categories_key=categories_key,
+            sequence_key=sequence_key,
+            dataset_root=dataset_root,
+            transform=transform,
+            f_imread=f_imread,
+            cache_size=cache_size,
+            input_tensors_key=input_tensors_key,
+            index_key=index_key,
+            paths_key=paths_key,
+            x1_key=x1_key,
+            x2_key=x2_key,
+            y1_key=y1_key,
+            y2_key=y2_key,
+        )
+        if labels_key in self.extra_data:
+            raise ValueError(
+                f"{type(self).__name__}: the extra_data key '{labels_key}' clashes with labels_key"
+            )
+        self._labels = self.df[LABELS_COLUMN].to_numpy()
+
+    @staticmethod
+    def _required_columns() -> tuple[str, ...]:
+        return LABELS_COLUMN, PATHS_COLUMN
+
+    def __getitem__(self, item: int) -> dict[str, Any]:
+        """The item of :class:`ImageBaseDataset` plus ``labels_key``."""
+        data = super().__getitem__(item)
+        data[self.labels_key] = _as_python_scalar(self._labels[data[self.index_key]])
+        return data
+
+    def get_labels(self) -> np.ndarray:
+        """The labels of all the items (the ``label`` column), in dataset order."""
+        return self._labels.copy()
+
+    def get_label2category(self) -> dict[Any, Any] | None:
+        """Mapping from label to category (the ``category`` column), or ``None`` without that column."""
+        if CATEGORIES_COLUMN not in self.df.columns:
+            return None
+        labels = [_as_python_scalar(v) for v in self.df[LABELS_COLUMN].tolist()]
+        return dict(zip(labels, self.df[CATEGORIES_COLUMN].tolist()))
+
+
+class _QueryGalleryMixin:
+    """``is_query`` / ``is_gallery`` handling shared by the two query-gallery datasets."""
+
+    _is_query: np.ndarray
+    _is_gallery: np.ndarray
+    is_query_key: str
+    is_gallery_key: str
+
+    def _init_query_gallery(self, df: pd.DataFrame, is_query_key: str, is_gallery_key: str) -> None:
+        owner = type(self).__name__
+        self.is_query_key = is_query_key
+        self.is_gallery_key = is_gallery_key
+        self._is_query = _parse_bool_column(df, IS_QUERY_COLUMN, owner)
+        self._is_gallery = _parse_bool_column(df, IS_GALLERY_COLUMN, owner)
+
+    def get_query_ids(self) -> LongTensor:
+        """Indices (a 1-d LongTensor, ascending) of the items with ``is_query`` true."""
+        return torch.from_numpy(np.flatnonzero(self._is_query).astype(np.int64))
+
+    def get_gallery_ids(self) -> LongTensor:
+        """Indices (a 1-d LongTensor, ascending) of the items with ``is_gallery`` true."""
+        return torch.from_numpy(np.flatnonzero(self._is_gallery).astype(np.int64))
+
+    def _add_query_gallery(self, data: dict[str, Any], item: int) -> dict[str, Any]:
+        data[self.is_query_key] = bool(self._is_query[item])
+        data[self.is_gallery_key] = bool(self._is_gallery[item])
+        return data
+
+
+class ImageQueryGalleryLabeledDataset(_QueryGalleryMixin, ImageLabeledDataset, IQueryGalleryLabeledDataset):
+    """The annotated dataset of images having a query/gallery split.
+
+    Requires the columns ``label``, ``path``, ``is_query`` and ``is_gallery`` (True/False or 1/0 in every row;
+    an item may be both a query and in the gallery: "1 vs rest" validation). Items are those of
+    :class:`ImageLabeledDataset` plus ``is_query_key`` and ``is_gallery_key`` (bools).
+    """
+
+    def __init__(
+        self,
+        df: pd.DataFrame,
+        extra_data: dict[str, Sequence[Any]] | None = None,
+        dataset_root: Path | str | None = None,
+        transform: Callable[[Any], Any] | None = None,
+        f_imread: TImReader | None = None,
+        cache_size: int | None = 0,
+        input_tensors_key: str = "input_tensors",
+        labels_key: str = "labels",
+        paths_key: str = "paths",
+        categories_key: str | None = "categories",
+        sequence_key: str | None = "sequence",
+        x1_key: str = "x1",
+        x2_key: str = "x2",
+        y1_key: str = "y1",
+        y2_key: str = "y2",
+        is_query_key: str = "is_query",
+        is_gallery_key: str = "is_gallery",
+        index_key: str = "idx",
+    ):
+        """
+        Args:
+            df: The table (OML's format) with at least ``label``, ``path``, ``is_query`` and ``is_gallery``.
+            is_query_key: Key of the items' ``is_query`` flags.
+            is_gallery_key: Key of the items' ``is_gallery`` flags.
+            index_key: Key of the items' indices.
+
+        The other arguments are those of :class:`ImageLabeledDataset`.
+        """
+        ImageLabeledDataset.__init__(
+            self,
+            df=df,
+            extra_data=extra_data,
+            dataset_root=dataset_root,
+            transform=transform,
+            f_imread=f_imread,
+            cache_size=cache_size,
+            input_tensors_key=input_tensors_key,
+            labels_key=labels_key,
+            index_key=index_key,
+            paths_key=paths_key,
+            categories_key=categories_key,
+            sequence_key=sequence_key,
+            x1_key=x1_key,
+            x2_key=x2_key,
+            y1_key=y1_key,
+            y2_key=y2_key,
+        )
+        self._init_query_gallery(self.df, is_query_key, is_gallery_key)
+
+    @staticmethod
+    def _required_columns() -> tuple[str, ...]:
+        return LABELS_COLUMN, PATHS_COLUMN, IS_QUERY_COLUMN, IS_GALLERY_COLUMN
+
+    def __getitem__(self, item: int) -> dict[str, Any]:
+        """The item of :class:`ImageLabeledDataset` plus ``is_query_key`` and ``is_gallery_key``."""
+        data = ImageLabeledDataset.__getitem__(self, item)
+        return self._add_query_gallery(data, data[self.index_key])
+
+
+class ImageQueryGalleryDataset(_QueryGalleryMixin, _DataFrameImageDataset, IQueryGalleryDataset):
+    """The NOT annotated dataset of images having a query/gallery split (for prediction).
+
+    Requires the columns ``path``, ``is_query`` and ``is_gallery``; a ``label`` column, if any, is ignored.
+    Items are those of :class:`ImageBaseDataset` plus ``is_query_key``, ``is_gallery_key`` and
+    ``categories_key`` / ``sequence_key`` when the dataframe has those columns.
+    """
+
+    def __init__(
+        self,
+        df: pd.DataFrame,
+        extra_data: dict[str, Sequence[Any]] | None = None,
+        dataset_root: Path | str | None = None,
+        transform: Callable[[Any], Any] | None = None,
+        f_imread: TImReader | None = None,
+        cache_size: int | None = 0,
+        input_tensors_key: str = "input_tensors",
+        paths_key: str = "paths",
+        categories_key: str | None = "categories",
+        sequence_key: str | None = "sequence",
+        x1_key: str = "x1",
+        x2_key: str = "x2",
+        y1_key: str = "y1",
+        y2_key: str = "y2",
+        is_query_key: str = "is_query",
+        is_gallery_key: str = "is_gallery",
+        index_key: str = "idx",
+    ):
+        """
+        Args:
+            df: The table (OML's format) with at least ``path``, ``is_query`` and ``is_gallery``.
+
+        The other arguments are those of :class:`ImageQueryGalleryLabeledDataset`, without ``labels_key``.
+        """
+        self._init_from_df(
+            df,
+            required=(PATHS_COLUMN, IS_QUERY_COLUMN, IS_GALLERY_COLUMN),
+            extra_data=extra_data,
+            categories_key=categories_key,
+            sequence_key=sequence_key,
+            dataset_root=dataset_root,
+            transform=transform,
+            f_imread=f_imread,
+            cache_size=cache_size,
+            input_tensors_key=input_tensors_key,
+            index_key=index_key,
+            paths_key=paths_key,
+            x1_key=x1_key,
+            x2_key=x2_key,
+            y1_key=y1_key,
+            y2_key=y2_key,
+        )
+        self._init_query_gallery(self.df, is_query_key, is_gallery_key)
+
+    def __getitem__(self, item: int) -> dict[str, Any]:
+        """The item of :class:`ImageBaseDataset` plus ``is_query_key`` and ``is_gallery_key``."""
+        data = ImageBaseDataset.__getitem__(self, item)
+        return self._add_query_gallery(data, data[self.index_key])
+
+
+def get_retrieval_images_datasets(
+    dataset_root: Path | str,
+    transforms_train: Callable[[Any], Any] | None = None,
+    transforms_val: Callable[[Any], Any] | None = None,
+    f_imread_train: TImReader | None = None,
+    f_imread_val: TImReader | None = None,
+    dataframe_name: str = "df.csv",
+    cache_size: int | None = 0,
+) -> tuple[ImageLabeledDataset, ImageQueryGalleryLabeledDataset]:
+    """Build the train and validation datasets from ``dataset_root / dataframe_name`` (OML's format).
+
+    The rows with ``split == "train"`` make an :class:`ImageLabeledDataset`, the rows with
+    ``split == "validation"`` an :class:`ImageQueryGalleryLabeledDataset`. Labels are remapped to
+    consecutive integers, train labels first (``0 .. n_train_labels - 1``), as OML does, so classification
+    losses can use them as class indices. Raises ``FileNotFoundError`` naming the csv when it is missing and
+    ``ValueError`` naming the column for a missing ``split`` column or an unknown split value.
+    """
+    dataset_root = Path(dataset_root)
+    csv_path = dataset_root / dataframe_name
+    if not csv_path.is_file():
+        raise FileNotFoundError(f"the dataframe '{csv_path}' does not exist")
+    df = pd.read_csv(csv_path, index_col=False)
+    _check_columns(df, (LABELS_COLUMN, PATHS_COLUMN, SPLIT_COLUMN), f"the dataframe '{csv_path}'")
+    bad = ~df[SPLIT_COLUMN].isin(["train", "validation"])
+    if bad.any():
+        row = int(np.flatnonzero(bad.to_numpy())[0])
+        raise ValueError(
+            f"the dataframe '{csv_path}': the column '{SPLIT_COLUMN}' must be 'train' or 'validation', "
+            f"row {row} has {df[SPLIT_COLUMN].iloc[row]!r}"
+        )
+
+    is_train = (df[SPLIT_COLUMN] == "train").to_numpy()
+    ordered = pd.concat([df[LABELS_COLUMN][is_train], df[LABELS_COLUMN][~is_train]])
+    mapper = {label: i for i, label in enumerate(pd.unique(ordered))}
+    df = df.assign(**{LABELS_COLUMN: df[LABELS_COLUMN].map(mapper)})
+
+    train_dataset = ImageLabeledDataset(
+        df=df[is_train].reset_index(drop=True),
+        dataset_root=dataset_root,
+        transform=transforms_train,
+        f_imread=f_imread_train,
+        cache_size=cache_size,
+    )
+    valid_dataset = ImageQueryGalleryLabeledDataset(
+        df=df[~is_train].reset_index(drop=True),
+        dataset_root=dataset_root,
+        transform=transforms_val,
+        f_imread=f_imread_val,
+        cache_size=cache_size,
+    )
+    return train_dataset, valid_dataset
+
+
+__all__ = [
+    "BBOXES_COLUMNS",
+    "CATEGORIES_COLUMN",
+    "IS_GALLERY_COLUMN",
+    "IS_QUERY_COLUMN",
+    "LABELS_COLUMN",
+    "PATHS_COLUMN",
+    "SEQUENCE_COLUMN",
+    "SPLIT_COLUMN",
+    "X1_COLUMN",
+    "X2_COLUMN",
+    "Y1_COLUMN",
+    "Y2_COLUMN",
+    "ImageBaseDataset",
+    "ImageLabeledDataset",
+    "ImageQueryGalleryDataset",
+    "ImageQueryGalleryLabeledDataset",
+    "get_retrieval_images_datasets",
+    "parse_bboxes",
+    "pil_to_tensor",
+]

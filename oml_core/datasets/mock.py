@@ -1,0 +1,334 @@
+"""The mock "figures" dataset, generated in code (nothing is downloaded).
+
+Small RGB images (64x64 PNG, white background) of one filled figure each. A label is one (shape, colour)
+combination, its category the shape's name; the images of one label differ in position, size, rotation,
+colour jitter and per-pixel noise. 6 shapes x 4 colours = 24 labels: 16 for ``split == "train"`` (labels
+0..15) and 8 for ``split == "validation"`` (labels 16..23), 8 images per label, so 192 rows (128 train, 64
+validation). Every validation row is both a query and in the gallery ("1 vs rest"); train rows leave
+``is_query`` and ``is_gallery`` empty. Every shape appears in both splits, as the categories of SOP do.
+
+Files under the root::
+
+    images/000000.png ... images/000191.png
+    df.csv                 label, path, split, is_query, is_gallery
+    df_with_category.csv   + category (the shape)
+    df_with_bboxes.csv     + x_1, x_2, y_1, y_2 (the tight box of the figure; right and bottom exclusive)
+    df_with_sequence.csv   + sequence (consecutive images of a label in groups of 3, 3, 2; string ids)
+    manifest.json          version, seed and the md5 of every file above; written last
+
+Generation is deterministic (the same seed gives byte-identical files) and, through
+:func:`get_mock_dataset_root` and :func:`download_mock_dataset`, atomic: it happens in a temporary folder next
+to the target, which is then renamed into place; a concurrent process that finished first wins.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+import uuid
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from PIL import Image, ImageDraw
+
+MOCK_DATASET_NAME = "mock_figures"
+MOCK_DATASET_VERSION = 1
+MOCK_IMAGE_SIZE = 64
+MOCK_N_IMAGES_PER_LABEL = 8
+MOCK_SHAPES = ("circle", "square", "triangle", "star", "cross", "diamond")
+MOCK_COLOURS: dict[str, tuple[int, int, int]] = {
+    "red": (205, 35, 35),
+    "green": (35, 145, 45),
+    "blue": (35, 65, 205),
+    "purple": (135, 45, 165),
+}
+MOCK_DF_NAMES = ("df.csv", "df_with_category.csv", "df_with_bboxes.csv", "df_with_sequence.csv")
+MANIFEST_NAME = "manifest.json"
+_SEQUENCE_LENGTHS = (3, 3, 2)
+_MARGIN = 3  # white pixels kept between a figure and the image border
+
+# (shape index, colour index) pairs of the validation labels: (s + c) % 3 == 0 picks 8 of the 24 so that
+# every shape is in both splits with 2-3 train labels.
+_VALIDATION_COMBOS = tuple(
+    (s, c) for s in range(len(MOCK_SHAPES)) for c in range(len(MOCK_COLOURS)) if (s + c) % 3 == 0
+)
+
+
+def _label_combos() -> list[tuple[int, int, str]]:
+    """``(shape index, colour index, split)`` for labels 0..23: train labels first."""
+    combos = [(s, c) for s in range(len(MOCK_SHAPES)) for c in range(len(MOCK_COLOURS))]
+    train = [(s, c, "train") for s, c in combos if (s, c) not in _VALIDATION_COMBOS]
+    val = [(s, c, "validation") for s, c in combos if (s, c) in _VALIDATION_COMBOS]
+    return train + val
+
+
+def _unit_polygon(shape: str) -> np.ndarray:
+    """Vertices ``[N, 2]`` of the shape centred at 0, with outer radius about 1."""
+    if shape == "circle":
+        t = np.linspace(0.0, 2 * np.pi, 48, endpoint=False)
+        return np.stack([np.cos(t), np.sin(t)], axis=1)
+    if shape == "square":
+        t = np.pi / 4 + np.arange(4) * np.pi / 2
+        return np.stack([np.cos(t), np.sin(t)], axis=1)
+    if shape == "triangle":
+        t = -np.pi / 2 + np.arange(3) * 2 * np.pi / 3
+        return np.stack([np.cos(t), np.sin(t)], axis=1)
+    if shape == "star":
+        t = -np.pi / 2 + np.arange(10) * np.pi / 5
+        r = np.where(np.arange(10) % 2 == 0, 1.0, 0.42)
+        return np.stack([r * np.cos(t), r * np.sin(t)], axis=1)
+    if shape == "cross":
+        a, w = 0.95, 0.3
+        return np.array(
+            [
+                [-w, -a],
+                [w, -a],
+                [w, -w],
+                [a, -w],
+                [a, w],
+                [w, w],
+                [w, a],
+                [-w, a],
+                [-w, w],
+                [-a, w],
+                [-a, -w],
+                [-w, -w],
+            ]
+        )
+    if shape == "diamond":
+        return np.array([[0.0, -1.0], [0.6, 0.0], [0.0, 1.0], [-0.6, 0.0]])
+    raise ValueError(f"unknown shape {shape!r}; known: {MOCK_SHAPES}")
+
+
+def _draw_figure(
+    rng: np.random.Generator, shape: str, colour: tuple[int, int, int]
+) -> tuple[np.ndarray, tuple[int, int, int, int]]:
+    """Draw one figure; return the ``HxWx3`` uint8 image and its tight box ``(x_1, x_2, y_1, y_2)``."""
+    size = MOCK_IMAGE_SIZE
+    radius = rng.uniform(12.0, 21.0)
+    angle = rng.uniform(0.0, 2 * np.pi)
+    jitter = rng.integers(-20, 21, size=3)
+    noise = rng.normal(0.0, 6.0, size=(size, size, 3))
+    pos = rng.uniform(0.0, 1.0, size=2)
+
+    rotation = np.array([[np.cos(angle), -np.sin(angle)], [np.sin(angle), np.cos(angle)]])
+    points = (_unit_polygon(shape) @ rotation.T) * radius
+    low, high = points.min(axis=0), points.max(axis=0)
+    # the centre is drawn so that the whole figure stays _MARGIN pixels away from every border
+    centre_min = _MARGIN - low
+    centre_max = size - 1 - _MARGIN - high
+    centre = centre_min + pos * np.maximum(centre_max - centre_min, 0.0)
+    points = np.round(points + centre, 2)
+
+    mask_image = Image.new("L", (size, size), 0)
+    ImageDraw.Draw(mask_image).polygon([(float(x), float(y)) for x, y in points], fill=255)
+    mask = np.asarray(mask_image) > 0
+
+    base = np.clip(np.array(colour) + jitter, 0, 225).astype(np.float64)
+    image = np.full((size, size, 3), 255, dtype=np.uint8)
+    image[mask] = np.clip(base + noise[mask], 0, 235).round().astype(np.uint8)
+
+    ys, xs = np.nonzero(mask)
+    bbox = int(xs.min()), int(xs.max()) + 1, int(ys.min()), int(ys.max()) + 1
+    return image, bbox
+
+
+def _md5(path: Path) -> str:
+    return hashlib.md5(path.read_bytes()).hexdigest()
+
+
+def generate_mock_dataset(root: Path | str, seed: int = 0) -> None:
+    """Write the mock figures dataset into ``root`` (created if needed; existing files of the same names are
+    overwritten). Not atomic by itself: use :func:`get_mock_dataset_root` or :func:`download_mock_dataset` for
+    a folder that other processes may read.
+
+    The output is a function of ``seed`` alone (a ``numpy.random.Generator``): the same seed gives
+    byte-identical images, CSVs and manifest. See the module's docstring for the content.
+    """
+    root = Path(root)
+    (root / "images").mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(seed)
+    colour_names = list(MOCK_COLOURS)
+
+    rows = []
+    index = 0
+    for label, (shape_idx, colour_idx, split) in enumerate(_label_combos()):
+        shape, colour_name = MOCK_SHAPES[shape_idx], colour_names[colour_idx]
+        sequence_of = [j for j, n in enumerate(_SEQUENCE_LENGTHS) for _ in range(n)]
+        for k in range(MOCK_N_IMAGES_PER_LABEL):
+            image, (x1, x2, y1, y2) = _draw_figure(rng, shape, MOCK_COLOURS[colour_name])
+            rel_path = f"images/{index:06d}.png"
+            Image.fromarray(image, mode="RGB").save(root / rel_path, format="PNG")
+            is_val = split == "validation"
+            rows.append(
+                {
+                    "label": label,
+                    "path": rel_path,
+                    "split": split,
+                    "is_query": True if is_val else None,
+                    "is_gallery": True if is_val else None,
+                    "category": shape,
+                    "x_1": x1,
+                    "x_2": x2,
+                    "y_1": y1,
+                    "y_2": y2,
+                    "sequence": f"seq_{label:02d}_{sequence_of[k]}",
+                }
+            )
+            index += 1
+
+    df = pd.DataFrame(rows)
+    base = ["label", "path", "split", "is_query", "is_gallery"]
+    tables = {
+        "df.csv": base,
+        "df_with_category.csv": [*base, "category"],
+        "df_with_bboxes.csv": [*base, "x_1", "x_2", "y_1", "y_2"],
+        "df_with_sequence.csv": [*base, "sequence"],
+    }
+    for name, columns in tables.items():
+        df[columns].to_csv(root / name, index=False, lineterminator="\n")
+
+    files = sorted([*tables, *(row["path"] for row in rows)])
+    manifest = {
+        "name": MOCK_DATASET_NAME,
+        "version": MOCK_DATASET_VERSION,
+        "seed": int(seed),
+        "files": {name: _md5(root / name) for name in files},
+    }
+    # the manifest is the completion marker: written last, through a rename
+    tmp_manifest = root / f".{MANIFEST_NAME}.{uuid.uuid4().hex}.tmp"
+    tmp_manifest.write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
+    os.replace(tmp_manifest, root / MANIFEST_NAME)
+
+
+def _is_complete(root: Path, seed: int | None, check_md5: bool) -> bool:
+    """Whether ``root`` holds a complete mock dataset (of ``seed`` unless it is ``None``)."""
+    try:
+        manifest = json.loads((root / MANIFEST_NAME).read_text())
+    except (OSError, ValueError):
+        return False
+    if not isinstance(manifest, dict) or manifest.get("version") != MOCK_DATASET_VERSION:
+        return False
+    if seed is not None and manifest.get("seed") != seed:
+        return False
+    files = manifest.get("files")
+    if not isinstance(files, dict) or not all(name in files for name in MOCK_DF_NAMES):
+        return False
+    for name, md5 in files.items():
+        path = root / name
+        if not path.is_file():
+            return False
+        if check_md5 and _md5(path) != md5:
+            return False
+    return True
+
+
+def _materialise(root: Path, seed: int, check_md5: bool) -> None:
+    """Make ``root`` hold the complete dataset of ``seed``, atomically for concurrent readers and writers."""
+    if _is_complete(root, seed, check_md5):
+        return
+    root.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{root.name}.tmp-", dir=root.parent))
+    try:
+        os.chmod(tmp, 0o755)  # mkdtemp makes it private; the dataset is an ordinary folder
+        generate_mock_dataset(tmp, seed=seed)
+        try:
+            os.rename(tmp, root)  # atomic; succeeds when root is absent (or an empty folder on POSIX)
+            return
+        except OSError:
+            if _is_complete(root, seed, check_md5):
+                return  # another process won the race: keep theirs
+        if not root.is_dir():
+            raise NotADirectoryError(
+                f"cannot create the mock dataset at '{root}': it exists and is not a folder"
+            )
+        # root is a folder with other (stale, partial or foreign) content: replace our entries one by one;
+        # the manifest goes first (readers see an incomplete dataset) and comes back last
+        (root / MANIFEST_NAME).unlink(missing_ok=True)
+        stale_images = root / f".images.stale-{uuid.uuid4().hex}"
+        if (root / "images").exists():
+            os.rename(root / "images", stale_images)
+        os.rename(tmp / "images", root / "images")
+        for name in MOCK_DF_NAMES:
+            os.replace(tmp / name, root / name)
+        os.replace(tmp / MANIFEST_NAME, root / MANIFEST_NAME)
+        shutil.rmtree(stale_images, ignore_errors=True)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def get_mock_cache_dir() -> Path:
+    """The user cache folder of oml: ``$OML_CACHE_DIR`` if set, else ``$XDG_CACHE_HOME/oml``, else
+    ``~/.cache/oml``."""
+    if os.environ.get("OML_CACHE_DIR"):
+        return Path(os.environ["OML_CACHE_DIR"]).expanduser()
+    if os.environ.get("XDG_CACHE_HOME"):
+        return Path(os.environ["XDG_CACHE_HOME"]).expanduser() / "oml"
+    return Path.home() / ".cache" / "oml"
+
+
+def get_mock_dataset_root(cache_dir: Path | str | None = None, seed: int = 0) -> Path:
+    """Return the folder of the mock dataset of ``seed`` in the cache, generating it there on first use.
+
+    The folder is ``<cache>/mock_figures_v<version>_seed<seed>``, where ``<cache>`` is ``cache_dir`` or, when
+    it is ``None``, :func:`get_mock_cache_dir`. Generation is atomic (see the module's docstring), so
+    concurrent callers all get a complete dataset.
+    """
+    cache = Path(cache_dir).expanduser() if cache_dir is not None else get_mock_cache_dir()
+    root = cache / f"{MOCK_DATASET_NAME}_v{MOCK_DATASET_VERSION}_seed{seed}"
+    _materialise(root, seed=seed, check_md5=False)
+    return root
+
+
+def download_mock_dataset(
+    dataset_root: Path | str,
+    check_md5: bool = True,
+    df_name: str = "df.csv",
+    global_paths: bool = False,
+    seed: int = 0,
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """OML's name for getting the mock dataset: nothing is downloaded, the dataset is generated (atomically)
+    into ``dataset_root`` when it is absent, incomplete, of another seed or version, or (with ``check_md5``)
+    when a file's md5 differs from the manifest.
+
+    Args:
+        dataset_root: The folder of the dataset.
+        check_md5: Check every file against the manifest's md5 (regenerate on a mismatch).
+        df_name: Which table to read: one of ``df.csv``, ``df_with_category.csv``, ``df_with_bboxes.csv``,
+            ``df_with_sequence.csv``.
+        global_paths: Make the ``path`` column absolute (joined to ``dataset_root``).
+        seed: The generator's seed.
+
+    Returns:
+        ``(df_train, df_val)``: the rows of ``split == "train"`` and ``split == "validation"``, each with a
+        fresh index; ``df_val``'s ``is_query`` and ``is_gallery`` are bool columns.
+    """
+    if df_name not in MOCK_DF_NAMES:
+        raise ValueError(f"unknown df_name {df_name!r}; the mock dataset has {list(MOCK_DF_NAMES)}")
+    dataset_root = Path(dataset_root)
+    _materialise(dataset_root, seed=seed, check_md5=check_md5)
+    df = pd.read_csv(dataset_root / df_name, index_col=False)
+    if global_paths:
+        df["path"] = [str(dataset_root / p) for p in df["path"]]
+    df_train = df[df["split"] == "train"].reset_index(drop=True)
+    df_val = df[df["split"] == "validation"].reset_index(drop=True)
+    df_val["is_query"] = df_val["is_query"].astype(bool)
+    df_val["is_gallery"] = df_val["is_gallery"].astype(bool)
+    return df_train, df_val
+
+
+__all__ = [
+    "MOCK_COLOURS",
+    "MOCK_DATASET_NAME",
+    "MOCK_DATASET_VERSION",
+    "MOCK_DF_NAMES",
+    "MOCK_SHAPES",
+    "download_mock_dataset",
+    "generate_mock_dataset",
+    "get_mock_cache_dir",
+    "get_mock_dataset_root",
+]

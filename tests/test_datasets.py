@@ -1,0 +1,393 @@
+"""Image datasets and image reading."""
+
+from __future__ import annotations
+
+import io
+import pickle
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+from PIL import Image
+from torch.utils.data import DataLoader
+
+from oml_core.builtins.transforms import NormaliseResize
+from oml_core.datasets import (
+    ImageBaseDataset,
+    ImageLabeledDataset,
+    ImageQueryGalleryDataset,
+    ImageQueryGalleryLabeledDataset,
+    generate_mock_dataset,
+    get_retrieval_images_datasets,
+)
+from oml_core.interfaces.datasets import (
+    ILabeledDataset,
+    IQueryGalleryDataset,
+    IQueryGalleryLabeledDataset,
+    IVisualizableDataset,
+)
+from oml_core.utils.images import imread_pil
+
+
+@pytest.fixture(scope="module")
+def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("datasets") / "figures"
+    generate_mock_dataset(path, seed=0)
+    return path
+
+
+def _read_csv(root: Path, name: str, split: str | None = None) -> pd.DataFrame:
+    df = pd.read_csv(root / name)
+    if split is not None:
+        df = df[df["split"] == split].reset_index(drop=True)
+    if split == "validation":
+        df["is_query"] = df["is_query"].astype(bool)
+        df["is_gallery"] = df["is_gallery"].astype(bool)
+    return df
+
+
+class CountingReader:
+    """An ``f_imread`` that counts its calls."""
+
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+
+    def __call__(self, path: Path | str | bytes) -> Image.Image:
+        self.calls.append(str(path))
+        return imread_pil(path)
+
+
+# ----------------------------------------------------------------------------------------------- imread
+
+
+def test_imread_pil_reads_paths_and_bytes_as_rgb(tmp_path: Path) -> None:
+    rgba = np.zeros((5, 7, 4), dtype=np.uint8)
+    rgba[..., 0] = 200
+    rgba[..., 3] = 255
+    Image.fromarray(rgba, mode="RGBA").save(tmp_path / "a.png")
+    Image.fromarray(np.full((4, 3), 77, dtype=np.uint8), mode="L").save(tmp_path / "g.png")
+
+    image = imread_pil(tmp_path / "a.png")
+    assert image.mode == "RGB" and image.size == (7, 5)
+    assert np.asarray(image)[0, 0].tolist() == [200, 0, 0]
+    assert np.asarray(imread_pil(str(tmp_path / "g.png")))[0, 0].tolist() == [77, 77, 77]
+    from_bytes = imread_pil((tmp_path / "a.png").read_bytes())
+    assert np.array_equal(np.asarray(from_bytes), np.asarray(image))
+
+
+def test_imread_pil_errors_name_the_file(tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError, match="nope.png"):
+        imread_pil(tmp_path / "nope.png")
+    (tmp_path / "broken.png").write_bytes(b"not an image at all")
+    with pytest.raises(OSError, match="broken.png"):
+        imread_pil(tmp_path / "broken.png")
+    (tmp_path / "folder").mkdir()
+    with pytest.raises(OSError, match="folder"):
+        imread_pil(tmp_path / "folder")
+    with pytest.raises(OSError, match="19 bytes"):
+        imread_pil(b"not an image at all")
+    with pytest.raises(TypeError):
+        imread_pil(123)  # type: ignore[arg-type]
+
+
+# ----------------------------------------------------------------------------------------- labeled
+
+
+def test_labeled_dataset_items(root: Path) -> None:
+    df = _read_csv(root, "df_with_category.csv", "train")
+    dataset = ImageLabeledDataset(df, dataset_root=root)
+    assert isinstance(dataset, ILabeledDataset) and isinstance(dataset, IVisualizableDataset)
+    assert len(dataset) == 128
+
+    item = dataset[9]
+    assert set(item) == {"input_tensors", "idx", "labels", "paths", "categories", "x1", "y1", "x2", "y2"}
+    tensor = item["input_tensors"]
+    assert tensor.dtype == torch.float32 and tensor.shape == (3, 64, 64)
+    assert 0.0 <= float(tensor.min()) < 1.0 and float(tensor.max()) == 1.0  # white background is 1.0
+    expected = torch.from_numpy(np.asarray(Image.open(root / df["path"][9]), dtype=np.float32) / 255)
+    assert torch.equal(tensor, expected.permute(2, 0, 1))
+    assert item["idx"] == 9
+    assert item["labels"] == 1 and isinstance(item["labels"], int)
+    assert item["paths"] == str(root / "images/000009.png")
+    assert item["categories"] == df["category"][9]
+    assert (item["x1"], item["y1"], item["x2"], item["y2"]) == (0, 0, 64, 64)
+
+    assert np.array_equal(dataset.get_labels(), np.repeat(np.arange(16), 8))
+    label2category = dataset.get_label2category()
+    assert label2category is not None and len(label2category) == 16
+    assert label2category[1] == df["category"][9]
+
+
+def test_labeled_dataset_without_optional_columns(root: Path) -> None:
+    dataset = ImageLabeledDataset(_read_csv(root, "df.csv", "train"), dataset_root=root)
+    assert "categories" not in dataset[0] and "sequence" not in dataset[0]
+    assert dataset.get_label2category() is None
+
+    df = _read_csv(root, "df_with_sequence.csv", "train")
+    dataset = ImageLabeledDataset(df, dataset_root=root, sequence_key="seq", labels_key="y", index_key="i")
+    item = dataset[4]
+    assert item["seq"] == "seq_00_1" and item["y"] == 0 and item["i"] == 4
+    assert "sequence" not in ImageLabeledDataset(df, dataset_root=root, sequence_key=None)[0]
+
+
+def test_transform_and_custom_keys(root: Path) -> None:
+    df = _read_csv(root, "df.csv", "train")
+    dataset = ImageLabeledDataset(df, dataset_root=root, transform=NormaliseResize(32), input_tensors_key="x")
+    assert dataset[0]["x"].shape == (3, 32, 32)
+    assert float(dataset[0]["x"].max()) > 2.0  # normalised: white becomes (1 - mean) / std
+
+
+def test_global_paths_and_index_not_starting_at_zero(root: Path) -> None:
+    df = _read_csv(root, "df.csv")
+    df = df[df["split"] == "validation"]  # index 128..191, not reset
+    df["path"] = [str(root / p) for p in df["path"]]
+    dataset = ImageQueryGalleryLabeledDataset(df)
+    assert dataset[0]["labels"] == 16 and dataset[0]["paths"] == str(root / "images/000128.png")
+    assert np.array_equal(dataset.get_labels(), np.repeat(np.arange(16, 24), 8))
+
+
+def test_dataloader_collates_items(root: Path) -> None:
+    df = _read_csv(root, "df_with_sequence.csv", "validation")
+    dataset = ImageQueryGalleryLabeledDataset(df, dataset_root=root)
+    batch = next(iter(DataLoader(dataset, batch_size=4, shuffle=False)))
+    assert batch["input_tensors"].shape == (4, 3, 64, 64)
+    assert batch["labels"].tolist() == [16, 16, 16, 16]
+    assert batch["idx"].tolist() == [0, 1, 2, 3]
+    assert batch["is_query"].tolist() == [True] * 4
+    assert batch["sequence"] == ["seq_16_0", "seq_16_0", "seq_16_0", "seq_16_1"]
+
+
+# ------------------------------------------------------------------------------------ query / gallery
+
+
+def test_query_gallery_labeled_ids_and_items(root: Path) -> None:
+    df = _read_csv(root, "df_with_category.csv", "validation")
+    dataset = ImageQueryGalleryLabeledDataset(df, dataset_root=root)
+    assert isinstance(dataset, IQueryGalleryLabeledDataset)
+    assert torch.equal(dataset.get_query_ids(), torch.arange(64))
+    assert dataset.get_gallery_ids().dtype == torch.int64
+
+    df = df.copy()
+    df["is_query"] = [i % 2 == 0 for i in range(64)]
+    df["is_gallery"] = [1 if i < 10 else 0 for i in range(64)]  # 1/0 are accepted as well
+    dataset = ImageQueryGalleryLabeledDataset(df, dataset_root=root)
+    assert torch.equal(dataset.get_query_ids(), torch.arange(0, 64, 2))
+    assert torch.equal(dataset.get_gallery_ids(), torch.arange(10))
+    item = dataset[11]
+    assert item["is_query"] is False and item["is_gallery"] is False
+    assert item["labels"] == 17 and item["categories"] == df["category"][11]
+    assert dataset[10]["is_query"] is True
+
+
+def test_query_gallery_flags_read_from_csv_strings(root: Path) -> None:
+    df = pd.read_csv(root / "df.csv").iloc[128:132].reset_index(drop=True)
+    df["is_query"] = ["True", "False", "1", "0"]
+    dataset = ImageQueryGalleryLabeledDataset(df, dataset_root=root)
+    assert dataset.get_query_ids().tolist() == [0, 2]
+    assert dataset.get_gallery_ids().tolist() == [0, 1, 2, 3]
+
+
+def test_query_gallery_unlabeled(root: Path) -> None:
+    df = _read_csv(root, "df_with_bboxes.csv", "validation").drop(columns=["label"])
+    dataset = ImageQueryGalleryDataset(df, dataset_root=root)
+    assert isinstance(dataset, IQueryGalleryDataset) and not isinstance(dataset, ILabeledDataset)
+    item = dataset[3]
+    assert "labels" not in item
+    assert item["is_query"] is True and item["idx"] == 3
+    assert item["input_tensors"].shape == (3, df["y_2"][3] - df["y_1"][3], df["x_2"][3] - df["x_1"][3])
+    assert torch.equal(dataset.get_gallery_ids(), torch.arange(64))
+    assert dataset.visualize(3, (255, 0, 0)).shape == (64, 64, 3)
+
+
+# ------------------------------------------------------------------------------------------- bboxes
+
+
+def test_bbox_cropping(root: Path) -> None:
+    df = _read_csv(root, "df_with_bboxes.csv", "train")
+    df.loc[5, ["x_1", "x_2", "y_1", "y_2"]] = np.nan  # a row without a box uses the whole image
+    dataset = ImageLabeledDataset(df, dataset_root=root)
+    for i in (0, 7, 100):
+        row = df.iloc[i]
+        x1, x2, y1, y2 = (int(row[c]) for c in ("x_1", "x_2", "y_1", "y_2"))
+        item = dataset[i]
+        assert item["input_tensors"].shape == (3, y2 - y1, x2 - x1)
+        full = np.asarray(Image.open(root / row["path"]), dtype=np.float32) / 255
+        expected = torch.from_numpy(full[y1:y2, x1:x2].copy()).permute(2, 0, 1)
+        assert torch.equal(item["input_tensors"], expected)
+        assert (item["x1"], item["y1"], item["x2"], item["y2"]) == (x1, y1, x2, y2)
+        assert float(item["input_tensors"].min()) < 0.95  # the figure is in the crop
+    assert dataset[5]["input_tensors"].shape == (3, 64, 64)
+    assert dataset.bboxes is not None and dataset.bboxes[5] is None
+
+
+def test_bbox_cropping_with_an_array_reader(root: Path) -> None:
+    df = _read_csv(root, "df_with_bboxes.csv", "train")
+
+    def imread_array(path: Path | str | bytes) -> np.ndarray:
+        return np.asarray(imread_pil(path))
+
+    dataset = ImageLabeledDataset(df, dataset_root=root, f_imread=imread_array)
+    reference = ImageLabeledDataset(df, dataset_root=root)
+    assert torch.equal(dataset[3]["input_tensors"], reference[3]["input_tensors"])
+    assert dataset.visualize(3).dtype == np.uint8
+
+
+def test_visualize_draws_the_bbox(root: Path) -> None:
+    df = _read_csv(root, "df_with_bboxes.csv", "train")
+    with_box = ImageLabeledDataset(df, dataset_root=root)
+    image = with_box.visualize(2, color=(255, 0, 0))
+    assert image.shape == (64, 64, 3) and image.dtype == np.uint8
+    x1, x2, y1, y2 = (int(df[c][2]) for c in ("x_1", "x_2", "y_1", "y_2"))
+    assert image[y1, x1].tolist() == [255, 0, 0] and image[y2 - 1, x2 - 1].tolist() == [255, 0, 0]
+    assert image[y1, (x1 + x2) // 2].tolist() == [255, 0, 0]
+
+    without_box = ImageLabeledDataset(_read_csv(root, "df.csv", "train"), dataset_root=root)
+    plain = without_box.visualize(2, color=(255, 0, 0))
+    assert np.array_equal(plain, np.asarray(Image.open(root / df["path"][2])))
+
+
+def test_base_dataset_from_paths(root: Path) -> None:
+    paths = ["images/000000.png", "images/000001.png"]
+    dataset = ImageBaseDataset(
+        paths, dataset_root=root, bboxes=[(1, 2, 11, 7), None], extra_data={"weights": [0.5, 2.0]}
+    )
+    assert isinstance(dataset, IVisualizableDataset)
+    assert dataset[0]["input_tensors"].shape == (3, 5, 10)
+    assert dataset[1]["input_tensors"].shape == (3, 64, 64)
+    assert dataset[1]["weights"] == 2.0
+    assert dataset.paths == [root / p for p in paths]
+    with pytest.raises(IndexError):
+        dataset[2]
+    with pytest.raises(ValueError, match="2 paths"):
+        ImageBaseDataset(paths, bboxes=[None])
+    with pytest.raises(ValueError, match="extra_data\\['w'\\]"):
+        ImageBaseDataset(paths, extra_data={"w": [1]})
+    with pytest.raises(ValueError, match="item 1"):
+        ImageBaseDataset(paths, bboxes=[None, (5, 0, 5, 3)])
+    with pytest.raises(ValueError, match="outside the image"):
+        ImageBaseDataset(paths, dataset_root=root, bboxes=[(70, 0, 80, 10), None])[0]
+
+
+# ---------------------------------------------------------------------------------- lazy and cache
+
+
+def test_construction_reads_no_image_and_a_missing_file_fails_on_getitem(tmp_path: Path) -> None:
+    df = pd.DataFrame(
+        {
+            "label": [0, 0, 1],
+            "path": ["a.png", "b.png", "c.png"],
+            "is_query": [True, True, True],
+            "is_gallery": [True, True, True],
+        }
+    )
+    reader = CountingReader()
+    dataset = ImageQueryGalleryLabeledDataset(df, dataset_root=tmp_path / "nowhere", f_imread=reader)
+    assert len(dataset) == 3 and reader.calls == []
+    assert dataset.get_labels().tolist() == [0, 0, 1]
+    with pytest.raises(FileNotFoundError, match="b.png"):
+        dataset[1]
+
+    def bad_reader(path: Path | str | bytes) -> Image.Image:
+        raise ValueError("boom")
+
+    dataset = ImageLabeledDataset(df, dataset_root=tmp_path, f_imread=bad_reader)
+    with pytest.raises(OSError, match="c.png.*boom"):
+        dataset[2]
+
+
+def test_lru_cache_counts_reads(root: Path) -> None:
+    df = _read_csv(root, "df.csv", "train")
+
+    reader = CountingReader()
+    dataset = ImageLabeledDataset(df, dataset_root=root, f_imread=reader, cache_size=2)
+    for i in (0, 0, 1, 0, 2, 0, 1):
+        dataset[i]
+    # 0 (read), 0 (hit), 1 (read), 0 (hit), 2 (read, evicts 1), 0 (hit), 1 (read)
+    assert [Path(p).name for p in reader.calls] == ["000000.png", "000001.png", "000002.png", "000001.png"]
+    first = dataset[0]["input_tensors"].clone()
+    first_again = dataset[0]["input_tensors"]
+    assert torch.equal(first, first_again)  # the cached image is not altered by the crop or transform
+
+    reader = CountingReader()
+    dataset = ImageLabeledDataset(df, dataset_root=root, f_imread=reader, cache_size=0)
+    for i in (0, 0, 1):
+        dataset[i]
+    dataset.visualize(0)
+    assert len(reader.calls) == 4
+
+
+def test_dataset_with_a_cache_pickles_without_its_content(root: Path) -> None:
+    dataset = ImageLabeledDataset(_read_csv(root, "df.csv", "train"), dataset_root=root, cache_size=4)
+    dataset[0]
+    clone = pickle.loads(pickle.dumps(dataset))
+    assert clone._cache is not None and len(clone._cache) == 0 and clone._cache.maxsize == 4
+    assert torch.equal(clone[0]["input_tensors"], dataset[0]["input_tensors"])
+
+
+# ------------------------------------------------------------------------------------------ errors
+
+
+def _df(**columns: Any) -> pd.DataFrame:
+    base = {
+        "label": [0, 1],
+        "path": ["a.png", "b.png"],
+        "is_query": [True, False],
+        "is_gallery": [True, True],
+    }
+    base.update(columns)
+    return pd.DataFrame({k: v for k, v in base.items() if v is not None})
+
+
+def test_missing_columns_are_named() -> None:
+    with pytest.raises(ValueError, match="'label'"):
+        ImageLabeledDataset(_df(label=None))
+    with pytest.raises(ValueError, match="'path'"):
+        ImageLabeledDataset(_df(path=None))
+    with pytest.raises(ValueError, match="'is_query'"):
+        ImageQueryGalleryLabeledDataset(_df(is_query=None))
+    with pytest.raises(ValueError, match="'is_gallery'"):
+        ImageQueryGalleryDataset(_df(is_gallery=None))
+    with pytest.raises(ValueError, match="'path'"):
+        ImageQueryGalleryDataset(_df(path=None))
+    with pytest.raises(TypeError, match="DataFrame"):
+        ImageLabeledDataset({"label": [0], "path": ["a"]})  # type: ignore[arg-type]
+
+
+def test_bad_values_are_named() -> None:
+    with pytest.raises(ValueError, match="'label'.*row 1"):
+        ImageLabeledDataset(_df(label=[0, None]))
+    with pytest.raises(ValueError, match="'path'.*row 0"):
+        ImageLabeledDataset(_df(path=["", "b.png"]))
+    with pytest.raises(ValueError, match="'is_query'.*row 1"):
+        ImageQueryGalleryLabeledDataset(_df(is_query=[True, None]))
+    with pytest.raises(ValueError, match="'y_2'"):
+        ImageLabeledDataset(_df(x_1=[0, 0], x_2=[5, 5], y_1=[0, 0]))
+    with pytest.raises(ValueError, match="row 1.*x_1=9, x_2=5"):
+        ImageLabeledDataset(_df(x_1=[0, 9], x_2=[5, 5], y_1=[0, 0], y_2=[3, 3]))
+    with pytest.raises(ValueError, match="row 0.*incomplete"):
+        ImageLabeledDataset(_df(x_1=[0, 0], x_2=[5, None], y_1=[None, 0], y_2=[3, 3]))
+    with pytest.raises(ValueError, match="'categories'"):
+        ImageLabeledDataset(_df(category=["a", "b"]), extra_data={"categories": [1, 2]})
+
+
+# ----------------------------------------------------------------------------------------- helpers
+
+
+def test_get_retrieval_images_datasets(root: Path) -> None:
+    train, valid = get_retrieval_images_datasets(root, dataframe_name="df_with_category.csv")
+    assert isinstance(train, ImageLabeledDataset) and isinstance(valid, ImageQueryGalleryLabeledDataset)
+    assert len(train) == 128 and len(valid) == 64
+    assert sorted(set(train.get_labels().tolist())) == list(range(16))
+    assert sorted(set(valid.get_labels().tolist())) == list(range(16, 24))
+    assert valid.get_query_ids().tolist() == list(range(64))
+    with pytest.raises(FileNotFoundError, match="nope.csv"):
+        get_retrieval_images_datasets(root, dataframe_name="nope.csv")
+
+
+def test_pil_image_round_trip_through_bytes_reader(root: Path) -> None:
+    data = (root / "images/000000.png").read_bytes()
+    dataset = ImageBaseDataset(["x"], f_imread=lambda _: imread_pil(io.BytesIO(data).getvalue()))
+    assert dataset[0]["input_tensors"].shape == (3, 64, 64)
