@@ -6,6 +6,7 @@ import re
 from pathlib import Path
 
 import pytest
+from omegaconf import OmegaConf
 
 from oml_core.cli import compose_config
 from oml_core.lightning.pipelines import extractor_training_pipeline
@@ -41,21 +42,13 @@ def test_oml_train_one_epoch_twice_gives_identical_metrics(run_oml, tmp_path):
 def test_config_with_the_example_plugins_components_trains(tmp_path, oml_cache_dir, monkeypatch):
     monkeypatch.setenv("OML_CACHE_DIR", str(oml_cache_dir))
     registry = Registry()
-    cfg = compose_config(
-        "extractor_training_pipeline",
-        [
-            "max_epochs=1",
-            f"logs_root={tmp_path}",
-            "progress_bar=false",
-            "extractor={name: tiny_conv, args: {feat_dim: 16}}",
-            "criterion={name: contrastive_example, args: {margin: 0.5}}",
-            "transforms_train.args.im_size=32",
-            "transforms_val.args.im_size=32",
-        ],
-        registry=registry,
-    )
+    overrides = ["max_epochs=1", "valid_period=1", f"logs_root={tmp_path}", "progress_bar=false", "transforms_train.args.im_size=32",
+                 "transforms_val.args.im_size=32"]  # fmt: skip
+    cfg = OmegaConf.to_container(compose_config("extractor_training_pipeline", overrides, registry=registry))
+    cfg["extractor"] = {"name": "tiny_conv", "args": {"feat_dim": 16}}
+    cfg["criterion"] = {"name": "contrastive_example", "args": {"margin": 0.5}}
     result = extractor_training_pipeline(cfg, registry=registry)
-    assert type(registry.build("extractor", cfg.extractor)).__name__ == "TinyConvExtractor"
+    assert type(registry.build("extractor", cfg["extractor"])).__name__ == "TinyConvExtractor"
     assert set(result.metrics) >= {"OVERALL/cmc/1", "OVERALL/map/5"}
     assert result.best_checkpoint is not None and result.best_checkpoint.is_file()
     assert Path(result.log_dir).is_dir()

@@ -56,7 +56,7 @@ def read_state_dict(path: str | Path) -> dict[str, Tensor]:
 def strip_prefixes(
     state_dict: Mapping[str, Tensor], prefixes: Iterable[str] = WRAPPER_PREFIXES
 ) -> dict[str, Tensor]:
-    """Remove the leading ``prefixes`` from every key, repeatedly (``model.model.conv1.weight`` -> ``conv1.weight``).
+    """Remove the leading ``prefixes`` from every key, repeatedly: ``model.model.fc.bias`` -> ``fc.bias``.
 
     Only use it for a target module whose own keys never start with one of ``prefixes``.
     """

@@ -50,4 +50,3 @@ def gem_or_avg_pool(p: float | None) -> nn.Module:
 
 
 __all__ = ["GEM", "gem_or_avg_pool"]
-

@@ -7,10 +7,10 @@ from pathlib import Path
 from typing import Any
 
 import torch.nn.functional as F
-from oml_core.interfaces.models import IExtractor
 from torch import Tensor, nn
 from torchvision.models import ResNet, resnet18, resnet34, resnet50, resnet101, resnet152
 
+from oml_core.interfaces.models import IExtractor
 from oml_models.checkpoints import load_checkpoint
 from oml_models.pooling import gem_or_avg_pool
 
@@ -65,8 +65,9 @@ class ResnetExtractor(IExtractor):
         normalise_features: bool,
     ) -> None:
         if arch not in self.constructors:
+            known = ", ".join(self.constructors)
             raise ValueError(
-                f"Unknown ResNet arch {arch!r}; ResnetExtractor.constructors has: {', '.join(self.constructors)}"
+                f"Unknown ResNet arch {arch!r}; known archs (ResnetExtractor.constructors): {known}"
             )
         super().__init__()
         self.arch = arch
@@ -84,12 +85,10 @@ class ResnetExtractor(IExtractor):
             self._load_weights(weights)
 
     def _load_weights(self, weights: str | Path) -> None:
-        if isinstance(weights, str) and weights in self.pretrained_models:
-            raise NotImplementedError(  # pragma: no cover - the zoo is empty until it is implemented
-                f"Downloading the pretrained checkpoint {weights!r} is not implemented yet"
-            )
         if isinstance(weights, str) and not Path(weights).is_file():
-            known = ", ".join(sorted(self.pretrained_models)) or "(none: the pretrained zoo is not available yet)"
+            known = (
+                ", ".join(sorted(self.pretrained_models)) or "(none: the pretrained zoo is not available yet)"
+            )
             raise KeyError(
                 f"ResnetExtractor weights {weights!r} is neither an existing checkpoint file nor a key of "
                 f"ResnetExtractor.pretrained_models; known keys: {known}"

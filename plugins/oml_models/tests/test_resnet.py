@@ -1,0 +1,233 @@
+"""Tests of ResnetExtractor, GeM pooling, checkpoint loading and the plugin's registration."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+from oml_models import GEM, CheckpointError, ResnetExtractor
+from oml_models import plugin as models_plugin
+from oml_models.checkpoints import strip_prefixes
+from oml_models.pooling import gem_or_avg_pool
+from torch import nn
+
+from oml_core.interfaces.models import IExtractor
+from oml_core.registry import Registry
+
+FEAT_DIMS = {"resnet18": 512, "resnet34": 512, "resnet50": 2048, "resnet101": 2048, "resnet152": 2048}
+
+
+def _images(batch: int = 2, seed: int = 0) -> torch.Tensor:
+    return torch.randn(batch, 3, 32, 32, generator=torch.Generator().manual_seed(seed))
+
+
+@pytest.mark.parametrize("arch", ["resnet18", "resnet50"])
+@pytest.mark.parametrize("remove_fc", [True, False])
+def test_forward_shapes(arch: str, remove_fc: bool) -> None:
+    torch.manual_seed(0)
+    model = ResnetExtractor(None, arch=arch, gem_p=None, remove_fc=remove_fc, normalise_features=False).eval()
+    expected = FEAT_DIMS[arch] if remove_fc else 1000
+    assert model.feat_dim == expected
+    with torch.no_grad():
+        out = model(_images(3))
+    assert out.shape == (3, expected)
+    assert torch.isfinite(out).all()
+
+
+@pytest.mark.parametrize("arch", ["resnet34", "resnet101", "resnet152"])
+def test_feat_dim_of_other_archs(arch: str) -> None:
+    model = ResnetExtractor(None, arch=arch, gem_p=3.0, remove_fc=True, normalise_features=True)
+    assert model.feat_dim == FEAT_DIMS[arch]
+    assert isinstance(model.model.avgpool, GEM)
+    assert isinstance(model.model.fc, nn.Identity)
+    if arch == "resnet34":  # building the deeper ones twice is slow; fc's size does not depend on depth
+        assert (
+            ResnetExtractor(None, arch, gem_p=None, remove_fc=False, normalise_features=True).feat_dim == 1000
+        )
+
+
+def test_is_an_extractor_and_constructors_listed() -> None:
+    model = ResnetExtractor(None, arch="resnet18", gem_p=None, remove_fc=True, normalise_features=True)
+    assert isinstance(model, IExtractor)
+    assert sorted(ResnetExtractor.constructors) == sorted(FEAT_DIMS)
+    assert ResnetExtractor.pretrained_models == {}
+
+
+def test_normalise_features_gives_unit_norms() -> None:
+    torch.manual_seed(0)
+    model = ResnetExtractor(None, arch="resnet18", gem_p=3.0, remove_fc=True, normalise_features=True).eval()
+    with torch.no_grad():
+        out = model(_images(4))
+    assert out.shape == (4, 512)
+    torch.testing.assert_close(out.norm(dim=1), torch.ones(4))
+
+
+def test_extract_equals_forward() -> None:
+    torch.manual_seed(0)
+    model = ResnetExtractor(
+        None, arch="resnet18", gem_p=None, remove_fc=False, normalise_features=False
+    ).eval()
+    x = _images(2)
+    with torch.no_grad():
+        torch.testing.assert_close(model.extract(x), model(x), rtol=0, atol=0)
+
+
+def test_gem_p1_is_average_pooling_and_large_p_tends_to_max() -> None:
+    x = torch.tensor([[[[1.0, 2.0], [3.0, 6.0]], [[0.5, 0.5], [0.5, 0.5]]]])  # [1, 2, 2, 2]
+    torch.testing.assert_close(GEM(p=1.0)(x), torch.tensor([[[[3.0]], [[0.5]]]]))
+    torch.testing.assert_close(GEM(p=1.0)(x), nn.AdaptiveAvgPool2d((1, 1))(x))
+    # p = 2: sqrt((1 + 4 + 9 + 36) / 4) = sqrt(12.5)
+    torch.testing.assert_close(GEM(p=2.0)(x)[0, 0, 0, 0], torch.tensor(12.5).sqrt())
+    big = GEM(p=500.0)(x)
+    assert big.shape == (1, 2, 1, 1)
+    # (1/4 * 6^500 * (1 + tiny))^(1/500) = 6 * 4^(-1/500) ~ 5.9834
+    torch.testing.assert_close(big[0, 0, 0, 0], torch.tensor(6.0 * 4 ** (-1 / 500)))
+    torch.testing.assert_close(big[0, 1, 0, 0], torch.tensor(0.5))
+    assert abs(GEM(p=5000.0)(x)[0, 0, 0, 0].item() - 6.0) < 2e-3
+
+
+def test_gem_gradient_is_finite_for_large_p() -> None:
+    x = torch.tensor([[[[1.0, 2.0], [3.0, 6.0]]]], requires_grad=True)
+    GEM(p=200.0)(x).sum().backward()
+    assert torch.isfinite(x.grad).all()
+    assert x.grad[0, 0, 1, 1] > 0.99  # d max / d x_max ~ 1
+
+
+def test_gem_p_none_or_one_keeps_average_pooling() -> None:
+    assert isinstance(gem_or_avg_pool(None), nn.AdaptiveAvgPool2d)
+    assert isinstance(gem_or_avg_pool(1), nn.AdaptiveAvgPool2d)
+    assert isinstance(gem_or_avg_pool(3.0), GEM)
+    with pytest.raises(ValueError, match="positive"):
+        GEM(p=0.0)
+
+
+def test_strip_prefixes_repeatedly() -> None:
+    sd = {"model.model.conv1.weight": 1, "module.extractor.fc.bias": 2, "layer1.0.bn1.weight": 3}
+    assert strip_prefixes(sd) == {"conv1.weight": 1, "fc.bias": 2, "layer1.0.bn1.weight": 3}
+
+
+@pytest.mark.parametrize("remove_fc", [True, False])
+def test_save_and_load_state_dict_with_model_prefix(tmp_path: Path, remove_fc: bool) -> None:
+    torch.manual_seed(0)
+    src = ResnetExtractor(
+        None, arch="resnet18", gem_p=3.0, remove_fc=remove_fc, normalise_features=True
+    ).eval()
+    # ResnetExtractor.state_dict() keys start with "model." (its torchvision ResNet attribute)
+    assert all(k.startswith("model.") for k in src.state_dict())
+    path = tmp_path / "extractor.pth"
+    torch.save(src.state_dict(), path)
+
+    torch.manual_seed(1)
+    dst = ResnetExtractor(str(path), arch="resnet18", gem_p=3.0, remove_fc=remove_fc, normalise_features=True)
+    dst.eval()
+    x = _images(2)
+    with torch.no_grad():
+        torch.testing.assert_close(dst(x), src(x), rtol=0, atol=0)
+    # a Path works too
+    dst2 = ResnetExtractor(
+        path, arch="resnet18", gem_p=3.0, remove_fc=remove_fc, normalise_features=True
+    ).eval()
+    with torch.no_grad():
+        torch.testing.assert_close(dst2(x), src(x), rtol=0, atol=0)
+
+
+def test_load_lightning_checkpoint_with_criterion(tmp_path: Path) -> None:
+    torch.manual_seed(0)
+    src = ResnetExtractor(None, arch="resnet18", gem_p=None, remove_fc=True, normalise_features=False).eval()
+    state_dict = {f"model.{k}": v for k, v in src.state_dict().items()}  # the LightningModule's "model."
+    state_dict["criterion.weight"] = torch.zeros(3, 512)
+    path = tmp_path / "last.ckpt"
+    torch.save({"state_dict": state_dict, "epoch": 3, "global_step": 10}, path)
+    dst = ResnetExtractor(
+        str(path), arch="resnet18", gem_p=None, remove_fc=True, normalise_features=False
+    ).eval()
+    x = _images(2)
+    with torch.no_grad():
+        torch.testing.assert_close(dst(x), src(x), rtol=0, atol=0)
+
+
+def test_full_checkpoint_loads_with_remove_fc(tmp_path: Path) -> None:
+    torch.manual_seed(0)
+    src = ResnetExtractor(None, arch="resnet18", gem_p=None, remove_fc=False, normalise_features=False)
+    path = tmp_path / "full.pth"
+    torch.save(src.model.state_dict(), path)  # torchvision keys, fc included
+    dst = ResnetExtractor(str(path), arch="resnet18", gem_p=None, remove_fc=True, normalise_features=False)
+    torch.testing.assert_close(dst.model.conv1.weight, src.model.conv1.weight, rtol=0, atol=0)
+    assert dst.feat_dim == 512
+
+
+def test_bad_checkpoint_names_file_and_missing_keys(tmp_path: Path) -> None:
+    src = ResnetExtractor(None, arch="resnet18", gem_p=None, remove_fc=True, normalise_features=False)
+    state_dict = src.state_dict()
+    del state_dict["model.conv1.weight"]
+    state_dict["model.extra_head.weight"] = torch.zeros(2)
+    path = tmp_path / "broken.pth"
+    torch.save(state_dict, path)
+    with pytest.raises(CheckpointError) as info:
+        ResnetExtractor(str(path), arch="resnet18", gem_p=None, remove_fc=True, normalise_features=False)
+    message = str(info.value)
+    assert str(path) in message
+    assert "missing keys (1): conv1.weight" in message
+    assert "unexpected keys (1): extra_head.weight" in message
+
+
+def test_checkpoint_of_other_arch_fails_with_clear_error(tmp_path: Path) -> None:
+    path = tmp_path / "r18.pth"
+    torch.save(ResnetExtractor(None, "resnet18", None, True, False).state_dict(), path)
+    with pytest.raises(CheckpointError, match=r"r18\.pth.*missing keys \(\d+\): .*layer"):
+        ResnetExtractor(str(path), arch="resnet34", gem_p=None, remove_fc=True, normalise_features=False)
+
+
+def test_non_state_dict_file_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "numbers.pth"
+    torch.save([1, 2, 3], path)
+    with pytest.raises(CheckpointError, match="numbers.pth.*not a state dict"):
+        ResnetExtractor(str(path), arch="resnet18", gem_p=None, remove_fc=True, normalise_features=False)
+
+
+def test_unknown_weights_key_and_missing_path() -> None:
+    with pytest.raises(KeyError, match="resnet50_moco_v2.*pretrained zoo is not available"):
+        ResnetExtractor(
+            "resnet50_moco_v2", arch="resnet50", gem_p=None, remove_fc=True, normalise_features=False
+        )
+    with pytest.raises(FileNotFoundError, match="no_such.pth"):
+        ResnetExtractor(
+            Path("no_such.pth"), arch="resnet18", gem_p=None, remove_fc=True, normalise_features=False
+        )
+    with pytest.raises(KeyError, match="has no pretrained checkpoint 'resnet50_moco_v2'"):
+        ResnetExtractor.from_pretrained("resnet50_moco_v2")
+
+
+def test_unknown_arch_lists_the_known_ones() -> None:
+    with pytest.raises(ValueError, match="'resnet19'.*resnet18, resnet34, resnet50, resnet101, resnet152"):
+        ResnetExtractor(None, arch="resnet19", gem_p=None, remove_fc=True, normalise_features=False)
+
+
+def test_registry_builds_resnet_from_config() -> None:
+    registry = Registry(plugins=[("oml_models", models_plugin)], load_entrypoints=False)
+    assert "resnet" in registry.names("extractor")
+    cfg = {
+        "name": "resnet",
+        "args": {
+            "weights": None,
+            "arch": "resnet18",
+            "gem_p": None,
+            "remove_fc": True,
+            "normalise_features": True,
+        },
+    }
+    model = registry.build("extractor", cfg)
+    assert isinstance(model, ResnetExtractor)
+    assert model.feat_dim == 512
+    with torch.no_grad():
+        out = model.eval()(_images(2))
+    torch.testing.assert_close(out.norm(dim=1), torch.ones(2))
+    described = registry.describe("extractor", "resnet")
+    assert described["factory"] == "oml_models.resnet:ResnetExtractor"
+    assert "gem_p" in described["signature"]
+
+
+def test_installed_entry_point_provides_resnet() -> None:
+    registry = Registry()
+    assert registry.get("extractor", "resnet").plugin.distribution == "oml-models"
