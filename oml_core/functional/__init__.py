@@ -1,0 +1,1 @@
+"""Pure tensor functions shared by the core and the plugins (retrieval metrics, ...)."""

@@ -1,0 +1,260 @@
+"""EmbeddingMetrics on a tiny dataset of points on a line, with metrics computed by hand."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+from torch import LongTensor
+
+from oml_core import hookimpl
+from oml_core.interfaces.datasets import IQueryGalleryLabeledDataset
+from oml_core.interfaces.metrics import IBasicMetric
+from oml_core.metrics import EmbeddingMetrics, calc_retrieval_metrics_rr, flatten_metrics
+from oml_core.registry import Registry, UnknownNameError
+from oml_core.retrieval import RetrievalResults
+
+# Five items, every one a query and a gallery item (a query never retrieves itself):
+#   item  x    label  category
+#   0     0.0  A      x
+#   1     1.0  A      x
+#   2     1.6  B      y
+#   3     4.0  B      y
+#   4     4.3  A      y
+# Retrieved (closest first) and relevance, by hand:
+#   q0: [1, 2, 3, 4]  rel [1, 0, 0, 1]  n_gt 2
+#   q1: [2, 0, 3, 4]  rel [0, 1, 0, 1]  n_gt 2
+#   q2: [1, 0, 3, 4]  rel [0, 0, 1, 0]  n_gt 1
+#   q3: [4, 2, 1, 0]  rel [0, 1, 0, 0]  n_gt 1
+#   q4: [3, 2, 1, 0]  rel [0, 0, 1, 1]  n_gt 2
+X = [0.0, 1.0, 1.6, 4.0, 4.3]
+LABELS = ["A", "A", "B", "B", "A"]
+CATEGORIES = ["x", "x", "y", "y", "y"]
+
+CMC_1 = [1, 0, 0, 0, 0]
+CMC_3 = [1, 1, 1, 1, 1]
+PRECISION_1 = [1, 0, 0, 0, 0]
+PRECISION_3 = [1 / 2, 1 / 2, 1, 1, 1 / 2]  # hits in top 3 / min(3, n_gt)
+MAP_3 = [1, 1 / 2, 1 / 3, 1 / 2, 1 / 3]  # (sum of n_i / i at the hits) / hits in top 3
+MAP_4 = [(1 + 2 / 4) / 2, (1 / 2 + 2 / 4) / 2, 1 / 3, 1 / 2, (1 / 3 + 2 / 4) / 2]
+
+
+def mean(values: list[float], ids: list[int] | None = None) -> float:
+    chosen = [values[i] for i in (ids if ids is not None else range(len(values)))]
+    return sum(chosen) / len(chosen)
+
+
+class LineDataset(IQueryGalleryLabeledDataset):
+    def __init__(self, with_categories: bool = True, label2category: dict[str, str] | None = None) -> None:
+        columns: dict[str, Any] = {"label": LABELS, "x": X}
+        if with_categories:
+            columns["category"] = CATEGORIES
+        self.df = pd.DataFrame(columns)
+        self._label2category = label2category
+
+    def __len__(self) -> int:
+        return len(self.df)
+
+    def __getitem__(self, item: int) -> dict[str, Any]:
+        return {self.index_key: item, self.labels_key: self.df["label"].iloc[item]}
+
+    def get_labels(self) -> np.ndarray:
+        return self.df["label"].to_numpy()
+
+    def get_label2category(self) -> dict[str, str] | None:
+        return self._label2category
+
+    def get_query_ids(self) -> LongTensor:
+        return torch.arange(len(self))
+
+    def get_gallery_ids(self) -> LongTensor:
+        return torch.arange(len(self))
+
+
+def embeddings_2d() -> torch.Tensor:
+    """The points of the line in 2-D (second coordinate 0): one direction of variance out of 2, pcf = 0.5."""
+    return torch.tensor([[x, 0.0] for x in X])
+
+
+@pytest.fixture(scope="module")
+def registry() -> Registry:
+    return Registry(load_entrypoints=False)
+
+
+def run(metric: EmbeddingMetrics, order: list[int] | None = None, batch_size: int = 2) -> dict[str, Any]:
+    embeddings = embeddings_2d()
+    order = list(range(len(X))) if order is None else order
+    metric.setup()
+    for start in range(0, len(order), batch_size):
+        ids = order[start : start + batch_size]
+        metric.update(embeddings[ids], torch.tensor(ids))
+    return metric.compute_metrics()
+
+
+def make_metric(registry: Registry, **kwargs: Any) -> EmbeddingMetrics:
+    args: dict[str, Any] = {
+        "cmc_top_k": (1, 3),
+        "precision_top_k": (1, 3),
+        "map_top_k": (3, 4),
+        "verbose": False,
+    }
+    args.update(kwargs)
+    return EmbeddingMetrics(registry=registry, **args)
+
+
+def test_hand_computed_metrics(registry: Registry) -> None:
+    metric = make_metric(registry, dataset=LineDataset(with_categories=False))
+    assert isinstance(metric, IBasicMetric)
+    metrics = run(metric)
+    assert list(metrics) == ["OVERALL"]
+    overall = metrics["OVERALL"]
+    assert list(overall) == ["cmc", "precision", "map", "pcf"]
+    assert overall["cmc"][1].item() == pytest.approx(mean(CMC_1))
+    assert overall["cmc"][3].item() == pytest.approx(mean(CMC_3))
+    assert overall["precision"][1].item() == pytest.approx(mean(PRECISION_1))
+    assert overall["precision"][3].item() == pytest.approx(mean(PRECISION_3))  # 0.7
+    assert overall["map"][3].item() == pytest.approx(mean(MAP_3))
+    assert overall["map"][4].item() == pytest.approx(mean(MAP_4))  # 0.5
+    assert overall["pcf"][0.5].item() == pytest.approx(0.5)
+
+    rr = metric.retrieval_results
+    assert isinstance(rr, RetrievalResults)
+    expected = [[1, 2, 3, 4], [2, 0, 3, 4], [1, 0, 3, 4], [4, 2, 1, 0], [3, 2, 1, 0]]
+    assert [r.tolist() for r in rr.retrieved_ids] == expected
+    assert rr.n_gts == [2, 2, 1, 1, 2]
+    unreduced = metric.metrics_unreduced["OVERALL"]
+    torch.testing.assert_close(unreduced["precision"][3], torch.tensor(PRECISION_3, dtype=torch.float32))
+    torch.testing.assert_close(unreduced["map"][4], torch.tensor(MAP_4, dtype=torch.float32))
+    assert metric.metrics["OVERALL"]["map"][3].item() == pytest.approx(mean(MAP_3))
+
+
+def test_categories_from_the_category_column(registry: Registry) -> None:
+    metrics = run(make_metric(registry, dataset=LineDataset(with_categories=True)))
+    assert list(metrics) == ["OVERALL", "x", "y"]
+    x, y = [0, 1], [2, 3, 4]
+    assert metrics["x"]["cmc"][1].item() == pytest.approx(mean(CMC_1, x))  # 0.5
+    assert metrics["y"]["cmc"][1].item() == pytest.approx(mean(CMC_1, y))  # 0
+    assert metrics["x"]["precision"][3].item() == pytest.approx(mean(PRECISION_3, x))  # 0.5
+    assert metrics["y"]["precision"][3].item() == pytest.approx(mean(PRECISION_3, y))  # 5/6
+    assert metrics["x"]["map"][3].item() == pytest.approx(mean(MAP_3, x))  # 0.75
+    assert metrics["y"]["map"][3].item() == pytest.approx(mean(MAP_3, y))  # 7/18
+    assert metrics["OVERALL"]["map"][3].item() == pytest.approx(mean(MAP_3))
+    assert metrics["y"]["pcf"][0.5].item() == pytest.approx(0.5)
+
+    flat = flatten_metrics(metrics)
+    assert flat["OVERALL/cmc/1"] == pytest.approx(0.2)
+    assert flat["OVERALL/precision/3"] == pytest.approx(0.7)
+    assert flat["x/map/3"] == pytest.approx(0.75)
+    assert flat["OVERALL/pcf/0.5"] == pytest.approx(0.5)
+    assert all(type(v) is float for v in flat.values())
+    assert len(flat) == 3 * (2 + 2 + 2 + 1)
+
+
+def test_categories_from_label2category(registry: Registry) -> None:
+    dataset = LineDataset(with_categories=False, label2category={"A": "cat_a", "B": "cat_b"})
+    metrics = run(make_metric(registry, dataset=dataset))
+    assert list(metrics) == ["OVERALL", "cat_a", "cat_b"]
+    assert metrics["cat_a"]["map"][3].item() == pytest.approx(mean(MAP_3, [0, 1, 4]))
+    assert metrics["cat_b"]["map"][3].item() == pytest.approx(mean(MAP_3, [2, 3]))
+
+
+def test_return_only_overall_category(registry: Registry) -> None:
+    metric = make_metric(registry, dataset=LineDataset(), return_only_overall_category=True)
+    metrics = run(metric)
+    assert list(metrics) == ["OVERALL"]
+    assert list(metric.metrics) == ["OVERALL", "x", "y"]  # kept, only not returned
+
+
+def test_shuffled_and_repeated_updates(registry: Registry) -> None:
+    metric = make_metric(registry, dataset=LineDataset())
+    reference = flatten_metrics(run(metric))
+    metric.setup()
+    metric.update(torch.full((5, 2), 123.0), torch.arange(5))  # garbage, overwritten below
+    embeddings = embeddings_2d()
+    for ids in ([3, 0], [4], [1, 2, 0]):  # any order, item 0 twice
+        metric.update(embeddings[ids], ids)
+    assert flatten_metrics(metric.compute_metrics()) == reference
+    assert flatten_metrics(run(metric, order=[4, 2, 0, 3, 1], batch_size=3)) == reference
+
+
+def test_incomplete_data_raises(registry: Registry) -> None:
+    metric = make_metric(registry, dataset=LineDataset())
+    metric.setup()
+    metric.update(embeddings_2d()[:3], torch.arange(3))
+    with pytest.raises(ValueError, match="collected 3 out of 5"):
+        metric.compute_metrics()
+    with pytest.raises(ValueError, match="within"):
+        metric.update(embeddings_2d()[:1], torch.tensor([5]))
+
+
+def test_setup_resets(registry: Registry) -> None:
+    metric = make_metric(registry, dataset=LineDataset())
+    run(metric)
+    metric.setup()
+    assert metric.metrics is None and metric.metrics_unreduced is None and metric.retrieval_results is None
+    with pytest.raises(ValueError, match="no embeddings were collected"):
+        metric.compute_metrics()
+
+
+class HitsPlugin:
+    @hookimpl
+    def oml_register_retrieval_metrics(self, register):
+        register("hits", hits)
+
+
+def hits(gt_tops, n_gts, top_k):
+    return [torch.tensor([float(t[:k].sum()) for t in gt_tops]) for k in top_k]
+
+
+def test_plugin_metric_by_name() -> None:
+    registry = Registry([HitsPlugin()], load_entrypoints=False)
+    metric = EmbeddingMetrics(
+        LineDataset(),
+        cmc_top_k=(1,),
+        precision_top_k=(),
+        map_top_k=(),
+        hits_top_k=(2, 4),
+        verbose=False,
+        registry=registry,
+    )
+    metrics = run(metric)
+    assert list(metrics["OVERALL"]) == ["cmc", "hits", "pcf"]
+    # hits in top 2: q0 1, q1 1, q2 0, q3 1, q4 0; in top 4: 2, 2, 1, 1, 2
+    assert metrics["OVERALL"]["hits"][2].item() == pytest.approx(3 / 5)
+    assert metrics["OVERALL"]["hits"][4].item() == pytest.approx(8 / 5)
+    assert metrics["x"]["hits"][4].item() == pytest.approx(2.0)
+    assert metric.retrieval_results.n_retrieved_items == 4  # n_items = the largest k of all the metrics
+
+
+def test_unknown_metric_and_argument(registry: Registry) -> None:
+    with pytest.raises(UnknownNameError, match="hitz"):
+        EmbeddingMetrics(LineDataset(), hitz_top_k=(1,), registry=registry)
+    with pytest.raises(TypeError, match="fmr_vals"):
+        EmbeddingMetrics(LineDataset(), fmr_vals=(0.1,), registry=registry)  # type: ignore[arg-type]
+
+
+def test_calc_retrieval_metrics_rr(registry: Registry) -> None:
+    rr = RetrievalResults.from_embeddings(embeddings_2d(), LineDataset(), n_items=3)
+    metrics = calc_retrieval_metrics_rr(
+        rr, cmc_top_k=(1,), precision_top_k=(3,), map_top_k=(3,), registry=registry
+    )
+    assert metrics["precision"][3].item() == pytest.approx(mean(PRECISION_3))
+    by_category = calc_retrieval_metrics_rr(
+        rr, query_categories=CATEGORIES, map_top_k=(3,), reduce=False, registry=registry
+    )
+    torch.testing.assert_close(by_category["y"]["map"][3], torch.tensor(MAP_3[2:], dtype=torch.float32))
+    unlabeled = RetrievalResults(rr.distances, rr.retrieved_ids)
+    with pytest.raises(ValueError, match="ground truth"):
+        calc_retrieval_metrics_rr(unlabeled, registry=registry)
+
+
+def test_flatten_metrics_requires_reduced_values() -> None:
+    assert flatten_metrics({"OVERALL": {"cmc": {1: torch.tensor(0.25)}, "pcf": {0.5: 0.5}}}) == {
+        "OVERALL/cmc/1": 0.25,
+        "OVERALL/pcf/0.5": 0.5,
+    }
+    with pytest.raises(ValueError, match="reduce"):
+        flatten_metrics({"OVERALL": {"cmc": {1: torch.tensor([1.0, 0.0])}}})

@@ -1,0 +1,370 @@
+"""Retrieval and topological metrics on ragged inputs: the seed's worked examples verbatim, the edge cases,
+and a comparison with a naive per-query implementation on random data."""
+
+from __future__ import annotations
+
+import math
+import random
+
+import numpy as np
+import pytest
+import torch
+from torch import BoolTensor, LongTensor
+
+import oml_core.functional.metrics as fm
+from oml_core import hookimpl
+from oml_core.functional.metrics import (
+    calc_cmc,
+    calc_gt_tops,
+    calc_map,
+    calc_pcf,
+    calc_precision,
+    calc_retrieval_metrics,
+    calc_topological_metrics,
+    pad_ragged,
+    reduce_metrics,
+    take_unreduced_metrics_by_mask,
+)
+from oml_core.registry import Registry, UnknownNameError
+
+
+def assert_exact(actual: list[torch.Tensor], expected: list[torch.Tensor]) -> None:
+    assert len(actual) == len(expected)
+    for a, e in zip(actual, expected):
+        assert a.dtype == torch.float32
+        torch.testing.assert_close(a, e, rtol=0, atol=0)
+
+
+@pytest.fixture(scope="module")
+def builtin_registry() -> Registry:
+    return Registry(load_entrypoints=False)
+
+
+# ------------------------------------------------------------------------------ the seed's examples
+def test_seed_example_cmc() -> None:
+    gt_tops = [BoolTensor([1, 0]), BoolTensor([0, 1, 1]), BoolTensor([0, 0]), BoolTensor([])]
+    n_gts = [2, 2, 1, 0]
+    assert_exact(
+        calc_cmc(gt_tops, n_gts, top_k=(1, 2)),
+        [torch.tensor([1.0, 0.0, 0.0, 1.0]), torch.tensor([1.0, 1.0, 0.0, 1.0])],
+    )
+
+
+def test_seed_example_precision() -> None:
+    gt_tops = [BoolTensor([1, 0]), BoolTensor([0, 1, 1]), BoolTensor([0, 0]), BoolTensor([])]
+    n_gts = [2, 3, 5, 2]
+    assert_exact(
+        calc_precision(gt_tops, n_gts, top_k=(1, 2)),
+        [torch.tensor([1.0, 0.0, 0.0, 0.0]), torch.tensor([0.5, 0.5, 0.0, 0.0])],
+    )
+
+
+def test_seed_example_map() -> None:
+    gt_tops = [BoolTensor([1, 0]), BoolTensor([0, 1]), BoolTensor([0, 0, 0, 0]), BoolTensor([])]
+    n_gts = [1, 1, 2, 0]
+    assert_exact(
+        calc_map(gt_tops, n_gts, top_k=(1, 2)),
+        [torch.tensor([1.0, 0.0, 0.0, 1.0]), torch.tensor([1.0, 0.5, 0.0, 1.0])],
+    )
+
+
+def test_seed_example_pcf() -> None:
+    embeddings = torch.eye(4, 10, dtype=torch.float)
+    result = calc_pcf(embeddings, pcf_variance=(0.5, 1))
+    torch.testing.assert_close(result, torch.tensor([0.2, 0.5]), rtol=0, atol=0)
+
+
+def test_seed_precision_definition_example() -> None:
+    # n = 3, g = [1, 1, 1, 0, 0]: OML's precision@1..6 are all 1 (k = 6 is clipped to the 5 retrieved items)
+    values = calc_precision([BoolTensor([1, 1, 1, 0, 0])], [3], top_k=(1, 2, 3, 4, 5, 6))
+    assert [v.item() for v in values] == [1.0] * 6
+
+
+# ------------------------------------------------------------------------------------- edge cases
+def test_no_gt_and_nothing_retrieved_is_perfect() -> None:
+    for fn in (calc_cmc, calc_precision, calc_map):
+        assert [v.item() for v in fn([BoolTensor([])], [0], top_k=(1, 5))] == [1.0, 1.0]
+
+
+def test_gt_but_nothing_retrieved_is_zero() -> None:
+    for fn in (calc_cmc, calc_precision, calc_map):
+        assert [v.item() for v in fn([BoolTensor([])], [3], top_k=(1, 5))] == [0.0, 0.0]
+
+
+def test_no_gt_but_items_retrieved_is_zero_not_nan() -> None:
+    for fn in (calc_cmc, calc_precision, calc_map):
+        assert [v.item() for v in fn([BoolTensor([0, 0, 0])], [0], top_k=(1, 5))] == [0.0, 0.0]
+
+
+def test_k_is_clipped_to_the_retrieved_items_per_query() -> None:
+    # 2 retrieved items, both relevant, 10 relevant in the gallery: precision@5 = 2 / min(10, min(5, 2)) = 1
+    gt_tops, n_gts = [BoolTensor([1, 1]), BoolTensor([0, 1, 0, 0, 0, 0, 0])], [10, 10]
+    assert calc_precision(gt_tops, n_gts, top_k=(5,))[0].tolist() == pytest.approx([1.0, 0.2])
+    assert calc_cmc(gt_tops, n_gts, top_k=(5,))[0].tolist() == [1.0, 1.0]
+    assert calc_map(gt_tops, n_gts, top_k=(5,))[0].tolist() == [1.0, 0.5]
+
+
+def test_map_denominator_is_number_of_hits_in_top_k() -> None:
+    # rel = [1, 0, 1, 0, 1]: map@5 = (1/1 + 2/3 + 3/5) / 3
+    value = calc_map([BoolTensor([1, 0, 1, 0, 1])], [100], top_k=(5,))[0].item()
+    assert value == pytest.approx((1 + 2 / 3 + 3 / 5) / 3, abs=1e-7)
+
+
+def test_no_queries() -> None:
+    assert [v.shape for v in calc_cmc([], [], top_k=(1, 2))] == [(0,), (0,)]
+
+
+@pytest.mark.parametrize("top_k", [(), (0,), (1, -2), (1.5,), (True,), 5])
+def test_bad_top_k(top_k: object) -> None:
+    with pytest.raises(ValueError, match="top_k"):
+        calc_cmc([BoolTensor([1])], [1], top_k=top_k)  # type: ignore[arg-type]
+
+
+def test_mismatched_n_gts() -> None:
+    with pytest.raises(ValueError, match="one entry per query"):
+        calc_map([BoolTensor([1])], [1, 2], top_k=(1,))
+
+
+# ------------------------------------------------------------------------- naive reference on random data
+def naive_metrics(gt_tops: list[list[bool]], n_gts: list[int], k: int) -> tuple[list[float], ...]:
+    cmc, precision, map_ = [], [], []
+    for tops, n_gt in zip(gt_tops, n_gts):
+        if not tops and n_gt == 0:
+            cmc.append(1.0), precision.append(1.0), map_.append(1.0)
+            continue
+        kk = min(k, len(tops))
+        hits = sum(tops[:kk])
+        cmc.append(1.0 if hits > 0 else 0.0)
+        denominator = min(n_gt, kk)
+        precision.append(hits / denominator if denominator > 0 else 0.0)
+        total, seen = 0.0, 0
+        for i in range(kk):
+            if tops[i]:
+                seen += 1
+                total += seen / (i + 1)
+        map_.append(total / seen if seen else 0.0)
+    return cmc, precision, map_
+
+
+def random_tops(rng: random.Random, n_queries: int) -> tuple[list[list[bool]], list[int]]:
+    gt_tops, n_gts = [], []
+    for _ in range(n_queries):
+        length = rng.choice([0, 0, 1, 2, 3, 5, 8, 13])
+        tops = [rng.random() < 0.4 for _ in range(length)]
+        gt_tops.append(tops)
+        n_gts.append(sum(tops) + rng.choice([0, 0, 1, 4]))
+    return gt_tops, n_gts
+
+
+@pytest.mark.parametrize("chunk_size", [1, 3, 64, 10_000])
+def test_matches_naive_implementation(monkeypatch: pytest.MonkeyPatch, chunk_size: int) -> None:
+    monkeypatch.setattr(fm, "METRICS_CHUNK_SIZE", chunk_size)
+    rng = random.Random(chunk_size)
+    gt_tops, n_gts = random_tops(rng, 200)
+    tensors = [torch.tensor(t, dtype=torch.bool) for t in gt_tops]
+    top_k = (1, 2, 3, 5, 10, 20)
+    cmc = calc_cmc(tensors, n_gts, top_k)
+    precision = calc_precision(tensors, n_gts, top_k)
+    map_ = calc_map(tensors, n_gts, top_k)
+    for i, k in enumerate(top_k):
+        expected = naive_metrics(gt_tops, n_gts, k)
+        for actual, reference in zip((cmc[i], precision[i], map_[i]), expected):
+            torch.testing.assert_close(actual, torch.tensor(reference, dtype=torch.float32))
+
+
+def test_pad_ragged() -> None:
+    padded, lengths = pad_ragged([LongTensor([1, 2, 3]), LongTensor([]), LongTensor([4])], max_len=2, fill=-1)
+    assert padded.tolist() == [[1, 2], [-1, -1], [4, -1]]
+    assert lengths.tolist() == [3, 0, 1]
+    with pytest.raises(ValueError, match="element 1"):
+        pad_ragged([LongTensor([1]), torch.tensor(5)])
+
+
+@pytest.mark.parametrize("chunk_size", [1, 2, 1000])
+def test_calc_gt_tops_matches_isin(monkeypatch: pytest.MonkeyPatch, chunk_size: int) -> None:
+    monkeypatch.setattr(fm, "METRICS_CHUNK_SIZE", chunk_size)
+    gen = torch.Generator().manual_seed(0)
+    retrieved = [
+        torch.randperm(30, generator=gen)[: int(n)] for n in torch.randint(0, 12, (50,), generator=gen)
+    ]
+    gts = [torch.randperm(30, generator=gen)[: int(n)] for n in torch.randint(0, 8, (50,), generator=gen)]
+    tops = calc_gt_tops(retrieved, gts)
+    assert [t.tolist() for t in tops] == [torch.isin(r, g).tolist() for r, g in zip(retrieved, gts)]
+    truncated = calc_gt_tops(retrieved, gts, max_k=3)
+    assert [t.tolist() for t in truncated] == [torch.isin(r[:3], g).tolist() for r, g in zip(retrieved, gts)]
+
+
+# ------------------------------------------------------------------------------- calc_retrieval_metrics
+RETRIEVED = [LongTensor([0, 1, 2]), LongTensor([3, 2, 1]), LongTensor([]), LongTensor([4, 0])]
+GT = [LongTensor([1]), LongTensor([3, 1]), LongTensor([]), LongTensor([2])]
+
+
+def test_calc_retrieval_metrics_unreduced(builtin_registry: Registry) -> None:
+    metrics = calc_retrieval_metrics(
+        RETRIEVED,
+        GT,
+        cmc_top_k=(1, 2),
+        precision_top_k=(2,),
+        map_top_k=(3,),
+        reduce=False,
+        registry=builtin_registry,
+    )
+    assert list(metrics) == ["cmc", "precision", "map"]
+    assert metrics["cmc"][1].tolist() == [0.0, 1.0, 1.0, 0.0]
+    assert metrics["cmc"][2].tolist() == [1.0, 1.0, 1.0, 0.0]
+    assert metrics["precision"][2].tolist() == [1.0, 0.5, 1.0, 0.0]
+    torch.testing.assert_close(metrics["map"][3], torch.tensor([0.5, (1 + 2 / 3) / 2, 1.0, 0.0]))
+
+
+def test_calc_retrieval_metrics_reduced(builtin_registry: Registry) -> None:
+    metrics = calc_retrieval_metrics(
+        RETRIEVED,
+        GT,
+        cmc_top_k=(1,),
+        precision_top_k=(),
+        map_top_k=(),
+        verbose=False,
+        registry=builtin_registry,
+    )
+    assert list(metrics) == ["cmc"]
+    assert metrics["cmc"][1].ndim == 0
+    assert metrics["cmc"][1].item() == pytest.approx(0.5)
+
+
+def test_calc_retrieval_metrics_with_categories(builtin_registry: Registry) -> None:
+    metrics = calc_retrieval_metrics(
+        RETRIEVED,
+        GT,
+        query_categories=np.array(["a", "b", "a", "b"]),
+        cmc_top_k=(1,),
+        precision_top_k=(2,),
+        map_top_k=(),
+        registry=builtin_registry,
+    )
+    assert list(metrics) == ["OVERALL", "a", "b"]
+    assert metrics["OVERALL"]["cmc"][1].item() == pytest.approx(0.5)
+    assert metrics["a"]["cmc"][1].item() == pytest.approx(0.5)  # queries 0 and 2
+    assert metrics["b"]["cmc"][1].item() == pytest.approx(0.5)  # queries 1 and 3
+    assert metrics["a"]["precision"][2].item() == pytest.approx(1.0)
+    assert metrics["b"]["precision"][2].item() == pytest.approx(0.25)
+    categories = torch.tensor([1, 1, 2, 2])
+    unreduced = calc_retrieval_metrics(
+        RETRIEVED, GT, query_categories=categories, cmc_top_k=(1,), reduce=False, registry=builtin_registry
+    )
+    assert list(unreduced) == ["OVERALL", 1, 2]
+    assert type(list(unreduced)[1]) is int
+    assert unreduced[2]["cmc"][1].tolist() == [1.0, 0.0]
+
+
+class HitsPlugin:
+    @hookimpl
+    def oml_register_retrieval_metrics(self, register):
+        register("hits", hits)
+
+
+def hits(gt_tops, n_gts, top_k):
+    return [torch.tensor([float(t[:k].sum()) for t in gt_tops]) for k in top_k]
+
+
+def test_plugin_metric_is_computed_by_name() -> None:
+    registry = Registry([HitsPlugin()], load_entrypoints=False)
+    metrics = calc_retrieval_metrics(
+        RETRIEVED,
+        GT,
+        cmc_top_k=(1,),
+        precision_top_k=(),
+        map_top_k=(),
+        hits_top_k=(1, 3),
+        reduce=False,
+        registry=registry,
+    )
+    assert list(metrics) == ["cmc", "hits"]
+    assert metrics["hits"][1].tolist() == [0.0, 1.0, 0.0, 0.0]
+    assert metrics["hits"][3].tolist() == [1.0, 2.0, 0.0, 0.0]
+
+
+def test_unknown_metric_raises_the_registry_error(builtin_registry: Registry) -> None:
+    with pytest.raises(UnknownNameError, match="hitz"):
+        calc_retrieval_metrics(RETRIEVED, GT, hitz_top_k=(1,), registry=builtin_registry)
+
+
+def test_bad_keyword_argument(builtin_registry: Registry) -> None:
+    with pytest.raises(TypeError, match="fmr_vals"):
+        calc_retrieval_metrics(RETRIEVED, GT, fmr_vals=(0.1,), registry=builtin_registry)  # type: ignore[arg-type]
+
+
+def test_nothing_requested_and_mismatched_inputs(builtin_registry: Registry) -> None:
+    with pytest.raises(ValueError, match="at least 1 metric"):
+        calc_retrieval_metrics(
+            RETRIEVED, GT, cmc_top_k=(), precision_top_k=(), map_top_k=(), registry=builtin_registry
+        )
+    with pytest.raises(ValueError, match="one entry per query"):
+        calc_retrieval_metrics(RETRIEVED, GT[:2], registry=builtin_registry)
+    with pytest.raises(ValueError, match="query_categories"):
+        calc_retrieval_metrics(RETRIEVED, GT, query_categories=[1, 2], registry=builtin_registry)
+
+
+def test_default_registry_is_used_when_none_given() -> None:
+    metrics = calc_retrieval_metrics(
+        RETRIEVED, GT, cmc_top_k=(1,), precision_top_k=(), map_top_k=(), verbose=False
+    )
+    assert metrics["cmc"][1].item() == pytest.approx(0.5)
+
+
+def test_reduce_and_mask_helpers() -> None:
+    metrics = {"cmc": {1: torch.tensor([1.0, 0.0, 1.0])}, "pcf": {0.5: torch.tensor(0.2)}, "n": 3}
+    reduced = reduce_metrics(metrics)
+    assert reduced["cmc"][1].item() == pytest.approx(2 / 3)
+    assert reduced["pcf"][0.5].item() == pytest.approx(0.2)
+    assert reduced["n"] == 3
+    masked = take_unreduced_metrics_by_mask(metrics, np.array([True, False, True]))
+    assert masked["cmc"][1].tolist() == [1.0, 1.0]
+    assert masked["pcf"][0.5].item() == pytest.approx(0.2)
+
+
+# ------------------------------------------------------------------------------------------ pcf
+def reference_pcf(x: np.ndarray, variances: tuple[float, ...]) -> list[float]:
+    """SVD of the centred data; the largest p such that sum of the first p-1 variances <= r, p <= d."""
+    centred = x - x.mean(axis=0)
+    singular = np.linalg.svd(centred, compute_uv=False)
+    ratios = np.cumsum(singular**2) / np.sum(singular**2)
+    d = x.shape[1]
+    out = []
+    for r in variances:
+        p = 1
+        while p <= len(ratios) and p < d and ratios[p - 1] <= r + 1e-12:
+            p += 1
+        out.append(p / d)
+    return out
+
+
+@pytest.mark.parametrize("shape", [(50, 8), (6, 20), (200, 3)])
+def test_pcf_matches_reference(shape: tuple[int, int]) -> None:
+    rng = np.random.default_rng(0)
+    scales = np.linspace(3.0, 0.1, shape[1])
+    x = rng.normal(size=shape) * scales
+    variances = (0.1, 0.5, 0.9, 0.99)
+    result = calc_pcf(torch.tensor(x, dtype=torch.float32), variances)
+    assert result.tolist() == pytest.approx(reference_pcf(x, variances))
+
+
+def test_pcf_is_at_most_one_and_nan_without_variance() -> None:
+    x = torch.randn(100, 4, generator=torch.Generator().manual_seed(1))
+    assert calc_pcf(x, (1.0,)).item() == 1.0
+    assert math.isnan(calc_pcf(torch.ones(5, 3), (0.5,)).item())
+    assert math.isnan(calc_pcf(torch.randn(1, 3), (0.5,)).item())
+    with pytest.raises(ValueError, match="pcf_variance"):
+        calc_pcf(x, (1.5,))
+
+
+def test_topological_metrics() -> None:
+    embeddings = torch.eye(4, 10, dtype=torch.float)
+    metrics = calc_topological_metrics(embeddings, pcf_variance=(0.5, 1))
+    assert list(metrics) == ["pcf"]
+    assert metrics["pcf"][0.5].item() == pytest.approx(0.2)
+    assert metrics["pcf"][1].item() == pytest.approx(0.5)
+    x = torch.tensor([[0.0, 0.0], [1.0, 0.0], [2.0, 0.0], [0.0, 0.0], [1.0, 1.0], [3.0, 2.0]])
+    by_category = calc_topological_metrics(x, pcf_variance=(0.5,), categories=["a", "a", "a", "b", "b", "b"])
+    assert list(by_category) == ["OVERALL", "a", "b"]
+    assert by_category["a"]["pcf"][0.5].item() == pytest.approx(0.5)  # one direction of variance out of 2
+    assert calc_topological_metrics(x, pcf_variance=()) == {}

@@ -1,0 +1,274 @@
+"""RetrievalResults: validation, and the chunked kNN retrieval compared with a naive full-matrix one."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+from torch import FloatTensor, LongTensor
+
+import oml_core.functional.knn as knn
+from oml_core.interfaces.datasets import IQueryGalleryDataset, IQueryGalleryLabeledDataset
+from oml_core.retrieval import RetrievalResults
+
+
+class FakeQGDataset(IQueryGalleryLabeledDataset):
+    """Items with labels, an is_query / is_gallery split and optional extra columns in ``df``."""
+
+    def __init__(
+        self, labels: list[Any], is_query: list[bool], is_gallery: list[bool], **columns: list[Any]
+    ) -> None:
+        self.df = pd.DataFrame({"label": labels, "is_query": is_query, "is_gallery": is_gallery, **columns})
+
+    def __len__(self) -> int:
+        return len(self.df)
+
+    def __getitem__(self, item: int) -> dict[str, Any]:
+        return {self.index_key: item, self.labels_key: self.df["label"].iloc[item]}
+
+    def get_labels(self) -> np.ndarray:
+        return self.df["label"].to_numpy()
+
+    def get_query_ids(self) -> LongTensor:
+        return torch.nonzero(torch.tensor(self.df["is_query"].to_numpy())).squeeze(1)
+
+    def get_gallery_ids(self) -> LongTensor:
+        return torch.nonzero(torch.tensor(self.df["is_gallery"].to_numpy())).squeeze(1)
+
+
+class UnlabeledDataset(IQueryGalleryDataset):
+    def __init__(self, n: int) -> None:
+        self.n = n
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, item: int) -> dict[str, Any]:
+        return {self.index_key: item}
+
+    def get_query_ids(self) -> LongTensor:
+        return torch.arange(self.n)
+
+    def get_gallery_ids(self) -> LongTensor:
+        return torch.arange(self.n)
+
+
+def naive_retrieval(
+    embeddings: torch.Tensor, dataset: FakeQGDataset, n_items: int, distance: str
+) -> tuple[list[list[float]], list[list[int]], list[list[int]]]:
+    """Loops over every (query, gallery) pair: the full Q x G matrix, sorted per query, no chunks."""
+    x = embeddings.double().tolist()
+    labels = dataset.get_labels().tolist()
+    sequence = dataset.df["sequence"].tolist() if "sequence" in dataset.df else None
+    query_ids, gallery_ids = dataset.get_query_ids().tolist(), dataset.get_gallery_ids().tolist()
+
+    def dist(a: list[float], b: list[float]) -> float:
+        if distance == "l2":
+            return math.sqrt(sum((u - v) ** 2 for u, v in zip(a, b)))
+        dot = sum(u * v for u, v in zip(a, b))
+        return 1 - dot / (math.sqrt(sum(u * u for u in a)) * math.sqrt(sum(v * v for v in b)))
+
+    distances, retrieved, gts = [], [], []
+    for q in query_ids:
+        candidates, gt = [], []
+        for position, g in enumerate(gallery_ids):
+            if g == q or (sequence is not None and sequence[g] == sequence[q]):
+                continue
+            candidates.append((dist(x[q], x[g]), position))
+            if labels[g] == labels[q]:
+                gt.append(position)
+        candidates.sort()
+        distances.append([d for d, _ in candidates[:n_items]])
+        retrieved.append([p for _, p in candidates[:n_items]])
+        gts.append(gt)
+    return distances, retrieved, gts
+
+
+def random_dataset(seed: int, n: int = 40, with_sequence: bool = False) -> tuple[torch.Tensor, FakeQGDataset]:
+    rng = np.random.default_rng(seed)
+    labels = rng.integers(0, 6, size=n).tolist()
+    is_query = (rng.random(n) < 0.6).tolist()
+    is_gallery = (rng.random(n) < 0.8).tolist()
+    columns = {"sequence": rng.integers(0, 10, size=n).tolist()} if with_sequence else {}
+    dataset = FakeQGDataset(labels, is_query, is_gallery, **columns)
+    embeddings = torch.tensor(rng.normal(size=(n, 5)), dtype=torch.float32)
+    return embeddings, dataset
+
+
+def assert_same_as_naive(rr: RetrievalResults, naive: tuple[list[list[float]], ...]) -> None:
+    distances, retrieved, gts = naive
+    assert len(rr) == len(retrieved)
+    assert [r.tolist() for r in rr.retrieved_ids] == retrieved
+    assert rr.gt_ids is not None
+    assert [g.tolist() for g in rr.gt_ids] == gts
+    assert rr.n_gts == [len(g) for g in gts]
+    for actual, expected in zip(rr.distances, distances):
+        torch.testing.assert_close(
+            actual.double(), torch.tensor(expected, dtype=torch.float64), atol=1e-5, rtol=1e-5
+        )
+
+
+@pytest.mark.parametrize("chunk_size", [1, 2, 7, 24, 1000, None])
+@pytest.mark.parametrize("distance", ["l2", "cosine"])
+@pytest.mark.parametrize("with_sequence", [False, True])
+def test_chunked_matches_naive(chunk_size: int | None, distance: str, with_sequence: bool) -> None:
+    embeddings, dataset = random_dataset(seed=3, with_sequence=with_sequence)
+    for n_items in (1, 5, 1000):
+        rr = RetrievalResults.from_embeddings(
+            embeddings, dataset, n_items=n_items, distance=distance, chunk_size=chunk_size
+        )
+        assert_same_as_naive(rr, naive_retrieval(embeddings, dataset, n_items, distance))
+
+
+def test_memory_is_bounded_by_the_chunk(monkeypatch: pytest.MonkeyPatch) -> None:
+    embeddings, dataset = random_dataset(seed=4, n=60)
+    shapes: list[tuple[int, int]] = []
+    l2 = knn.DISTANCES["l2"]
+
+    def recording_l2(x1: torch.Tensor, x2: torch.Tensor) -> torch.Tensor:
+        out = l2(x1, x2)
+        shapes.append(tuple(out.shape))
+        return out
+
+    monkeypatch.setitem(knn.DISTANCES, "l2", recording_l2)
+    n_query, n_gallery = len(dataset.get_query_ids()), len(dataset.get_gallery_ids())
+    RetrievalResults.from_embeddings(embeddings, dataset, n_items=3, chunk_size=8)
+    assert shapes and all(rows <= 8 and cols == n_gallery for rows, cols in shapes)
+    assert sum(rows for rows, _ in shapes) == n_query
+    assert knn.auto_chunk_size(n_gallery=10**6) == 16  # ~16M distances per chunk by default
+
+
+def test_a_query_never_retrieves_itself() -> None:
+    embeddings = torch.tensor([[0.0], [1.0], [3.0], [7.0]])
+    dataset = FakeQGDataset(["a", "a", "b", "b"], [True] * 4, [True] * 4)
+    rr = RetrievalResults.from_embeddings(embeddings, dataset, n_items=10)
+    assert [r.tolist() for r in rr.retrieved_ids] == [[1, 2, 3], [0, 2, 3], [1, 0, 3], [2, 1, 0]]
+    assert [d.tolist() for d in rr.distances] == [
+        [1.0, 3.0, 7.0],
+        [1.0, 2.0, 6.0],
+        [2.0, 3.0, 4.0],
+        [4.0, 6.0, 7.0],
+    ]
+    assert [g.tolist() for g in rr.gt_ids] == [[1], [0], [3], [2]]  # a query is not its own ground truth
+    assert rr.n_gts == [1, 1, 1, 1]
+    assert rr.n_retrieved_items == 3
+
+
+def test_ids_are_gallery_positions() -> None:
+    # items 0, 1 are the queries; items 2, 3, 4 the gallery: retrieved ids are positions 0..2 in the gallery
+    embeddings = torch.tensor([[0.0], [10.0], [9.0], [1.0], [5.0]])
+    dataset = FakeQGDataset(
+        [1, 2, 2, 1, 1], [True, True, False, False, False], [False, False, True, True, True]
+    )
+    rr = RetrievalResults.from_embeddings(embeddings, dataset, n_items=2)
+    assert [r.tolist() for r in rr.retrieved_ids] == [[1, 2], [0, 2]]
+    assert [g.tolist() for g in rr.gt_ids] == [[1, 2], [0]]
+
+
+def test_same_sequence_items_are_ignored() -> None:
+    embeddings = torch.tensor([[0.0], [0.5], [1.0], [2.0], [3.2]])
+    # item 1 shares item 0's sequence: neither retrieved for it nor counted as its ground truth
+    dataset = FakeQGDataset(
+        ["a", "a", "b", "a", "b"], [True] * 5, [True] * 5, sequence=["s1", "s1", "s2", None, None]
+    )
+    rr = RetrievalResults.from_embeddings(embeddings, dataset, n_items=10)
+    assert rr.retrieved_ids[0].tolist() == [2, 3, 4]
+    assert rr.gt_ids[0].tolist() == [3]
+    assert rr.retrieved_ids[1].tolist() == [2, 3, 4]
+    # items without a sequence (None) are not of one sequence with each other
+    assert rr.retrieved_ids[3].tolist() == [2, 4, 1, 0]
+    assert rr.gt_ids[3].tolist() == [0, 1]
+
+
+def test_sequence_from_extra_data() -> None:
+    embeddings = torch.tensor([[0.0], [0.5], [1.0]])
+    dataset = FakeQGDataset([0, 0, 0], [True] * 3, [True] * 3)
+    dataset.extra_data = {"sequence": [7, 7, 8]}  # OML datasets keep extra columns in ``extra_data``
+    rr = RetrievalResults.from_embeddings(embeddings, dataset, n_items=10)
+    assert [r.tolist() for r in rr.retrieved_ids] == [[2], [2], [1, 0]]
+
+
+def test_cosine_and_l2_rank_differently() -> None:
+    embeddings = torch.tensor([[1.0, 0.0], [10.0, 1.0], [0.5, 0.5]])
+    dataset = FakeQGDataset([0, 1, 1], [True, False, False], [False, True, True])
+    l2 = RetrievalResults.from_embeddings(embeddings, dataset, distance="l2")
+    cosine = RetrievalResults.from_embeddings(embeddings, dataset, distance="cosine")
+    assert l2.retrieved_ids[0].tolist() == [1, 0]  # (0.5, 0.5) is closer in space
+    assert cosine.retrieved_ids[0].tolist() == [0, 1]  # (10, 1) points almost the same way
+    torch.testing.assert_close(cosine.distances[0][0], torch.tensor(1 - 10 / math.sqrt(101)))
+    with pytest.raises(ValueError, match="Unknown distance"):
+        RetrievalResults.from_embeddings(embeddings, dataset, distance="manhattan")
+
+
+def test_labels_of_any_type_and_unlabeled_datasets() -> None:
+    embeddings = torch.tensor([[0.0], [1.0], [2.5]])
+    rr = RetrievalResults.from_embeddings(embeddings, FakeQGDataset(["x", "y", "x"], [True] * 3, [True] * 3))
+    assert [g.tolist() for g in rr.gt_ids] == [[2], [], [0]]
+    unlabeled = RetrievalResults.from_embeddings(embeddings, UnlabeledDataset(3), n_items=1)
+    assert unlabeled.gt_ids is None
+    assert [r.tolist() for r in unlabeled.retrieved_ids] == [[1], [0], [1]]
+    with pytest.raises(ValueError, match="no ground truth"):
+        _ = unlabeled.n_gts
+    with pytest.raises(ValueError, match="3 items"):
+        RetrievalResults.from_embeddings(embeddings[:2], UnlabeledDataset(3))
+
+
+# ------------------------------------------------------------------------------------------ validation
+def test_valid_ragged_results() -> None:
+    rr = RetrievalResults(
+        distances=[FloatTensor([0.1, 0.2, 0.2]), FloatTensor([]), FloatTensor([5.0])],
+        retrieved_ids=[LongTensor([3, 1, 2]), LongTensor([]), LongTensor([0])],
+        gt_ids=[LongTensor([1]), LongTensor([]), LongTensor([0, 2])],
+    )
+    assert rr.n_queries == 3 and rr.n_retrieved_items == 3 and not rr.is_empty()
+    assert rr.n_gts == [1, 0, 2]
+    copy = rr.deepcopy()
+    assert copy.retrieved_ids[0] is not rr.retrieved_ids[0]
+    assert copy.retrieved_ids[0].tolist() == [3, 1, 2]
+    assert "n_queries=3" in repr(rr)
+    empty = RetrievalResults([FloatTensor([])], [LongTensor([])])
+    assert empty.is_empty() and empty.gt_ids is None
+
+
+def test_unsorted_distances_name_the_query() -> None:
+    with pytest.raises(ValueError, match="query 2: distances must be sorted ascending"):
+        RetrievalResults(
+            distances=[FloatTensor([0.1, 0.2]), FloatTensor([9.0]), FloatTensor([0.5, 0.3])],
+            retrieved_ids=[LongTensor([0, 1]), LongTensor([1]), LongTensor([0, 1])],
+        )
+    # a drop between two queries is not an error
+    RetrievalResults([FloatTensor([5.0, 6.0]), FloatTensor([1.0])], [LongTensor([0, 1]), LongTensor([0])])
+
+
+def test_other_invalid_inputs() -> None:
+    with pytest.raises(ValueError, match="query 1: 2 distances for 1 retrieved ids"):
+        RetrievalResults([FloatTensor([0.1]), FloatTensor([0.1, 0.2])], [LongTensor([0]), LongTensor([1])])
+    with pytest.raises(ValueError, match="retrieved_ids for 1"):
+        RetrievalResults([FloatTensor([0.1]), FloatTensor([0.2])], [LongTensor([0])])
+    with pytest.raises(ValueError, match="gt_ids for 1"):
+        RetrievalResults(
+            [FloatTensor([0.1]), FloatTensor([0.2])], [LongTensor([0]), LongTensor([0])], [LongTensor([0])]
+        )
+    with pytest.raises(ValueError, match="query 0: distances and retrieved ids must be 1-D"):
+        RetrievalResults([FloatTensor([[0.1]])], [LongTensor([[0]])])
+    with pytest.raises(ValueError, match="query 1: distances contain NaN"):
+        RetrievalResults(
+            [FloatTensor([0.1]), FloatTensor([float("nan")])], [LongTensor([0]), LongTensor([0])]
+        )
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+@pytest.mark.parametrize("distance", ["l2", "cosine"])
+def test_cuda_embeddings_give_the_same_results(distance: str) -> None:
+    embeddings, dataset = random_dataset(seed=5, with_sequence=True)
+    on_cpu = RetrievalResults.from_embeddings(embeddings, dataset, n_items=7, distance=distance, chunk_size=5)
+    on_gpu = RetrievalResults.from_embeddings(
+        embeddings.cuda(), dataset, n_items=7, distance=distance, chunk_size=5
+    )
+    assert [r.tolist() for r in on_gpu.retrieved_ids] == [r.tolist() for r in on_cpu.retrieved_ids]
+    assert [g.tolist() for g in on_gpu.gt_ids] == [g.tolist() for g in on_cpu.gt_ids]
+    assert all(d.device.type == "cpu" for d in on_gpu.distances)
