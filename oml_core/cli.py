@@ -69,7 +69,10 @@ def _parser() -> argparse.ArgumentParser:
 
 # ------------------------------------------------------------------------------------------------ train
 def compose_config(
-    config_name: str, overrides: Sequence[str], config_path: str | None = None, registry: Registry | None = None
+    config_name: str,
+    overrides: Sequence[str],
+    config_path: str | None = None,
+    registry: Registry | None = None,
 ) -> Any:
     """Compose a pipeline config with hydra: oml's configs, the plugins' config dirs, and ``overrides``."""
     from hydra import compose, initialize_config_dir
@@ -102,7 +105,9 @@ def _cmd_train(args: argparse.Namespace, overrides: list[str]) -> int:
 
 
 # ---------------------------------------------------------------------------------------------- plugins
-def plugins_report(registry: Registry, include_builtins: bool = False, check: bool = False) -> list[dict[str, Any]]:
+def plugins_report(
+    registry: Registry, include_builtins: bool = False, check: bool = False
+) -> list[dict[str, Any]]:
     """One dict per plugin: name, distribution, version, hooks, provides ``{kind: [names]}``, error.
 
     With ``check``, every component is imported and the failures are listed under ``broken``.
@@ -169,10 +174,16 @@ def _cmd_registry(args: argparse.Namespace, _: list[str]) -> int:
     registry = Registry()
     kinds = [args.kind] if args.kind else list(KINDS)
     rows = [
-        {"kind": e.kind, "name": e.name, "plugin": e.plugin.name, "aliases": list(e.aliases),
-         "description": e.description}
-        for kind in kinds for e in registry.entries(kind)
-    ]  # fmt: skip
+        {
+            "kind": e.kind,
+            "name": e.name,
+            "plugin": e.plugin.name,
+            "aliases": list(e.aliases),
+            "description": e.description,
+        }
+        for kind in kinds
+        for e in registry.entries(kind)
+    ]
     if args.format == "json":
         print(json.dumps(rows, indent=2))
         return 0

@@ -24,7 +24,9 @@ def oml_cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def run_oml(oml_cache_dir: Path) -> Callable[..., subprocess.CompletedProcess[str]]:
     """Run ``oml ARGS`` in a subprocess with ``OML_CACHE_DIR`` isolated; ``env`` adds or (None) removes vars."""
 
-    def run(*args: str, env: dict[str, str | None] | None = None, cwd: Path | None = None, timeout: int = 300):
+    def run(
+        *args: str, env: dict[str, str | None] | None = None, cwd: Path | None = None, timeout: int = 300
+    ):
         full_env = {**os.environ, "OML_CACHE_DIR": str(oml_cache_dir)}
         for key, value in (env or {}).items():
             if value is None:

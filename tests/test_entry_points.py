@@ -34,12 +34,21 @@ def test_plugins_json_lists_the_six_plugins_with_what_they_provide(run_oml):
 
 def test_plugins_all_includes_the_core_builtins(run_oml):
     report = _report(run_oml("plugins", "--all", "--format", "json", env={"OML_LOAD_PLUGINS": None}))
-    assert report["oml_core"]["provides"]["optimizer"] == ["adagrad", "adam", "adamax", "adamw", "rmsprop", "sgd"]
+    assert report["oml_core"]["provides"]["optimizer"] == [
+        "adagrad",
+        "adam",
+        "adamax",
+        "adamw",
+        "rmsprop",
+        "sgd",
+    ]
 
 
 def test_allow_list_hides_plugins(run_oml):
     assert _report(run_oml("plugins", "--format", "json", env={"OML_LOAD_PLUGINS": ""})) == {}
-    only = _report(run_oml("plugins", "--format", "json", env={"OML_LOAD_PLUGINS": "oml_losses, oml-samplers"}))
+    only = _report(
+        run_oml("plugins", "--format", "json", env={"OML_LOAD_PLUGINS": "oml_losses, oml-samplers"})
+    )
     assert set(only) == {"oml_losses", "oml_samplers"}
 
 
@@ -63,8 +72,9 @@ def test_broken_plugin_is_skipped_with_a_warning(run_oml, tmp_path):
     env = {"PYTHONPATH": str(_fake_broken_distribution(tmp_path)), "OML_LOAD_PLUGINS": None}
     result = run_oml("plugins", "--format", "json", env=env)
     report = _report(result)
-    assert "oml plugin broken (broken-oml-plugin 0.3): import failed: ImportError: needs the package frobnicate" in (
-        result.stderr
+    assert (
+        "oml plugin broken (broken-oml-plugin 0.3): import failed: ImportError: needs the package frobnicate"
+        in (result.stderr)
     )
     assert report["broken"]["error"].endswith("ImportError: needs the package frobnicate")
     assert report["oml_losses"]["error"] is None  # the others still load
@@ -73,7 +83,11 @@ def test_broken_plugin_is_skipped_with_a_warning(run_oml, tmp_path):
 
 
 def test_broken_plugin_raises_when_strict(run_oml, tmp_path):
-    env = {"PYTHONPATH": str(_fake_broken_distribution(tmp_path)), "OML_STRICT_PLUGINS": "1", "OML_LOAD_PLUGINS": None}
+    env = {
+        "PYTHONPATH": str(_fake_broken_distribution(tmp_path)),
+        "OML_STRICT_PLUGINS": "1",
+        "OML_LOAD_PLUGINS": None,
+    }
     result = run_oml("plugins", env=env)
     assert result.returncode == 2
     assert "error: oml plugin broken (broken-oml-plugin 0.3): import failed" in result.stderr

@@ -76,7 +76,8 @@ def test_builtins_are_registered_through_hooks():
 def test_build_nested_spec_by_argument_name_and_alias():
     registry = make(("plugin_a", PluginA()))
     loss = registry.build(
-        "loss", {"name": "fake_alias", "args": {"margin": 0.3, "miner": {"name": "fake_miner", "args": {"k": 7}}}}
+        "loss",
+        {"name": "fake_alias", "args": {"margin": 0.3, "miner": {"name": "fake_miner", "args": {"k": 7}}}},
     )
     assert isinstance(loss, FakeLoss) and loss.margin == 0.3
     assert isinstance(loss.miner, FakeMiner) and loss.miner.k == 7
@@ -93,7 +94,9 @@ def test_build_accepts_dictconfig_and_runtime_arguments():
 
     registry = make()
     params = [nn.Parameter(torch.zeros(3))]
-    optimizer = registry.build("optimizer", OmegaConf.create({"name": "sgd", "args": {"lr": 0.5}}), params=params)
+    optimizer = registry.build(
+        "optimizer", OmegaConf.create({"name": "sgd", "args": {"lr": 0.5}}), params=params
+    )
     assert isinstance(optimizer, torch.optim.SGD) and optimizer.param_groups[0]["lr"] == 0.5
     scheduler = registry.build("scheduler", {"name": "step", "args": {"step_size": 2}}, optimizer=optimizer)
     assert isinstance(scheduler, torch.optim.lr_scheduler.StepLR) and scheduler.step_size == 2
@@ -111,7 +114,9 @@ def test_unknown_name_lists_close_matches_known_names_and_hint():
 
 
 def test_unknown_first_party_name_names_its_distribution():
-    with pytest.raises(UnknownNameError, match=r"'triplet_with_miner' is provided by the plugin distribution 'oml-losses'"):
+    with pytest.raises(
+        UnknownNameError, match=r"'triplet_with_miner' is provided by the plugin distribution 'oml-losses'"
+    ):
         make().get("loss", "triplet_with_miner")
 
 
@@ -189,7 +194,9 @@ def test_failing_hook_is_skipped_with_warning_or_raises_when_strict():
         def oml_register_losses(self, register):
             raise RuntimeError("boom")
 
-    with pytest.warns(PluginWarning, match=r"oml plugin broken: hook oml_register_losses failed: RuntimeError: boom"):
+    with pytest.warns(
+        PluginWarning, match=r"oml plugin broken: hook oml_register_losses failed: RuntimeError: boom"
+    ):
         registry = make(("broken", Broken()), ("plugin_a", PluginA()))
         assert registry.names("loss") == ["annotated", "fake"]
     assert [r.error is not None for r in registry.plugins()] == [False, True, False]

@@ -24,11 +24,18 @@ def test_oml_train_one_epoch_twice_gives_identical_metrics(run_oml, tmp_path):
     outputs = []
     for attempt in ("first", "second"):
         logs_root = tmp_path / attempt
-        result = run_oml("train", "max_epochs=1", "valid_period=1", f"logs_root={logs_root}", "progress_bar=false")
+        result = run_oml(
+            "train", "max_epochs=1", "valid_period=1", f"logs_root={logs_root}", "progress_bar=false"
+        )
         assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
         table = _metrics_table(result.stdout)
-        assert set(table) == {"OVERALL/cmc/1", "OVERALL/cmc/5", "OVERALL/precision/5", "OVERALL/map/5",
-                              "OVERALL/pcf/0.5"}  # fmt: skip
+        assert set(table) == {
+            "OVERALL/cmc/1",
+            "OVERALL/cmc/5",
+            "OVERALL/precision/5",
+            "OVERALL/map/5",
+            "OVERALL/pcf/0.5",
+        }
         assert all(0.0 <= float(v) <= 1.0 for v in table.values())
         (run_dir,) = logs_root.iterdir()
         assert (run_dir / "checkpoints" / "best.ckpt").is_file()
@@ -42,8 +49,14 @@ def test_oml_train_one_epoch_twice_gives_identical_metrics(run_oml, tmp_path):
 def test_config_with_the_example_plugins_components_trains(tmp_path, oml_cache_dir, monkeypatch):
     monkeypatch.setenv("OML_CACHE_DIR", str(oml_cache_dir))
     registry = Registry()
-    overrides = ["max_epochs=1", "valid_period=1", f"logs_root={tmp_path}", "progress_bar=false", "transforms_train.args.im_size=32",
-                 "transforms_val.args.im_size=32"]  # fmt: skip
+    overrides = [
+        "max_epochs=1",
+        "valid_period=1",
+        f"logs_root={tmp_path}",
+        "progress_bar=false",
+        "transforms_train.args.im_size=32",
+        "transforms_val.args.im_size=32",
+    ]
     cfg = OmegaConf.to_container(compose_config("extractor_training_pipeline", overrides, registry=registry))
     cfg["extractor"] = {"name": "tiny_conv", "args": {"feat_dim": 16}}
     cfg["criterion"] = {"name": "contrastive_example", "args": {"margin": 0.5}}

@@ -53,13 +53,17 @@ def oml_register_transforms(register):
 
 @hookimpl
 def oml_register_retrieval_metrics(register):
-    register("cmc", "oml_core.functional.metrics:calc_cmc", description="cmc@k: 1 if a relevant item is in top k")
+    register(
+        "cmc", "oml_core.functional.metrics:calc_cmc", description="cmc@k: 1 if a relevant item is in top k"
+    )
     register(
         "precision",
         "oml_core.functional.metrics:calc_precision",
         description="precision@k with denominator min(k, n_gt) (OML)",
     )
-    register("map", "oml_core.functional.metrics:calc_map", description="map@k over the relevant retrieved items")
+    register(
+        "map", "oml_core.functional.metrics:calc_map", description="map@k over the relevant retrieved items"
+    )
 
 
 @hookimpl

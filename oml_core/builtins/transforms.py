@@ -34,7 +34,9 @@ class NormaliseResize:
     Returns a float tensor ``[3, im_size, im_size]``.
     """
 
-    def __init__(self, im_size: int, mean: Sequence[float] = IMAGENET_MEAN, std: Sequence[float] = IMAGENET_STD):
+    def __init__(
+        self, im_size: int, mean: Sequence[float] = IMAGENET_MEAN, std: Sequence[float] = IMAGENET_STD
+    ):
         if im_size <= 0:
             raise ValueError(f"im_size must be positive, got {im_size}")
         self.im_size = im_size
@@ -88,7 +90,10 @@ def get_normalisation_resize(
 
 
 def get_augs_flip(
-    im_size: int = 224, p: float = 0.5, mean: Sequence[float] = IMAGENET_MEAN, std: Sequence[float] = IMAGENET_STD
+    im_size: int = 224,
+    p: float = 0.5,
+    mean: Sequence[float] = IMAGENET_MEAN,
+    std: Sequence[float] = IMAGENET_STD,
 ) -> RandomFlipNormaliseResize:
     """Training transform: random horizontal flip + resize + normalise."""
     return RandomFlipNormaliseResize(im_size, p, mean, std)

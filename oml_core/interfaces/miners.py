@@ -48,5 +48,7 @@ class ITripletsMinerInBatch(ITripletsMiner):
         if isinstance(labels, Tensor):
             labels = labels.tolist()
         ids_a, ids_p, ids_n = self._sample(features, labels=labels)
-        index = [torch.as_tensor(ids, dtype=torch.long, device=features.device) for ids in (ids_a, ids_p, ids_n)]
+        index = [
+            torch.as_tensor(ids, dtype=torch.long, device=features.device) for ids in (ids_a, ids_p, ids_n)
+        ]
         return features[index[0]], features[index[1]], features[index[2]]

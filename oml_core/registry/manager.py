@@ -119,12 +119,16 @@ def load_entry_point_plugins(
         if allow is not None and ep.name not in allow and info.distribution not in allow:
             continue
         if ep.name in records:
-            error = ValueError(f"the plugin name {ep.name!r} is already taken by {records[ep.name].info.provider}")
+            error = ValueError(
+                f"the plugin name {ep.name!r} is already taken by {records[ep.name].info.provider}"
+            )
             report_plugin_error(info, "duplicate plugin name", error, strict)
             continue
         try:
             module = ep.load()
         except Exception as e:  # an import error of a third-party plugin must not break the host
-            records[ep.name] = PluginRecord(info=info, error=report_plugin_error(info, "import failed", e, strict))
+            records[ep.name] = PluginRecord(
+                info=info, error=report_plugin_error(info, "import failed", e, strict)
+            )
             continue
         register_plugin(pm, module, info, records, strict)

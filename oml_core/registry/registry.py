@@ -106,12 +106,19 @@ class Registry:
 
     # ----------------------------------------------------------------------------------------- plugins
     def add_plugin(
-        self, plugin: object, *, name: str | None = None, distribution: str | None = None, version: str | None = None
+        self,
+        plugin: object,
+        *,
+        name: str | None = None,
+        distribution: str | None = None,
+        version: str | None = None,
     ) -> None:
         """Register a plugin object given in code (tests, notebooks); it is validated like an entry point."""
         name = name or getattr(plugin, "__name__", None) or type(plugin).__name__
         module = getattr(plugin, "__name__", None) or type(plugin).__module__
-        register_plugin(self.pm, plugin, PluginInfo(name, distribution, version, module), self._records, self.strict)
+        register_plugin(
+            self.pm, plugin, PluginInfo(name, distribution, version, module), self._records, self.strict
+        )
         self._entries = None
 
     def plugins(self) -> list[PluginRecord]:
@@ -153,7 +160,9 @@ class Registry:
         try:
             impl.function(**{arg: register for arg in impl.argnames})
         except Exception as e:
-            record.error = report_plugin_error(record.info, f"hook {impl.function.__name__} failed", e, self.strict)
+            record.error = report_plugin_error(
+                record.info, f"hook {impl.function.__name__} failed", e, self.strict
+            )
 
     def _registering(self, kind: Kind, plugin_name: str, sink: list[Entry]) -> Callable[..., None]:
         info = self._records[plugin_name].info
@@ -174,7 +183,9 @@ class Registry:
             taken = {n for e in own for n in (e.name, *e.aliases)}
             for n in (name, *aliases):
                 if n in taken:
-                    raise DuplicateRegistrationError(f"plugin {info.provider} registers {kind.name} {n!r} twice")
+                    raise DuplicateRegistrationError(
+                        f"plugin {info.provider} registers {kind.name} {n!r} twice"
+                    )
             entry = Entry(kind.name, name, factory, info, tuple(aliases), description)
             own.append(entry)
             sink.append(entry)
@@ -283,13 +294,19 @@ class Registry:
             spec = {"name": spec}
         where = f"{kind} config"
         if not isinstance(spec, Mapping) or not isinstance(spec.get("name"), str):
-            raise ConfigError(f"{where} must be a mapping with a string 'name' (and optional 'args'), got {spec!r}")
+            raise ConfigError(
+                f"{where} must be a mapping with a string 'name' (and optional 'args'), got {spec!r}"
+            )
         extra = set(spec) - SPEC_KEYS
         if extra:
-            raise ConfigError(f"{where} {spec['name']!r} has unknown keys {sorted(extra)}; only 'name' and 'args'")
+            raise ConfigError(
+                f"{where} {spec['name']!r} has unknown keys {sorted(extra)}; only 'name' and 'args'"
+            )
         args = spec.get("args") or {}
         if not isinstance(args, Mapping):
-            raise ConfigError(f"{where} {spec['name']!r}: 'args' must be a mapping, got {type(args).__name__}")
+            raise ConfigError(
+                f"{where} {spec['name']!r}: 'args' must be a mapping, got {type(args).__name__}"
+            )
         entry = self.get(kind, spec["name"])
         factory = entry.load()
         clash = set(args) & set(runtime)
@@ -305,7 +322,9 @@ class Registry:
         self._check_product(entry, obj)
         return obj
 
-    def _build_nested(self, entry: Entry, factory: Callable[..., Any], args: dict[str, Any]) -> dict[str, Any]:
+    def _build_nested(
+        self, entry: Entry, factory: Callable[..., Any], args: dict[str, Any]
+    ) -> dict[str, Any]:
         hints = _type_hints(factory)
         for key, value in args.items():
             if not is_spec(value):
@@ -339,7 +358,9 @@ class Registry:
         missing = [
             n
             for n, p in params.items()
-            if p.default is p.empty and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) and n not in kwargs
+            if p.default is p.empty
+            and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+            and n not in kwargs
         ]
         if missing:
             raise MissingArgumentError(
@@ -357,7 +378,9 @@ class Registry:
                     f"which does not implement {interface.__module__}.{interface.__qualname__}"
                 )
         if kind.callable and not callable(obj):
-            raise InterfaceError(f"{entry.kind} {entry.name!r} from {entry.plugin.provider} built a non-callable")
+            raise InterfaceError(
+                f"{entry.kind} {entry.name!r} from {entry.plugin.provider} built a non-callable"
+            )
 
 
 def _signature_text(factory: Callable[..., Any]) -> str:

@@ -11,7 +11,9 @@ from torch import Tensor
 def elementwise_dist(x1: Tensor, x2: Tensor, p: int = 2) -> Tensor:
     """Distances between the rows of equally shaped ``x1`` and ``x2``: ``||x1[i] - x2[i]||_p`` -> ``[n]``."""
     if x1.shape != x2.shape or x1.ndim != 2:
-        raise ValueError(f"expected two [n, d] tensors of one shape, got {tuple(x1.shape)} and {tuple(x2.shape)}")
+        raise ValueError(
+            f"expected two [n, d] tensors of one shape, got {tuple(x1.shape)} and {tuple(x2.shape)}"
+        )
     return torch.linalg.vector_norm(x1 - x2, ord=p, dim=1)
 
 

@@ -39,7 +39,9 @@ class MetricValCallback(pl.Callback):
     ):
         super().__init__()
         if log_images and not isinstance(metric, IMetricVisualisable):
-            raise TypeError(f"log_images=True needs an IMetricVisualisable metric, got {type(metric).__name__}")
+            raise TypeError(
+                f"log_images=True needs an IMetricVisualisable metric, got {type(metric).__name__}"
+            )
         self.metric = metric
         self.log_images = log_images
         self.loader_idx = loader_idx

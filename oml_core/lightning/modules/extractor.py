@@ -52,7 +52,9 @@ class ExtractorModule(pl.LightningModule):
     ):
         super().__init__()
         if scheduler_interval not in SCHEDULER_INTERVALS:
-            raise ValueError(f"scheduler_interval must be one of {SCHEDULER_INTERVALS}, got {scheduler_interval!r}")
+            raise ValueError(
+                f"scheduler_interval must be one of {SCHEDULER_INTERVALS}, got {scheduler_interval!r}"
+            )
         if freeze_n_epochs > 0 and not isinstance(extractor, IFreezable):
             raise TypeError(
                 f"freeze_n_epochs={freeze_n_epochs} needs an IFreezable extractor, got {type(extractor).__name__}"
@@ -82,14 +84,22 @@ class ExtractorModule(pl.LightningModule):
         for name, value in (getattr(self.criterion, "last_logs", None) or {}).items():
             self.log(name, float(value), on_step=True, on_epoch=True, batch_size=batch_size)
         if self.optimizer is not None:
-            self.log("lr", self.optimizer.param_groups[0]["lr"], on_step=True, on_epoch=False, batch_size=batch_size)
+            self.log(
+                "lr",
+                self.optimizer.param_groups[0]["lr"],
+                on_step=True,
+                on_epoch=False,
+                batch_size=batch_size,
+            )
         return loss
 
     def _embed(self, batch: dict[str, Any]) -> dict[str, Any]:
         embeddings = self.extractor.extract(batch[self.input_tensors_key])
         return {self.embeddings_key: embeddings, "idx": batch["idx"]}
 
-    def validation_step(self, batch: dict[str, Any], batch_idx: int, dataloader_idx: int = 0) -> dict[str, Any]:
+    def validation_step(
+        self, batch: dict[str, Any], batch_idx: int, dataloader_idx: int = 0
+    ) -> dict[str, Any]:
         return self._embed(batch)
 
     def predict_step(self, batch: dict[str, Any], batch_idx: int, dataloader_idx: int = 0) -> dict[str, Any]:
@@ -117,4 +127,6 @@ class ExtractorModule(pl.LightningModule):
                 self.extractor.unfreeze()
 
     def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
-        checkpoint["oml_extractor_class"] = f"{type(self.extractor).__module__}.{type(self.extractor).__qualname__}"
+        checkpoint["oml_extractor_class"] = (
+            f"{type(self.extractor).__module__}.{type(self.extractor).__qualname__}"
+        )

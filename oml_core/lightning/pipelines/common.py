@@ -29,6 +29,19 @@ def require(cfg: Mapping[str, Any], *keys: str, pipeline: str) -> None:
         raise ConfigError(f"{pipeline}: the config lacks the key(s) {missing}")
 
 
+def check_components(cfg: Mapping[str, Any], registry: Registry, kinds: Mapping[str, str]) -> None:
+    """Look up every component named by ``cfg`` (``{config key: kind}``) before any work is done, so that an
+    unknown or missing plugin fails at once with the registry's message, not after data loading."""
+    for key, kind in kinds.items():
+        spec = to_plain(cfg.get(key))
+        if spec is None:
+            continue
+        name = spec if isinstance(spec, str) else spec.get("name") if isinstance(spec, Mapping) else None
+        if not isinstance(name, str):
+            raise ConfigError(f"config key {key!r} must be a {{name, args}} spec of a {kind}, got {spec!r}")
+        registry.get(kind, name)
+
+
 def make_run_dir(logs_root: str | os.PathLike[str], postfix: str) -> Path:
     """A new directory ``<logs_root>/<YYYY-mm-dd_HH-MM-SS>_<postfix>`` (``_1``, ``_2`` ... appended if taken).
 
@@ -74,7 +87,9 @@ def split_dataframe(df: pd.DataFrame, source: str) -> tuple[pd.DataFrame, pd.Dat
     unknown = sorted(set(df["split"].astype(str)) - {"train", "validation"})
     if unknown:
         rows = df.index[~df["split"].isin(["train", "validation"])][:5].tolist()
-        raise ConfigError(f"{source}: column 'split' has values {unknown} (rows {rows}); use train or validation")
+        raise ConfigError(
+            f"{source}: column 'split' has values {unknown} (rows {rows}); use train or validation"
+        )
     df_train = df[df["split"] == "train"].reset_index(drop=True)
     df_val = df[df["split"] == "validation"].reset_index(drop=True)
     return df_train, df_val

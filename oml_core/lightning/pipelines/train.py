@@ -17,6 +17,7 @@ from oml_core.lightning.modules.extractor import ExtractorModule
 from oml_core.lightning.pipelines.common import (
     as_config,
     build_logger,
+    check_components,
     format_metrics_table,
     make_run_dir,
     read_dataframe,
@@ -26,10 +27,31 @@ from oml_core.lightning.pipelines.common import (
 )
 from oml_core.registry import ConfigError, Registry, default_registry
 
+COMPONENT_KINDS = {
+    "extractor": "extractor",
+    "criterion": "loss",
+    "optimizer": "optimizer",
+    "scheduler": "scheduler",
+    "sampler": "sampler",
+    "transforms_train": "transforms",
+    "transforms_val": "transforms",
+    "logger": "logger",
+}
 REQUIRED_KEYS = (
-    "postfix", "seed", "dataframe_name", "logs_root", "transforms_train", "transforms_val", "extractor",
-    "criterion", "optimizer", "max_epochs", "bs_val", "metric_args", "metric_for_checkpointing",
-)  # fmt: skip
+    "postfix",
+    "seed",
+    "dataframe_name",
+    "logs_root",
+    "transforms_train",
+    "transforms_val",
+    "extractor",
+    "criterion",
+    "optimizer",
+    "max_epochs",
+    "bs_val",
+    "metric_args",
+    "metric_for_checkpointing",
+)
 
 
 @dataclass
@@ -51,7 +73,9 @@ class TrainingResult:
     last_checkpoint: Path | None
 
 
-def extractor_training_pipeline(cfg: Mapping[str, Any] | Any, registry: Registry | None = None) -> TrainingResult:
+def extractor_training_pipeline(
+    cfg: Mapping[str, Any] | Any, registry: Registry | None = None
+) -> TrainingResult:
     """Train and validate a feature extractor which represents images as feature vectors.
 
     The config has OML's keys: ``postfix, seed, precision, accelerator, devices, dataset_root`` (null: the
@@ -68,6 +92,7 @@ def extractor_training_pipeline(cfg: Mapping[str, Any] | Any, registry: Registry
     cfg = as_config(cfg)
     require(cfg, *REQUIRED_KEYS, pipeline="extractor_training_pipeline")
     registry = registry or default_registry()
+    check_components(cfg, registry, COMPONENT_KINDS)
     pl.seed_everything(cfg["seed"], workers=True, verbose=False)
 
     dataset_root = resolve_dataset_root(cfg)
@@ -79,7 +104,9 @@ def extractor_training_pipeline(cfg: Mapping[str, Any] | Any, registry: Registry
     criterion = registry.build("loss", cfg["criterion"])
     params = list(extractor.parameters()) + list(criterion.parameters())
     optimizer = registry.build("optimizer", cfg["optimizer"], params=params)
-    scheduler = registry.build("scheduler", cfg["scheduler"], optimizer=optimizer) if cfg.get("scheduler") else None
+    scheduler = (
+        registry.build("scheduler", cfg["scheduler"], optimizer=optimizer) if cfg.get("scheduler") else None
+    )
 
     train_loader = _train_loader(cfg, registry, train_dataset)
     val_loader = DataLoader(val_dataset, batch_size=cfg["bs_val"], num_workers=cfg.get("num_workers", 0))
@@ -139,12 +166,18 @@ def extractor_training_pipeline(cfg: Mapping[str, Any] | Any, registry: Registry
     return result
 
 
-def _build_datasets(cfg: Mapping[str, Any], registry: Registry, dataset_root: Path, df_train: Any, df_val: Any):
+def _build_datasets(
+    cfg: Mapping[str, Any], registry: Registry, dataset_root: Path, df_train: Any, df_val: Any
+):
     from oml_core.datasets import ImageLabeledDataset, ImageQueryGalleryLabeledDataset
 
     common = {"dataset_root": dataset_root, "cache_size": cfg.get("cache_size", 0)}
-    train = ImageLabeledDataset(df_train, transform=registry.build("transforms", cfg["transforms_train"]), **common)
-    val = ImageQueryGalleryLabeledDataset(df_val, transform=registry.build("transforms", cfg["transforms_val"]), **common)
+    train = ImageLabeledDataset(
+        df_train, transform=registry.build("transforms", cfg["transforms_train"]), **common
+    )
+    val = ImageQueryGalleryLabeledDataset(
+        df_val, transform=registry.build("transforms", cfg["transforms_val"]), **common
+    )
     if len(train) == 0 or len(val) == 0:
         raise ConfigError(
             f"{dataset_root / cfg['dataframe_name']}: needs rows with split=train and split=validation "
@@ -160,9 +193,13 @@ def _train_loader(cfg: Mapping[str, Any], registry: Registry, dataset: Any) -> D
             raise ConfigError("extractor_training_pipeline: with sampler null the config needs bs_train")
         generator = torch.Generator().manual_seed(cfg["seed"])
         return DataLoader(
-            dataset, batch_size=cfg["bs_train"], shuffle=True, drop_last=True, generator=generator,
+            dataset,
+            batch_size=cfg["bs_train"],
+            shuffle=True,
+            drop_last=True,
+            generator=generator,
             num_workers=num_workers,
-        )  # fmt: skip
+        )
     runtime: dict[str, Any] = {"labels": dataset.get_labels()}
     entry = registry.get("sampler", cfg["sampler"]["name"])
     accepted = inspect.signature(entry.load()).parameters
