@@ -113,7 +113,8 @@ def extractor_training_pipeline(
 
     from oml_core.metrics import EmbeddingMetrics
 
-    metric = EmbeddingMetrics(dataset=val_dataset, registry=registry, **(cfg.get("metric_args") or {}))
+    metric_args = {"verbose": False, **(cfg.get("metric_args") or {})}  # the pipeline prints its own table
+    metric = EmbeddingMetrics(dataset=val_dataset, registry=registry, **metric_args)
     metric_callback = MetricValCallback(metric=metric, log_images=bool(cfg.get("log_images", False)))
 
     run_dir = make_run_dir(cfg["logs_root"], cfg["postfix"])
