@@ -7,8 +7,9 @@ entry point does not import Lightning or TensorBoard.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from oml_core.utils.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from oml_loggers.config import cfg_to_yaml
@@ -18,16 +19,4 @@ _LAZY = {"TensorBoardPipelineLogger": "oml_loggers.tensorboard", "cfg_to_yaml": 
 
 __all__ = ["TensorBoardPipelineLogger", "cfg_to_yaml"]
 
-
-def __getattr__(name: str) -> Any:
-    """Import the public name ``name`` from its module on first access."""
-    if name in _LAZY:
-        value = getattr(importlib.import_module(_LAZY[name]), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'oml_loggers' has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    """Module attributes, the lazy public names included."""
-    return sorted({*globals(), *__all__})
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY)

@@ -7,8 +7,9 @@ AllTripletsMiner``); they are imported lazily on first access, so that loading t
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from oml_core.utils.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from oml_losses.miners.inbatch_all_tri import AllTripletsMiner
@@ -31,15 +32,4 @@ __all__ = [
     "get_available_triplets_ids",
 ]
 
-
-def __getattr__(name: str) -> Any:
-    """Import a public name from its module on first access (PEP 562)."""
-    if name in _EXPORTS:
-        value = getattr(importlib.import_module(_EXPORTS[name]), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_EXPORTS))
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

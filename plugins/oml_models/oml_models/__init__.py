@@ -7,8 +7,9 @@ point (``oml_models.plugin``, which imports this package first) does not import 
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from oml_core.utils.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from oml_models.checkpoints import CheckpointError
@@ -23,16 +24,4 @@ _LAZY = {
 
 __all__ = ["GEM", "CheckpointError", "ResnetExtractor"]
 
-
-def __getattr__(name: str) -> Any:
-    """Import the public name ``name`` from its module on first access."""
-    if name in _LAZY:
-        value = getattr(importlib.import_module(_LAZY[name]), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'oml_models' has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    """Module attributes, the lazy public names included."""
-    return sorted({*globals(), *__all__})
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY)
