@@ -1,0 +1,168 @@
+"""Principal component analysis on torch tensors, in bounded memory."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+from torch import LongTensor, Tensor
+
+from oml_core.utils.misc_torch import iter_chunks
+
+#: Number of rows of the embeddings matrix centred at once when accumulating their scatter matrix.
+PCA_CHUNK_SIZE = 2**14
+
+
+def check_fractions(values: Sequence[float], name: str) -> tuple[float, ...]:
+    """``values`` as a tuple of numbers in ``[0, 1]``; ``ValueError`` naming ``name`` otherwise (or if empty)."""
+    values = tuple(values)
+    ok = all(isinstance(x, (int, float)) and not isinstance(x, bool) and 0 <= x <= 1 for x in values)
+    if not values or not ok:
+        raise ValueError(f"{name} is expected to contain numbers in range [0, 1], got {values}")
+    return values
+
+
+def scatter_matrix(embeddings: Tensor) -> tuple[Tensor, Tensor]:
+    """``(mean, S)`` with ``S = Xc^T Xc`` for the centred rows ``Xc = X - mean``, in float64.
+
+    Accumulated over chunks of :data:`PCA_CHUNK_SIZE` rows, so no centred copy of the whole matrix is made:
+    memory is ``O(d^2 + chunk * d)``.
+    """
+    if embeddings.ndim != 2 or embeddings.shape[0] == 0 or embeddings.shape[1] == 0:
+        raise ValueError(f"embeddings must be a non-empty [n, d] matrix, got shape {tuple(embeddings.shape)}")
+    x = embeddings.detach()
+    n, d = x.shape
+    mean = x.sum(dim=0, dtype=torch.float64) / n
+    scatter = torch.zeros(d, d, dtype=torch.float64, device=x.device)
+    for sl in iter_chunks(n, PCA_CHUNK_SIZE):
+        centred = x[sl].double() - mean
+        scatter += centred.T @ centred
+    return mean, scatter
+
+
+class PCA:
+    """Principal component analysis (PCA): estimate the principal axes, project on them and back.
+
+    For the ``[n, d]`` embeddings ``X`` with mean :math:`\\mu`, the principal axes are the eigenvectors of the
+    scatter matrix :math:`(X - \\mu)^T (X - \\mu) = V^T \\Sigma^2 V` (the right singular vectors of the centred
+    data, as an SVD ``X - mu = U Sigma V^T`` gives), sorted by decreasing eigenvalue. Projection and its
+    inverse are
+
+    .. math::
+        X' = (X - \\mu) V^T, \\qquad X = X' V + \\mu
+
+    The scatter matrix is accumulated in float64 over chunks of rows and diagonalised with ``eigh``, so memory
+    is ``O(d^2)`` whatever ``n``.
+
+    Attributes:
+        components: ``[d, d]`` principal axes (rows), sorted by ``explained_variance``.
+        explained_variance: ``[d]`` variance along every axis (``n - 1`` degrees of freedom), i.e. the
+            eigenvalues of the covariance matrix of the embeddings.
+        explained_variance_ratio: ``[d]`` share of the total variance explained by every axis.
+        singular_values: ``[d]`` singular values of the centred embeddings.
+        mean: ``[d]`` per-feature empirical mean, ``embeddings.mean(dim=0)``.
+
+    Example:
+        >>> embeddings = torch.rand(100, 5)
+        >>> pca = PCA(embeddings)
+        >>> embeddings_recovered = pca.inverse_transform(pca.transform(embeddings))
+        >>> torch.all(torch.isclose(embeddings, embeddings_recovered, atol=1.e-6))
+        tensor(True)
+    """
+
+    def __init__(self, embeddings: Tensor) -> None:
+        """
+        Args:
+            embeddings: Embeddings matrix with the shape of ``[n_embeddings, embeddings_dim]``.
+        """
+        mean, scatter = scatter_matrix(embeddings)
+        n, d = embeddings.shape
+        self.n_embeddings = n
+        self.embeddings_dim = d
+        if not torch.isfinite(scatter).all():
+            raise ValueError("embeddings contain NaN or infinite values")
+        eigenvalues, eigenvectors = torch.linalg.eigh(scatter)
+        order = torch.argsort(eigenvalues, descending=True, stable=True)
+        squared_singular = eigenvalues[order].clamp(min=0)
+        dtype = embeddings.dtype if embeddings.dtype.is_floating_point else torch.float32
+        self.mean = mean.to(dtype)
+        self.components = eigenvectors[:, order].T.contiguous().to(dtype)
+        self.singular_values = squared_singular.sqrt().to(dtype)
+        self.explained_variance = (squared_singular / max(n - 1, 1)).to(dtype)
+        total = squared_singular.sum()
+        ratio = squared_singular / total if total > 0 else torch.full_like(squared_singular, float("nan"))
+        self.explained_variance_ratio = ratio.to(dtype)
+        self._squared_singular = squared_singular
+
+    def _check(self, embeddings: Tensor, max_dim: int, name: str) -> None:
+        if embeddings.ndim != 2 or not 0 < embeddings.shape[1] <= max_dim:
+            raise ValueError(
+                f"{name} must be [n, N] with 0 < N <= {max_dim}, got shape {tuple(embeddings.shape)}"
+            )
+
+    def transform(self, embeddings: Tensor, n_components: int | None = None) -> Tensor:
+        """Project embeddings on the first ``n_components`` principal axes (all when ``None``).
+
+        Args:
+            embeddings: Matrix of shape ``[n_embeddings, embeddings_dim]``.
+            n_components: The desired dimension of the output, in ``[1, embeddings_dim]``.
+
+        Returns:
+            ``[n_embeddings, n_components]`` transformed embeddings ``(X - mean) @ components[:n_components].T``.
+        """
+        self._check(embeddings, self.embeddings_dim, "embeddings")
+        if embeddings.shape[1] != self.embeddings_dim:
+            raise ValueError(f"embeddings must have dim {self.embeddings_dim}, got {embeddings.shape[1]}")
+        n_components = self.embeddings_dim if n_components is None else n_components
+        if not 1 <= n_components <= self.embeddings_dim:
+            raise ValueError(f"n_components must be in [1, {self.embeddings_dim}], got {n_components}")
+        return (embeddings - self.mean) @ self.components[:n_components].T
+
+    def inverse_transform(self, embeddings: Tensor) -> Tensor:
+        """Map transformed embeddings back to the original space: ``X' @ components[:N] + mean``.
+
+        Args:
+            embeddings: Matrix of shape ``[n_embeddings, N]`` where ``N <= embeddings_dim``.
+
+        Returns:
+            ``[n_embeddings, embeddings_dim]`` embeddings (exact when ``N == embeddings_dim``).
+        """
+        self._check(embeddings, self.embeddings_dim, "embeddings")
+        return embeddings @ self.components[: embeddings.shape[1]] + self.mean
+
+    def calc_principal_axes_number(self, pcf_variance: Sequence[float]) -> LongTensor:
+        """The number of principal axes needed to explain each share ``r`` of the variance in ``pcf_variance``.
+
+        With :math:`\\lambda_1 \\ge \\ldots \\ge \\lambda_m` the variances along the axes
+        (:math:`m = \\min(n, d)`: a centred ``[n, d]`` matrix has at most that many singular values), the result
+        for ``r`` is the largest :math:`p \\le d` such that
+
+        .. math::
+            \\frac{\\sum_{i=1}^{p-1} \\lambda_i}{\\sum_{i=1}^{m} \\lambda_i} \\le r
+
+        Args:
+            pcf_variance: Values in range ``[0, 1]``.
+
+        Returns:
+            ``[len(pcf_variance)]`` long tensor of numbers of axes.
+
+        Raises:
+            ValueError: a value outside ``[0, 1]``, or embeddings with no variance (all equal).
+
+        Example:
+            >>> PCA(torch.eye(4, 10, dtype=torch.float)).calc_principal_axes_number(pcf_variance=(0.5, 1))
+            tensor([2, 5])
+        """
+        thresholds = torch.tensor(check_fractions(pcf_variance, "pcf_variance"), dtype=torch.float64)
+        variances = self._squared_singular[: min(self.n_embeddings, self.embeddings_dim)].cpu()
+        cumulative = torch.cumsum(variances, dim=0)
+        if not bool(cumulative[-1] > 0):
+            raise ValueError(
+                "the embeddings have no variance (a single item, or all equal): no principal axes"
+            )
+        ratio_cumsum = (cumulative / cumulative[-1]).clamp(max=1.0)
+        n_axes = torch.searchsorted(ratio_cumsum, thresholds, right=True) + 1
+        return n_axes.clamp(max=self.embeddings_dim)
+
+
+__all__ = ["PCA", "PCA_CHUNK_SIZE", "check_fractions", "scatter_matrix"]
