@@ -7,6 +7,11 @@ from collections.abc import Iterator
 import torch
 from torch import Tensor
 
+#: Norms below this are clamped when dividing by them (zero vectors get cosine distance 1 to everything).
+NORM_EPS = 1e-12
+#: Rows processed at once by the per-row statistics (bounds their temporary memory).
+ROWS_CHUNK = 2**14
+
 
 def elementwise_dist(x1: Tensor, x2: Tensor, p: int = 2) -> Tensor:
     """Distances between the rows of equally shaped ``x1`` and ``x2``: ``||x1[i] - x2[i]||_p`` -> ``[n]``."""
@@ -17,15 +22,114 @@ def elementwise_dist(x1: Tensor, x2: Tensor, p: int = 2) -> Tensor:
     return torch.linalg.vector_norm(x1 - x2, ord=p, dim=1)
 
 
+def _check_pair(x1: Tensor, x2: Tensor) -> None:
+    if x1.ndim != 2 or x2.ndim != 2 or x1.shape[1] != x2.shape[1]:
+        raise ValueError(f"expected [n, d] and [m, d] tensors, got {tuple(x1.shape)} and {tuple(x2.shape)}")
+
+
+def squared_norms(x: Tensor) -> Tensor:
+    """``|x_i|^2`` of every row of ``x`` ``[n, d]``: ``[n]`` (the statistic of :func:`l2_factors`).
+
+    Summed squares (exact for small integers, unlike a squared norm), in chunks of :data:`ROWS_CHUNK` rows so
+    that no copy of ``x`` is made."""
+    return torch.cat([(rows * rows).sum(dim=1) for rows in x.split(ROWS_CHUNK)]) if len(x) else x.new_zeros(0)
+
+
+def inverse_norms(x: Tensor) -> Tensor:
+    """``1 / max(|x_i|, NORM_EPS)`` of every row of ``x`` ``[n, d]``: ``[n]`` (the statistic of
+    :func:`cosine_factors`)."""
+    return torch.linalg.vector_norm(x, dim=1).clamp_(min=NORM_EPS).reciprocal_()
+
+
+def l2_factors(x: Tensor, query: bool, sq: Tensor | None = None, out: Tensor | None = None) -> Tensor:
+    """``[n, d + 2]`` factors whose dot products are squared Euclidean distances, so that one matrix multiply
+    gives them: a query row ``a`` becomes ``[-2a, |a|^2, 1]``, a gallery row ``b`` becomes ``[b, 1, |b|^2]``,
+    and ``[-2a, |a|^2, 1] . [b, 1, |b|^2] = |a|^2 + |b|^2 - 2 a.b = |a - b|^2``.
+
+    Args:
+        x: ``[n, d]`` rows.
+        query: Which side ``x`` is.
+        sq: ``squared_norms(x)`` when already known.
+        out: A ``[n, d + 2]`` tensor to write into.
+    """
+    sq = squared_norms(x) if sq is None else sq
+    out = x.new_empty(len(x), x.shape[1] + 2) if out is None else out
+    d = x.shape[1]
+    if query:
+        torch.mul(x, -2.0, out=out[:, :d])  # scaling by -2 is exact
+        out[:, d], out[:, d + 1] = sq, 1.0
+    else:
+        out[:, :d] = x
+        out[:, d], out[:, d + 1] = 1.0, sq
+    return out
+
+
+def cosine_factors(x: Tensor, query: bool, inv: Tensor | None = None, out: Tensor | None = None) -> Tensor:
+    """``[n, d + 1]`` factors whose dot products are cosine distances: a query row ``a`` becomes
+    ``[-a / |a|, 1]``, a gallery row ``b`` becomes ``[b / |b|, 1]``; their product is ``1 - cos(a, b)``.
+
+    Args:
+        x: ``[n, d]`` rows.
+        query: Which side ``x`` is.
+        inv: ``inverse_norms(x)`` when already known.
+        out: A ``[n, d + 1]`` tensor to write into.
+    """
+    inv = inverse_norms(x) if inv is None else inv
+    out = x.new_empty(len(x), x.shape[1] + 1) if out is None else out
+    d = x.shape[1]
+    torch.mul(x, (-inv if query else inv)[:, None], out=out[:, :d])
+    out[:, d] = 1.0
+    return out
+
+
+def l2_dist_mm(x1: Tensor, x2: Tensor, out: Tensor | None = None, squared: bool = False) -> Tensor:
+    """Euclidean distances ``[n, m]`` between the rows of ``x1`` ``[n, d]`` and ``x2`` ``[m, d]`` by one matrix
+    multiply of their :func:`l2_factors`:
+
+    .. math::
+        d(a, b) = \\sqrt{\\max(|a|^2 + |b|^2 - 2 a \\cdot b, 0)}
+
+    About ten times faster than ``torch.cdist``'s direct mode; the price is cancellation for nearly equal
+    vectors (``d(a, a)`` is a few ``sqrt(eps) |a|`` rather than exactly ``0``).
+
+    Args:
+        x1: ``[n, d]``.
+        x2: ``[m, d]``.
+        out: A contiguous ``[n, m]`` tensor to write into (saves the allocation, and its page faults, of
+            repeated calls).
+        squared: Return ``|a|^2 + |b|^2 - 2 a.b`` as it is (squared distances, possibly slightly negative):
+            the same ranking for two passes less.
+    """
+    _check_pair(x1, x2)
+    dist = torch.mm(l2_factors(x1, query=True), l2_factors(x2, query=False).T, out=out)
+    return dist if squared else dist.clamp_(min=0.0).sqrt_()
+
+
+def cosine_dist_mm(x1: Tensor, x2: Tensor, out: Tensor | None = None, clamp: bool = True) -> Tensor:
+    """Cosine distances ``1 - cos(a, b)``, in ``[0, 2]``, between the rows of ``x1`` ``[n, d]`` and ``x2``
+    ``[m, d]``: ``[n, m]``, by one matrix multiply of their :func:`cosine_factors`.
+
+    Args:
+        x1: ``[n, d]``.
+        x2: ``[m, d]``.
+        out: A contiguous ``[n, m]`` tensor to write into.
+        clamp: Clamp to ``[0, 2]`` (rounding may step slightly out); ``False`` keeps the ranking, one pass less.
+    """
+    _check_pair(x1, x2)
+    dist = torch.mm(cosine_factors(x1, query=True), cosine_factors(x2, query=False).T, out=out)
+    return dist.clamp_(min=0.0, max=2.0) if clamp else dist
+
+
 def pairwise_dist(x1: Tensor, x2: Tensor, p: int = 2) -> Tensor:
     """All distances between the rows of ``x1`` ``[n, d]`` and ``x2`` ``[m, d]``: ``[n, m]``.
 
-    For ``p == 2`` the result is computed exactly with ``torch.cdist``'s direct mode (no
-    ``|a|^2 + |b|^2 - 2ab`` cancellation), so that equal vectors are at distance exactly 0.
+    For ``p == 2`` the matrix-multiply form :func:`l2_dist_mm` (fast; equal vectors are about ``1e-3`` rather
+    than exactly ``0`` apart in float32); other ``p`` go to ``torch.cdist``.
     """
-    if x1.ndim != 2 or x2.ndim != 2 or x1.shape[1] != x2.shape[1]:
-        raise ValueError(f"expected [n, d] and [m, d] tensors, got {tuple(x1.shape)} and {tuple(x2.shape)}")
-    return torch.cdist(x1, x2, p=p, compute_mode="donot_use_mm_for_euclid_dist")
+    _check_pair(x1, x2)
+    if p == 2:
+        return l2_dist_mm(x1, x2)
+    return torch.cdist(x1, x2, p=p)
 
 
 def iter_chunks(n: int, chunk_size: int) -> Iterator[slice]:
