@@ -368,3 +368,103 @@ def test_topological_metrics() -> None:
     assert list(by_category) == ["OVERALL", "a", "b"]
     assert by_category["a"]["pcf"][0.5].item() == pytest.approx(0.5)  # one direction of variance out of 2
     assert calc_topological_metrics(x, pcf_variance=()) == {}
+
+
+# ------------------------------------------------------------- calling convention: context and options
+SEEN_CONTEXT: list[dict] = []
+
+
+def gallery_share(gt_tops, n_gts, top_k, n_gallery):
+    return [torch.as_tensor(n_gts, dtype=torch.float) / n_gallery for _ in top_k]
+
+
+def records_context(gt_tops, n_gts, top_k, **context):
+    SEEN_CONTEXT.append(context)
+    return [torch.zeros(len(gt_tops)) for _ in top_k]
+
+
+def takes_no_context(gt_tops, n_gts, top_k):
+    return [torch.ones(len(gt_tops)) for _ in top_k]
+
+
+class ContextPlugin:
+    @hookimpl
+    def oml_register_retrieval_metrics(self, register):
+        register("gallery_share", gallery_share)
+        register("records_context", records_context)
+        register("takes_no_context", takes_no_context)
+
+
+def test_context_is_passed_only_to_the_functions_that_accept_it() -> None:
+    registry = Registry([ContextPlugin()], load_entrypoints=False)
+    requested = {"gallery_share_top_k": (1,), "records_context_top_k": (2,), "takes_no_context_top_k": (3,)}
+    SEEN_CONTEXT.clear()
+    metrics = calc_retrieval_metrics(
+        RETRIEVED, GT, cmc_top_k=(), precision_top_k=(), map_top_k=(), reduce=False, verbose=False,
+        registry=registry, n_gallery=[5, 6, 7, 8], **requested,
+    )  # fmt: skip
+    assert metrics["gallery_share"][1].tolist() == pytest.approx([1 / 5, 2 / 6, 0 / 7, 1 / 8])
+    assert metrics["takes_no_context"][3].tolist() == [1.0] * 4
+    (context,) = SEEN_CONTEXT
+    assert set(context) == {"verbose", "n_gallery"} and context["verbose"] is False
+    assert context["n_gallery"].dtype == torch.long and context["n_gallery"].tolist() == [5, 6, 7, 8]
+
+    broadcast = calc_retrieval_metrics(
+        RETRIEVED, GT, cmc_top_k=(), precision_top_k=(), map_top_k=(), reduce=False, registry=registry,
+        n_gallery=10, gallery_share_top_k=(1,),
+    )  # fmt: skip
+    assert broadcast["gallery_share"][1].tolist() == pytest.approx([0.1, 0.2, 0.0, 0.1])
+
+    SEEN_CONTEXT.clear()
+    calc_retrieval_metrics(RETRIEVED, GT, verbose=True, registry=registry, records_context_top_k=(1,))
+    assert SEEN_CONTEXT == [{"verbose": True}]  # no n_gallery given: not passed
+
+
+@pytest.mark.parametrize("name", ["fallout", "gallery_share"])
+def test_a_metric_needing_n_gallery_fails_clearly_without_it(name: str) -> None:
+    registry = Registry([ContextPlugin()], load_entrypoints=False)
+    with pytest.raises(ValueError, match=f"retrieval metric '{name}' needs n_gallery: pass n_gallery="):
+        calc_retrieval_metrics(RETRIEVED, GT, registry=registry, **{f"{name}_top_k": (1,)})
+
+
+def test_bad_n_gallery(builtin_registry: Registry) -> None:
+    with pytest.raises(
+        ValueError, match=r"n_gallery must be an int or have one entry per query \(4\), got 3"
+    ):
+        calc_retrieval_metrics(RETRIEVED, GT, registry=builtin_registry, n_gallery=[5, 5, 5])
+    with pytest.raises(ValueError, match="n_gallery must hold integers"):
+        calc_retrieval_metrics(RETRIEVED, GT, registry=builtin_registry, n_gallery=[5.0, 5.0, 5.0, 5.0])
+    with pytest.raises(ValueError, match="n_gallery of query 1"):
+        calc_retrieval_metrics(
+            RETRIEVED, GT, registry=builtin_registry, fallout_top_k=(1,), n_gallery=[5, 1, 5, 5]
+        )
+
+
+def test_metric_kwargs_and_nan_aware_reduction(builtin_registry: Registry) -> None:
+    # fall-out@2: query 0: 1 false alarm of 5 - 1 negatives, query 1: 1 of 4 - 2, query 2 has no negative
+    # (skipped: nan), query 3: 2 of 5 - 1
+    common = {"cmc_top_k": (), "precision_top_k": (), "map_top_k": (), "fallout_top_k": (2,)}
+    options = {"n_gallery": [5, 4, 0, 5], "metric_kwargs": {"fallout": {"empty_target_action": "skip"}}}
+    unreduced = calc_retrieval_metrics(
+        RETRIEVED, GT, reduce=False, registry=builtin_registry, **common, **options
+    )
+    values = unreduced["fallout"][2]
+    assert math.isnan(values[2].item()) and values[[0, 1, 3]].tolist() == [0.25, 0.5, 0.5]
+    reduced = calc_retrieval_metrics(RETRIEVED, GT, registry=builtin_registry, **common, **options)
+    assert reduced["fallout"][2].item() == pytest.approx(1.25 / 3)
+    by_default = calc_retrieval_metrics(
+        RETRIEVED, GT, registry=builtin_registry, **common, n_gallery=[5, 4, 0, 5]
+    )
+    assert by_default["fallout"][2].item() == pytest.approx(1.25 / 4)  # "neg": the query counts as 0
+    with pytest.raises(
+        ValueError, match="metric_kwargs given for metrics that are not requested: \\['ndcg'\\]"
+    ):
+        calc_retrieval_metrics(RETRIEVED, GT, registry=builtin_registry, metric_kwargs={"ndcg": {}})
+
+
+def test_reduce_metrics_ignores_nan() -> None:
+    reduced = reduce_metrics(
+        {"fallout": {1: torch.tensor([1.0, float("nan"), 0.0])}, "x": torch.tensor([math.nan])}
+    )
+    assert reduced["fallout"][1].item() == pytest.approx(0.5)
+    assert math.isnan(reduced["x"].item())

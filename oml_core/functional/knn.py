@@ -1,54 +1,768 @@
 """Memory-bounded k-nearest-neighbour search of queries among gallery items.
 
-Distances are computed for a chunk of queries at a time, ``[chunk_size, n_gallery]``, never for all the
-queries at once, and only the ``top_n`` closest gallery items of every query are kept.
+The distance matrix ``[Q, G]`` is never held whole. It is computed block by block: strips of ``chunk_size``
+queries, each cut into tiles of columns sized from a memory budget (small enough to stay in the CPU cache),
+every block by one matrix multiply of "factors" that give the distances directly
+(:func:`~oml_core.utils.misc_torch.l2_factors`) into a reused buffer (:func:`iter_distance_blocks`). Every
+consumer (the top-k of :func:`search_knn`, the FNMR over all the pairs) looks at one block at a time.
+
+When the queries and the gallery are the same items (the "1 vs rest" protocol), the matrix is symmetric and
+only its upper-triangular part is computed: strip ``[a, b)`` covers the columns from ``a`` on; its blocks
+right of the diagonal stand for their transposes too (*mirrored* blocks), so the multiply is halved.
+
+A gallery item is *ignored* for a query (never retrieved, never a ground truth, never a pair) when it is the
+same dataset item or, given sequence ids, when it shares the query's sequence.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Literal
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Literal, NamedTuple
 
 import torch
-from torch import FloatTensor, LongTensor, Tensor
+from torch import BoolTensor, LongTensor, Tensor
 from tqdm.auto import tqdm
 
-from oml_core.utils.misc_torch import iter_chunks, pairwise_dist
+from oml_core.utils.misc_torch import (
+    cosine_dist_mm,
+    cosine_factors,
+    inverse_norms,
+    iter_chunks,
+    l2_dist_mm,
+    l2_factors,
+    squared_norms,
+)
+from oml_core.utils.ragged import Ragged
 
 TDistance = Literal["l2", "cosine"]
 
-#: Default memory budget of one chunk, in elements of the ``[chunk_size, n_gallery]`` distance matrix.
-KNN_CHUNK_ELEMENTS = 2**24
+#: Default memory budget of one block (its distances and ignore flags), in bytes, on the CPU: a block that
+#: stays in the cache is faster to compute and to scan, and no fresh memory is touched block after block.
+KNN_MEMORY_BUDGET = 2**24  # 16 MiB
+#: Default memory budget of one block on other devices (GPUs), where bigger blocks mean fewer launches.
+KNN_MEMORY_BUDGET_ACCELERATOR = 2**30
+#: Bytes per element of a block: a float32 distance and a bool ignore flag.
+BLOCK_BYTES_PER_ELEMENT = 5
+#: Default queries per strip (the rows of the matrix multiplies).
+STRIP_ROWS = 1024
+#: A query's row of a block is scanned for the entries under its current k-th distance (rather than given to
+#: ``torch.topk``) once it has been compared with this many times ``k`` gallery items (few entries then pass).
+SCAN_AFTER_SEEN = 20
+#: Rows whose minima are taken together when a block is scanned for candidates (see :class:`_RunningTopK`).
+SCAN_GROUP = 8
+#: Rows of the first strip of an automatic symmetric search; the next ones double up to ``STRIP_ROWS``: the
+#: first strip's columns have no threshold yet (all taken by ``torch.topk``), and a strip as high as all the
+#: strips above it lets about ``k`` entries per column pass the thresholds.
+SYMMETRIC_FIRST_ROWS = 512
 
 
-def _l2(x1: Tensor, x2: Tensor) -> Tensor:
-    return pairwise_dist(x1, x2, p=2)
+class _DistanceKind(NamedTuple):
+    stats: Callable[[Tensor], Tensor]  # [n, d] -> [n], a per-row statistic computed once
+    factors: Callable[..., Tensor]  # (x, query, stats, out) -> factors whose products are "raw" distances
+    to_distance: Callable[[Tensor], Tensor]  # raw values (e.g. squared l2) -> distances, in place
+    function: Callable[[Tensor, Tensor], Tensor]  # the pairwise distance itself
 
 
-def _cosine(x1: Tensor, x2: Tensor) -> Tensor:
-    x1 = torch.nn.functional.normalize(x1, dim=1)
-    x2 = torch.nn.functional.normalize(x2, dim=1)
-    return (x1 @ x2.T).neg_().add_(1.0).clamp_(min=0.0, max=2.0)
+DISTANCES: dict[str, _DistanceKind] = {
+    "l2": _DistanceKind(squared_norms, l2_factors, lambda v: v.clamp_(min=0.0).sqrt_(), l2_dist_mm),
+    "cosine": _DistanceKind(inverse_norms, cosine_factors, lambda v: v.clamp_(0.0, 2.0), cosine_dist_mm),
+}
 
 
-DISTANCES: dict[str, Callable[[Tensor, Tensor], Tensor]] = {"l2": _l2, "cosine": _cosine}
-
-
-def get_distance_fn(distance: str) -> Callable[[Tensor, Tensor], Tensor]:
-    """The pairwise distance ``f(x1 [n, d], x2 [m, d]) -> [n, m]`` called ``distance``.
-
-    ``"l2"``: Euclidean distance (exact, see :func:`~oml_core.utils.misc_torch.pairwise_dist`);
-    ``"cosine"``: ``1 - cos(x1_i, x2_j)``, in ``[0, 2]``.
-    """
+def _distance_kind(distance: str) -> _DistanceKind:
     try:
         return DISTANCES[distance]
     except KeyError:
         raise ValueError(f"Unknown distance {distance!r}; expected one of {sorted(DISTANCES)}") from None
 
 
-def auto_chunk_size(n_gallery: int, budget: int = KNN_CHUNK_ELEMENTS) -> int:
-    """Number of queries per chunk so that a ``[chunk, n_gallery]`` matrix holds about ``budget`` elements."""
-    return max(1, budget // max(n_gallery, 1))
+def get_distance_fn(distance: str) -> Callable[[Tensor, Tensor], Tensor]:
+    """The pairwise distance ``f(x1 [n, d], x2 [m, d]) -> [n, m]`` called ``distance``.
+
+    ``"l2"``: Euclidean distance (:func:`~oml_core.utils.misc_torch.l2_dist_mm`);
+    ``"cosine"``: ``1 - cos(x1_i, x2_j)``, in ``[0, 2]`` (:func:`~oml_core.utils.misc_torch.cosine_dist_mm`).
+
+    Raises:
+        ValueError: an unknown name.
+    """
+    return _distance_kind(distance).function
+
+
+def default_memory_budget(device: torch.device) -> int:
+    """Bytes of one block by default: :data:`KNN_MEMORY_BUDGET` on the CPU, else
+    :data:`KNN_MEMORY_BUDGET_ACCELERATOR`."""
+    return KNN_MEMORY_BUDGET if torch.device(device).type == "cpu" else KNN_MEMORY_BUDGET_ACCELERATOR
+
+
+def block_shape(memory_budget: int, chunk_size: int | None = None) -> tuple[int, int]:
+    """``(rows, columns)`` of the blocks: ``chunk_size`` rows (``STRIP_ROWS`` by default, fewer when the budget
+    cannot hold a column of them) and as many columns as ``memory_budget`` bytes hold (at least one)."""
+    rows = chunk_size or max(1, min(STRIP_ROWS, memory_budget // BLOCK_BYTES_PER_ELEMENT))
+    return rows, max(1, memory_budget // (BLOCK_BYTES_PER_ELEMENT * rows))
+
+
+def _check_positive(value: int | None, name: str) -> None:
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+        raise ValueError(f"{name} must be a positive integer or None, got {value!r}")
+
+
+# ------------------------------------------------------------------------------------------ grouping
+class _Groups(NamedTuple):
+    """Gallery positions grouped by an integer key, and every query's group (its key's), without a Q x G
+    comparison: ``order[starts[q] : starts[q] + counts[q]]`` are the gallery positions with query ``q``'s key,
+    ascending."""
+
+    order: LongTensor
+    starts: LongTensor
+    counts: LongTensor
+
+
+def _group(keys_gallery: LongTensor, keys_query: LongTensor) -> _Groups:
+    sorted_keys, order = torch.sort(keys_gallery, stable=True)
+    starts = torch.searchsorted(sorted_keys, keys_query)
+    counts = torch.searchsorted(sorted_keys, keys_query, right=True) - starts
+    return _Groups(order, starts, counts)
+
+
+def _expand(groups: _Groups, rows: slice) -> tuple[LongTensor, LongTensor]:
+    """``(row, position)`` pairs of the groups of the queries ``rows``: row (local to ``rows``) ascending,
+    then position ascending."""
+    starts, counts = groups.starts[rows], groups.counts[rows]
+    local = torch.repeat_interleave(torch.arange(len(counts), device=counts.device), counts)
+    first = torch.cumsum(counts, 0) - counts
+    offsets = torch.arange(len(local), device=counts.device) - first[local]
+    return local, groups.order[starts[local] + offsets]
+
+
+# --------------------------------------------------------------------------------------- the search
+def _contiguous_range(ids: LongTensor) -> slice | None:
+    """``slice(a, b)`` when ``ids`` is ``a, a + 1, ..., b - 1``, else ``None``."""
+    if len(ids) == 0:
+        return slice(0, 0)
+    start = int(ids[0])
+    if torch.equal(ids, torch.arange(start, start + len(ids), device=ids.device)):
+        return slice(start, start + len(ids))
+    return None
+
+
+def _rows_of(x: Tensor, ids: LongTensor) -> Tensor:
+    """``x[ids]``, as a view when ``ids`` is a contiguous range (no copy)."""
+    span = _contiguous_range(ids)
+    return x[span] if span is not None else x[ids]
+
+
+def _check_embeddings(embeddings: Tensor, name: str) -> Tensor:
+    if not isinstance(embeddings, Tensor) or embeddings.ndim != 2:
+        shape = tuple(embeddings.shape) if isinstance(embeddings, Tensor) else type(embeddings).__name__
+        raise ValueError(f"{name} must be a [n, dim] tensor, got {shape}")
+    if not embeddings.dtype.is_floating_point:
+        embeddings = embeddings.float()
+    # every entry is finite when every row's sum is (20x faster to check than isfinite(x).all(1)); a sum that
+    # overflows on finite entries is told apart by the exact check, which runs only then
+    if bool(torch.isfinite(embeddings.sum(dim=1)).all()):
+        return embeddings
+    finite = torch.isfinite(embeddings).all(dim=1)
+    if not bool(finite.all()):
+        row = int((~finite).nonzero()[0, 0])
+        raise ValueError(f"{name} must be finite, row {row} is not: {embeddings[row][:8].tolist()}")
+    return embeddings
+
+
+def _as_ids(ids: LongTensor, name: str, n_items: int, device: torch.device) -> LongTensor:
+    ids = torch.as_tensor(ids).reshape(-1).to(device)
+    if ids.numel() and (ids.dtype.is_floating_point or ids.dtype == torch.bool):
+        raise ValueError(f"{name} must hold integer dataset indices, got {ids.dtype}")
+    ids = ids.long()
+    if ids.numel() and (int(ids.min()) < 0 or int(ids.max()) >= n_items):
+        raise ValueError(f"{name} must be dataset indices within [0, {n_items - 1}]")
+    return ids
+
+
+def _per_item(values: LongTensor | None, name: str, n_items: int, device: torch.device) -> LongTensor | None:
+    if values is None:
+        return None
+    values = torch.as_tensor(values).reshape(-1)
+    if len(values) != n_items:
+        raise ValueError(f"{name} must have one entry per embedding ({n_items}), got {len(values)}")
+    if values.numel() and (values.dtype.is_floating_point or values.dtype == torch.bool):
+        raise ValueError(f"{name} must hold integer codes, got {values.dtype}")
+    return values.long().to(device)
+
+
+class _Block(NamedTuple):
+    rows: slice
+    cols: slice
+    distances: Tensor
+    mirrored: bool
+    ignored: tuple[LongTensor, LongTensor]  # (row, column) pairs within the block that are ignored
+
+
+def _spans(start: int, stop: int, size: int) -> list[slice]:
+    return [slice(a, min(a + size, stop)) for a in range(start, stop, size)]
+
+
+class _Search:
+    """Queries and gallery of one search: embeddings, ignore keys (equal keys: ignored pair), distance and the
+    block layout. The queries are ``x_query[ids_query]`` (``x_query`` itself when ``ids_query`` is ``None``),
+    gathered strip by strip; the gallery is ``x_gallery`` ``[G, d]``."""
+
+    def __init__(
+        self,
+        x_query: Tensor,
+        ids_query: LongTensor | None,
+        x_gallery: Tensor,
+        keys_query: LongTensor,
+        keys_gallery: LongTensor,
+        distance: str,
+        chunk_size: int | None,
+        memory_budget: int | None,
+        symmetric: bool,
+    ) -> None:
+        _check_positive(chunk_size, "chunk_size")
+        _check_positive(memory_budget, "memory_budget")
+        if x_query.shape[1] != x_gallery.shape[1]:
+            raise ValueError(
+                f"queries and gallery embeddings differ in dimension: {x_query.shape[1]} != {x_gallery.shape[1]}"
+            )
+        self.kind = _distance_kind(distance)
+        self.x_query, self.ids_query, self.x_gallery = x_query, ids_query, x_gallery
+        self.keys_query, self.keys_gallery = keys_query, keys_gallery
+        self.symmetric = symmetric
+        self.n_query = len(x_query) if ids_query is None else len(ids_query)
+        self.n_gallery = len(x_gallery)
+        self.ignored_groups = _group(keys_gallery, keys_query)
+        budget = default_memory_budget(x_gallery.device) if memory_budget is None else memory_budget
+        self.strip_rows, self.tile_columns = block_shape(budget, chunk_size)
+        self.grow = symmetric and chunk_size is None
+
+    def strips(self) -> list[slice]:
+        """Strips of ``strip_rows``; automatic symmetric ones grow from ``SYMMETRIC_FIRST_ROWS``, each as high
+        as all the strips above it (see :class:`_RunningTopK`)."""
+        if not self.grow:
+            return list(iter_chunks(self.n_query, self.strip_rows))
+        strips, start = [], 0
+        while start < self.n_query:
+            rows = min(self.strip_rows, max(SYMMETRIC_FIRST_ROWS, start))
+            strips.append(slice(start, min(self.n_query, start + rows)))
+            start = strips[-1].stop
+        return strips
+
+    def tiles(self, rows: slice) -> list[tuple[slice, bool]]:
+        """The ``(columns, mirrored)`` blocks of the strip ``rows``: all the columns, or (symmetric) those of
+        the diagonal block and, mirrored, those right of it."""
+        if not self.symmetric:
+            return [(cols, False) for cols in _spans(0, self.n_gallery, self.tile_columns)]
+        diagonal = [(cols, False) for cols in _spans(rows.start, rows.stop, self.tile_columns)]
+        return diagonal + [(cols, True) for cols in _spans(rows.stop, self.n_gallery, self.tile_columns)]
+
+    def max_block_elements(self) -> int:
+        return min(self.strip_rows, self.n_query) * min(self.tile_columns, self.n_gallery)
+
+    def n_available(self) -> LongTensor:
+        """``[Q]``: gallery items not ignored for every query."""
+        return self.n_gallery - self.ignored_groups.counts
+
+    def gt_ids(self, labels_query: LongTensor, labels_gallery: LongTensor) -> Ragged:
+        """Gallery positions of every query's label, minus the ignored ones, ascending (CPU)."""
+        rows, positions = _expand(_group(labels_gallery, labels_query), slice(None))
+        keep = self.keys_gallery[positions] != self.keys_query[rows]
+        rows, positions = rows[keep], positions[keep]
+        return Ragged(positions.cpu(), torch.bincount(rows, minlength=self.n_query).cpu())
+
+    def blocks(self, verbose: bool = False, exact: bool = True) -> Iterator[_Block]:
+        """The distance blocks, strip by strip; their tensors live in buffers reused by the next block.
+        ``exact=False``: the raw values of the factors' product (squared l2, unclamped) instead of distances."""
+        x_gallery, kind = self.x_gallery, self.kind
+        stats_gallery = kind.stats(x_gallery)
+        buffer = x_gallery.new_empty(self.max_block_elements())
+        factors_buffer: Tensor | None = None
+        for rows in tqdm(self.strips(), desc="kNN", disable=not verbose):
+            x_rows = self.x_query[rows] if self.ids_query is None else self.x_query[self.ids_query[rows]]
+            factors_rows = kind.factors(x_rows, True, kind.stats(x_rows))
+            if factors_buffer is None:
+                factors_buffer = x_gallery.new_empty(
+                    min(self.tile_columns, self.n_gallery), factors_rows.shape[1]
+                )
+            local, positions = _expand(self.ignored_groups, rows)
+            positions, order = torch.sort(positions)
+            local = local[order]
+            for cols, mirrored in self.tiles(rows):
+                n_cols = cols.stop - cols.start
+                factors_cols = kind.factors(
+                    x_gallery[cols], False, stats_gallery[cols], out=factors_buffer[:n_cols]
+                )
+                dist = torch.mm(
+                    factors_rows, factors_cols.T, out=buffer[: len(x_rows) * n_cols].view(len(x_rows), n_cols)
+                )
+                if exact:
+                    kind.to_distance(dist)
+                bounds = torch.tensor([cols.start, cols.stop], device=positions.device)
+                lo, hi = torch.searchsorted(positions, bounds).tolist()
+                yield _Block(rows, cols, dist, mirrored, (local[lo:hi], positions[lo:hi] - cols.start))
+
+
+def _search_from_ids(
+    embeddings: Tensor,
+    ids_query: LongTensor,
+    ids_gallery: LongTensor,
+    distance: str,
+    sequence_ids: LongTensor | None,
+    chunk_size: int | None,
+    memory_budget: int | None,
+    symmetric: bool | None,
+) -> tuple[_Search, LongTensor, LongTensor]:
+    """The search of ``embeddings[ids_query]`` among ``embeddings[ids_gallery]``, with the validated ids."""
+    embeddings = _check_embeddings(embeddings, "embeddings")
+    n_items, device = len(embeddings), embeddings.device
+    ids_query = _as_ids(ids_query, "ids_query", n_items, device)
+    ids_gallery = _as_ids(ids_gallery, "ids_gallery", n_items, device)
+    sequence = _per_item(sequence_ids, "sequence_ids", n_items, device)
+    identical = len(ids_query) == len(ids_gallery) and torch.equal(ids_query, ids_gallery)
+    if symmetric is None:
+        symmetric = identical
+    elif symmetric and not identical:
+        raise ValueError(
+            "symmetric=True needs ids_query and ids_gallery to be the same items in the same order"
+        )
+    keys = torch.arange(n_items, device=device) if sequence is None else sequence
+    query_span = _contiguous_range(ids_query)
+    search = _Search(
+        x_query=embeddings[query_span] if query_span is not None else embeddings,
+        ids_query=None if query_span is not None else ids_query,
+        x_gallery=_rows_of(embeddings, ids_gallery),
+        keys_query=keys[ids_query],
+        keys_gallery=keys[ids_gallery],
+        distance=distance,
+        chunk_size=chunk_size,
+        memory_budget=memory_budget,
+        symmetric=symmetric,
+    )
+    return search, ids_query, ids_gallery
+
+
+# ---------------------------------------------------------------------------------- distance blocks
+@dataclass(frozen=True)
+class DistanceBlock:
+    """One block of the query x gallery distance matrix (see :func:`iter_distance_blocks`).
+
+    Attributes:
+        query_positions: Rows: positions within ``ids_query``.
+        gallery_positions: Columns: positions within ``ids_gallery``.
+        distances: ``[rows, cols]`` distances (``l2`` or ``cosine``), in the embeddings' float dtype.
+        ignore: ``[rows, cols]``, ``True`` for the pairs that never count: the same dataset item, or the same
+            sequence.
+        mirrored: ``True`` when the block ALSO stands for its transpose (the symmetric "1 vs rest" case: rows
+            as gallery items, columns as queries, ``distances.T`` / ``ignore.T``); never for diagonal blocks.
+    """
+
+    query_positions: slice
+    gallery_positions: slice
+    distances: Tensor
+    ignore: BoolTensor
+    mirrored: bool
+
+
+def iter_distance_blocks(
+    embeddings: Tensor,
+    ids_query: LongTensor,
+    ids_gallery: LongTensor,
+    distance: str = "l2",
+    sequence_ids: LongTensor | None = None,
+    chunk_size: int | None = None,
+    symmetric: bool | None = None,
+    memory_budget: int | None = None,
+    verbose: bool = False,
+) -> Iterator[DistanceBlock]:
+    """All the query x gallery distances, one block at a time, each pair exactly once.
+
+    The rows are cut into strips of ``chunk_size`` queries, the columns of a strip into tiles of as many
+    gallery items as ``memory_budget`` allows; a block is a strip's tile. General case: the tiles cover the
+    whole gallery. Symmetric case (``ids_query`` and ``ids_gallery`` identical: "1 vs rest"): strip ``[a, b)``
+    covers the columns from ``a`` on, its tiles of columns ``[a, b)`` form the diagonal block and those right
+    of ``b`` are ``mirrored``; nothing left of the diagonal is computed. Every ordered pair ``(query, gallery
+    item)`` is covered once: by a block, or by the transpose of a mirrored one. For any query, its gallery
+    columns come in increasing order from one block to the next.
+
+    Memory: the embeddings (plus a copy of the gallery's when ``ids_gallery`` is not one contiguous range) and
+    one block, ``BLOCK_BYTES_PER_ELEMENT * rows * columns <= memory_budget`` bytes (unless one column of a strip
+    exceeds it), plus the factors of one strip and one tile (``[rows + columns, dim + 2]``). The tensors of a
+    block live in buffers that the next block reuses: use them (a consumer may modify them in place) before
+    asking for the next one.
+
+    Args:
+        embeddings: ``[n, dim]`` embeddings of the whole dataset.
+        ids_query: ``[Q]`` dataset indices of the queries.
+        ids_gallery: ``[G]`` dataset indices of the gallery items.
+        distance: ``"l2"`` or ``"cosine"`` (see :func:`get_distance_fn`).
+        sequence_ids: ``[n]`` integer sequence ids; pairs of one sequence are ignored.
+        chunk_size: Queries per strip (``STRIP_ROWS`` by default, fewer for a tiny budget).
+        symmetric: ``None``: symmetric exactly when ``ids_query`` and ``ids_gallery`` are identical; ``False``
+            forces full strips; ``True`` requires identical ids.
+        memory_budget: Bytes of one block (``None``: :func:`default_memory_budget` of the embeddings' device).
+        verbose: Set ``True`` to see a progress bar over strips.
+
+    Raises:
+        ValueError: ids out of range, per-item values of the wrong length, non-finite embeddings, an unknown
+            distance, a non-positive chunk size or budget, or ``symmetric=True`` with different ids.
+    """
+    search, _, _ = _search_from_ids(
+        embeddings, ids_query, ids_gallery, distance, sequence_ids, chunk_size, memory_budget, symmetric
+    )
+    ignore_buffer = torch.empty(search.max_block_elements(), dtype=torch.bool, device=search.x_gallery.device)
+    for block in search.blocks(verbose):
+        n_rows, n_cols = block.distances.shape
+        ignore = ignore_buffer[: n_rows * n_cols].view(n_rows, n_cols).zero_()
+        ignore[block.ignored] = True
+        yield DistanceBlock(block.rows, block.cols, block.distances, ignore, block.mirrored)
+
+
+# ---------------------------------------------------------------------------------------------- kNN
+_INT_OF_FLOAT = {torch.float16: torch.int16, torch.bfloat16: torch.int16, torch.float32: torch.int32}
+
+
+def _sortable_bits(values: Tensor) -> Tensor:
+    """Integers in the order of the non-negative floats ``values`` (their bit patterns, ``-0.0`` taken as
+    ``+0.0``): integer sorts are several times faster than float sorts on the CPU."""
+    return (values + 0.0).view(_INT_OF_FLOAT.get(values.dtype, torch.int64))
+
+
+def _argsort_small(keys: LongTensor) -> LongTensor:
+    """Stable argsort of non-negative integer ``keys`` below ``2**31`` (sorted as int32: faster)."""
+    return torch.argsort(keys.int(), stable=True)
+
+
+def _lexicographic_order(group: LongTensor, values: Tensor, positions: LongTensor) -> LongTensor:
+    """The order by ``(group, value, position)`` of non-negative ``values`` (``group`` and ``positions`` in
+    ``[0, 2**31)``). Float32 (or narrower) values: one sort of ``group << 32 | value bits``, enough unless two
+    finite values of a group are equal; otherwise three stable sorts."""
+    bits = _sortable_bits(values)
+    if bits.element_size() <= 4:
+        keys, order = torch.sort((group << 32) | bits.long())
+        inf_bits = int(_sortable_bits(values.new_full((1,), float("inf"))))
+        tied = (keys[1:] == keys[:-1]) & ((keys[1:] & 0xFFFFFFFF) != inf_bits)  # unfilled slots may tie
+        if not bool(tied.any()):
+            return order
+    order = _argsort_small(positions)
+    order = order.index_select(0, torch.argsort(bits.index_select(0, order), stable=True))
+    return order.index_select(0, _argsort_small(group.index_select(0, order)))
+
+
+def _group_minima(dist: Tensor) -> Tensor:
+    """``[m // SCAN_GROUP, w]``: the minimum of every column over every group of ``SCAN_GROUP`` rows (a
+    remainder of rows is left out)."""
+    n_groups = len(dist) // SCAN_GROUP
+    return dist[: n_groups * SCAN_GROUP].view(n_groups, SCAN_GROUP, dist.shape[1]).amin(dim=1)
+
+
+def _nonzero_2d(mask: BoolTensor) -> tuple[LongTensor, LongTensor]:
+    """``mask.nonzero(as_tuple=True)`` of a contiguous, mostly false 2-D mask, eight bytes at a time (several
+    times faster on the CPU)."""
+    n_cols, flat = mask.shape[1], mask.view(-1)
+    n_words = len(flat) // 8
+    words = flat[: n_words * 8].view(torch.int64).nonzero().squeeze(1)
+    candidates = (words[:, None] * 8 + torch.arange(8, device=mask.device)[None, :]).view(-1)
+    hits = torch.cat(
+        [candidates[flat.index_select(0, candidates)], flat[n_words * 8 :].nonzero().view(-1) + n_words * 8]
+    )
+    return hits // n_cols, hits % n_cols
+
+
+def _not_above(
+    dist: Tensor, group_mins: Tensor, bound: Tensor, per_row: bool
+) -> tuple[Tensor, Tensor, Tensor]:
+    """``(i, j, dist[i, j])`` for the entries with ``dist[i, j] <= bound[i]`` (``per_row``) or ``<= bound[j]``,
+    ``dist`` being contiguous.
+
+    Only the groups of rows whose minimum (``group_mins``) passes the group's loosest bound are looked at
+    entry by entry, and the remainder rows (fewer than ``SCAN_GROUP``)."""
+    n_cols = dist.shape[1]
+    in_groups = len(group_mins) * SCAN_GROUP
+    if per_row:
+        group_bounds = bound[:in_groups].view(-1, SCAN_GROUP)
+        groups, cols = _nonzero_2d(group_mins <= group_bounds.amax(dim=1)[:, None])
+        limits = group_bounds.index_select(0, groups)
+    else:
+        groups, cols = _nonzero_2d(group_mins <= bound[None, :])
+        limits = bound.index_select(0, cols)[:, None]
+    first = groups * (SCAN_GROUP * n_cols) + cols  # the group's entry in its first row, flat
+    steps = torch.arange(SCAN_GROUP, device=dist.device) * n_cols
+    values = dist.view(-1).index_select(0, (first[:, None] + steps[None, :]).view(-1)).view(-1, SCAN_GROUP)
+    hit, step = (values <= limits).nonzero(as_tuple=True)
+    rest = dist[in_groups:]
+    rest_rows, rest_cols = (rest <= (bound[in_groups:, None] if per_row else bound[None, :])).nonzero(
+        as_tuple=True
+    )
+    return (
+        torch.cat([groups.index_select(0, hit) * SCAN_GROUP + step, rest_rows + in_groups]),
+        torch.cat([cols.index_select(0, hit), rest_cols]),
+        torch.cat([values[hit, step], rest[rest_rows, rest_cols]]),
+    )
+
+
+class _Candidates(NamedTuple):
+    queries: LongTensor
+    positions: LongTensor
+    values: Tensor
+
+
+class _RunningTopK:
+    """The ``k`` best ``(distance, gallery position)`` found so far for every query, sorted by distance and,
+    among equal distances, by position; unfilled slots hold ``(inf, G)``.
+
+    A block is offered row by row (and, mirrored, column by column). Rows that have already seen enough
+    gallery items ("warm") take the entries not above their current ``k``-th distance: the block's minima over
+    groups of :data:`SCAN_GROUP` rows tell, for both directions at once and at the cost of one reduction, the
+    few groups worth a closer look (few entries pass once a query has seen many gallery items, which is why
+    the symmetric strips start small and grow). The other ("cold") rows take the block's top ``k`` by
+    ``torch.topk`` plus every entry tied with its ``k``-th. The candidates are merged in lexicographic order,
+    so the result does not depend on how the matrix is split into blocks.
+
+    Args:
+        n_query: Number of queries.
+        k: Number of neighbours to keep.
+        n_gallery: Gallery size (the position of unfilled slots).
+        dtype: Dtype of the distances.
+        device: Device of the distances.
+    """
+
+    def __init__(
+        self, n_query: int, k: int, n_gallery: int, dtype: torch.dtype, device: torch.device
+    ) -> None:
+        self.k = k
+        self.dist = torch.full((n_query, k), float("inf"), dtype=dtype, device=device)
+        self.ids = torch.full((n_query, k), n_gallery, dtype=torch.long, device=device)
+        self.seen = torch.zeros(n_query, dtype=torch.long, device=device)  # gallery items offered so far
+
+    def _thresholds(self, queries: slice, n_cols: int) -> tuple[LongTensor, Tensor | None]:
+        """The cold ``queries`` (local indices) and the scan bound of the warm ones (``-inf`` for the cold;
+        ``None`` when all are cold), for a block of ``n_cols`` gallery items."""
+        threshold = self.dist[queries, self.k - 1]
+        # a scan keeps about k * n_cols / seen entries per row: when that is many, torch.topk is cheaper
+        cold = torch.isinf(threshold) | (self.seen[queries] < min(SCAN_AFTER_SEEN * self.k, n_cols))
+        self.seen[queries] += n_cols
+        cold_ids = cold.nonzero().squeeze(1)
+        return cold_ids, None if len(cold_ids) == len(cold) else threshold.masked_fill(cold, float("-inf"))
+
+    def candidates(self, dist: Tensor, row_offset: int, col_offset: int, mirrored: bool) -> list[_Candidates]:
+        """The entries of the block ``dist`` ``[m, w]`` (queries ``row_offset + i``, gallery positions
+        ``col_offset + j``; when ``mirrored``, also queries ``col_offset + j`` and gallery positions
+        ``row_offset + i``) that may enter the top ``k`` of their query, for :meth:`merge` (merging after every
+        block keeps the thresholds of the next ones tight)."""
+        n_rows, n_cols = dist.shape
+        cold_rows, bound_rows = self._thresholds(slice(row_offset, row_offset + n_rows), n_cols)
+        cold_cols, bound_cols = (torch.zeros(0, dtype=torch.long), None)
+        if mirrored:
+            cold_cols, bound_cols = self._thresholds(slice(col_offset, col_offset + n_cols), n_rows)
+        found = [
+            _Candidates(i + row_offset, j + col_offset, v)
+            for i, j, v in self._cold_candidates(dist, cold_rows)
+        ]
+        found += [
+            _Candidates(j + col_offset, i + row_offset, v)
+            for j, i, v in self._cold_candidates(dist.T, cold_cols)
+        ]
+        if bound_rows is not None or bound_cols is not None:
+            group_mins = _group_minima(dist)
+            if bound_rows is not None:
+                i, j, v = _not_above(dist, group_mins, bound_rows, per_row=True)
+                found.append(_Candidates(i + row_offset, j + col_offset, v))
+            if bound_cols is not None:
+                i, j, v = _not_above(dist, group_mins, bound_cols, per_row=False)
+                found.append(_Candidates(j + col_offset, i + row_offset, v))
+        return found
+
+    def _cold_candidates(self, dist: Tensor, rows: LongTensor) -> list[tuple[Tensor, Tensor, Tensor]]:
+        """The top ``k`` entries of the ``rows`` of ``dist``, and every entry tied with a row's ``k``-th."""
+        if not len(rows):
+            return []
+        sub = dist if len(rows) == len(dist) else dist[rows]
+        n_cols = sub.shape[1]
+        k = min(self.k, n_cols)
+        values, cols = torch.topk(sub, min(k + 1, n_cols), dim=1, largest=False, sorted=True)
+        kth = values[:, k - 1]
+        # torch.topk picks arbitrarily among the entries tied with the k-th: take them all
+        tied = torch.zeros_like(kth, dtype=torch.bool)
+        if values.shape[1] > k:
+            tied = (values[:, k] == kth) & torch.isfinite(kth)
+        clean = ~tied
+        out = [
+            (
+                rows[clean, None].expand(-1, k).reshape(-1),
+                cols[clean, :k].reshape(-1),
+                values[clean, :k].reshape(-1),
+            )
+        ]
+        if bool(tied.any()):
+            t = tied.nonzero().squeeze(1)
+            i, j = (sub[t] <= kth[t, None]).nonzero(as_tuple=True)
+            out.append((rows[t][i], j, sub[t][i, j]))
+        return out
+
+    def merge(self, found: list[_Candidates]) -> None:
+        """Keep the ``k`` best of every query among its current ones and the candidates ``found`` (pairs not
+        offered before), lexicographically by (value, position); values are clamped at ``0``."""
+        queries, positions, values = (torch.cat(parts) for parts in zip(*found))
+        if not len(queries):
+            return
+        # index_select / index_copy_ rather than [] indexing: several times faster on the CPU
+        k, n_query, device = self.k, len(self.dist), queries.device
+        is_touched = torch.zeros(n_query, dtype=torch.bool, device=device).index_fill_(0, queries, True)
+        touched = is_touched.nonzero().squeeze(1)
+        n = len(touched)
+        slots = torch.arange(n, device=device)
+        slot = torch.empty(n_query, dtype=torch.long, device=device).index_copy_(0, touched, slots)
+        group = torch.cat([slots.repeat_interleave(k), slot.index_select(0, queries)])
+        positions = torch.cat([self.ids.index_select(0, touched).view(-1), positions])
+        values = torch.cat([self.dist.index_select(0, touched).view(-1), values.clamp(min=0.0)])
+        order = _lexicographic_order(group, values, positions)
+        counts = torch.bincount(group, minlength=n)
+        starts = torch.cumsum(counts, 0) - counts
+        best = order.index_select(0, (starts[:, None] + torch.arange(k, device=device)[None, :]).view(-1))
+        self.dist.index_copy_(0, touched, values.index_select(0, best).view(n, k))
+        self.ids.index_copy_(0, touched, positions.index_select(0, best).view(n, k))
+
+    def results(self, to_distance: Callable[[Tensor], Tensor]) -> tuple[Ragged, Ragged]:
+        """Ragged ``(distances, positions)`` of every query on the CPU, without the unfilled/ignored slots;
+        ``to_distance`` turns the kept raw values into distances."""
+        valid = torch.isfinite(self.dist)
+        counts = valid.sum(dim=1).cpu()
+        return Ragged(to_distance(self.dist[valid]).cpu(), counts), Ragged(self.ids[valid].cpu(), counts)
+
+
+class KnnResult(NamedTuple):
+    """What :func:`search_knn` finds: :class:`~oml_core.utils.ragged.Ragged` sequences of ``Q`` 1-D CPU
+    tensors."""
+
+    #: Sorted (ascending) distances to the retrieved items.
+    distances: Ragged
+    #: Positions of the retrieved items within the gallery (``0..G-1``); ties by the smaller position.
+    retrieved_ids: Ragged
+    #: Gallery positions of every query's ground truth, ascending (``None`` without labels).
+    gt_ids: Ragged | None
+    #: ``[Q]`` number of gallery items every query could retrieve (``G`` minus the ignored ones).
+    n_gallery: LongTensor
+
+
+def _run(search: _Search, top_n: int, verbose: bool) -> tuple[Ragged, Ragged]:
+    if isinstance(top_n, bool) or not isinstance(top_n, int) or top_n < 1:
+        raise ValueError(f"top_n must be a positive integer, got {top_n!r}")
+    if search.n_gallery == 0 or search.n_query == 0:
+        return Ragged.empty(search.n_query), Ragged.empty(search.n_query, torch.long)
+    x = search.x_gallery
+    k = min(top_n, search.n_gallery)
+    top = _RunningTopK(search.n_query, k, search.n_gallery, x.dtype, x.device)
+    for block in search.blocks(verbose, exact=False):
+        block.distances[block.ignored] = float("inf")
+        found = top.candidates(block.distances, block.rows.start, block.cols.start, block.mirrored)
+        if found:
+            top.merge(found)
+    return top.results(search.kind.to_distance)
+
+
+def search_knn(
+    embeddings: Tensor,
+    ids_query: LongTensor,
+    ids_gallery: LongTensor,
+    top_n: int,
+    labels_gt: LongTensor | None = None,
+    sequence_ids: LongTensor | None = None,
+    distance: str = "l2",
+    chunk_size: int | None = None,
+    memory_budget: int | None = None,
+    symmetric: bool | None = None,
+    verbose: bool = False,
+) -> KnnResult:
+    """The ``top_n`` closest gallery items of every query, in memory-bounded blocks (see
+    :func:`iter_distance_blocks` for the block layout, the symmetric case and the memory).
+
+    A gallery item is ignored for a query (neither retrieved nor counted as ground truth) when it is the same
+    dataset item (``ids_query[i] == ids_gallery[j]``) or, given ``sequence_ids``, when it shares the query's
+    sequence, so a query may retrieve fewer than ``top_n`` items. Items at equal distances are ordered by
+    gallery position, so the result depends neither on ``chunk_size`` nor on the symmetric shortcut (up to
+    float rounding of the distances). The ground truth of query ``q`` (the gallery items of its label minus the
+    ignored ones) comes from the gallery positions grouped by label once, never from a ``Q x G`` comparison.
+
+    Args:
+        embeddings: ``[n, dim]`` embeddings of the whole dataset.
+        ids_query: ``[Q]`` dataset indices of the queries.
+        ids_gallery: ``[G]`` dataset indices of the gallery items (may overlap with ``ids_query``).
+        top_n: Number of neighbours to keep per query (clipped by the number of available gallery items).
+        labels_gt: ``[n]`` integer labels; items of the query's label are its ground truth.
+        sequence_ids: ``[n]`` integer sequence ids; items sharing the query's sequence id are ignored.
+        distance: ``"l2"`` or ``"cosine"`` (see :func:`get_distance_fn`).
+        chunk_size: Queries per strip (see :func:`iter_distance_blocks`).
+        memory_budget: Bytes of one block (see :func:`iter_distance_blocks`).
+        symmetric: See :func:`iter_distance_blocks` (``None``: automatic).
+        verbose: Set ``True`` to see a progress bar over strips.
+
+    Raises:
+        ValueError: see :func:`iter_distance_blocks`; also a ``top_n`` that is not a positive integer.
+    """
+    search, ids_query, ids_gallery = _search_from_ids(
+        embeddings, ids_query, ids_gallery, distance, sequence_ids, chunk_size, memory_budget, symmetric
+    )
+    labels = _per_item(labels_gt, "labels_gt", len(embeddings), search.x_gallery.device)
+    distances, retrieved = _run(search, top_n, verbose)
+    gt_ids = None if labels is None else search.gt_ids(labels[ids_query], labels[ids_gallery])
+    return KnnResult(distances, retrieved, gt_ids, search.n_available().cpu())
+
+
+def search_knn_qg(
+    embeddings_query: Tensor,
+    embeddings_gallery: Tensor,
+    top_n: int,
+    labels_query: LongTensor | None = None,
+    labels_gallery: LongTensor | None = None,
+    sequence_query: LongTensor | None = None,
+    sequence_gallery: LongTensor | None = None,
+    distance: str = "l2",
+    chunk_size: int | None = None,
+    memory_budget: int | None = None,
+    verbose: bool = False,
+) -> KnnResult:
+    """:func:`search_knn` for queries and gallery given as two separate sets of embeddings.
+
+    No item is the same as another here; only the pairs sharing a sequence id are ignored (given both
+    ``sequence_query`` and ``sequence_gallery``, coded consistently across the two). The ground truth of a
+    query is the gallery items of its label (given both label tensors, coded consistently).
+
+    Raises:
+        ValueError: labels or sequences given for one side only, or of the wrong length; see
+            :func:`search_knn` for the rest.
+    """
+    x_query = _check_embeddings(embeddings_query, "embeddings_query")
+    x_gallery = _check_embeddings(embeddings_gallery, "embeddings_gallery")
+    n_query, n_gallery, device = len(x_query), len(x_gallery), x_gallery.device
+    if (labels_query is None) != (labels_gallery is None):
+        raise ValueError("give both labels_query and labels_gallery, or neither")
+    if (sequence_query is None) != (sequence_gallery is None):
+        raise ValueError("give both sequence_query and sequence_gallery, or neither")
+    if sequence_query is None:  # distinct keys: nothing is ignored
+        keys_query = torch.arange(n_query, device=device)
+        keys_gallery = torch.arange(n_query, n_query + n_gallery, device=device)
+    else:
+        keys_query = _per_item(sequence_query, "sequence_query", n_query, device)
+        keys_gallery = _per_item(sequence_gallery, "sequence_gallery", n_gallery, device)
+    search = _Search(
+        x_query.to(device=device, dtype=x_gallery.dtype),
+        None,
+        x_gallery,
+        keys_query,
+        keys_gallery,
+        distance,
+        chunk_size,
+        memory_budget,
+        False,
+    )
+    distances, retrieved = _run(search, top_n, verbose)
+    gt_ids = None
+    if labels_query is not None:
+        gt_ids = search.gt_ids(
+            _per_item(labels_query, "labels_query", n_query, device),
+            _per_item(labels_gallery, "labels_gallery", n_gallery, device),
+        )
+    return KnnResult(distances, retrieved, gt_ids, search.n_available().cpu())
 
 
 def batched_knn(
@@ -61,86 +775,38 @@ def batched_knn(
     distance: str = "l2",
     chunk_size: int | None = None,
     verbose: bool = False,
-) -> tuple[tuple[FloatTensor, ...], tuple[LongTensor, ...], tuple[LongTensor, ...] | None]:
-    """The ``top_n`` closest gallery items of every query, computed in chunks of queries.
-
-    A gallery item is ignored for a query (neither retrieved nor counted as ground truth) when it is the same
-    dataset item (``ids_query[i] == ids_gallery[j]``) or, given ``sequence_ids``, when it belongs to the
-    query's sequence. So a query may retrieve fewer than ``top_n`` items (the results are ragged).
-
-    Args:
-        embeddings: ``[n, dim]`` embeddings of the whole dataset.
-        ids_query: ``[Q]`` dataset indices of the queries.
-        ids_gallery: ``[G]`` dataset indices of the gallery items (may overlap with ``ids_query``).
-        top_n: Number of neighbours to keep per query (clipped by the number of available gallery items).
-        labels_gt: ``[n]`` integer labels; items of the query's label are its ground truth.
-        sequence_ids: ``[n]`` integer sequence ids; items sharing the query's sequence id are ignored.
-        distance: ``"l2"`` or ``"cosine"`` (see :func:`get_distance_fn`).
-        chunk_size: Queries per chunk; memory is ``O(chunk_size * G)``. ``None``: :func:`auto_chunk_size`.
-        verbose: Set ``True`` to see a progress bar over chunks.
-
-    Returns:
-        ``(distances, retrieved_ids, gt_ids)``, each a tuple of ``Q`` 1-D CPU tensors: the sorted (ascending)
-        distances to the retrieved items, their positions in the gallery (``0..G-1``), and the gallery
-        positions of the query's ground truth in increasing order (``None`` without ``labels_gt``).
-    """
-    if embeddings.ndim != 2:
-        raise ValueError(f"embeddings must be [n, dim], got shape {tuple(embeddings.shape)}")
-    if top_n < 1:
-        raise ValueError(f"top_n must be positive, got {top_n}")
-    dist_fn = get_distance_fn(distance)
-    n_items = len(embeddings)
-    device = embeddings.device
-    ids_query = torch.as_tensor(ids_query, dtype=torch.long).reshape(-1).to(device)
-    ids_gallery = torch.as_tensor(ids_gallery, dtype=torch.long).reshape(-1).to(device)
-    for name, ids in (("ids_query", ids_query), ("ids_gallery", ids_gallery)):
-        if ids.numel() and (int(ids.min()) < 0 or int(ids.max()) >= n_items):
-            raise ValueError(f"{name} must be dataset indices within [0, {n_items - 1}]")
-    for name, values in (("labels_gt", labels_gt), ("sequence_ids", sequence_ids)):
-        if values is not None and len(values) != n_items:
-            raise ValueError(f"{name} must have one entry per embedding ({n_items}), got {len(values)}")
-
-    n_gallery = len(ids_gallery)
-    k = min(top_n, n_gallery)
-    chunk_size = auto_chunk_size(n_gallery) if chunk_size is None else chunk_size
-    emb_g = embeddings[ids_gallery]
-    seq = sequence_ids.to(device) if sequence_ids is not None else None
-    labels = labels_gt.to(device) if labels_gt is not None else None
-    seq_g = seq[ids_gallery] if seq is not None else None
-    labels_g = labels[ids_gallery] if labels is not None else None
-
-    distances: list[Tensor] = []
-    retrieved: list[Tensor] = []
-    gt_ids: list[Tensor] = []
-    chunks = list(iter_chunks(len(ids_query), chunk_size))
-    for sl in tqdm(chunks, desc="kNN", disable=not verbose):
-        q_ids = ids_query[sl]
-        dist = dist_fn(embeddings[q_ids], emb_g)
-        ignore = q_ids[:, None] == ids_gallery[None, :]
-        if seq is not None:
-            ignore |= seq[q_ids][:, None] == seq_g[None, :]
-        dist.masked_fill_(ignore, float("inf"))
-        top_dist, top_ids = torch.topk(dist, k=k, dim=1, largest=False, sorted=True)
-        # ignored items (at +inf) are selected only when fewer than k others exist: drop them
-        valid = ~torch.gather(ignore, 1, top_ids)
-        counts = valid.sum(dim=1).tolist()
-        distances.extend(torch.split(top_dist[valid].cpu(), counts))
-        retrieved.extend(torch.split(top_ids[valid].cpu(), counts))
-        if labels is not None:
-            is_gt = labels[q_ids][:, None] == labels_g[None, :]
-            is_gt &= ~ignore
-            rows, columns = is_gt.nonzero(as_tuple=True)  # row-major: by query, increasing gallery position
-            n_gt = torch.bincount(rows, minlength=len(q_ids)).tolist()
-            gt_ids.extend(torch.split(columns.cpu(), n_gt))
-
-    return tuple(distances), tuple(retrieved), (tuple(gt_ids) if labels is not None else None)
+    memory_budget: int | None = None,
+    symmetric: bool | None = None,
+) -> tuple[Ragged, Ragged, Ragged | None]:
+    """OML's ``batched_knn``: ``(distances, retrieved_ids, gt_ids)`` of :func:`search_knn` (same arguments)."""
+    result = search_knn(
+        embeddings,
+        ids_query,
+        ids_gallery,
+        top_n,
+        labels_gt=labels_gt,
+        sequence_ids=sequence_ids,
+        distance=distance,
+        chunk_size=chunk_size,
+        memory_budget=memory_budget,
+        symmetric=symmetric,
+        verbose=verbose,
+    )
+    return result.distances, result.retrieved_ids, result.gt_ids
 
 
 __all__ = [
+    "BLOCK_BYTES_PER_ELEMENT",
     "DISTANCES",
-    "KNN_CHUNK_ELEMENTS",
+    "KNN_MEMORY_BUDGET",
+    "DistanceBlock",
+    "KnnResult",
     "TDistance",
-    "auto_chunk_size",
+    "block_shape",
+    "default_memory_budget",
     "batched_knn",
     "get_distance_fn",
+    "iter_distance_blocks",
+    "search_knn",
+    "search_knn_qg",
 ]

@@ -15,9 +15,30 @@ Conventions shared by :func:`calc_cmc`, :func:`calc_precision` and :func:`calc_m
 - A query with no ground truth but something retrieved scores ``0`` everywhere (OML divides ``0 / 0`` into
   ``nan`` for precision here; we return ``0`` so that one such query does not poison the mean).
 
-Metrics are looked up by name in the registry (kind ``retrieval_metric``) by :func:`calc_retrieval_metrics`,
-so a plugin can add a metric ``foo`` (a function ``foo(gt_tops, n_gts, top_k) -> list[FloatTensor]``) and
-have it computed with ``foo_top_k=(1, 5)``.
+The metrics of the other reference systems (recall, MRR, nDCG, classic precision, fall-out, TF Similarity's
+mAP@K) live in :mod:`oml_core.functional.ranking_metrics`, each with its own documented convention.
+
+Calling convention of a retrieval metric. Metrics are looked up by name in the registry (kind
+``retrieval_metric``) by :func:`calc_retrieval_metrics`, so a plugin can add a metric ``foo`` and have it
+computed with ``foo_top_k=(1, 5)``. The registered function is called as
+
+``fn(gt_tops, n_gts, top_k, **context) -> list[FloatTensor]``
+
+and returns one ``[n_queries]`` float tensor per ``k`` in ``top_k``. :func:`calc_retrieval_metrics` passes
+``gt_tops`` as a :class:`~oml_core.utils.ragged.Ragged` (a sequence of 1-D bool tensors, flat underneath) and
+``n_gts`` as a ``[n_queries]`` LongTensor; called directly, the built-ins also take a list of tensors and a
+list of ints. The context keywords are passed only to
+a function whose signature accepts them (by name or through ``**kwargs``):
+
+- ``verbose`` (``bool``): show a progress bar;
+- ``n_gallery`` (``[n_queries]`` LongTensor): the number of gallery items each query could have retrieved
+  (given to :func:`calc_retrieval_metrics` as ``n_gallery``; fall-out needs it). A function with a
+  parameter ``n_gallery`` and no default fails with a ``ValueError`` telling to pass ``n_gallery`` when
+  none was given.
+
+Extra keyword arguments for a given metric are passed with ``metric_kwargs={"fallout":
+{"empty_target_action": "skip"}}``. A per-query value may be ``nan`` for a query the metric skips (fall-out
+with ``empty_target_action="skip"``); :func:`reduce_metrics` averages with ``nanmean``, ignoring them.
 """
 
 from __future__ import annotations
@@ -32,6 +53,7 @@ from torch import BoolTensor, FloatTensor, LongTensor, Tensor
 from tqdm.auto import tqdm
 
 from oml_core.utils.misc_torch import iter_chunks
+from oml_core.utils.ragged import Ragged
 
 if TYPE_CHECKING:
     from oml_core.registry import Registry
@@ -76,19 +98,13 @@ def _check_in_range(values: Sequence[float], min_: float, max_: float, name: str
 def cat_ragged(seqs: Sequence[Tensor]) -> tuple[Tensor, LongTensor]:
     """Concatenate 1-D tensors of different lengths: ``(flat, lengths)``, ``lengths`` on the CPU.
 
+    A :class:`~oml_core.utils.ragged.Ragged` is already flat: its ``(values, lengths)`` are returned as they are.
+
     Raises:
         ValueError: an element is not 1-D; the message names its index.
     """
-    tensors: list[Tensor] = []
-    lengths_list: list[int] = []
-    for i, s in enumerate(seqs):
-        t = s if isinstance(s, Tensor) else torch.as_tensor(s)
-        if t.ndim != 1:
-            raise ValueError(f"element {i} must be a 1-D tensor, got shape {tuple(t.shape)}")
-        tensors.append(t)
-        lengths_list.append(t.shape[0])
-    flat = torch.cat(tensors) if tensors else torch.zeros(0)
-    return flat, torch.tensor(lengths_list, dtype=torch.long)
+    ragged = Ragged.from_tensors(seqs)
+    return ragged.values, ragged.lengths
 
 
 def pad_ragged(
@@ -105,21 +121,12 @@ def pad_ragged(
     Raises:
         ValueError: an element is not 1-D; the message names its index.
     """
-    flat, lengths = cat_ragged(seqs)
-    n = len(lengths)
-    longest = int(lengths.max()) if n else 0
-    k = longest if max_len is None else max(0, min(max_len, longest))
-    lens = lengths.to(flat.device)
-    positions = torch.arange(k, device=flat.device)
-    valid = positions[None, :] < lens[:, None]
-    if flat.numel() == 0 or k == 0:
-        return torch.full((n, k), fill, dtype=flat.dtype, device=flat.device), lengths
-    starts = torch.cumsum(lens, 0) - lens
-    index = (starts[:, None] + positions[None, :]).masked_fill(~valid, 0)
-    return flat[index].masked_fill(~valid, fill), lengths
+    ragged = Ragged.from_tensors(seqs)
+    return ragged.padded(max_len=max_len, fill=fill), ragged.lengths
 
 
-def _as_long_1d(values: Sequence[int] | Tensor, name: str) -> LongTensor:
+def as_long_1d(values: Sequence[int] | Tensor, name: str) -> LongTensor:
+    """``values`` as a 1-D LongTensor on the CPU; ``ValueError`` naming ``name`` unless 1-D integers."""
     t = values.detach().cpu() if isinstance(values, Tensor) else torch.as_tensor(np.asarray(values))
     if t.ndim != 1:
         raise ValueError(f"{name} must be 1-D, got shape {tuple(t.shape)}")
@@ -132,16 +139,17 @@ def _iter_padded_tops(
     gt_tops: Sequence[Tensor], n_gts: Sequence[int] | Tensor, max_k: int, verbose: bool, desc: str
 ) -> Iterator[tuple[Tensor, LongTensor, LongTensor]]:
     """Yield ``(tops [c, K] bool, lengths [c], n_gt [c])`` for every chunk of queries, ``K <= max_k``."""
-    n_gts_t = _as_long_1d(n_gts, "n_gts")
+    n_gts_t = as_long_1d(n_gts, "n_gts")
     if len(gt_tops) != len(n_gts_t):
         raise ValueError(
             f"gt_tops and n_gts must have one entry per query, got {len(gt_tops)} and {len(n_gts_t)}"
         )
-    chunks = list(iter_chunks(len(gt_tops), METRICS_CHUNK_SIZE))
+    tops_all = Ragged.from_tensors(gt_tops)
+    chunks = list(iter_chunks(len(tops_all), METRICS_CHUNK_SIZE))
     for sl in tqdm(chunks, desc=desc, disable=not verbose or len(chunks) < 2):
-        tops, lengths = pad_ragged(gt_tops[sl], max_len=max_k, fill=False)
-        tops = tops.bool()
-        yield tops, lengths.to(tops.device), n_gts_t[sl].to(tops.device)
+        chunk = tops_all[sl]
+        tops = chunk.padded(max_len=max_k, fill=False).bool()
+        yield tops, chunk.lengths.to(tops.device), n_gts_t[sl].to(tops.device)
 
 
 def _value_at(cumulative: Tensor, k: int) -> Tensor:
@@ -159,14 +167,36 @@ def _per_query(
     verbose: bool,
     desc: str,
     chunk_fn: Callable[[Tensor, LongTensor, LongTensor, tuple[int, ...]], list[Tensor]],
+    nothing_to_find_value: float | None = 1.0,
 ) -> list[FloatTensor]:
+    """Run ``chunk_fn(tops, lengths, n_gt, top_k)`` on every padded chunk of queries and concatenate.
+
+    ``chunk_fn`` returns one ``[chunk]`` tensor per ``k``. The queries with ``n_gt == 0`` and nothing
+    retrieved get ``nothing_to_find_value`` (OML's perfect answer, ``1``) unless it is ``None``. The output
+    is ``float32`` unless ``chunk_fn`` returns integer counts (kept as ``int64``).
+    """
     top_k = check_top_k(top_k)
     parts: list[list[Tensor]] = [[] for _ in top_k]
     for tops, lengths, n_gt in _iter_padded_tops(gt_tops, n_gts, max(top_k), verbose, desc):
-        nothing_to_find = (lengths == 0) & (n_gt == 0)
         for part, values in zip(parts, chunk_fn(tops, lengths, n_gt, top_k)):
-            part.append(values.masked_fill(nothing_to_find, 1.0).float().cpu())
+            if nothing_to_find_value is not None:
+                values = values.masked_fill((lengths == 0) & (n_gt == 0), nothing_to_find_value)
+            part.append(values.float().cpu() if values.dtype.is_floating_point else values.cpu())
     return [torch.cat(part) if part else torch.zeros(0) for part in parts]
+
+
+def hits_at(tops: Tensor, ks: Sequence[int]) -> list[Tensor]:
+    """Number of relevant items among the first ``k`` of every padded row, for every ``k`` (``int64``)."""
+    hits = torch.cumsum(tops, dim=1)
+    return [_value_at(hits, k) for k in ks]
+
+
+def precision_at_hits_cumsum(tops: Tensor) -> Tensor:
+    """``[n, K]`` running sums of ``P@j * rel_j`` (``P@j``: the fraction of relevant items among the first
+    ``j``), in float64: the numerator of OML's map@k and of TF Similarity's mAP@K."""
+    hits = torch.cumsum(tops, dim=1).double()
+    positions = torch.arange(1, tops.shape[1] + 1, device=tops.device, dtype=torch.float64)
+    return torch.cumsum(hits / positions * tops, dim=1)
 
 
 # ------------------------------------------------------------------------------------ retrieval metrics
@@ -196,8 +226,7 @@ def calc_cmc(
     """
 
     def chunk(tops: Tensor, lengths: LongTensor, n_gt: LongTensor, ks: tuple[int, ...]) -> list[Tensor]:
-        hits = torch.cumsum(tops, dim=1)
-        return [(_value_at(hits, k) > 0).double() for k in ks]
+        return [(hits > 0).double() for hits in hits_at(tops, ks)]
 
     return _per_query(gt_tops, n_gts, top_k, verbose, "CMC", chunk)
 
@@ -232,12 +261,10 @@ def calc_precision(
     """
 
     def chunk(tops: Tensor, lengths: LongTensor, n_gt: LongTensor, ks: tuple[int, ...]) -> list[Tensor]:
-        hits = torch.cumsum(tops, dim=1)
         out = []
-        for k in ks:
+        for k, hits in zip(ks, hits_at(tops, ks)):
             denominator = torch.minimum(n_gt, lengths.clamp(max=k)).double()
-            correct = _value_at(hits, k).double()
-            out.append(torch.where(denominator > 0, correct / denominator.clamp(min=1), 0.0))
+            out.append(torch.where(denominator > 0, hits / denominator.clamp(min=1), 0.0))
         return out
 
     return _per_query(gt_tops, n_gts, top_k, verbose, "Precision", chunk)
@@ -272,12 +299,9 @@ def calc_map(
     """
 
     def chunk(tops: Tensor, lengths: LongTensor, n_gt: LongTensor, ks: tuple[int, ...]) -> list[Tensor]:
-        hits = torch.cumsum(tops, dim=1).double()
-        positions = torch.arange(1, tops.shape[1] + 1, device=tops.device, dtype=torch.float64)
-        precision_sum = torch.cumsum(hits / positions * tops, dim=1)
+        precision_sum = precision_at_hits_cumsum(tops)
         out = []
-        for k in ks:
-            n_k = _value_at(hits, k)
+        for k, n_k in zip(ks, hits_at(tops, ks)):
             out.append(torch.where(n_k > 0, _value_at(precision_sum, k) / n_k.clamp(min=1), 0.0))
         return out
 
@@ -294,38 +318,39 @@ def _isin_sorted(elements: Tensor, sorted_test: Tensor) -> Tensor:
 
 def calc_gt_tops(
     retrieved_ids: Sequence[LongTensor], gt_ids: Sequence[LongTensor], max_k: int | None = None
-) -> tuple[BoolTensor, ...]:
+) -> Ragged:
     """Mark every retrieved item as relevant or not: ``gt_tops[i][j] = retrieved_ids[i][j] in gt_ids[i]``.
 
     Only the first ``max_k`` retrieved items of every query are kept (all when ``None``). Vectorised per chunk
     of queries with one membership test (binary search) on ``query * base + id`` keys.
 
     Returns:
-        A tuple of ``n_queries`` 1-D bool tensors of lengths ``min(len(retrieved_ids[i]), max_k)``.
+        A :class:`~oml_core.utils.ragged.Ragged` of ``n_queries`` 1-D bool tensors of lengths
+        ``min(len(retrieved_ids[i]), max_k)``.
+
+    Raises:
+        ValueError: inputs of different lengths, or a negative id.
     """
     if len(retrieved_ids) != len(gt_ids):
         raise ValueError(
             f"retrieved_ids and gt_ids must have one entry per query, got {len(retrieved_ids)}, {len(gt_ids)}"
         )
-    out: list[Tensor] = []
-    for sl in iter_chunks(len(retrieved_ids), METRICS_CHUNK_SIZE):
-        retrieved, r_lengths = pad_ragged(retrieved_ids[sl], max_len=max_k, fill=-1)
-        retrieved = retrieved.long()
-        device = retrieved.device
-        g_flat, g_lengths = cat_ragged(gt_ids[sl])
-        g_flat = g_flat.long().to(device)
-        n, k = retrieved.shape
-        r_kept = r_lengths.clamp(max=k).to(device)
-        r_valid = torch.arange(k, device=device)[None, :] < r_kept[:, None]
-        r_flat = retrieved[r_valid]
-        if (r_flat < 0).any() or (g_flat < 0).any():
+    retrieved_all = Ragged.from_tensors(retrieved_ids, torch.long)
+    gt_all = Ragged.from_tensors(gt_ids, torch.long)
+    if max_k is not None:
+        retrieved_all = retrieved_all.truncate(retrieved_all.lengths.clamp(max=max_k))
+    tops_parts: list[Tensor] = []
+    for sl in iter_chunks(len(retrieved_all), METRICS_CHUNK_SIZE):
+        retrieved, gt = retrieved_all[sl], gt_all[sl]
+        r_flat, g_flat = retrieved.values, gt.values.to(retrieved.values.device)
+        if (r_flat.numel() and int(r_flat.min()) < 0) or (g_flat.numel() and int(g_flat.min()) < 0):
             raise ValueError("retrieved_ids and gt_ids must be non-negative gallery positions")
         base = int(max(r_flat.max() if r_flat.numel() else 0, g_flat.max() if g_flat.numel() else 0)) + 1
-        r_keys = torch.arange(n, device=device)[:, None] * base + retrieved
-        g_keys = torch.repeat_interleave(torch.arange(n, device=device), g_lengths.to(device)) * base + g_flat
-        tops = _isin_sorted(r_keys, torch.sort(g_keys).values) & r_valid
-        out.extend(torch.split(tops[r_valid].cpu(), r_kept.tolist()))
-    return tuple(out)
+        r_keys = retrieved.row_ids() * base + r_flat
+        g_keys = gt.row_ids().to(g_flat.device) * base + g_flat
+        tops_parts.append(_isin_sorted(r_keys, torch.sort(g_keys).values).cpu())
+    flat = torch.cat(tops_parts) if tops_parts else torch.zeros(0, dtype=torch.bool)
+    return Ragged(flat, retrieved_all.lengths)
 
 
 # -------------------------------------------------------------------------------- metric dictionaries
@@ -371,7 +396,11 @@ def _as_categories(categories: TCategories, n: int, name: str) -> np.ndarray:
     return arr
 
 
-def _unique_categories(categories: np.ndarray) -> list[Any]:
+def unique_categories(categories: np.ndarray) -> list[Any]:
+    """The distinct categories, sorted (order of appearance when they cannot be sorted), as Python scalars.
+
+    Raises ``ValueError`` if one of them is the reserved key :data:`OVERALL_CATEGORIES_KEY`.
+    """
     try:
         unique = list(np.unique(categories))
     except TypeError:  # mixed types cannot be sorted: keep the order of appearance
@@ -409,7 +438,7 @@ def split_metrics_by_categories(metrics: TMetricsDict, categories: TCategories) 
     n = _n_queries_of(metrics)
     cats = _as_categories(categories, n if n is not None else len(categories), "query_categories")
     output: TMetricsDict = {OVERALL_CATEGORIES_KEY: metrics}
-    for category in _unique_categories(cats):
+    for category in unique_categories(cats):
         output[category] = take_unreduced_metrics_by_mask(metrics, cats == category)
     return output
 
@@ -426,13 +455,17 @@ def _n_queries_of(metrics: TMetricsDict) -> int | None:
 
 
 def reduce_metrics(metrics_to_reduce: TMetricsDict) -> TMetricsDict:
-    """Average every per-query tensor of a nested metrics dict (``tensor.mean()``; numbers are kept)."""
+    """Average every per-query tensor of a nested metrics dict; numbers are kept.
+
+    The average is ``nanmean``: a query whose value is ``nan`` (a query the metric skips, such as fall-out
+    with ``empty_target_action="skip"``) is left out, and a tensor of ``nan`` only reduces to ``nan``.
+    """
     output: TMetricsDict = {}
     for key, value in metrics_to_reduce.items():
         if isinstance(value, Tensor):
-            output[key] = value.float().mean()
+            output[key] = value.float().nanmean()
         elif isinstance(value, np.ndarray):
-            output[key] = torch.as_tensor(value, dtype=torch.float32).mean()
+            output[key] = torch.as_tensor(value, dtype=torch.float32).nanmean()
         elif isinstance(value, Mapping):
             output[key] = reduce_metrics(dict(value))
         else:
@@ -440,21 +473,71 @@ def reduce_metrics(metrics_to_reduce: TMetricsDict) -> TMetricsDict:
     return output
 
 
-def _call_metric(
+def check_n_gallery(n_gallery: int | Sequence[int] | Tensor, n_queries: int) -> LongTensor:
+    """``n_gallery`` as a ``[n_queries]`` LongTensor on the CPU: an int is broadcast to every query.
+
+    Raises:
+        ValueError: a sequence of another length than ``n_queries``, a non-integer or a negative value.
+    """
+    if isinstance(n_gallery, (int, np.integer)) and not isinstance(n_gallery, bool):
+        values = torch.full((n_queries,), int(n_gallery), dtype=torch.long)
+    else:
+        values = as_long_1d(n_gallery, "n_gallery")  # type: ignore[arg-type]
+        if len(values) != n_queries:
+            raise ValueError(
+                f"n_gallery must be an int or have one entry per query ({n_queries}), got {len(values)} entries"
+            )
+    if (values < 0).any():
+        raise ValueError(f"n_gallery must be non-negative, got {int(values.min())} for a query")
+    return values
+
+
+def _accepted_parameters(fn: Callable[..., Any]) -> tuple[dict[str, inspect.Parameter], bool]:
+    """``(named parameters, accepts **kwargs)`` of ``fn``; nothing for a callable without a signature."""
+    try:
+        params = inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return {}, False
+    return dict(params), any(p.kind is p.VAR_KEYWORD for p in params.values())
+
+
+def accepts_keyword(fn: Callable[..., Any], name: str, by_name_only: bool = False) -> bool:
+    """Whether ``fn`` accepts the keyword argument ``name``: by name, or through ``**kwargs`` unless
+    ``by_name_only``."""
+    params, var_keyword = _accepted_parameters(fn)
+    return name in params or (var_keyword and not by_name_only)
+
+
+def call_retrieval_metric(
     name: str,
     fn: Callable[..., Any],
     gt_tops: Sequence[BoolTensor],
-    n_gts: list[int],
+    n_gts: Sequence[int] | Tensor,
     top_k: tuple[int, ...],
-    verbose: bool,
+    context: Mapping[str, Any] | None = None,
+    **kwargs: Any,
 ) -> list[Tensor]:
-    try:
-        params = inspect.signature(fn).parameters.values()
-        accepts_verbose = any(p.name == "verbose" or p.kind is p.VAR_KEYWORD for p in params)
-    except (TypeError, ValueError):
-        accepts_verbose = False
-    values = fn(gt_tops, n_gts, top_k, verbose=verbose) if accepts_verbose else fn(gt_tops, n_gts, top_k)
-    values = [torch.as_tensor(v) for v in values]
+    """Call a retrieval metric with the module's calling convention and check what it returns.
+
+    ``fn(gt_tops, n_gts, top_k, **accepted_context, **kwargs)``: a context keyword (``verbose``,
+    ``n_gallery``) is passed only if ``fn`` accepts it and its value is not ``None``; ``kwargs`` are the
+    metric's own options, always passed.
+
+    Raises:
+        ValueError: ``fn`` needs a context keyword (no default) whose value is ``None``, or it does not
+            return one ``[n_queries]`` tensor per ``k``.
+    """
+    params, var_keyword = _accepted_parameters(fn)
+    passed: dict[str, Any] = {}
+    for key, value in (context or {}).items():
+        if value is not None and (var_keyword or key in params):
+            passed[key] = value
+        elif value is None and key in params and params[key].default is inspect.Parameter.empty:
+            raise ValueError(
+                f"retrieval metric {name!r} needs {key}: pass {key}=... to calc_retrieval_metrics "
+                f"(see its docstring)"
+            )
+    values = [torch.as_tensor(v) for v in fn(gt_tops, n_gts, top_k, **passed, **kwargs)]
     if len(values) != len(top_k) or any(tuple(v.shape) != (len(gt_tops),) for v in values):
         shapes = [tuple(v.shape) for v in values]
         raise ValueError(
@@ -474,16 +557,20 @@ def calc_retrieval_metrics(
     reduce: bool = True,
     verbose: bool = True,
     registry: Registry | None = None,
+    n_gallery: int | Sequence[int] | Tensor | None = None,
+    metric_kwargs: Mapping[str, Mapping[str, Any]] | None = None,
     **other_top_k: tuple[int, ...],
 ) -> TMetricsDict:
     """Compute retrieval metrics from ragged retrieval results.
 
     Every metric ``<name>`` with a non-empty ``<name>_top_k`` is computed by the function registered under
     that name (kind ``retrieval_metric``) in ``registry`` (``default_registry()`` when ``None``): ``cmc``,
-    ``precision`` and ``map`` are the core's built-ins; a plugin's metric ``foo`` is computed with
-    ``foo_top_k=(1, 5)``. Each is called as ``fn(gt_tops, n_gts, top_k)`` where
-    ``gt_tops[i] = isin(retrieved_ids[i][:max_k], gt_ids[i])`` (``max_k``: the largest ``k`` asked for any
-    metric) and ``n_gts[i] = len(gt_ids[i])``.
+    ``precision`` and ``map`` (OML's), ``recall``, ``mrr``, ``ndcg``, ``precision_classic``, ``fallout`` and
+    ``map_r`` (see :mod:`oml_core.functional.ranking_metrics`) are the core's built-ins; a plugin's metric
+    ``foo`` is computed with ``foo_top_k=(1, 5)``. Each is called with the module's calling convention,
+    ``fn(gt_tops, n_gts, top_k, **context)``, where ``gt_tops[i] = isin(retrieved_ids[i][:max_k],
+    gt_ids[i])`` (``max_k``: the largest ``k`` asked for any metric), ``n_gts[i] = len(gt_ids[i])`` and the
+    context holds ``verbose`` and ``n_gallery`` for the functions that accept them.
 
     Args:
         retrieved_ids: First gallery indices retrieved for every query (closest first): ``n_query`` tensors.
@@ -496,17 +583,24 @@ def calc_retrieval_metrics(
         reduce: If ``False`` return the metrics of every query without averaging.
         verbose: Set ``True`` to see progress bars.
         registry: Where the metric functions are looked up.
+        n_gallery: Number of gallery items each query could have retrieved: an int (the gallery size) is
+            broadcast to every query; give one value per query when queries ignore themselves or the items of
+            their sequence. Needed by ``fallout``; passed as a ``[n_query]`` LongTensor to the metrics that
+            accept ``n_gallery``.
+        metric_kwargs: Options of given metrics, e.g. ``{"fallout": {"empty_target_action": "skip"}}``.
         other_top_k: ``<name>_top_k`` values of registered metrics other than the three above.
 
     Returns:
-        ``{"cmc": {1: value, 5: value}, "precision": {...}, "map": {...}, ...}`` with 0-d tensors (the mean
-        over queries) when ``reduce`` else ``[n_query]`` tensors. With ``query_categories`` the output is
-        ``{"OVERALL": <that dict>, category1: <that dict for its queries>, ...}``.
+        ``{"cmc": {1: value, 5: value}, "precision": {...}, "map": {...}, ...}`` with 0-d tensors (the
+        ``nanmean`` over queries, see :func:`reduce_metrics`) when ``reduce`` else ``[n_query]`` tensors.
+        With ``query_categories`` the output is ``{"OVERALL": <that dict>, category1: <that dict for its
+        queries>, ...}``.
 
     Raises:
         UnknownNameError: a ``<name>_top_k`` whose metric no plugin registers (from the registry).
         TypeError: a keyword argument that is not ``<name>_top_k``.
-        ValueError: no metric requested, a bad ``top_k``, or inputs of different lengths.
+        ValueError: no metric requested, a bad ``top_k``, inputs of different lengths, a bad ``n_gallery``,
+            ``metric_kwargs`` for a metric not requested, or a metric that needs ``n_gallery`` without it.
     """
     requested = requested_top_k(cmc_top_k, precision_top_k, map_top_k, **other_top_k)
     if not requested:
@@ -517,6 +611,16 @@ def calc_retrieval_metrics(
         )
     if query_categories is not None:
         query_categories = _as_categories(query_categories, len(retrieved_ids), "query_categories")
+    options = dict(metric_kwargs or {})
+    if set(options) - set(requested):
+        raise ValueError(
+            f"metric_kwargs given for metrics that are not requested: {sorted(set(options) - set(requested))}; "
+            f"requested: {list(requested)}"
+        )
+    context = {
+        "verbose": verbose,
+        "n_gallery": None if n_gallery is None else check_n_gallery(n_gallery, len(retrieved_ids)),
+    }
 
     if registry is None:
         from oml_core.registry import default_registry
@@ -525,12 +629,15 @@ def calc_retrieval_metrics(
     functions = {name: registry.get(RETRIEVAL_METRIC_KIND, name).load() for name in requested}
 
     max_k = max(k for top_k in requested.values() for k in top_k)
+    gt_ids = Ragged.from_tensors(gt_ids, torch.long)
     gt_tops = calc_gt_tops(retrieved_ids, gt_ids, max_k=max_k)
-    n_gts = [len(ids) for ids in gt_ids]
+    n_gts = gt_ids.lengths
 
     metrics: TMetricsDict = {}
     for name, top_k in requested.items():
-        values = _call_metric(name, functions[name], gt_tops, n_gts, top_k, verbose)
+        values = call_retrieval_metric(
+            name, functions[name], gt_tops, n_gts, top_k, context, **options.get(name, {})
+        )
         metrics[name] = dict(zip(top_k, values))
 
     if query_categories is not None:
@@ -624,11 +731,21 @@ def calc_topological_metrics(
         return metrics
     cats = _as_categories(categories, len(embeddings), "categories")
     output: TMetricsDict = {OVERALL_CATEGORIES_KEY: metrics}
-    unique = _unique_categories(cats)
+    unique = unique_categories(cats)
     for category in tqdm(unique, desc="Topological metrics per category", disable=not verbose):
         mask = torch.as_tensor(cats == category, dtype=torch.bool, device=embeddings.device)
         output[category] = calc_topological_metrics(embeddings[mask], pcf_variance)
     return output
+
+
+def __getattr__(name: str) -> Any:
+    """``calc_fnmr_at_fmr`` lives in :mod:`oml_core.functional.fnmr` (which builds on this module) and is
+    importable from here, as in OML: ``from oml_core.functional.metrics import calc_fnmr_at_fmr``."""
+    if name == "calc_fnmr_at_fmr":
+        from oml_core.functional.fnmr import calc_fnmr_at_fmr
+
+        return calc_fnmr_at_fmr
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 __all__ = [
@@ -637,18 +754,26 @@ __all__ = [
     "RETRIEVAL_METRIC_KIND",
     "TCategories",
     "TMetricsDict",
+    "accepts_keyword",
+    "as_long_1d",
     "calc_cmc",
+    "calc_fnmr_at_fmr",  # noqa: F822 (module __getattr__, see above)
     "calc_gt_tops",
     "calc_map",
     "calc_pcf",
     "calc_precision",
     "calc_retrieval_metrics",
     "calc_topological_metrics",
+    "call_retrieval_metric",
     "cat_ragged",
+    "check_n_gallery",
     "check_top_k",
+    "hits_at",
     "pad_ragged",
+    "precision_at_hits_cumsum",
     "reduce_metrics",
     "requested_top_k",
     "split_metrics_by_categories",
     "take_unreduced_metrics_by_mask",
+    "unique_categories",
 ]
