@@ -11,8 +11,12 @@ import pytest
 import torch
 from torch import FloatTensor, LongTensor
 
-import oml_core.functional.knn as knn
-from oml_core.interfaces.datasets import IQueryGalleryDataset, IQueryGalleryLabeledDataset
+from oml_core.interfaces.datasets import (
+    IBaseDataset,
+    ILabeledDataset,
+    IQueryGalleryDataset,
+    IQueryGalleryLabeledDataset,
+)
 from oml_core.retrieval import RetrievalResults
 
 
@@ -112,34 +116,54 @@ def assert_same_as_naive(rr: RetrievalResults, naive: tuple[list[list[float]], .
         )
 
 
-@pytest.mark.parametrize("chunk_size", [1, 2, 7, 24, 1000, None])
+@pytest.mark.parametrize(
+    "blocks",
+    [{"chunk_size": c} for c in (1, 2, 7, 24, 1000)] + [{"memory_budget": b} for b in (1, 600, 10**9)] + [{}],
+)
 @pytest.mark.parametrize("distance", ["l2", "cosine"])
 @pytest.mark.parametrize("with_sequence", [False, True])
-def test_chunked_matches_naive(chunk_size: int | None, distance: str, with_sequence: bool) -> None:
+def test_chunked_matches_naive(blocks: dict[str, int], distance: str, with_sequence: bool) -> None:
     embeddings, dataset = random_dataset(seed=3, with_sequence=with_sequence)
     for n_items in (1, 5, 1000):
         rr = RetrievalResults.from_embeddings(
-            embeddings, dataset, n_items=n_items, distance=distance, chunk_size=chunk_size
+            embeddings, dataset, n_items=n_items, distance=distance, **blocks
         )
         assert_same_as_naive(rr, naive_retrieval(embeddings, dataset, n_items, distance))
 
 
-def test_memory_is_bounded_by_the_chunk(monkeypatch: pytest.MonkeyPatch) -> None:
-    embeddings, dataset = random_dataset(seed=4, n=60)
-    shapes: list[tuple[int, int]] = []
-    l2 = knn.DISTANCES["l2"]
+def test_n_gallery_is_the_number_of_items_a_query_could_retrieve() -> None:
+    embeddings = torch.tensor([[0.0], [0.5], [1.0], [2.0], [3.2]])
+    dataset = FakeQGDataset(
+        ["a", "a", "b", "a", "b"],
+        [True, True, True, False, False],
+        [True, True, False, True, True],
+        sequence=["s1", "s1", "s2", None, "s2"],
+    )
+    rr = RetrievalResults.from_embeddings(embeddings, dataset, n_items=1)
+    # gallery: items 0, 1, 3, 4; item 0 loses itself and item 1 (its sequence), item 2 loses item 4
+    assert rr.n_gallery.tolist() == [2, 2, 3]
+    assert rr.deepcopy().n_gallery.tolist() == [2, 2, 3]
+    assert RetrievalResults.from_embeddings(embeddings, UnlabeledDataset(5)).n_gallery.tolist() == [4] * 5
 
-    def recording_l2(x1: torch.Tensor, x2: torch.Tensor) -> torch.Tensor:
-        out = l2(x1, x2)
-        shapes.append(tuple(out.shape))
-        return out
 
-    monkeypatch.setitem(knn.DISTANCES, "l2", recording_l2)
-    n_query, n_gallery = len(dataset.get_query_ids()), len(dataset.get_gallery_ids())
-    RetrievalResults.from_embeddings(embeddings, dataset, n_items=3, chunk_size=8)
-    assert shapes and all(rows <= 8 and cols == n_gallery for rows, cols in shapes)
-    assert sum(rows for rows, _ in shapes) == n_query
-    assert knn.auto_chunk_size(n_gallery=10**6) == 16  # ~16M distances per chunk by default
+def test_n_gallery_given_to_the_constructor() -> None:
+    distances = [FloatTensor([0.1, 0.2]), FloatTensor([0.3])]
+    retrieved = [LongTensor([1, 0]), LongTensor([2])]
+    gts = [LongTensor([0]), LongTensor([0, 1, 2])]
+    assert RetrievalResults(distances, retrieved).n_gallery is None
+    assert RetrievalResults(distances, retrieved, gts, n_gallery=5).n_gallery.tolist() == [5, 5]
+    assert RetrievalResults(distances, retrieved, gts, n_gallery=[2, 3]).n_gallery.tolist() == [2, 3]
+    assert (
+        RetrievalResults(distances, retrieved, n_gallery=torch.tensor([2, 1])).n_gallery.dtype == torch.long
+    )
+    with pytest.raises(ValueError, match="n_gallery has 3 values for 2 queries"):
+        RetrievalResults(distances, retrieved, n_gallery=[4, 4, 4])
+    with pytest.raises(ValueError, match="query 0: n_gallery=1 is below its 2 retrieved or 1 relevant items"):
+        RetrievalResults(distances, retrieved, gts, n_gallery=[1, 5])
+    with pytest.raises(ValueError, match="query 1: n_gallery=2 is below its 1 retrieved or 3 relevant items"):
+        RetrievalResults(distances, retrieved, gts, n_gallery=[2, 2])
+    with pytest.raises(ValueError, match="n_gallery must be an int or one int per query"):
+        RetrievalResults(distances, retrieved, n_gallery=[2.5, 3.0])
 
 
 def test_a_query_never_retrieves_itself() -> None:
@@ -217,6 +241,97 @@ def test_labels_of_any_type_and_unlabeled_datasets() -> None:
         RetrievalResults.from_embeddings(embeddings[:2], UnlabeledDataset(3))
 
 
+# -------------------------------------------------------------------------- queries and gallery apart
+class FrameDataset(ILabeledDataset):
+    """Items of a table: ``label`` (when given) and any extra columns such as ``sequence``."""
+
+    def __init__(self, **columns: list[Any]) -> None:
+        self.df = pd.DataFrame(columns)
+
+    def __len__(self) -> int:
+        return len(self.df)
+
+    def __getitem__(self, item: int) -> dict[str, Any]:
+        return {self.index_key: item}
+
+    def get_labels(self) -> np.ndarray:
+        return self.df["label"].to_numpy()
+
+
+class NoLabels(IBaseDataset):
+    def __init__(self, n: int) -> None:
+        self.n = n
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, item: int) -> dict[str, Any]:
+        return {self.index_key: item}
+
+
+def naive_qg(
+    xq: torch.Tensor,
+    xg: torch.Tensor,
+    n_items: int,
+    labels: tuple[list[Any], list[Any]] | None,
+    sequences: tuple[list[Any], list[Any]] | None = None,
+) -> tuple[list[list[int]], list[list[int]] | None, list[int]]:
+    retrieved, gts, n_gallery = [], [], []
+    for q in range(len(xq)):
+        kept = [g for g in range(len(xg)) if sequences is None or sequences[0][q] != sequences[1][g]]
+        pairs = sorted((float(torch.dist(xq[q].double(), xg[g].double())), g) for g in kept)
+        retrieved.append([g for _, g in pairs[:n_items]])
+        n_gallery.append(len(kept))
+        if labels is not None:
+            gts.append([g for g in kept if labels[0][q] == labels[1][g]])
+    return retrieved, (gts if labels is not None else None), n_gallery
+
+
+@pytest.mark.parametrize("chunk_size", [1, 3, None])
+def test_from_embeddings_qg_matches_naive(chunk_size: int | None) -> None:
+    rng = np.random.default_rng(0)
+    xq = torch.tensor(rng.normal(size=(12, 4)), dtype=torch.float32)
+    xg = torch.tensor(rng.normal(size=(20, 4)), dtype=torch.float32)
+    labels = ([f"l{i}" for i in rng.integers(0, 4, 12)], [f"l{i}" for i in rng.integers(0, 4, 20)])
+    sequences = (rng.integers(0, 5, 12).tolist(), rng.integers(0, 5, 20).tolist())
+    plain = (FrameDataset(label=labels[0]), FrameDataset(label=labels[1]))
+    rr = RetrievalResults.from_embeddings_qg(xq, xg, *plain, n_items=6, chunk_size=chunk_size)
+    retrieved, gts, n_gallery = naive_qg(xq, xg, 6, labels)
+    assert [r.tolist() for r in rr.retrieved_ids] == retrieved
+    assert [g.tolist() for g in rr.gt_ids] == gts
+    assert rr.n_gallery.tolist() == n_gallery == [20] * 12  # nothing is "itself" across two datasets
+    with_seq = (
+        FrameDataset(label=labels[0], sequence=sequences[0]),
+        FrameDataset(label=labels[1], sequence=sequences[1]),
+    )
+    rr = RetrievalResults.from_embeddings_qg(xq, xg, *with_seq, n_items=6, chunk_size=chunk_size)
+    retrieved, gts, n_gallery = naive_qg(xq, xg, 6, labels, sequences)
+    assert [r.tolist() for r in rr.retrieved_ids] == retrieved
+    assert [g.tolist() for g in rr.gt_ids] == gts
+    assert rr.n_gallery.tolist() == n_gallery
+    torch.testing.assert_close(
+        rr.distances[0][0], torch.dist(xq[0], xg[retrieved[0][0]]), atol=1e-5, rtol=1e-5
+    )
+
+
+def test_from_embeddings_qg_codes_values_across_the_two_datasets() -> None:
+    xq, xg = torch.tensor([[0.0], [1.0]]), torch.tensor([[0.1], [0.9], [5.0]])
+    # labels of different types in the two tables: 1 and "1" are different labels; the sequence "a" is shared
+    queries = FrameDataset(label=[1, "x"], sequence=["a", "b"])
+    gallery = FrameDataset(label=["1", "x", 1], sequence=["c", "a", "b"])
+    rr = RetrievalResults.from_embeddings_qg(xq, xg, queries, gallery, n_items=5)
+    # query 0 ignores gallery item 1 (sequence "a"), query 1 ignores gallery item 2 (sequence "b")
+    assert [r.tolist() for r in rr.retrieved_ids] == [[0, 2], [1, 0]]
+    assert [g.tolist() for g in rr.gt_ids] == [[2], [1]]  # 1 matches 1, not "1"
+    assert rr.n_gallery.tolist() == [2, 2]
+    unlabeled = RetrievalResults.from_embeddings_qg(xq, xg, NoLabels(2), gallery, n_items=1)
+    assert unlabeled.gt_ids is None and [r.tolist() for r in unlabeled.retrieved_ids] == [[0], [1]]
+    with pytest.raises(ValueError, match="got 3 query embeddings for a query dataset of 2 items"):
+        RetrievalResults.from_embeddings_qg(xg, xg, queries, gallery)
+    with pytest.raises(ValueError, match="got 2 gallery embeddings for a gallery dataset of 3 items"):
+        RetrievalResults.from_embeddings_qg(xq, xq, queries, gallery)
+
+
 # ------------------------------------------------------------------------------------------ validation
 def test_valid_ragged_results() -> None:
     rr = RetrievalResults(
@@ -253,7 +368,7 @@ def test_other_invalid_inputs() -> None:
         RetrievalResults(
             [FloatTensor([0.1]), FloatTensor([0.2])], [LongTensor([0]), LongTensor([0])], [LongTensor([0])]
         )
-    with pytest.raises(ValueError, match="query 0: distances and retrieved ids must be 1-D"):
+    with pytest.raises(ValueError, match=r"distances: query 0 must be a 1-D tensor, got shape \(1, 1\)"):
         RetrievalResults([FloatTensor([[0.1]])], [LongTensor([[0]])])
     with pytest.raises(ValueError, match="query 1: distances contain NaN"):
         RetrievalResults(

@@ -10,5 +10,6 @@ class IRetrievalPostprocessor(ABC):
     """Takes retrieval results (and the dataset they refer to) and returns improved ones (re-ranking)."""
 
     @abstractmethod
-    def process(self, rr: Any, dataset: Any) -> Any:
-        """Return new ``RetrievalResults`` built from ``rr`` over ``dataset``; ``rr`` is left unchanged."""
+    def process(self, rr: Any, dataset: Any = None) -> Any:
+        """Return new ``RetrievalResults`` built from ``rr`` (over ``dataset``, for those post-processors that
+        need the items themselves); ``rr`` is left unchanged."""

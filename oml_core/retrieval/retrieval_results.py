@@ -2,19 +2,30 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from copy import deepcopy
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 import torch
+from matplotlib.figure import Figure
 from torch import FloatTensor, LongTensor, Tensor
 
-from oml_core.functional.knn import batched_knn
-from oml_core.interfaces.datasets import IQueryGalleryDataset, IQueryGalleryLabeledDataset
+from oml_core.functional.knn import KnnResult, search_knn, search_knn_qg
+from oml_core.interfaces.datasets import IBaseDataset, IQueryGalleryDataset, IQueryGalleryLabeledDataset
+from oml_core.utils.ragged import Ragged
 
 #: Column (or ``extra_data`` key) of a dataset holding sequence ids: items sharing a sequence never match.
 SEQUENCE_COLUMN = "sequence"
+
+TColor = tuple[int, int, int]
+#: Frame colours of :meth:`RetrievalResults.visualize` (RGB, 0..255).
+QUERY_COLOR: TColor = (128, 128, 128)
+RELEVANT_COLOR: TColor = (0, 160, 0)
+IRRELEVANT_COLOR: TColor = (220, 0, 0)
+UNKNOWN_COLOR: TColor = (0, 0, 0)
+GT_COLOR: TColor = (0, 0, 220)
+#: Ground-truth items shown per query by :meth:`RetrievalResults.visualize` by default.
+N_GT_TO_SHOW = 2
 
 
 def factorize(values: Any) -> LongTensor:
@@ -63,21 +74,67 @@ def get_sequence_ids(dataset: Any) -> LongTensor | None:
     return factorize(values)
 
 
+def _labels_of(dataset: Any) -> np.ndarray | None:
+    get_labels = getattr(dataset, "get_labels", None)
+    return np.asarray(get_labels()) if callable(get_labels) else None
+
+
+def _factorize_together(first: Any, second: Any) -> tuple[LongTensor, LongTensor]:
+    """Codes of two arrays of values with one coding (equal values across them get equal codes)."""
+    first, second = np.asarray(first), np.asarray(second)
+    if first.dtype != second.dtype:  # compare as python objects: 1 and "1" stay different
+        first, second = first.astype(object), second.astype(object)
+    codes = factorize(np.concatenate([first, second]))
+    return codes[: len(first)], codes[len(first) :]
+
+
+def _image_of(dataset: Any, item: int, color: TColor) -> np.ndarray:
+    """``dataset.visualize(item, color)`` when the dataset can draw its items, else its input tensor ``[C, H,
+    W]`` (or ``[H, W]``) scaled to ``[0, 1]``."""
+    draw = getattr(dataset, "visualize", None)
+    if callable(draw):
+        return np.asarray(draw(item, color))
+    image = dataset[item].get(getattr(dataset, "input_tensors_key", "input_tensors"))
+    if not isinstance(image, Tensor) or image.ndim not in (2, 3):
+        raise TypeError(
+            f"{type(dataset).__name__} can neither visualize its items nor gives image tensors [C, H, W]"
+        )
+    image = image.detach().float().cpu()
+    image = (image - image.min()) / (image.max() - image.min()).clamp(min=1e-12)
+    return (image.permute(1, 2, 0) if image.ndim == 3 else image).numpy()
+
+
+def _ragged(rows: Sequence[Any], dtype: torch.dtype | None, name: str) -> Ragged:
+    """``rows`` as a :class:`Ragged` (of ``dtype`` when given); ``ValueError`` naming ``name`` and the query
+    whose row is not 1-D."""
+    try:
+        return Ragged.from_tensors(rows, dtype)
+    except ValueError as error:
+        raise ValueError(f"{name}: {error}".replace("element", "query")) from None
+
+
 class RetrievalResults:
     """The items retrieved for every query (closest first), their distances and the ground truth.
 
     Everything is ragged: query ``i`` has ``len(retrieved_ids[i])`` retrieved items, possibly none. Ids are
-    positions within the gallery (``0..n_gallery-1``), not dataset indices.
+    positions within the gallery (``0..n_gallery-1``), not dataset indices. The per-query sequences are kept
+    as :class:`~oml_core.utils.ragged.Ragged` (one flat tensor and the lengths; ``rr.retrieved_ids[i]`` is a
+    1-D tensor, ``tuple(rr.retrieved_ids)`` all of them), so 100k queries cost two tensors, not 100k. The
+    results are immutable: post-processors build new ones.
 
     Args:
         distances: ``n_query`` 1-D tensors of distances to the retrieved items, sorted ascending.
         retrieved_ids: ``n_query`` 1-D integer tensors, of the same lengths as ``distances``.
         gt_ids: ``n_query`` 1-D integer tensors of the gallery items relevant to every query, or ``None`` when
             the ground truth is unknown.
+        n_gallery: The number of gallery items every query could retrieve (the gallery size minus the items
+            ignored for it: itself, its sequence), one int for all or one per query; ``None`` when unknown.
+            Fall-out needs it.
 
     Raises:
         ValueError: mismatched numbers of queries, a tensor that is not 1-D, distances and ids of different
-            lengths, or unsorted (or NaN) distances; the message names the query index.
+            lengths, unsorted (or NaN) distances, or an ``n_gallery`` below a query's number of retrieved or
+            relevant items; the message names the query index.
     """
 
     def __init__(
@@ -85,6 +142,7 @@ class RetrievalResults:
         distances: Sequence[FloatTensor],
         retrieved_ids: Sequence[LongTensor],
         gt_ids: Sequence[LongTensor] | None = None,
+        n_gallery: int | Sequence[int] | Tensor | None = None,
     ) -> None:
         n = len(distances)
         if len(retrieved_ids) != n:
@@ -93,59 +151,78 @@ class RetrievalResults:
             )
         if gt_ids is not None and len(gt_ids) != n:
             raise ValueError(f"distances are given for {n} queries but gt_ids for {len(gt_ids)}")
-        self._distances = tuple(torch.as_tensor(d) for d in distances)
-        self._retrieved_ids = tuple(torch.as_tensor(r, dtype=torch.long) for r in retrieved_ids)
-        self._gt_ids = None if gt_ids is None else tuple(torch.as_tensor(g, dtype=torch.long) for g in gt_ids)
+        self._distances = _ragged(distances, None, "distances")
+        self._retrieved_ids = _ragged(retrieved_ids, torch.long, "retrieved_ids")
+        self._gt_ids = None if gt_ids is None else _ragged(gt_ids, torch.long, "gt_ids")
         self._validate()
+        self._n_gallery = None if n_gallery is None else self._checked_n_gallery(n_gallery)
+
+    def _checked_n_gallery(self, n_gallery: int | Sequence[int] | Tensor) -> LongTensor:
+        values = torch.as_tensor(n_gallery).detach().cpu()
+        if values.dtype.is_floating_point or values.dtype == torch.bool or values.ndim > 1:
+            raise ValueError(
+                f"n_gallery must be an int or one int per query, got {values.dtype} {tuple(values.shape)}"
+            )
+        values = values.long().expand(self.n_queries) if values.ndim == 0 else values.long()
+        if len(values) != self.n_queries:
+            raise ValueError(f"n_gallery has {len(values)} values for {self.n_queries} queries")
+        n_retrieved = self._retrieved_ids.lengths
+        n_gts = self._gt_ids.lengths if self._gt_ids is not None else torch.zeros_like(n_retrieved)
+        bad = (values < n_retrieved) | (values < n_gts)
+        if bad.any():
+            i = int(bad.nonzero()[0, 0])
+            raise ValueError(
+                f"query {i}: n_gallery={int(values[i])} is below its {int(n_retrieved[i])} retrieved or "
+                f"{int(n_gts[i])} relevant items"
+            )
+        return values.clone()
 
     def _validate(self) -> None:
-        lengths = []
-        for i, (d, r) in enumerate(zip(self._distances, self._retrieved_ids)):
-            if d.ndim != 1 or r.ndim != 1:
-                raise ValueError(
-                    f"query {i}: distances and retrieved ids must be 1-D, got shapes {tuple(d.shape)}, "
-                    f"{tuple(r.shape)}"
-                )
-            if len(d) != len(r):
-                raise ValueError(f"query {i}: {len(d)} distances for {len(r)} retrieved ids")
-            lengths.append(len(d))
-        if self._gt_ids is not None:
-            for i, g in enumerate(self._gt_ids):
-                if g.ndim != 1:
-                    raise ValueError(f"query {i}: gt_ids must be 1-D, got shape {tuple(g.shape)}")
-        if not lengths or sum(lengths) == 0:
+        """Checks on the flat values, vectorised over the queries."""
+        lengths, n_retrieved = self._distances.lengths, self._retrieved_ids.lengths
+        if not torch.equal(lengths, n_retrieved):
+            i = int((lengths != n_retrieved).nonzero()[0, 0])
+            raise ValueError(
+                f"query {i}: {int(lengths[i])} distances for {int(n_retrieved[i])} retrieved ids"
+            )
+        flat = self._distances.values
+        if flat.numel() == 0:
             return
-        flat = torch.cat([d.float().cpu() for d in self._distances])
-        ends = torch.cumsum(torch.tensor(lengths), 0)
-        nan = torch.isnan(flat)
-        if nan.any():
-            query = int(torch.searchsorted(ends, int(nan.nonzero()[0, 0]), right=True))
-            raise ValueError(f"query {query}: distances contain NaN: {self._distances[query][:10]}")
-        decreasing = flat[1:] < flat[:-1]  # entry j: flat[j + 1] < flat[j]
-        starts = ends - torch.tensor(lengths)
-        starts = starts[(starts > 0) & (starts < len(flat))]
-        decreasing[starts - 1] = False  # a new query starts at j + 1
+        if flat.dtype.is_floating_point:
+            nan = torch.isnan(flat)
+            if nan.any():
+                query = int(self._distances.row_ids()[nan.nonzero()[0, 0]])
+                raise ValueError(f"query {query}: distances contain NaN: {self._distances[query][:10]}")
+        # entry j: flat[j + 1] < flat[j] within one query
+        decreasing = (flat[1:] < flat[:-1]) & (
+            self._distances.row_ids()[1:] == self._distances.row_ids()[:-1]
+        )
         if decreasing.any():
-            query = int(torch.searchsorted(ends, int(decreasing.nonzero()[0, 0]) + 1, right=True))
+            query = int(self._distances.row_ids()[int(decreasing.nonzero()[0, 0])])
             raise ValueError(
                 f"query {query}: distances must be sorted ascending, got {self._distances[query][:10]}"
             )
 
     # ----------------------------------------------------------------------------------------- access
     @property
-    def distances(self) -> tuple[FloatTensor, ...]:
+    def distances(self) -> Ragged:
         """Sorted distances from every query to its retrieved items (``n_query`` 1-D tensors)."""
         return self._distances
 
     @property
-    def retrieved_ids(self) -> tuple[LongTensor, ...]:
+    def retrieved_ids(self) -> Ragged:
         """Gallery positions (``0..n_gallery-1``) retrieved for every query, closest first."""
         return self._retrieved_ids
 
     @property
-    def gt_ids(self) -> tuple[LongTensor, ...] | None:
+    def gt_ids(self) -> Ragged | None:
         """Gallery positions relevant to every query, or ``None`` when the ground truth is unknown."""
         return self._gt_ids
+
+    @property
+    def n_gallery(self) -> LongTensor | None:
+        """``[n_query]``: the gallery items every query could retrieve (``None`` when unknown)."""
+        return self._n_gallery
 
     @property
     def n_gts(self) -> list[int]:
@@ -156,7 +233,7 @@ class RetrievalResults:
         """
         if self._gt_ids is None:
             raise ValueError("these retrieval results have no ground truth (gt_ids is None)")
-        return [len(g) for g in self._gt_ids]
+        return self._gt_ids.lengths.tolist()
 
     @property
     def n_queries(self) -> int:
@@ -166,7 +243,7 @@ class RetrievalResults:
     @property
     def n_retrieved_items(self) -> int:
         """The largest number of items retrieved for a query (0 when there are no queries)."""
-        return max((len(r) for r in self._retrieved_ids), default=0)
+        return int(self._retrieved_ids.lengths.max()) if self.n_queries else 0
 
     def __len__(self) -> int:
         """Number of queries."""
@@ -174,12 +251,15 @@ class RetrievalResults:
 
     def is_empty(self) -> bool:
         """True when no query has any retrieved item."""
-        return all(len(r) == 0 for r in self._retrieved_ids)
+        return self._retrieved_ids.values.numel() == 0
 
     def deepcopy(self) -> RetrievalResults:
         """An independent copy (postprocessors return new results and leave the input unchanged)."""
         return RetrievalResults(
-            deepcopy(self._distances), deepcopy(self._retrieved_ids), deepcopy(self._gt_ids)
+            self._distances.clone(),
+            self._retrieved_ids.clone(),
+            None if self._gt_ids is None else self._gt_ids.clone(),
+            self._n_gallery,
         )
 
     def __repr__(self) -> str:
@@ -191,6 +271,10 @@ class RetrievalResults:
 
     # -------------------------------------------------------------------------------------- building
     @classmethod
+    def _from_knn(cls, result: KnnResult) -> RetrievalResults:
+        return cls(result.distances, result.retrieved_ids, result.gt_ids, n_gallery=result.n_gallery)
+
+    @classmethod
     def from_embeddings(
         cls,
         embeddings: Tensor,
@@ -198,15 +282,18 @@ class RetrievalResults:
         n_items: int = 100,
         distance: str = "l2",
         chunk_size: int | None = None,
+        memory_budget: int | None = None,
         verbose: bool = False,
     ) -> RetrievalResults:
         """Retrieve the ``n_items`` closest gallery items of every query of ``dataset``.
 
-        Computed in chunks of ``chunk_size`` queries with ``torch.topk``: memory is
-        ``O(chunk_size * n_gallery)``, never ``O(n_query * n_gallery)``. A query never retrieves itself (the
-        same dataset index) nor, when the dataset has a ``sequence`` column (``dataset.extra_data`` or
-        ``dataset.df``), an item of its own sequence; such items are not ground truth either. So some queries
-        may get fewer than ``n_items``.
+        Memory-bounded and exact (:func:`~oml_core.functional.knn.search_knn`): the distances are computed in
+        blocks of at most ``memory_budget`` bytes, never as a whole ``[n_query, n_gallery]`` matrix; when the
+        queries and the gallery are the same items ("1 vs rest") only half of the matrix is computed. A query
+        never retrieves itself (the same dataset index) nor, when the dataset has a ``sequence`` column
+        (``dataset.extra_data`` or ``dataset.df``), an item of its own sequence; such items are not ground
+        truth either, so some queries may get fewer than ``n_items``. Equal distances are ordered by gallery
+        position.
 
         Args:
             embeddings: ``[len(dataset), dim]`` embeddings of all the dataset items, in dataset order.
@@ -214,29 +301,280 @@ class RetrievalResults:
                 the ground truth: the gallery items with the query's label.
             n_items: Number of closest gallery items to retrieve (clipped by the gallery size).
             distance: ``"l2"`` or ``"cosine"`` (``1 - cosine similarity``).
-            chunk_size: Queries per chunk; ``None`` picks one for a ~16M-element distance block.
+            chunk_size: Queries per block (``None``: ``STRIP_ROWS``).
+            memory_budget: Bytes of one block (``None``: 16 MiB on the CPU, where blocks then stay in the cache;
+                1 GiB on accelerators). See :func:`~oml_core.functional.knn.iter_distance_blocks`.
             verbose: Set ``True`` to see a progress bar.
 
         Returns:
             Retrieval results with ids as positions within ``dataset.get_gallery_ids()``; ``gt_ids`` is
-            ``None`` for a dataset without labels.
+            ``None`` for a dataset without labels; ``n_gallery`` is filled.
         """
         if len(embeddings) != len(dataset):
             raise ValueError(f"got {len(embeddings)} embeddings for a dataset of {len(dataset)} items")
-        get_labels = getattr(dataset, "get_labels", None)
-        labels = factorize(get_labels()) if callable(get_labels) else None
-        distances, retrieved_ids, gt_ids = batched_knn(
+        labels = _labels_of(dataset)
+        result = search_knn(
             embeddings=embeddings,
             ids_query=torch.as_tensor(dataset.get_query_ids(), dtype=torch.long),
             ids_gallery=torch.as_tensor(dataset.get_gallery_ids(), dtype=torch.long),
             top_n=n_items,
-            labels_gt=labels,
+            labels_gt=None if labels is None else factorize(labels),
             sequence_ids=get_sequence_ids(dataset),
             distance=distance,
             chunk_size=chunk_size,
+            memory_budget=memory_budget,
             verbose=verbose,
         )
-        return cls(distances=distances, retrieved_ids=retrieved_ids, gt_ids=gt_ids)
+        return cls._from_knn(result)
+
+    @classmethod
+    def from_embeddings_qg(
+        cls,
+        embeddings_query: Tensor,
+        embeddings_gallery: Tensor,
+        dataset_query: IBaseDataset,
+        dataset_gallery: IBaseDataset,
+        n_items: int = 100,
+        distance: str = "l2",
+        chunk_size: int | None = None,
+        memory_budget: int | None = None,
+        verbose: bool = False,
+    ) -> RetrievalResults:
+        """Retrieve the ``n_items`` closest items of ``dataset_gallery`` for every item of ``dataset_query``.
+
+        Queries and gallery are separate datasets, so no query is a gallery item: nothing is excluded as
+        "itself". Items sharing a ``sequence`` id (both datasets having the column; the values are compared
+        across them) are ignored. The ground truth, when both datasets have labels (``get_labels()``), is the
+        gallery items with the query's label. Computed as :meth:`from_embeddings` is.
+
+        Args:
+            embeddings_query: ``[len(dataset_query), dim]`` embeddings of the queries.
+            embeddings_gallery: ``[len(dataset_gallery), dim]`` embeddings of the gallery items.
+            dataset_query: Dataset of the queries.
+            dataset_gallery: Dataset of the gallery items.
+            n_items: Number of closest gallery items to retrieve (clipped by the gallery size).
+            distance: ``"l2"`` or ``"cosine"``.
+            chunk_size: Queries per block (``None``: ``STRIP_ROWS``).
+            memory_budget: Bytes of one block (``None``: as in :meth:`from_embeddings`).
+            verbose: Set ``True`` to see a progress bar.
+
+        Returns:
+            Retrieval results with ids as indices of ``dataset_gallery``, ``n_gallery`` filled.
+        """
+        for name, emb, ds in (
+            ("query", embeddings_query, dataset_query),
+            ("gallery", embeddings_gallery, dataset_gallery),
+        ):
+            if len(emb) != len(ds):
+                raise ValueError(f"got {len(emb)} {name} embeddings for a {name} dataset of {len(ds)} items")
+        labels = (_labels_of(dataset_query), _labels_of(dataset_gallery))
+        sequences = (
+            dataset_column(dataset_query, (SEQUENCE_COLUMN,)),
+            dataset_column(dataset_gallery, (SEQUENCE_COLUMN,)),
+        )
+        has_labels, has_sequences = all(v is not None for v in labels), all(v is not None for v in sequences)
+        labels_query, labels_gallery = _factorize_together(*labels) if has_labels else (None, None)
+        seq_query, seq_gallery = _factorize_together(*sequences) if has_sequences else (None, None)
+        result = search_knn_qg(
+            embeddings_query=embeddings_query,
+            embeddings_gallery=embeddings_gallery,
+            top_n=n_items,
+            labels_query=labels_query,
+            labels_gallery=labels_gallery,
+            sequence_query=seq_query,
+            sequence_gallery=seq_gallery,
+            distance=distance,
+            chunk_size=chunk_size,
+            memory_budget=memory_budget,
+            verbose=verbose,
+        )
+        return cls._from_knn(result)
+
+    # --------------------------------------------------------------------------------- visualisation
+    def visualize(
+        self,
+        query_ids: Sequence[int],
+        dataset: IQueryGalleryDataset,
+        n_galleries_to_show: int = 5,
+        n_gt_to_show: int = N_GT_TO_SHOW,
+        verbose: bool = False,
+        show: bool = False,
+    ) -> Figure:
+        """Draw the queries ``query_ids`` with their closest retrieved items and some of their ground truth.
+
+        One row per query: the query (grey frame), its first ``n_galleries_to_show`` retrieved items framed
+        green (relevant) or red (not; black when the ground truth is unknown), titled with their gallery
+        position and distance, then its first ``n_gt_to_show`` ground-truth items (blue frame). Images come
+        from ``dataset.visualize(item, color)`` when the dataset can draw its items (which draws the item's
+        bounding box in the colour), else from its input tensors.
+
+        Args:
+            query_ids: Positions among the queries (``0..n_query-1``).
+            dataset: The dataset the results were computed on (query/gallery split).
+            n_galleries_to_show: Retrieved items per query (clipped by the most any shown query has).
+            n_gt_to_show: Ground-truth items per query (clipped likewise; none when unknown).
+            verbose: Set ``True`` to print what is drawn.
+            show: Set ``True`` to show the figure (``pyplot``) as well as return it.
+
+        Raises:
+            ValueError: the dataset's number of queries differs, or a query id is out of range.
+        """
+        query_ids_ds = torch.as_tensor(dataset.get_query_ids(), dtype=torch.long)
+        gallery_ids_ds = torch.as_tensor(dataset.get_gallery_ids(), dtype=torch.long)
+        if len(query_ids_ds) != self.n_queries:
+            raise ValueError(
+                f"{type(dataset).__name__} has {len(query_ids_ds)} queries, these results {self.n_queries}"
+            )
+        return self.visualize_with_functions(
+            query_ids,
+            lambda i, color: _image_of(dataset, int(query_ids_ds[i]), color),
+            lambda j, color: _image_of(dataset, int(gallery_ids_ds[j]), color),
+            n_galleries_to_show=n_galleries_to_show,
+            n_gt_to_show=n_gt_to_show,
+            verbose=verbose,
+            show=show,
+        )
+
+    def visualize_qg(
+        self,
+        query_ids: Sequence[int],
+        dataset_query: IBaseDataset,
+        dataset_gallery: IBaseDataset,
+        n_galleries_to_show: int = 5,
+        n_gt_to_show: int = N_GT_TO_SHOW,
+        verbose: bool = False,
+        show: bool = False,
+    ) -> Figure:
+        """:meth:`visualize` for results of :meth:`from_embeddings_qg`: queries are items of
+        ``dataset_query``, retrieved ids items of ``dataset_gallery``.
+
+        Raises:
+            ValueError: ``dataset_query`` has another number of items than there are queries, or a query id
+                is out of range.
+        """
+        if len(dataset_query) != self.n_queries:
+            raise ValueError(
+                f"{type(dataset_query).__name__} has {len(dataset_query)} items, these results {self.n_queries} "
+                "queries"
+            )
+        return self.visualize_with_functions(
+            query_ids,
+            lambda i, color: _image_of(dataset_query, i, color),
+            lambda j, color: _image_of(dataset_gallery, j, color),
+            n_galleries_to_show=n_galleries_to_show,
+            n_gt_to_show=n_gt_to_show,
+            verbose=verbose,
+            show=show,
+        )
+
+    def visualize_with_functions(
+        self,
+        query_ids: Sequence[int],
+        visualize_query_fn: Callable[[int, TColor], np.ndarray],
+        visualize_gallery_fn: Callable[[int, TColor], np.ndarray],
+        n_galleries_to_show: int = 5,
+        n_gt_to_show: int = N_GT_TO_SHOW,
+        verbose: bool = False,
+        show: bool = False,
+    ) -> Figure:
+        """The figure of :meth:`visualize`, with images from ``visualize_query_fn(query position, colour)`` and
+        ``visualize_gallery_fn(gallery position, colour)``.
+
+        Axes are created only for the images drawn (``len(fig.axes)`` is their number); every image keeps a
+        frame (its axes' spines) in its colour.
+        """
+        query_ids = [int(i) for i in query_ids]
+        for name, value, least in (
+            ("n_galleries_to_show", n_galleries_to_show, 1),
+            ("n_gt_to_show", n_gt_to_show, 0),
+        ):
+            if isinstance(value, bool) or not isinstance(value, int) or value < least:
+                raise ValueError(f"{name} must be an integer >= {least}, got {value!r}")
+        bad = [i for i in query_ids if not 0 <= i < self.n_queries]
+        if not query_ids or bad:
+            raise ValueError(
+                f"query_ids must be non-empty positions in [0, {self.n_queries - 1}], got {bad or query_ids}"
+            )
+        n_shown = min(n_galleries_to_show, max(len(self._retrieved_ids[i]) for i in query_ids))
+        n_gt_shown = (
+            0 if self._gt_ids is None else min(n_gt_to_show, max(len(self._gt_ids[i]) for i in query_ids))
+        )
+        if verbose:
+            print(
+                f"Visualizing {n_shown} retrieved and {n_gt_shown} ground-truth items for queries {query_ids}"
+            )
+        n_cols = 1 + n_shown + n_gt_shown
+        fig = _new_figure(figsize=(2.0 * n_cols, 2.2 * len(query_ids)), show=show)
+        for row, i in enumerate(query_ids):
+            first = row * n_cols + 1
+            _draw(
+                fig,
+                (len(query_ids), n_cols, first),
+                visualize_query_fn(i, QUERY_COLOR),
+                QUERY_COLOR,
+                f"Query #{i}",
+            )
+            gt = None if self._gt_ids is None else self._gt_ids[i]
+            for j, (position, dist) in enumerate(
+                zip(self._retrieved_ids[i][:n_shown].tolist(), self._distances[i].tolist())
+            ):
+                color = (
+                    UNKNOWN_COLOR
+                    if gt is None
+                    else (RELEVANT_COLOR if bool((gt == position).any()) else IRRELEVANT_COLOR)
+                )
+                title = f"#{position}: {dist:.3f}"
+                _draw(
+                    fig,
+                    (len(query_ids), n_cols, first + 1 + j),
+                    visualize_gallery_fn(position, color),
+                    color,
+                    title,
+                )
+            for j, position in enumerate([] if gt is None else gt[:n_gt_shown].tolist()):
+                image = visualize_gallery_fn(position, GT_COLOR)
+                _draw(
+                    fig, (len(query_ids), n_cols, first + 1 + n_shown + j), image, GT_COLOR, f"GT #{position}"
+                )
+        fig.tight_layout()
+        if show:
+            import matplotlib.pyplot as plt
+
+            plt.show()
+        return fig
 
 
-__all__ = ["SEQUENCE_COLUMN", "RetrievalResults", "dataset_column", "factorize", "get_sequence_ids"]
+def _new_figure(figsize: tuple[float, float], show: bool) -> Figure:
+    """A pyplot figure to show, else a bare ``Figure`` (not kept alive by pyplot's registry)."""
+    if show:
+        import matplotlib.pyplot as plt
+
+        return plt.figure(figsize=figsize)
+    return Figure(figsize=figsize)
+
+
+def _draw(fig: Figure, where: tuple[int, int, int], image: np.ndarray, color: TColor, title: str) -> None:
+    ax = fig.add_subplot(*where)
+    ax.imshow(image)
+    ax.set_title(title, fontsize=8)
+    ax.set_xticks([])
+    ax.set_yticks([])
+    for spine in ax.spines.values():
+        spine.set_edgecolor(tuple(c / 255 for c in color))
+        spine.set_linewidth(4)
+
+
+__all__ = [
+    "GT_COLOR",
+    "IRRELEVANT_COLOR",
+    "N_GT_TO_SHOW",
+    "QUERY_COLOR",
+    "RELEVANT_COLOR",
+    "SEQUENCE_COLUMN",
+    "UNKNOWN_COLOR",
+    "RetrievalResults",
+    "TColor",
+    "dataset_column",
+    "factorize",
+    "get_sequence_ids",
+]
