@@ -232,8 +232,10 @@ def test_plugin_metric_by_name() -> None:
 def test_unknown_metric_and_argument(registry: Registry) -> None:
     with pytest.raises(UnknownNameError, match="hitz"):
         EmbeddingMetrics(LineDataset(), hitz_top_k=(1,), registry=registry)
-    with pytest.raises(TypeError, match="fmr_vals"):
-        EmbeddingMetrics(LineDataset(), fmr_vals=(0.1,), registry=registry)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="cmc_topk"):  # a misspelt argument is not silently dropped
+        EmbeddingMetrics(LineDataset(), cmc_topk=(1,), registry=registry)  # type: ignore[call-arg]
+    with pytest.raises(ValueError, match=r"not requested: \['recall'\]"):
+        EmbeddingMetrics(LineDataset(), metric_kwargs={"recall": {}}, registry=registry)
 
 
 def test_calc_retrieval_metrics_rr(registry: Registry) -> None:
@@ -258,3 +260,118 @@ def test_flatten_metrics_requires_reduced_values() -> None:
     }
     with pytest.raises(ValueError, match="reduce"):
         flatten_metrics({"OVERALL": {"cmc": {1: torch.tensor([1.0, 0.0])}}})
+
+
+# ------------------------------------------------------------------ post-processing, fnmr@fmr, worst queries
+def test_postprocessor_is_applied_before_the_metrics(registry: Registry) -> None:
+    from oml_core.retrieval.postprocessors import ConstantThresholding
+
+    # distances < 1.05 kept: q0 [1] | q1 [2 (0.6), 0 (1.0)] | q2 [1 (0.6)] | q3 [4 (0.3)] | q4 [3 (0.3)]
+    metric = make_metric(
+        registry, dataset=LineDataset(with_categories=False), postprocessor=ConstantThresholding(th=1.05)
+    )
+    metrics = run(metric)
+    assert [r.tolist() for r in metric.retrieval_results.retrieved_ids] == [[1], [2, 0], [1], [4], [3]]
+    torch.testing.assert_close(
+        metric.metrics_unreduced["OVERALL"]["cmc"][3], torch.tensor([1.0, 1.0, 0.0, 0.0, 0.0])
+    )
+    assert metrics["OVERALL"]["cmc"][3].item() == pytest.approx(0.4)
+
+
+def test_fnmr_at_fmr_over_all_pairs_by_hand(registry: Registry) -> None:
+    # ordered (query, gallery) pairs without self-pairs; labels A = {0, 1, 4}, B = {2, 3}
+    # positive: 1, 1, 2.4, 2.4, 3.3, 3.3, 4.3, 4.3
+    # negative: 0.3, 0.3, 0.6, 0.6, 1.6, 1.6, 2.7, 2.7, 3, 3, 4, 4
+    # fmr 0.1 -> threshold 0.3 + 0.1 * 0.3 = 0.33 -> fnmr 8/8; fmr 0.5 -> 2.15 -> 6/8; fmr 1 -> 4 -> 2/8
+    metric = make_metric(registry, dataset=LineDataset(with_categories=True), fmr_vals=(0.1, 0.5, 1.0))
+    metrics = run(metric)
+    fnmr = {fmr: value.item() for fmr, value in metrics["OVERALL"]["fnmr@fmr"].items()}
+    assert fnmr == pytest.approx({0.1: 1.0, 0.5: 0.75, 1.0: 0.25})
+    # category x: queries 0, 1; positive 1, 1, 3.3, 4.3; negative 0.6, 1.6, 3, 4 -> fmr 0.5: 2.3 -> 2/4
+    assert metrics["x"]["fnmr@fmr"][0.5].item() == pytest.approx(0.5)
+
+
+def test_worst_queries_overall_and_per_category(registry: Registry) -> None:
+    metric = make_metric(registry, dataset=LineDataset(with_categories=True))
+    run(metric)
+    assert metric.get_worst_queries_ids("OVERALL/cmc/1", n_queries=3) == [1, 2, 3]  # cmc@1 [1, 0, 0, 0, 0]
+    # category y holds the queries 2, 3, 4 with map@3 = 1/3, 1/2, 1/3
+    assert metric.get_worst_queries_ids("y/map/3", n_queries=10) == [2, 4, 3]
+    with pytest.raises(KeyError, match="Did you mean 'OVERALL/map/3'"):
+        metric.get_worst_queries_ids("OVERALL/map/33", n_queries=1)
+    with pytest.raises(ValueError, match="no per-query values"):
+        metric.get_worst_queries_ids("OVERALL/pcf/0.5", n_queries=1)
+
+
+def test_metrics_not_computed_yet(registry: Registry) -> None:
+    metric = make_metric(registry, dataset=LineDataset())
+    with pytest.raises(ValueError, match="call compute_metrics"):
+        metric.visualize()
+
+
+def test_bad_fmr_vals_and_distance(registry: Registry) -> None:
+    with pytest.raises(ValueError, match=r"fmr_vals .* \[0, 1\]"):
+        make_metric(registry, dataset=LineDataset(), fmr_vals=(10,))
+    with pytest.raises(ValueError, match="Unknown distance 'manhattan'"):
+        make_metric(registry, dataset=LineDataset(), distance="manhattan")
+
+
+def test_visualize_draws_the_worst_queries_of_every_per_query_metric(tmp_path, registry: Registry) -> None:
+    import matplotlib.pyplot as plt
+    import pandas as pd
+
+    from oml_core.datasets import ImageQueryGalleryLabeledDataset, generate_mock_dataset
+
+    generate_mock_dataset(tmp_path, seed=0)
+    df = pd.read_csv(tmp_path / "df.csv")
+    df = df[df["split"] == "validation"].reset_index(drop=True)
+    dataset = ImageQueryGalleryLabeledDataset(df, dataset_root=tmp_path)
+    embeddings = torch.randn(len(dataset), 8, generator=torch.Generator().manual_seed(0))
+    metric = EmbeddingMetrics(
+        dataset,
+        cmc_top_k=(1, 5),
+        fmr_vals=(0.1,),
+        registry=registry,
+        verbose=False,
+        metrics_to_exclude_from_visualization=("precision",),
+    )
+    metric.setup()
+    metric.update(embeddings, torch.arange(len(dataset)))
+    metric.compute_metrics()
+    figures, titles = metric.visualize()
+    assert titles == [
+        "top 5 worst by OVERALL_cmc_1",
+        "top 5 worst by OVERALL_cmc_5",
+        "top 5 worst by OVERALL_map_5",
+    ]
+    # a row per query: the query, 5 retrieved items and 2 ground truths
+    assert [len(figure.axes) for figure in figures] == [5 * (1 + 5 + 2)] * 3
+    plt.close("all")
+
+
+def test_ddp_sync_gathers_every_process(tmp_path) -> None:
+    """Two gloo processes each collect half of the items; after sync both compute the single-process metrics."""
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = Path(__file__).parent / "scripts" / "ddp_embedding_metrics.py"
+    done = subprocess.run(
+        [sys.executable, str(script), str(tmp_path)], capture_output=True, text=True, timeout=240, check=False
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("ddp_embedding_metrics", script)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    single = EmbeddingMetrics(
+        module.RandomDataset(), cmc_top_k=(1, 3), map_top_k=(3,), fmr_vals=(0.2,), verbose=False
+    )
+    single.setup()
+    single.update(module.embeddings(), torch.arange(module.N_ITEMS))
+    expected = flatten_metrics(single.compute_metrics())
+    for rank in (0, 1):
+        assert json.loads((tmp_path / f"rank{rank}.json").read_text()) == pytest.approx(expected)

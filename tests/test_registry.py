@@ -67,7 +67,18 @@ def test_builtins_are_registered_through_hooks():
     registry = make()
     assert {"sgd", "adam", "adamw"} <= set(registry.names("optimizer"))
     assert {"step", "multi_step", "cosine_annealing"} <= set(registry.names("scheduler"))
-    assert registry.names("retrieval_metric") == ["cmc", "map", "precision"]
+    assert registry.names("retrieval_metric") == [
+        "cmc",
+        "fallout",
+        "map",
+        "map_r",
+        "mrr",
+        "ndcg",
+        "precision",
+        "precision_classic",
+        "recall",
+    ]
+    assert registry.names("postprocessor") == ["adaptive_thresholding", "constant_thresholding"]
     assert [r.info.name for r in registry.plugins()] == ["oml_core"]
     assert registry.config_dirs() == ["pkg://oml_core.configs"]
     assert registry.get("optimizer", "adam").plugin.distribution == "oml-core"

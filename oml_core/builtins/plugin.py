@@ -53,19 +53,35 @@ def oml_register_transforms(register):
 
 @hookimpl
 def oml_register_retrieval_metrics(register):
-    register(
-        "cmc", "oml_core.functional.metrics:calc_cmc", description="cmc@k: 1 if a relevant item is in top k"
-    )
-    register(
-        "precision",
-        "oml_core.functional.metrics:calc_precision",
-        description="precision@k with denominator min(k, n_gt) (OML)",
-    )
-    register(
-        "map", "oml_core.functional.metrics:calc_map", description="map@k over the relevant retrieved items"
-    )
+    metrics = {
+        "cmc": ("metrics:calc_cmc", "cmc@k: 1 if a relevant item is in top k"),
+        "precision": ("metrics:calc_precision", "precision@k with denominator min(k, n_gt) (OML)"),
+        "map": ("metrics:calc_map", "map@k over the relevant retrieved items"),
+        "recall": ("ranking_metrics:calc_recall", "recall@k with denominator min(k, n_gt)"),
+        "mrr": ("ranking_metrics:calc_mrr", "reciprocal rank of the first relevant item in top k"),
+        "ndcg": ("ranking_metrics:calc_ndcg", "nDCG@k, binary relevance, ideal DCG over min(k, n_gt)"),
+        "precision_classic": ("ranking_metrics:calc_precision_classic", "precision@k with denominator k"),
+        "fallout": ("ranking_metrics:calc_fallout", "fall-out@k: negatives in top k / all negatives"),
+        "map_r": ("ranking_metrics:calc_map_r", "TF Similarity's mAP@K with denominator R = n_gt"),
+    }
+    for name, (target, description) in metrics.items():
+        register(name, f"oml_core.functional.{target}", description=description)
 
 
 @hookimpl
 def oml_register_config_dirs(register):
     register("pkg://oml_core.configs")
+
+
+@hookimpl
+def oml_register_postprocessors(register):
+    register(
+        "constant_thresholding",
+        "oml_core.retrieval.postprocessors.thresholding:ConstantThresholding",
+        description="keep the retrieved items closer than a distance threshold",
+    )
+    register(
+        "adaptive_thresholding",
+        "oml_core.retrieval.postprocessors.thresholding:AdaptiveThresholding",
+        description="cut every retrieved list after its first big distance gap",
+    )

@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import difflib
+from collections.abc import Iterable, Mapping, Sequence
 from copy import deepcopy
 from pprint import pprint
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
+from matplotlib.figure import Figure
 from torch import FloatTensor, LongTensor, Tensor
 
+from oml_core.functional.fnmr import calc_fnmr_at_fmr_all_pairs, calc_fnmr_at_fmr_rr
+from oml_core.functional.knn import get_distance_fn
 from oml_core.functional.metrics import (
     OVERALL_CATEGORIES_KEY,
     RETRIEVAL_METRIC_KIND,
@@ -20,10 +24,14 @@ from oml_core.functional.metrics import (
     calc_topological_metrics,
     reduce_metrics,
     requested_top_k,
+    take_unreduced_metrics_by_mask,
+    unique_categories,
 )
 from oml_core.interfaces.datasets import IQueryGalleryLabeledDataset
-from oml_core.interfaces.metrics import IBasicMetric
-from oml_core.retrieval.retrieval_results import RetrievalResults, dataset_column
+from oml_core.interfaces.metrics import IMetricDDP, IMetricVisualisable
+from oml_core.interfaces.retrieval import IRetrievalPostprocessor
+from oml_core.retrieval.retrieval_results import RetrievalResults, dataset_column, factorize, get_sequence_ids
+from oml_core.utils.pca import check_fractions
 
 if TYPE_CHECKING:
     from oml_core.registry import Registry
@@ -41,17 +49,31 @@ def calc_retrieval_metrics_rr(
     reduce: bool = True,
     verbose: bool = True,
     registry: Registry | None = None,
+    metric_kwargs: Mapping[str, Mapping[str, Any]] | None = None,
     **other_top_k: tuple[int, ...],
 ) -> TMetricsDict:
     """Retrieval metrics of ``RetrievalResults``: :func:`~oml_core.functional.metrics.calc_retrieval_metrics`
-    on ``rr.retrieved_ids`` and ``rr.gt_ids``.
+    on ``rr.retrieved_ids`` and ``rr.gt_ids``, with ``n_gallery=rr.n_gallery`` (so that ``fallout_top_k``
+    works on results built from embeddings).
+
+    Args:
+        rr: Retrieval results with ground truth.
+        query_categories: Categories of the queries, to also compute metrics per category.
+        cmc_top_k: Values of ``k`` to calculate ``cmc@k``.
+        precision_top_k: Values of ``k`` to calculate ``precision@k``.
+        map_top_k: Values of ``k`` to calculate ``map@k``.
+        reduce: If ``False`` return the metrics of every query without averaging.
+        verbose: Set ``True`` to see progress bars.
+        registry: Where the metric functions are looked up (``default_registry()`` when ``None``).
+        metric_kwargs: Options of given metrics, e.g. ``{"fallout": {"empty_target_action": "skip"}}``.
+        other_top_k: ``<name>_top_k`` values of other registered retrieval metrics (``recall_top_k=(1, 5)``).
 
     Returns:
         ``{"cmc": {k: value}, "precision": {...}, "map": {...}, ...}`` (0-d tensors when ``reduce``, else
         ``[n_query]`` tensors); with ``query_categories``, ``{"OVERALL": {...}, category: {...}, ...}``.
 
     Raises:
-        ValueError: ``rr`` has no ground truth.
+        ValueError: ``rr`` has no ground truth; see ``calc_retrieval_metrics``.
     """
     if rr.gt_ids is None:
         raise ValueError(
@@ -67,6 +89,8 @@ def calc_retrieval_metrics_rr(
         reduce=reduce,
         verbose=verbose,
         registry=registry,
+        n_gallery=rr.n_gallery,
+        metric_kwargs=metric_kwargs,
         **other_top_k,
     )
 
@@ -117,26 +141,67 @@ def get_categories(dataset: Any) -> np.ndarray | None:
     return categories
 
 
-class EmbeddingMetrics(IBasicMetric):
+#: Number of worst queries drawn per metric by :meth:`EmbeddingMetrics.visualize` (OML's).
+LOG_TOPK_ROWS_PER_METRIC = 5
+#: Number of retrieved items drawn per query by :meth:`EmbeddingMetrics.visualize` (OML's).
+LOG_TOPK_IMAGES_PER_ROW = 5
+#: Number of ground-truth items drawn per query after the retrieved ones (OML's).
+N_GT_SHOW_EMBEDDING_METRICS = 2
+#: Metrics that have no per-query values and are never visualised.
+NOT_PER_QUERY_METRICS = ("fnmr@fmr", "pcf")
+
+
+def flatten_unreduced(metrics: Mapping[Any, Any], sep: str = "/") -> dict[str, Tensor]:
+    """Flatten nested per-query metrics into ``{"OVERALL/cmc/1": tensor([...]), ...}`` (tensors kept)."""
+    flat: dict[str, Tensor] = {}
+    for key, value in metrics.items():
+        if isinstance(value, Mapping):
+            for sub_key, sub_value in flatten_unreduced(value, sep).items():
+                flat[f"{key}{sep}{sub_key}"] = sub_value
+        else:
+            flat[str(key)] = torch.as_tensor(value)
+    return flat
+
+
+def is_main_process() -> bool:
+    """True unless ``torch.distributed`` is initialised and this process is not rank 0."""
+    dist = torch.distributed
+    return not (dist.is_available() and dist.is_initialized()) or dist.get_rank() == 0
+
+
+class EmbeddingMetrics(IMetricVisualisable):
     """Accumulates the embeddings of a dataset batch by batch, then computes retrieval and topological
     metrics.
 
     Retrieval metrics are not additive, so they are computed once all the embeddings have been collected:
-    :meth:`compute_metrics` retrieves the ``max(k)`` closest gallery items of every query
-    (:meth:`RetrievalResults.from_embeddings`, in memory-bounded chunks) and evaluates every metric ``<name>``
-    with a ``<name>_top_k`` (looked up in the registry, kind ``retrieval_metric``), per query category too
-    when the dataset has categories, plus ``pcf`` (:func:`~oml_core.functional.metrics.calc_pcf`).
+    :meth:`compute_metrics` retrieves the closest gallery items of every query
+    (:meth:`RetrievalResults.from_embeddings`, in memory-bounded chunks: never the whole distance matrix),
+    lets the ``postprocessor`` re-rank them, and evaluates every metric ``<name>`` with a ``<name>_top_k``
+    (looked up in the registry, kind ``retrieval_metric``: ``cmc``, ``precision``, ``map``, ``recall``,
+    ``ndcg``, ... or a plugin's), per query category too when the dataset has categories; plus
+    ``fnmr@fmr`` over ALL the query-gallery pairs (exact, in bounded memory; on the embedding distances, before
+    any post-processing) and ``pcf`` (:func:`~oml_core.functional.metrics.calc_pcf`).
 
     Args:
         dataset: Annotated dataset having a query/gallery split.
         cmc_top_k: Values of ``k`` to calculate ``cmc@k`` (Cumulative Matching Characteristic).
         precision_top_k: Values of ``k`` to calculate ``precision@k``.
         map_top_k: Values of ``k`` to calculate ``map@k`` (Mean Average Precision).
+        fmr_vals: Values of ``fmr`` (quantiles in ``[0, 1]``) to calculate ``fnmr@fmr`` (False Non Match Rate at
+            the given False Match Rate); ``()`` (the default) skips it, since it costs a pass over all pairs.
         pcf_variance: Values in range ``[0, 1]`` to calculate the Principal Components Fraction for.
+        postprocessor: Post-processor applied to the retrieval results before the metrics (re-ranking); when it
+            has a ``top_n``, at least that many items are retrieved.
+        metrics_to_exclude_from_visualization: Names of the metrics not to visualise (a metric name such as
+            ``"cmc"`` or a full key such as ``"OVERALL/cmc/1"``); does not affect calculations.
         return_only_overall_category: Set ``True`` to return only the metrics over all the queries.
-        verbose: Set ``True`` to print the metrics.
+        visualize_only_overall_category: Set ``False`` to also visualise every category separately.
+        verbose: Set ``True`` to print the metrics (on the main process only).
+        distance: ``"l2"`` (OML's) or ``"cosine"`` (``1 - cosine similarity``).
         registry: Where metric functions are looked up (``default_registry()`` when ``None``).
-        other_top_k: ``<name>_top_k`` values of other registered retrieval metrics.
+        metric_kwargs: Options of given metrics, e.g. ``{"fallout": {"empty_target_action": "skip"}}``.
+        other_top_k: ``<name>_top_k`` values of other registered retrieval metrics (``recall_top_k=(1, 5)``,
+            ``fallout_top_k=(10,)``: fall-out is given the number of gallery items every query could retrieve).
 
     After :meth:`compute_metrics`: ``self.retrieval_results``, ``self.metrics`` (reduced, all categories) and
     ``self.metrics_unreduced`` (per-query tensors) are kept.
@@ -144,6 +209,8 @@ class EmbeddingMetrics(IBasicMetric):
     Raises:
         UnknownNameError: a ``<name>_top_k`` whose metric no loaded plugin registers.
         TypeError: an argument that is neither known nor ``<name>_top_k``.
+        ValueError: ``fmr_vals`` or ``pcf_variance`` outside ``[0, 1]``, an unknown ``distance``, or
+            ``metric_kwargs`` for a metric that is not requested.
     """
 
     def __init__(
@@ -152,10 +219,16 @@ class EmbeddingMetrics(IBasicMetric):
         cmc_top_k: tuple[int, ...] = (5,),
         precision_top_k: tuple[int, ...] = (5,),
         map_top_k: tuple[int, ...] = (5,),
+        fmr_vals: tuple[float, ...] = (),
         pcf_variance: tuple[float, ...] = (0.5,),
+        postprocessor: IRetrievalPostprocessor | None = None,
+        metrics_to_exclude_from_visualization: Iterable[str] = (),
         return_only_overall_category: bool = False,
+        visualize_only_overall_category: bool = True,
         verbose: bool = True,
+        distance: str = "l2",
         registry: Registry | None = None,
+        metric_kwargs: Mapping[str, Mapping[str, Any]] | None = None,
         **other_top_k: tuple[int, ...],
     ) -> None:
         self.dataset = dataset
@@ -163,9 +236,18 @@ class EmbeddingMetrics(IBasicMetric):
         self.cmc_top_k = self.top_k.get("cmc", ())
         self.precision_top_k = self.top_k.get("precision", ())
         self.map_top_k = self.top_k.get("map", ())
-        self.pcf_variance = tuple(pcf_variance or ())
+        self.fmr_vals = check_fractions(fmr_vals, "fmr_vals") if fmr_vals else ()
+        self.pcf_variance = check_fractions(pcf_variance, "pcf_variance") if pcf_variance else ()
+        self.postprocessor = postprocessor
+        self.metrics_to_exclude_from_visualization = (
+            *NOT_PER_QUERY_METRICS,
+            *metrics_to_exclude_from_visualization,
+        )
         self.return_only_overall_category = return_only_overall_category
+        self.visualize_only_overall_category = visualize_only_overall_category
         self.verbose = verbose
+        get_distance_fn(distance)  # an unknown distance fails now, not after an epoch
+        self.distance = distance
         if registry is None:
             from oml_core.registry import default_registry
 
@@ -173,6 +255,12 @@ class EmbeddingMetrics(IBasicMetric):
         self.registry = registry
         for name in self.top_k:
             registry.get(RETRIEVAL_METRIC_KIND, name)  # an unknown metric fails now, not after an epoch
+        self.metric_kwargs = {name: dict(options) for name, options in (metric_kwargs or {}).items()}
+        if set(self.metric_kwargs) - set(self.top_k):
+            raise ValueError(
+                f"metric_kwargs given for metrics that are not requested: "
+                f"{sorted(set(self.metric_kwargs) - set(self.top_k))}; requested: {list(self.top_k)}"
+            )
 
         self.retrieval_results: RetrievalResults | None = None
         self.metrics: TMetricsDict | None = None
@@ -180,6 +268,7 @@ class EmbeddingMetrics(IBasicMetric):
         self.num_samples: int | None = None
         self._embeddings: Tensor | None = None
         self._collected: torch.Tensor | None = None
+        self._queries_of_category: dict[Any, LongTensor] = {}
 
     def setup(self, num_samples: int | None = None) -> None:
         """Forget everything collected and computed; expect ``num_samples`` items (``len(dataset)``)."""
@@ -189,6 +278,7 @@ class EmbeddingMetrics(IBasicMetric):
         self.num_samples = len(self.dataset) if num_samples is None else int(num_samples)
         self._embeddings = None
         self._collected = torch.zeros(self.num_samples, dtype=torch.bool)
+        self._queries_of_category = {}
 
     def update(self, embeddings: FloatTensor, indices: LongTensor | Sequence[int]) -> None:
         """Store the embeddings of one batch at their global dataset indices.
@@ -196,7 +286,7 @@ class EmbeddingMetrics(IBasicMetric):
         Args:
             embeddings: ``[batch, dim]`` representations of the dataset items of the batch.
             indices: Global indices of those items within ``(0, num_samples - 1)``; any order, and an index
-                seen again overwrites the stored embedding.
+                seen again (DDP pads its last batches with repeated items) overwrites the stored embedding.
         """
         if self._collected is None or self.num_samples is None:
             self.setup()
@@ -225,13 +315,29 @@ class EmbeddingMetrics(IBasicMetric):
         """The ``[num_samples, dim]`` embeddings collected so far in dataset order (``None`` before any)."""
         return self._embeddings
 
+    def _n_items_to_retrieve(self) -> int:
+        max_k = max((k for top_k in self.top_k.values() for k in top_k), default=1)
+        top_n = getattr(self.postprocessor, "top_n", None)
+        return max(max_k, int(top_n)) if isinstance(top_n, int) else max_k
+
+    def _fnmr_metrics(self, embeddings: Tensor, query_ids: LongTensor, gallery_ids: LongTensor) -> Tensor:
+        return calc_fnmr_at_fmr_all_pairs(
+            embeddings=embeddings,
+            ids_query=query_ids,
+            ids_gallery=gallery_ids,
+            labels=factorize(self.dataset.get_labels()),
+            fmr_vals=self.fmr_vals,
+            sequence_ids=get_sequence_ids(self.dataset),
+            distance=self.distance,
+        )
+
     def compute_metrics(self) -> TMetricsDict:
         """Compute the metrics over the collected embeddings.
 
         Returns:
-            ``{"OVERALL": {"cmc": {1: tensor}, "precision": {...}, "map": {...}, "pcf": {0.5: tensor}},
-            category1: {...}, ...}`` with 0-d tensors; the category entries are present when the dataset has
-            categories and ``return_only_overall_category`` is ``False``.
+            ``{"OVERALL": {"cmc": {1: tensor}, "precision": {...}, "map": {...}, "fnmr@fmr": {0.1: tensor},
+            "pcf": {0.5: tensor}}, category1: {...}, ...}`` with 0-d tensors; the category entries are present
+            when the dataset has categories and ``return_only_overall_category`` is ``False``.
 
         Raises:
             ValueError: not every item of the dataset has been collected.
@@ -247,35 +353,47 @@ class EmbeddingMetrics(IBasicMetric):
                 f"{self.num_samples} samples."
             )
         embeddings = self._embeddings
-        max_k = max((k for top_k in self.top_k.values() for k in top_k), default=1)
-        self.retrieval_results = RetrievalResults.from_embeddings(embeddings, self.dataset, n_items=max_k)
+        rr = RetrievalResults.from_embeddings(
+            embeddings, self.dataset, n_items=self._n_items_to_retrieve(), distance=self.distance
+        )
+        if self.postprocessor is not None:
+            rr = self.postprocessor.process(rr, self.dataset)
+        self.retrieval_results = rr
 
+        query_ids = torch.as_tensor(self.dataset.get_query_ids(), dtype=torch.long).cpu()
+        gallery_ids = torch.as_tensor(self.dataset.get_gallery_ids(), dtype=torch.long).cpu()
         categories = get_categories(self.dataset)
-        query_categories = None
-        if categories is not None:
-            query_ids = torch.as_tensor(self.dataset.get_query_ids(), dtype=torch.long).cpu().numpy()
-            query_categories = categories[query_ids]
+        query_categories = None if categories is None else categories[query_ids.numpy()]
+        self._queries_of_category = {OVERALL_CATEGORIES_KEY: torch.arange(len(query_ids))}
+        if query_categories is not None:
+            for category in unique_categories(query_categories):
+                self._queries_of_category[category] = torch.as_tensor(
+                    np.flatnonzero(query_categories == category), dtype=torch.long
+                )
 
-        metrics_r: TMetricsDict = {}
+        unreduced: TMetricsDict = {key: {} for key in self._queries_of_category}
         if self.top_k:
             top_k_kwargs = {"cmc_top_k": (), "precision_top_k": (), "map_top_k": ()}
             top_k_kwargs.update({f"{name}_top_k": top_k for name, top_k in self.top_k.items()})
             metrics_r = calc_retrieval_metrics_rr(
-                self.retrieval_results,
-                query_categories=query_categories,
+                rr,
                 reduce=False,
                 verbose=False,
                 registry=self.registry,
+                metric_kwargs=self.metric_kwargs,
                 **top_k_kwargs,
             )
-        metrics_t = calc_topological_metrics(embeddings, self.pcf_variance, categories=categories)
+            for key, positions in self._queries_of_category.items():
+                unreduced[key].update(take_unreduced_metrics_by_mask(metrics_r, _mask(positions, len(rr))))
+        if self.fmr_vals:
+            for key, positions in self._queries_of_category.items():
+                values = self._fnmr_metrics(embeddings, query_ids[positions], gallery_ids)
+                unreduced[key]["fnmr@fmr"] = dict(zip(self.fmr_vals, values))
+        if self.pcf_variance:
+            metrics_t = calc_topological_metrics(embeddings, self.pcf_variance, categories=categories)
+            for key in unreduced:
+                unreduced[key].update(metrics_t.get(key, {}) if categories is not None else metrics_t)
 
-        if categories is None:
-            unreduced = {OVERALL_CATEGORIES_KEY: {**metrics_r, **metrics_t}}
-        else:
-            # the categories of the queries (those of the whole dataset when no retrieval metric is asked for)
-            keys = metrics_r if self.top_k else metrics_t
-            unreduced = {cat: {**metrics_r.get(cat, {}), **metrics_t.get(cat, {})} for cat in keys}
         self.metrics_unreduced = unreduced
         self.metrics = reduce_metrics(unreduced)
 
@@ -283,15 +401,150 @@ class EmbeddingMetrics(IBasicMetric):
             output = {OVERALL_CATEGORIES_KEY: deepcopy(self.metrics[OVERALL_CATEGORIES_KEY])}
         else:
             output = deepcopy(self.metrics)
-        if self.verbose:
+        if self.verbose and is_main_process():
             print("\nMetrics:")
             pprint(output)
         return output
+
+    # ---------------------------------------------------------------------------------- visualisation
+    def _check_computed(self) -> None:
+        if self.metrics_unreduced is None or self.retrieval_results is None:
+            raise ValueError("metrics were not computed yet: call compute_metrics() first")
+
+    def get_worst_queries_ids(self, metric_name: str, n_queries: int) -> list[int]:
+        """The queries with the lowest values of a per-query metric, worst first (ties: lower id first).
+
+        Args:
+            metric_name: A flat metric key such as ``"OVERALL/map/5"`` or ``"<category>/cmc/1"``.
+            n_queries: How many queries to return (fewer when the category has fewer).
+
+        Returns:
+            Positions of the queries among ``dataset.get_query_ids()`` (whatever the category).
+        """
+        self._check_computed()
+        flat = flatten_unreduced(self.metrics_unreduced)
+        if metric_name not in flat:
+            per_query = sorted(k for k, v in flat.items() if v.ndim == 1)
+            close = difflib.get_close_matches(metric_name, per_query, n=3)
+            hint = f" Did you mean {', '.join(map(repr, close))}?" if close else ""
+            raise KeyError(f"Unknown metric {metric_name!r}.{hint} Per-query metrics: {per_query}")
+        values = flat[metric_name]
+        if values.ndim != 1:
+            raise ValueError(f"{metric_name!r} has no per-query values to rank queries by")
+        category = metric_name.split("/", 1)[0]
+        positions = self._queries_of_category.get(category)
+        if positions is None:  # a category key that is not a string, e.g. an int category
+            positions = next(p for key, p in self._queries_of_category.items() if str(key) == category)
+        order = torch.sort(values.float(), stable=True).indices[: max(0, n_queries)]
+        return positions[order].tolist()
+
+    def get_plot_for_queries(self, query_ids: list[int], n_instances: int, verbose: bool = True) -> Figure:
+        """Draw the queries ``query_ids`` (positions among the queries) with their ``n_instances`` first
+        retrieved items (green: relevant, red: not) and a few of their ground-truth items.
+
+        See :meth:`RetrievalResults.visualize`; the dataset must be able to draw its items.
+        """
+        self._check_computed()
+        assert self.retrieval_results is not None
+        return self.retrieval_results.visualize(
+            query_ids=list(query_ids),
+            dataset=self.dataset,
+            n_galleries_to_show=n_instances,
+            n_gt_to_show=N_GT_SHOW_EMBEDDING_METRICS,
+            verbose=verbose,
+        )
+
+    def get_plot_for_worst_queries(
+        self, metric_name: str, n_queries: int, n_instances: int, verbose: bool = False
+    ) -> Figure:
+        """:meth:`get_plot_for_queries` for the ``n_queries`` worst queries by ``metric_name``."""
+        query_ids = self.get_worst_queries_ids(metric_name=metric_name, n_queries=n_queries)
+        return self.get_plot_for_queries(query_ids=query_ids, n_instances=n_instances, verbose=verbose)
+
+    def _visualised_metric_names(self) -> list[str]:
+        assert self.metrics_unreduced is not None
+        names = []
+        excluded = set(self.metrics_to_exclude_from_visualization)
+        for name, values in flatten_unreduced(self.metrics_unreduced).items():
+            parts = name.split("/")
+            if values.ndim != 1 or name in excluded or excluded.intersection(parts[1:]):
+                continue
+            if self.visualize_only_overall_category and parts[0] != OVERALL_CATEGORIES_KEY:
+                continue
+            names.append(name)
+        return names
+
+    def visualize(self) -> tuple[list[Figure], list[str]]:
+        """Draw the worst queries by every per-query metric (except those excluded from visualisation).
+
+        Returns:
+            ``(figures, titles)``: one figure of the :data:`LOG_TOPK_ROWS_PER_METRIC` worst queries per metric,
+            titled ``"top 5 worst by OVERALL_cmc_1"``.
+        """
+        self._check_computed()
+        figures, titles = [], []
+        for name in self._visualised_metric_names():
+            figures.append(
+                self.get_plot_for_worst_queries(
+                    metric_name=name, n_queries=LOG_TOPK_ROWS_PER_METRIC, n_instances=LOG_TOPK_IMAGES_PER_ROW
+                )
+            )
+            titles.append(f"top {LOG_TOPK_ROWS_PER_METRIC} worst by {name}".replace("/", "_"))
+        return figures, titles
+
+
+def _mask(positions: LongTensor, n: int) -> Tensor:
+    mask = torch.zeros(n, dtype=torch.bool)
+    mask[positions] = True
+    return mask
+
+
+class EmbeddingMetricsDDP(EmbeddingMetrics, IMetricDDP):
+    """:class:`EmbeddingMetrics` for several processes (``torch.distributed``): every process collects the
+    embeddings of its share of the dataset, and :meth:`sync` gathers them all in every process.
+
+    Takes the same arguments as :class:`EmbeddingMetrics`. Call :meth:`sync` after the last :meth:`update` and
+    before :meth:`compute_metrics` (``MetricValCallbackDDP`` does); without an initialised process group it
+    does nothing. Items that DDP samplers repeat to pad the last batches are gathered once.
+    """
+
+    def sync(self) -> None:
+        """All-gather the collected ``(indices, embeddings)`` of every process into every process."""
+        dist = torch.distributed
+        if not (dist.is_available() and dist.is_initialized()) or dist.get_world_size() == 1:
+            return
+        if self._collected is None or self._embeddings is None:
+            raise ValueError("sync() needs data: call setup() and update() on every process first")
+        device = self._embeddings.device
+        indices = self._collected.nonzero().squeeze(1).to(device)
+        counts = [torch.zeros(1, dtype=torch.long, device=device) for _ in range(dist.get_world_size())]
+        dist.all_gather(counts, torch.tensor([len(indices)], device=device))
+        longest = max(int(c) for c in counts)
+        padded_ids = torch.full((longest,), -1, dtype=torch.long, device=device)
+        padded_ids[: len(indices)] = indices
+        padded_emb = torch.zeros(
+            longest, self._embeddings.shape[1], dtype=self._embeddings.dtype, device=device
+        )
+        padded_emb[: len(indices)] = self._embeddings[indices]
+        all_ids = [torch.empty_like(padded_ids) for _ in counts]
+        all_emb = [torch.empty_like(padded_emb) for _ in counts]
+        dist.all_gather(all_ids, padded_ids)
+        dist.all_gather(all_emb, padded_emb)
+        for count, ids, emb in zip(counts, all_ids, all_emb):
+            n = int(count)
+            self.update(emb[:n], ids[:n].cpu())
 
 
 __all__ = [
     "CATEGORIES_COLUMNS",
     "EmbeddingMetrics",
+    "EmbeddingMetricsDDP",
+    "LOG_TOPK_IMAGES_PER_ROW",
+    "LOG_TOPK_ROWS_PER_METRIC",
+    "N_GT_SHOW_EMBEDDING_METRICS",
+    "calc_fnmr_at_fmr_rr",
+    "flatten_unreduced",
+    "is_main_process",
     "calc_retrieval_metrics_rr",
     "flatten_metrics",
     "get_categories",
