@@ -229,6 +229,38 @@ def test_plugin_metric_by_name() -> None:
     assert metric.retrieval_results.n_retrieved_items == 4  # n_items = the largest k of all the metrics
 
 
+def test_other_systems_metrics_by_name(registry: Registry) -> None:
+    """recall, fall-out, MRR and nDCG through EmbeddingMetrics, by hand from the table above (every query
+    could retrieve the 4 other items: fall-out's denominator is 4 - n_gt)."""
+    metric = EmbeddingMetrics(
+        LineDataset(),
+        cmc_top_k=(),
+        precision_top_k=(),
+        map_top_k=(),
+        pcf_variance=(),
+        recall_top_k=(1, 3),
+        fallout_top_k=(2,),
+        mrr_top_k=(4,),
+        ndcg_top_k=(2,),
+        metric_kwargs={"fallout": {"empty_target_action": "error"}},
+        verbose=False,
+        registry=registry,
+    )
+    metrics = run(metric)
+    overall = metrics["OVERALL"]
+    assert list(overall) == ["recall", "fallout", "mrr", "ndcg"]
+    assert overall["recall"][1].item() == pytest.approx(mean([1, 0, 0, 0, 0]))
+    assert overall["recall"][3].item() == pytest.approx(mean([1 / 2, 1 / 2, 1, 1, 1 / 2]))
+    fallout_2 = [(2 - 1) / 2, (2 - 1) / 2, 2 / 3, 1 / 3, 2 / 2]  # (top 2 - hits) / (4 - n_gt)
+    assert overall["fallout"][2].item() == pytest.approx(mean(fallout_2))
+    assert metrics["y"]["fallout"][2].item() == pytest.approx(mean(fallout_2, [2, 3, 4]))
+    assert overall["mrr"][4].item() == pytest.approx(mean([1, 1 / 2, 1 / 3, 1 / 2, 1 / 3]))
+    discount = 1 / np.log2(3)
+    ndcg_2 = [1 / (1 + discount), discount / (1 + discount), 0, discount, 0]
+    assert overall["ndcg"][2].item() == pytest.approx(mean(ndcg_2))
+    assert metric.retrieval_results.n_gallery.tolist() == [4] * 5
+
+
 def test_unknown_metric_and_argument(registry: Registry) -> None:
     with pytest.raises(UnknownNameError, match="hitz"):
         EmbeddingMetrics(LineDataset(), hitz_top_k=(1,), registry=registry)
