@@ -262,3 +262,25 @@ def test_describe_reports_provider_and_signature():
 def test_registries_do_not_share_state():
     first, second = make(("plugin_a", PluginA())), make()
     assert "fake" in first.names("loss") and second.names("loss") == []
+
+
+def test_default_config_from_a_plugin_config_dir(tmp_path):
+    (tmp_path / "loss").mkdir()
+    (tmp_path / "loss" / "fake.yaml").write_text("name: fake\nargs:\n  margin: 0.3\n")
+    (tmp_path / "loss" / "broken.yaml").write_text("name: other\nargs: {}\n")
+
+    class WithConfigs(PluginA):
+        @hookimpl
+        def oml_register_config_dirs(self, register):
+            register(f"file://{tmp_path}")
+
+    registry = make(WithConfigs())
+    spec = registry.default_config("loss", "fake")
+    assert spec == {"name": "fake", "args": {"margin": 0.3}}
+    assert registry.build("loss", spec).margin == 0.3
+    assert registry.default_config("loss", "annotated") is None  # no file: no default
+    assert registry.default_config("transforms", "norm_resize") is None  # the core dir has none
+    with pytest.raises(ConfigError, match=r"broken\.yaml: a default config must be a mapping \{name: broken"):
+        registry.default_config("loss", "broken")
+    with pytest.raises(KeyError, match="Unknown kind 'lossez'"):
+        registry.default_config("lossez", "fake")

@@ -60,6 +60,24 @@ def to_plain(cfg: Any) -> Any:
     return cfg
 
 
+def _config_dir_path(config_dir: str) -> Any:
+    """The folder of a hydra search-path entry: ``pkg://package.sub`` (a ``Traversable`` of the package) or
+    ``file:///path``; ``None`` for another scheme or a package that cannot be imported."""
+    scheme, _, location = config_dir.partition("://")
+    if scheme == "pkg":
+        import importlib.resources
+
+        try:
+            return importlib.resources.files(location.replace("/", "."))
+        except ModuleNotFoundError:
+            return None
+    if scheme == "file":
+        from pathlib import Path
+
+        return Path(location)
+    return None
+
+
 def is_spec(value: Any) -> bool:
     """True for a ``{name: str, args: {...}}`` mapping (``args`` optional), the shape of a component config."""
     return isinstance(value, Mapping) and isinstance(value.get("name"), str) and set(value) <= SPEC_KEYS
@@ -139,6 +157,35 @@ class Registry:
         """Hydra search-path entries registered through ``oml_register_config_dirs``."""
         self._collect()
         return list(self._config_dirs)
+
+    def default_config(self, kind: str, name: str) -> dict[str, Any] | None:
+        """The default ``{name, args}`` config of a component, or ``None`` when no config dir has one.
+
+        A plugin ships the default config of its component ``name`` of kind ``kind`` as
+        ``<kind>/<name>.yaml`` in a config dir it registers with ``oml_register_config_dirs`` (``pkg://package.sub``
+        or ``file:///path``); the first dir that has the file wins. On the command line the same file is a
+        hydra group option, e.g. ``oml train +sampler@sampler=category_balance``.
+
+        Raises:
+            ConfigError: the file is not a ``{name, args}`` mapping naming ``name``.
+        """
+        get_kind(kind)
+        for config_dir in self.config_dirs():
+            path = _config_dir_path(config_dir)
+            if path is None:
+                continue
+            candidate = path / kind / f"{name}.yaml"
+            if not candidate.is_file():
+                continue
+            from omegaconf import OmegaConf
+
+            spec = to_plain(OmegaConf.load(str(candidate)))
+            if not is_spec(spec) or spec["name"].rpartition(":")[2] != name:
+                raise ConfigError(
+                    f"{candidate}: a default config must be a mapping {{name: {name}, args: {{...}}}}, got {spec!r}"
+                )
+            return spec
+        return None
 
     # ------------------------------------------------------------------------------------- collection
     def _collect(self) -> dict[str, list[Entry]]:
