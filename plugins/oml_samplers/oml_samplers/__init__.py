@@ -13,9 +13,15 @@ from oml_core.utils.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from oml_samplers.balance import BalanceSampler
+    from oml_samplers.category_balance import CategoryBalanceSampler
+    from oml_samplers.distinct_category_balance import DistinctCategoryBalanceSampler
 
-_EXPORTS = {"BalanceSampler": "oml_samplers.balance"}
+_EXPORTS = {
+    "BalanceSampler": "oml_samplers.balance",
+    "CategoryBalanceSampler": "oml_samplers.category_balance",
+    "DistinctCategoryBalanceSampler": "oml_samplers.distinct_category_balance",
+}
 
-__all__ = ["BalanceSampler"]
+__all__ = ["BalanceSampler", "CategoryBalanceSampler", "DistinctCategoryBalanceSampler"]
 
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

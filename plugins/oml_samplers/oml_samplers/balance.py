@@ -8,16 +8,10 @@ from typing import Any
 import torch
 
 from oml_core.interfaces.samplers import IBatchSampler
+from oml_samplers.checks import check_int
 from oml_samplers.generators import make_generator
 from oml_samplers.labels import as_labels_tensor, group_indices_by_label
-
-
-def _check_count(value: int, name: str, meaning: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ValueError(f"{name} must be an int, got {type(value).__name__} {value!r}")
-    if value < 2:
-        raise ValueError(f"{name} ({meaning}) should be > 1, got {value}")
-    return value
+from oml_samplers.sampling import sample_with_fill
 
 
 class BalanceSampler(IBatchSampler):
@@ -31,7 +25,8 @@ class BalanceSampler(IBatchSampler):
     - shuffle the ``L`` labels; the 1st batch takes the first ``n_labels`` of them, the 2nd batch the next
       ``n_labels`` of the ``L - n_labels`` remaining ones, and so on;
     - for each label of a batch, select ``n_instances`` of its instances: without repetition if the label
-      has at least ``n_instances`` of them, with repetition otherwise;
+      has at least ``n_instances`` of them; otherwise the choice is made with repetition (every instance of
+      the label once, the missing ones drawn with repetition), so a label with a single item is allowed;
     - the epoch ends after ``L // n_labels`` batches: if ``L % n_labels != 0``, the last incomplete batch is
       dropped (its labels change from epoch to epoch).
 
@@ -64,8 +59,8 @@ class BalanceSampler(IBatchSampler):
         seed: int | None = None,
     ) -> None:
         labels_t = as_labels_tensor(labels)
-        self.n_labels = _check_count(n_labels, "n_labels", "the number of labels in a batch")
-        self.n_instances = _check_count(n_instances, "n_instances", "the number of instances of each label")
+        self.n_labels = check_int(n_labels, "n_labels", "the number of labels in a batch", 2)
+        self.n_instances = check_int(n_instances, "n_instances", "the number of instances of each label", 2)
         self._unique_labels, self._ids_by_label = group_indices_by_label(labels_t)
         if n_labels > len(self._unique_labels):
             raise ValueError(
@@ -84,12 +79,7 @@ class BalanceSampler(IBatchSampler):
         return len(self._unique_labels) // self.n_labels
 
     def _sample_instances(self, label_pos: int) -> list[int]:
-        ids = self._ids_by_label[label_pos]
-        if len(ids) >= self.n_instances:
-            picked = torch.randperm(len(ids), generator=self.generator)[: self.n_instances]
-        else:
-            picked = torch.randint(len(ids), (self.n_instances,), generator=self.generator)
-        return ids[picked].tolist()
+        return sample_with_fill(self._ids_by_label[label_pos], self.n_instances, self.generator).tolist()
 
     def __iter__(self) -> Iterator[list[int]]:
         """Draw an epoch; iterate over its ``len(self)`` batches of ``n_labels * n_instances`` indices."""

@@ -49,7 +49,8 @@ def test_drops_the_incomplete_last_batch() -> None:
 
 
 def test_repetition_only_for_small_labels() -> None:
-    labels = [0, 1, 1, 1, 1, 1, 2, 2]  # label 0 has 1 instance, label 2 has 2, label 1 has 5
+    # label 0 has 1 instance, label 2 has 2, label 1 has 5; a small label gives every instance at least once
+    labels = [0, 1, 1, 1, 1, 1, 2, 2]
     sampler = BalanceSampler(labels, n_labels=3, n_instances=4)
     for epoch in epochs(sampler, 5):
         (batch,) = epoch
@@ -133,6 +134,7 @@ def test_works_as_a_dataloader_batch_sampler() -> None:
             r"n_labels \(4\) must not exceed the number of unique labels .*\(3\)",
         ),
         ({"n_labels": 2.0, "n_instances": 2}, r"n_labels must be an int, got float"),
+        ({"n_labels": True, "n_instances": 2}, r"n_labels must be an int, got bool True"),
         (
             {"n_labels": 2, "n_instances": 2, "seed": 1, "generator": torch.Generator()},
             "either generator or seed",

@@ -1,0 +1,1 @@
+"""Default configs of the samplers, one ``sampler/<name>.yaml`` per registered sampler name."""
