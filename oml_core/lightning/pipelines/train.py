@@ -101,7 +101,11 @@ def extractor_training_pipeline(
     train_dataset, val_dataset = _build_datasets(cfg, registry, dataset_root, df_train, df_val)
 
     extractor = registry.build("extractor", cfg["extractor"])
-    criterion = registry.build("loss", cfg["criterion"])
+    criterion = registry.build(
+        "loss",
+        cfg["criterion"],
+        **_offered(registry, "loss", cfg["criterion"], {"label2category": train_dataset.get_label2category}),
+    )
     params = list(extractor.parameters()) + list(criterion.parameters())
     optimizer = registry.build("optimizer", cfg["optimizer"], params=params)
     scheduler = (
@@ -187,6 +191,16 @@ def _build_datasets(
     return train, val
 
 
+def _offered(
+    registry: Registry, kind: str, spec: Mapping[str, Any], offers: Mapping[str, Any]
+) -> dict[str, Any]:
+    """The runtime arguments of a component: ``offers[name]()`` for every ``name`` its factory accepts and its
+    config's ``args`` do not set (a sampler's ``labels`` and ``generator``, a loss's ``label2category``)."""
+    accepted = inspect.signature(registry.get(kind, spec["name"]).load()).parameters
+    given = set(spec.get("args") or {})
+    return {name: offer() for name, offer in offers.items() if name in accepted and name not in given}
+
+
 def _train_loader(cfg: Mapping[str, Any], registry: Registry, dataset: Any) -> DataLoader:
     num_workers = cfg.get("num_workers", 0)
     if cfg.get("sampler") is None:
@@ -201,13 +215,14 @@ def _train_loader(cfg: Mapping[str, Any], registry: Registry, dataset: Any) -> D
             generator=generator,
             num_workers=num_workers,
         )
-    runtime: dict[str, Any] = {"labels": dataset.get_labels()}
-    entry = registry.get("sampler", cfg["sampler"]["name"])
-    accepted = inspect.signature(entry.load()).parameters
-    if "generator" in accepted and not {"generator", "seed"} & set(cfg["sampler"].get("args") or {}):
-        runtime["generator"] = torch.Generator().manual_seed(cfg["seed"])
-    if "label2category" in accepted:
-        runtime["label2category"] = dataset.get_label2category()
+    offers = {
+        "labels": dataset.get_labels,
+        "generator": lambda: torch.Generator().manual_seed(cfg["seed"]),
+        "label2category": dataset.get_label2category,
+    }
+    if "seed" in (cfg["sampler"].get("args") or {}):  # the config's seed replaces the pipeline's generator
+        offers.pop("generator")
+    runtime = _offered(registry, "sampler", cfg["sampler"], offers)
     sampler = registry.build("sampler", cfg["sampler"], **runtime)
     return DataLoader(dataset, batch_sampler=sampler, num_workers=num_workers)
 
