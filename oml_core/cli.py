@@ -4,6 +4,7 @@
     oml plugins [--all] [--format table|json] [--check]
     oml registry [KIND] [--format table|json]
     oml mock-dataset DIR [--seed N]
+    oml check-dataframe CSV [--dataset-root DIR] [--sep SEP]
 
 Errors a user can fix (an unknown or missing component, a bad config) are printed as one message and the
 command exits with status 2, with no traceback.
@@ -64,6 +65,19 @@ def _parser() -> argparse.ArgumentParser:
     mock.add_argument("dir", type=Path)
     mock.add_argument("--seed", type=int, default=0)
     mock.set_defaults(handler=_cmd_mock_dataset)
+
+    check = sub.add_parser(
+        "check-dataframe",
+        help="check that a csv is in OML's retrieval format; exit 1 with the problems if not",
+    )
+    check.add_argument("csv", type=Path)
+    check.add_argument(
+        "--dataset-root",
+        type=Path,
+        help="the folder the relative paths are joined to (default: the csv's folder)",
+    )
+    check.add_argument("--sep", default=",", help="the csv's separator (default: ',')")
+    check.set_defaults(handler=_cmd_check_dataframe)
     return parser
 
 
@@ -207,6 +221,25 @@ def _cmd_mock_dataset(args: argparse.Namespace, _: list[str]) -> int:
         raise ConfigError(f"{str(root)!r} exists and is not empty; choose a new directory")
     generate_mock_dataset(root, seed=args.seed)
     print(f"Mock dataset written to {root}")
+    return 0
+
+
+# ------------------------------------------------------------------------------------- check dataframe
+def _cmd_check_dataframe(args: argparse.Namespace, _: list[str]) -> int:
+    import warnings
+
+    from oml_core.datasets.dataframe_format import DataFrameFormatError, check_retrieval_dataframe_format
+
+    root = args.dataset_root if args.dataset_root is not None else args.csv.parent
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            check_retrieval_dataframe_format(args.csv, dataset_root=root, sep=args.sep, verbose=True)
+        except (DataFrameFormatError, FileNotFoundError) as e:
+            print(f"oml check-dataframe: error: {e}", file=sys.stderr)
+            return 1
+    for warning in caught:
+        print(f"oml check-dataframe: warning: {warning.message}", file=sys.stderr)
     return 0
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import io
 import pickle
 from pathlib import Path
@@ -47,6 +48,18 @@ def _read_csv(root: Path, name: str, split: str | None = None) -> pd.DataFrame:
         df["is_query"] = df["is_query"].astype(bool)
         df["is_gallery"] = df["is_gallery"].astype(bool)
     return df
+
+
+IMAGENET_MEAN = (0.485, 0.456, 0.406)
+IMAGENET_STD = (0.229, 0.224, 0.225)
+
+
+def _normalised(image: np.ndarray) -> torch.Tensor:
+    """The naive transform=None of OML: ``(pixel / 255 - mean[c]) / std[c]``, channels first."""
+    out = np.empty((3, *image.shape[:2]), dtype=np.float32)
+    for c in range(3):
+        out[c] = (image[:, :, c].astype(np.float32) / 255 - IMAGENET_MEAN[c]) / IMAGENET_STD[c]
+    return torch.from_numpy(out)
 
 
 class CountingReader:
@@ -106,9 +119,11 @@ def test_labeled_dataset_items(root: Path) -> None:
     assert set(item) == {"input_tensors", "idx", "labels", "paths", "categories", "x1", "y1", "x2", "y2"}
     tensor = item["input_tensors"]
     assert tensor.dtype == torch.float32 and tensor.shape == (3, 64, 64)
-    assert 0.0 <= float(tensor.min()) < 1.0 and float(tensor.max()) == 1.0  # white background is 1.0
-    expected = torch.from_numpy(np.asarray(Image.open(root / df["path"][9]), dtype=np.float32) / 255)
-    assert torch.equal(tensor, expected.permute(2, 0, 1))
+    # transform=None: "only normalisation and casting to tensor" (ImageNet mean/std, as OML does)
+    expected = _normalised(np.asarray(Image.open(root / df["path"][9])))
+    torch.testing.assert_close(tensor, expected)
+    white = [(1 - m) / s for m, s in zip(IMAGENET_MEAN, IMAGENET_STD)]
+    torch.testing.assert_close(tensor[:, 0, 0], torch.tensor(white))  # the white background
     assert item["idx"] == 9
     assert item["labels"] == 1 and isinstance(item["labels"], int)
     assert item["paths"] == str(root / "images/000009.png")
@@ -214,11 +229,9 @@ def test_bbox_cropping(root: Path) -> None:
         x1, x2, y1, y2 = (int(row[c]) for c in ("x_1", "x_2", "y_1", "y_2"))
         item = dataset[i]
         assert item["input_tensors"].shape == (3, y2 - y1, x2 - x1)
-        full = np.asarray(Image.open(root / row["path"]), dtype=np.float32) / 255
-        expected = torch.from_numpy(full[y1:y2, x1:x2].copy()).permute(2, 0, 1)
-        assert torch.equal(item["input_tensors"], expected)
+        full = np.asarray(Image.open(root / row["path"]))
+        torch.testing.assert_close(item["input_tensors"], _normalised(full[y1:y2, x1:x2]))
         assert (item["x1"], item["y1"], item["x2"], item["y2"]) == (x1, y1, x2, y2)
-        assert float(item["input_tensors"].min()) < 0.95  # the figure is in the crop
     assert dataset[5]["input_tensors"].shape == (3, 64, 64)
     assert dataset.bboxes is not None and dataset.bboxes[5] is None
 
@@ -357,17 +370,21 @@ def test_missing_columns_are_named() -> None:
 
 
 def test_bad_values_are_named() -> None:
-    with pytest.raises(ValueError, match="'label'.*row 1"):
+    with pytest.raises(ValueError, match="ImageLabeledDataset: column 'label': an empty value at row 1$"):
         ImageLabeledDataset(_df(label=[0, None]))
-    with pytest.raises(ValueError, match="'path'.*row 0"):
+    with pytest.raises(ValueError, match="'path'.*at row 0$"):
         ImageLabeledDataset(_df(path=["", "b.png"]))
-    with pytest.raises(ValueError, match="'is_query'.*row 1"):
+    with pytest.raises(ValueError, match="'path'.*in 2 rows: rows 0, 1$"):
+        ImageLabeledDataset(_df(path=["  ", None]))
+    with pytest.raises(ValueError, match="'is_query'.*at row 1 \\(None\\)"):
         ImageQueryGalleryLabeledDataset(_df(is_query=[True, None]))
-    with pytest.raises(ValueError, match="'y_2'"):
+    with pytest.raises(ValueError, match="'is_gallery'.*at row 0 \\('yes'\\)"):
+        ImageQueryGalleryDataset(_df(is_gallery=["yes", True]).drop(columns=["label"]))
+    with pytest.raises(ValueError, match="'y_2' missing"):
         ImageLabeledDataset(_df(x_1=[0, 0], x_2=[5, 5], y_1=[0, 0]))
-    with pytest.raises(ValueError, match="row 1.*x_1=9, x_2=5"):
+    with pytest.raises(ValueError, match="'x_1', 'x_2'.*at row 1 \\(x_1=9, x_2=5\\)"):
         ImageLabeledDataset(_df(x_1=[0, 9], x_2=[5, 5], y_1=[0, 0], y_2=[3, 3]))
-    with pytest.raises(ValueError, match="row 0.*incomplete"):
+    with pytest.raises(ValueError, match="incomplete.*in 2 rows: rows 0 \\(empty y_1\\), 1 \\(empty x_2\\)"):
         ImageLabeledDataset(_df(x_1=[0, 0], x_2=[5, None], y_1=[None, 0], y_2=[3, 3]))
     with pytest.raises(ValueError, match="'categories'"):
         ImageLabeledDataset(_df(category=["a", "b"]), extra_data={"categories": [1, 2]})
@@ -385,6 +402,118 @@ def test_get_retrieval_images_datasets(root: Path) -> None:
     assert valid.get_query_ids().tolist() == list(range(64))
     with pytest.raises(FileNotFoundError, match="nope.csv"):
         get_retrieval_images_datasets(root, dataframe_name="nope.csv")
+
+
+def test_get_retrieval_images_datasets_checks_the_format(
+    root: Path, tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    get_retrieval_images_datasets(root, dataframe_name="df_with_bboxes.csv")
+    assert capsys.readouterr().out.startswith(
+        f"'{root / 'df_with_bboxes.csv'}': OK, in OML's retrieval format"
+    )
+    get_retrieval_images_datasets(root, verbose=False)
+    assert capsys.readouterr().out == ""
+
+    df = pd.read_csv(root / "df.csv")
+    df.loc[130, "is_gallery"] = "maybe"
+    df.to_csv(tmp_path / "df_bad.csv", index=False)  # an absolute dataframe_name is taken as it is
+    with pytest.raises(
+        ValueError, match="df_bad.csv': column 'is_gallery': a non-boolean value at row 130 \\('maybe'\\)"
+    ):
+        get_retrieval_images_datasets(root, dataframe_name=str(tmp_path / "df_bad.csv"))
+
+
+def _described(cls: type) -> list[tuple[str, object]]:
+    parameters = list(inspect.signature(cls.__init__).parameters.values())[1:]
+    return [(p.name, p.default) for p in parameters]
+
+
+_EMPTY = inspect.Parameter.empty
+_BOX_KEYS = [("x1_key", "x1"), ("x2_key", "x2"), ("y1_key", "y1"), ("y2_key", "y2")]
+_READING = [("transform", None), ("f_imread", None), ("cache_size", 0)]
+# the manual's parameters, in its order, with its defaults (oml.datasets.images)
+MANUAL_SIGNATURES: dict[type, list[tuple[str, object]]] = {
+    ImageBaseDataset: [
+        ("paths", _EMPTY),
+        ("dataset_root", None),
+        ("bboxes", None),
+        ("extra_data", None),
+        *_READING,
+        ("input_tensors_key", "input_tensors"),
+        ("index_key", "idx"),
+        ("paths_key", "paths"),
+        *_BOX_KEYS,
+    ],
+    ImageLabeledDataset: [
+        ("df", _EMPTY),
+        ("extra_data", None),
+        ("dataset_root", None),
+        *_READING,
+        ("input_tensors_key", "input_tensors"),
+        ("labels_key", "labels"),
+        ("index_key", "idx"),
+        ("paths_key", "paths"),
+        ("categories_key", "categories"),
+        ("sequence_key", "sequence"),
+        *_BOX_KEYS,
+    ],
+    ImageQueryGalleryLabeledDataset: [
+        ("df", _EMPTY),
+        ("extra_data", None),
+        ("dataset_root", None),
+        *_READING,
+        ("input_tensors_key", "input_tensors"),
+        ("labels_key", "labels"),
+        ("paths_key", "paths"),
+        ("categories_key", "categories"),
+        ("sequence_key", "sequence"),
+        *_BOX_KEYS,
+        ("is_query_key", "is_query"),
+        ("is_gallery_key", "is_gallery"),
+    ],
+    ImageQueryGalleryDataset: [
+        ("df", _EMPTY),
+        ("extra_data", None),
+        ("dataset_root", None),
+        *_READING,
+        ("input_tensors_key", "input_tensors"),
+        ("paths_key", "paths"),
+        ("categories_key", "categories"),
+        ("sequence_key", "sequence"),
+        *_BOX_KEYS,
+        ("is_query_key", "is_query"),
+        ("is_gallery_key", "is_gallery"),
+    ],
+}
+
+
+@pytest.mark.parametrize("cls", list(MANUAL_SIGNATURES), ids=lambda cls: cls.__name__)
+def test_signatures_follow_the_manual(cls: type) -> None:
+    """The manual's parameters come first, in its order and with its defaults (positional calls work); the
+    query/gallery datasets add ``index_key="idx"`` at the end."""
+    expected = MANUAL_SIGNATURES[cls]
+    actual = _described(cls)
+    assert actual[: len(expected)] == expected
+    assert actual[len(expected) :] == (
+        [] if cls in (ImageBaseDataset, ImageLabeledDataset) else [("index_key", "idx")]
+    )
+
+
+def test_custom_keys_of_the_query_gallery_datasets(root: Path) -> None:
+    df = _read_csv(root, "df_with_category.csv", "validation")
+    keys = {
+        "labels_key": "y",
+        "categories_key": "c",
+        "is_query_key": "q",
+        "is_gallery_key": "g",
+        "paths_key": "p",
+    }
+    item = ImageQueryGalleryLabeledDataset(df, dataset_root=root, index_key="i", x1_key="left", **keys)[5]
+    assert set(item) == {"input_tensors", "i", "y", "p", "c", "q", "g", "left", "y1", "x2", "y2"}
+    assert item["y"] == 16 and item["i"] == 5 and item["q"] is True and item["left"] == 0
+    del keys["labels_key"]
+    item = ImageQueryGalleryDataset(df, dataset_root=root, input_tensors_key="x", **keys)[5]
+    assert set(item) == {"x", "idx", "p", "c", "q", "g", "x1", "y1", "x2", "y2"}
 
 
 def test_pil_image_round_trip_through_bytes_reader(root: Path) -> None:

@@ -12,7 +12,12 @@ import pytest
 from PIL import Image
 
 import oml_core.datasets.mock as mock
-from oml_core.datasets import download_mock_dataset, generate_mock_dataset, get_mock_dataset_root
+from oml_core.datasets import (
+    check_retrieval_dataframe_format,
+    download_mock_dataset,
+    generate_mock_dataset,
+    get_mock_dataset_root,
+)
 
 BASE_COLUMNS = ["label", "path", "split", "is_query", "is_gallery"]
 EXPECTED_COLUMNS = {
@@ -58,6 +63,24 @@ def test_files_columns_and_counts(root: Path) -> None:
     assert (df.groupby("label")["category"].nunique() == 1).all()
     assert set(df["category"]) == set(mock.MOCK_SHAPES)
     assert set(train["category"]) == set(val["category"]) == set(mock.MOCK_SHAPES)
+
+
+@pytest.mark.parametrize("name", mock.MOCK_DF_NAMES)
+def test_every_table_passes_the_format_checker(root: Path, name: str, capsys: pytest.CaptureFixture) -> None:
+    check_retrieval_dataframe_format(root / name, dataset_root=root)
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[:3] == [
+        f"'{root / name}': OK, in OML's retrieval format",
+        "  train:      128 rows, 16 labels",
+        "  validation: 64 rows, 8 labels, 64 queries, 64 gallery items",
+    ]
+    optional = {
+        "df.csv": [],
+        "df_with_category.csv": ["  optional:   category (6 categories)"],
+        "df_with_bboxes.csv": ["  optional:   bounding boxes (192 rows with a box)"],
+        "df_with_sequence.csv": ["  optional:   sequence (72 sequences)"],
+    }
+    assert lines[3:] == optional[name]
 
 
 def test_images_are_rgb_64_with_white_background(root: Path) -> None:

@@ -1,5 +1,6 @@
-"""Image datasets in OML's dataframe format and the generated mock "figures" dataset."""
+"""Image and pairs datasets in OML's dataframe format, the format's checker and the mock "figures" dataset."""
 
+from oml_core.datasets.dataframe_format import DataFrameFormatError, check_retrieval_dataframe_format
 from oml_core.datasets.images import (
     ImageBaseDataset,
     ImageLabeledDataset,
@@ -10,12 +11,17 @@ from oml_core.datasets.images import (
     pil_to_tensor,
 )
 from oml_core.datasets.mock import download_mock_dataset, generate_mock_dataset, get_mock_dataset_root
+from oml_core.datasets.pairs import EmbeddingPairsDataset, ImagePairsDataset
 
 __all__ = [
+    "DataFrameFormatError",
+    "EmbeddingPairsDataset",
     "ImageBaseDataset",
     "ImageLabeledDataset",
+    "ImagePairsDataset",
     "ImageQueryGalleryDataset",
     "ImageQueryGalleryLabeledDataset",
+    "check_retrieval_dataframe_format",
     "download_mock_dataset",
     "generate_mock_dataset",
     "get_mock_dataset_root",

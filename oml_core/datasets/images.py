@@ -11,7 +11,6 @@ with ``cache_size > 0``, kept in a per-instance LRU cache of decoded images) onl
 
 from __future__ import annotations
 
-import math
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Sequence
 from pathlib import Path
@@ -23,6 +22,29 @@ import torch
 from PIL import Image, ImageDraw
 from torch import LongTensor
 
+from oml_core.builtins.transforms import IMAGENET_MEAN, IMAGENET_STD
+from oml_core.datasets.dataframe_format import (
+    BBOXES_COLUMNS,
+    CATEGORIES_COLUMN,
+    IS_GALLERY_COLUMN,
+    IS_QUERY_COLUMN,
+    LABELS_COLUMN,
+    PATHS_COLUMN,
+    SEQUENCE_COLUMN,
+    SPLIT_COLUMN,
+    X1_COLUMN,
+    X2_COLUMN,
+    Y1_COLUMN,
+    Y2_COLUMN,
+    DataFrameFormatError,
+    TBBox,
+    check_retrieval_dataframe_format,
+    empty_mask,
+    missing_columns_problem,
+    parse_bboxes,
+    parse_bool_column,
+    row_problem,
+)
 from oml_core.interfaces.datasets import (
     IBaseDataset,
     ILabeledDataset,
@@ -32,20 +54,6 @@ from oml_core.interfaces.datasets import (
 )
 from oml_core.utils.images import imread_pil
 
-LABELS_COLUMN = "label"
-PATHS_COLUMN = "path"
-SPLIT_COLUMN = "split"
-IS_QUERY_COLUMN = "is_query"
-IS_GALLERY_COLUMN = "is_gallery"
-CATEGORIES_COLUMN = "category"
-SEQUENCE_COLUMN = "sequence"
-X1_COLUMN = "x_1"
-X2_COLUMN = "x_2"
-Y1_COLUMN = "y_1"
-Y2_COLUMN = "y_2"
-BBOXES_COLUMNS = (X1_COLUMN, X2_COLUMN, Y1_COLUMN, Y2_COLUMN)
-
-TBBox = tuple[int, int, int, int]
 TImage = Image.Image | np.ndarray
 TImReader = Callable[[Path | str | bytes], TImage]
 TColor = tuple[int, int, int]
@@ -82,8 +90,8 @@ class _LRUCache:
 def pil_to_tensor(image: TImage) -> torch.Tensor:
     """Convert a PIL image or an ``HxWx3`` uint8 array into a float tensor ``[3, H, W]`` in ``[0, 1]``.
 
-    This is what the image datasets use when ``transform`` is ``None``. A uint8 array is divided by 255, an
-    array of another dtype is only cast to float32; a greyscale array is repeated over 3 channels.
+    A uint8 array is divided by 255, an array of another dtype is only cast to float32 (taken as already in
+    ``[0, 1]``); a greyscale array is repeated over 3 channels.
     """
     if isinstance(image, Image.Image):
         array = np.asarray(image.convert("RGB"))
@@ -97,6 +105,16 @@ def pil_to_tensor(image: TImage) -> torch.Tensor:
         raise TypeError(f"expected a PIL image or a numpy array, got {type(image).__name__}")
     tensor = torch.from_numpy(np.array(array, dtype=np.float32, copy=True)).permute(2, 0, 1).contiguous()
     return tensor / 255.0 if array.dtype == np.uint8 else tensor
+
+
+_MEAN = torch.tensor(IMAGENET_MEAN, dtype=torch.float32).view(3, 1, 1)
+_STD = torch.tensor(IMAGENET_STD, dtype=torch.float32).view(3, 1, 1)
+
+
+def _normalise_to_tensor(image: TImage) -> torch.Tensor:
+    """What the datasets apply when ``transform`` is ``None`` (OML: "only normalisation and casting to
+    tensor"): :func:`pil_to_tensor`, then ``(x - mean) / std`` per channel with ImageNet's mean and std."""
+    return (pil_to_tensor(image) - _MEAN) / _STD
 
 
 def _image_size(image: TImage) -> tuple[int, int]:
@@ -123,89 +141,15 @@ def _to_uint8_rgb(image: TImage) -> np.ndarray:
 def _check_columns(df: Any, required: Sequence[str], owner: str) -> None:
     if not isinstance(df, pd.DataFrame):
         raise TypeError(f"{owner} expects a pandas DataFrame as df, got {type(df).__name__}")
-    missing = [c for c in required if c not in df.columns]
-    if missing:
-        names = ", ".join(f"'{c}'" for c in missing)
-        raise ValueError(
-            f"{owner}: the dataframe is missing the required column(s) {names}; "
-            f"the columns present are {list(map(str, df.columns))}"
-        )
+    problem = missing_columns_problem(df, required)
+    if problem is not None:
+        raise DataFrameFormatError(f"{owner}: the dataframe is {problem}")
 
 
 def _check_no_missing(df: pd.DataFrame, column: str, owner: str) -> None:
-    values = df[column]
-    bad = values.isna().to_numpy() | np.array([isinstance(v, str) and not v.strip() for v in values.tolist()])
+    bad = empty_mask(df[column])
     if bad.any():
-        rows = np.flatnonzero(bad)
-        raise ValueError(
-            f"{owner}: the column '{column}' has empty values in {len(rows)} row(s), the first at row "
-            f"{int(rows[0])}"
-        )
-
-
-def parse_bboxes(df: pd.DataFrame, owner: str = "dataset") -> list[TBBox | None] | None:
-    """Read the bounding boxes of a dataframe in OML's format.
-
-    Returns ``None`` when the dataframe has none of the columns ``x_1, x_2, y_1, y_2``; otherwise a list with,
-    for each row (in order), ``None`` when the row's four box values are empty, or ``(x_1, y_1, x_2, y_2)``
-    as integers. Raises ``ValueError`` naming the column or row when only some of the columns exist, when a
-    row has only some of its values, or when a box is not ``0 <= x_1 < x_2`` and ``0 <= y_1 < y_2``.
-    """
-    present = [c for c in BBOXES_COLUMNS if c in df.columns]
-    if not present:
-        return None
-    if len(present) != len(BBOXES_COLUMNS):
-        missing = ", ".join(f"'{c}'" for c in BBOXES_COLUMNS if c not in df.columns)
-        raise ValueError(
-            f"{owner}: the dataframe has some of the bounding box columns but not {missing}; "
-            f"give all of {list(BBOXES_COLUMNS)} or none"
-        )
-
-    bboxes: list[TBBox | None] = []
-    numeric = {}
-    for column in BBOXES_COLUMNS:
-        try:
-            numeric[column] = pd.to_numeric(df[column], errors="raise").to_numpy(dtype=np.float64)
-        except (ValueError, TypeError) as e:
-            raise ValueError(f"{owner}: the bounding box column '{column}' must hold numbers: {e}") from e
-
-    for row in range(len(df)):
-        values = [numeric[c][row] for c in BBOXES_COLUMNS]
-        isnan = [math.isnan(v) for v in values]
-        if all(isnan):
-            bboxes.append(None)
-            continue
-        if any(isnan):
-            empty = [c for c, n in zip(BBOXES_COLUMNS, isnan) if n]
-            raise ValueError(f"{owner}: row {row} has an incomplete bounding box, {empty} empty")
-        if any(v != int(v) for v in values):
-            raise ValueError(f"{owner}: row {row} has a bounding box with non-integer values {values}")
-        x1, x2, y1, y2 = (int(v) for v in values)
-        if not (0 <= x1 < x2 and 0 <= y1 < y2):
-            raise ValueError(
-                f"{owner}: row {row} has an invalid bounding box (x_1={x1}, x_2={x2}, y_1={y1}, y_2={y2}); "
-                f"expected 0 <= x_1 < x_2 and 0 <= y_1 < y_2"
-            )
-        bboxes.append((x1, y1, x2, y2))
-    return bboxes
-
-
-def _parse_bool_column(df: pd.DataFrame, column: str, owner: str) -> np.ndarray:
-    """Convert ``True/False``, ``1/0`` or the strings ``"True"/"False"``, ``"1"/"0"`` into a bool array."""
-    out = np.zeros(len(df), dtype=bool)
-    for row, value in enumerate(df[column].tolist()):
-        if isinstance(value, (bool, np.bool_)):
-            out[row] = bool(value)
-        elif isinstance(value, (int, np.integer, float, np.floating)) and value in (0, 1):
-            out[row] = bool(value)
-        elif isinstance(value, str) and value.strip().lower() in ("true", "false", "1", "0", "1.0", "0.0"):
-            out[row] = value.strip().lower() in ("true", "1", "1.0")
-        else:
-            raise ValueError(
-                f"{owner}: the column '{column}' must hold True/False (or 1/0) in every row, "
-                f"row {row} has {value!r}"
-            )
-    return out
+        raise DataFrameFormatError(f"{owner}: {row_problem(f'column {column!r}', 'an empty value', bad)}")
 
 
 def _as_python_scalar(value: Any) -> Any:
@@ -250,7 +194,8 @@ class ImageBaseDataset(IBaseDataset, IVisualizableDataset):
             extra_data: Records of additional information, one value per path; ``extra_data[key][i]`` goes
                 into item ``i`` under ``key``.
             transform: Applied to the (cropped) PIL image, or array when ``f_imread`` returns arrays; ``None``
-                converts the image to a float tensor ``[3, H, W]`` in ``[0, 1]``.
+                only normalises and casts to a tensor, as OML does: a float tensor ``[3, H, W]``, the pixels
+                scaled to ``[0, 1]`` then normalised with ImageNet's mean and std.
             f_imread: Reads an image from its path; ``None`` means :func:`oml_core.utils.images.imread_pil`.
             cache_size: How many decoded images to keep in an LRU cache (per dataset instance); ``0`` or
                 ``None`` disables the cache.
@@ -380,7 +325,7 @@ class ImageBaseDataset(IBaseDataset, IVisualizableDataset):
             cropped: TImage = image.crop((x1, y1, x2, y2))
         else:
             cropped = np.array(image[y1:y2, x1:x2], copy=True)
-        tensors = self.transform(cropped) if self.transform is not None else pil_to_tensor(cropped)
+        tensors = self.transform(cropped) if self.transform is not None else _normalise_to_tensor(cropped)
 
         data: dict[str, Any] = {
             self.input_tensors_key: tensors,
@@ -558,8 +503,8 @@ class _QueryGalleryMixin:
         owner = type(self).__name__
         self.is_query_key = is_query_key
         self.is_gallery_key = is_gallery_key
-        self._is_query = _parse_bool_column(df, IS_QUERY_COLUMN, owner)
-        self._is_gallery = _parse_bool_column(df, IS_GALLERY_COLUMN, owner)
+        self._is_query = parse_bool_column(df, IS_QUERY_COLUMN, owner)
+        self._is_gallery = parse_bool_column(df, IS_GALLERY_COLUMN, owner)
 
     def get_query_ids(self) -> LongTensor:
         """Indices (a 1-d LongTensor, ascending) of the items with ``is_query`` true."""
@@ -712,28 +657,23 @@ def get_retrieval_images_datasets(
     f_imread_val: TImReader | None = None,
     dataframe_name: str = "df.csv",
     cache_size: int | None = 0,
+    verbose: bool = True,
 ) -> tuple[ImageLabeledDataset, ImageQueryGalleryLabeledDataset]:
     """Build the train and validation datasets from ``dataset_root / dataframe_name`` (OML's format).
 
-    The rows with ``split == "train"`` make an :class:`ImageLabeledDataset`, the rows with
+    The table is first checked by :func:`check_retrieval_dataframe_format` (with ``verbose``: its summary is
+    printed). The rows with ``split == "train"`` make an :class:`ImageLabeledDataset`, the rows with
     ``split == "validation"`` an :class:`ImageQueryGalleryLabeledDataset`. Labels are remapped to
     consecutive integers, train labels first (``0 .. n_train_labels - 1``), as OML does, so classification
     losses can use them as class indices. Raises ``FileNotFoundError`` naming the csv when it is missing and
-    ``ValueError`` naming the column for a missing ``split`` column or an unknown split value.
+    the checker's ``ValueError`` (naming the csv, the columns and the rows) when it is not in the format.
     """
     dataset_root = Path(dataset_root)
     csv_path = dataset_root / dataframe_name
     if not csv_path.is_file():
         raise FileNotFoundError(f"the dataframe '{csv_path}' does not exist")
+    check_retrieval_dataframe_format(csv_path, dataset_root=dataset_root, verbose=verbose)
     df = pd.read_csv(csv_path, index_col=False)
-    _check_columns(df, (LABELS_COLUMN, PATHS_COLUMN, SPLIT_COLUMN), f"the dataframe '{csv_path}'")
-    bad = ~df[SPLIT_COLUMN].isin(["train", "validation"])
-    if bad.any():
-        row = int(np.flatnonzero(bad.to_numpy())[0])
-        raise ValueError(
-            f"the dataframe '{csv_path}': the column '{SPLIT_COLUMN}' must be 'train' or 'validation', "
-            f"row {row} has {df[SPLIT_COLUMN].iloc[row]!r}"
-        )
 
     is_train = (df[SPLIT_COLUMN] == "train").to_numpy()
     ordered = pd.concat([df[LABELS_COLUMN][is_train], df[LABELS_COLUMN][~is_train]])

@@ -1,0 +1,432 @@
+"""OML's retrieval dataframe format: its columns, the parsing of its flags and boxes, and its checker.
+
+Required columns: ``label`` (integers), ``path`` (global, or relative to a ``dataset_root``), ``split``
+(``train`` or ``validation``), ``is_query`` and ``is_gallery`` (empty on train rows, ``True``/``False`` or
+``1``/``0`` on validation rows; both may be true: "1 vs rest" validation). Optional columns: ``category``,
+``sequence`` and the bounding box ``x_1, x_2, y_1, y_2`` (left, right, top, bottom; integers with
+``0 <= x_1 < x_2`` and ``0 <= y_1 < y_2``; a row with the four values empty uses the whole image).
+
+Rows are named by their 0-based position in the dataframe (for a csv file: the data row, the header not
+counted).
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+LABELS_COLUMN = "label"
+PATHS_COLUMN = "path"
+SPLIT_COLUMN = "split"
+IS_QUERY_COLUMN = "is_query"
+IS_GALLERY_COLUMN = "is_gallery"
+CATEGORIES_COLUMN = "category"
+SEQUENCE_COLUMN = "sequence"
+X1_COLUMN = "x_1"
+X2_COLUMN = "x_2"
+Y1_COLUMN = "y_1"
+Y2_COLUMN = "y_2"
+BBOXES_COLUMNS = (X1_COLUMN, X2_COLUMN, Y1_COLUMN, Y2_COLUMN)
+OBLIGATORY_COLUMNS = (LABELS_COLUMN, PATHS_COLUMN, SPLIT_COLUMN, IS_QUERY_COLUMN, IS_GALLERY_COLUMN)
+SPLITS = ("train", "validation")
+
+TBBox = tuple[int, int, int, int]
+
+
+class DataFrameFormatError(ValueError):
+    """A dataframe is not in OML's retrieval format; the message names the file, columns and rows at fault."""
+
+
+_N_ROWS_SHOWN = 5
+_TRUE = ("true", "1", "1.0")
+_FALSE = ("false", "0", "0.0")
+
+
+def format_rows(rows: np.ndarray, values: Sequence[object] | pd.Series | None = None) -> str:
+    """``"row 3"`` or ``"rows 3, 7, 9 and 12 more"`` for the positions ``rows`` (the first few are named);
+    with ``values`` (indexed by position) each named row shows its value: ``"row 3 ('abc')"``."""
+    rows = np.asarray(rows, dtype=np.int64)
+    named = []
+    for row in rows[:_N_ROWS_SHOWN].tolist():
+        shown = "" if values is None else f" ({_value_text(values[row])})"
+        named.append(f"{row}{shown}")
+    more = f" and {len(rows) - _N_ROWS_SHOWN} more" if len(rows) > _N_ROWS_SHOWN else ""
+    return f"{'row' if len(rows) == 1 else 'rows'} {', '.join(named)}{more}"
+
+
+def _value_text(value: object) -> str:
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return repr(value)
+
+
+def row_problem(
+    columns: str, what: str, mask: np.ndarray, values: Sequence[object] | pd.Series | None = None
+) -> str:
+    """``"<columns>: <what> at row 3 (<value>)"`` or ``"... in 7 rows: rows 3, 4, ..."`` for the rows where
+    ``mask`` is true (see :func:`format_rows`)."""
+    rows = np.flatnonzero(mask)
+    where = "at" if len(rows) == 1 else f"in {len(rows)} rows:"
+    return f"{columns}: {what} {where} {format_rows(rows, values)}"
+
+
+def empty_mask(values: pd.Series) -> np.ndarray:
+    """Which entries are missing: ``None``, NaN or a blank string."""
+    missing = values.isna().to_numpy()
+    if not pd.api.types.is_numeric_dtype(values.dtype):  # object, str (pandas >= 3), category ...
+        missing = missing | values.astype(str).str.strip().eq("").to_numpy()
+    return missing
+
+
+def missing_columns_problem(df: pd.DataFrame, required: Sequence[str]) -> str | None:
+    """A message naming the columns of ``required`` that ``df`` lacks (and the columns it has), or ``None``."""
+    missing = [c for c in required if c not in df.columns]
+    if not missing:
+        return None
+    names = ", ".join(f"'{c}'" for c in missing)
+    hint = " (is the separator right?)" if len(df.columns) == 1 else ""
+    return (
+        f"missing the required column(s) {names}; the columns present are {list(map(str, df.columns))}{hint}"
+    )
+
+
+def parse_flags(values: pd.Series) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Read a column of boolean flags: ``True``/``False``, ``1``/``0`` or those as strings (any case).
+
+    Returns three bool arrays: the flags (false where not a flag), the missing entries (``None``, NaN, blank)
+    and the invalid ones (present but not one of the accepted values).
+    """
+    missing = empty_mask(values)
+    text = values.astype(str).str.strip().str.lower()
+    flags = text.isin(_TRUE).to_numpy() & ~missing
+    invalid = ~missing & ~flags & ~text.isin(_FALSE).to_numpy()
+    return flags, missing, invalid
+
+
+def parse_bool_column(df: pd.DataFrame, column: str, owner: str) -> np.ndarray:
+    """The flags of ``df[column]`` as a bool array; :class:`DataFrameFormatError` naming ``owner``, the column
+    and the rows when an entry is missing or not one of ``True/False``, ``1/0`` (or those as strings)."""
+    flags, missing, invalid = parse_flags(df[column])
+    bad = missing | invalid
+    if bad.any():
+        what = "a missing or non-boolean value (expected True/False or 1/0)"
+        raise DataFrameFormatError(f"{owner}: {row_problem(f'column {column!r}', what, bad, df[column])}")
+    return flags
+
+
+def _bbox_problems(df: pd.DataFrame) -> tuple[np.ndarray | None, list[str]]:
+    """``(boxes, problems)``: ``boxes`` is ``[N, 4]`` float in the order ``x_1, x_2, y_1, y_2`` (NaN rows have
+    no box), ``None`` when the dataframe has no box column or a problem prevents reading them."""
+    present = [c for c in BBOXES_COLUMNS if c in df.columns]
+    if not present:
+        return None, []
+    if len(present) != len(BBOXES_COLUMNS):
+        missing = ", ".join(f"'{c}'" for c in BBOXES_COLUMNS if c not in df.columns)
+        return None, [f"bounding box columns: {missing} missing; give all of {list(BBOXES_COLUMNS)} or none"]
+
+    problems = []
+    numeric = {}
+    for column in BBOXES_COLUMNS:
+        numeric[column] = pd.to_numeric(df[column], errors="coerce").to_numpy(dtype=np.float64)
+        not_number = np.isnan(numeric[column]) & ~empty_mask(df[column])
+        if not_number.any():
+            problems.append(row_problem(f"column {column!r}", "not a number", not_number, df[column]))
+    if problems:
+        return None, problems
+
+    boxes = np.stack([numeric[c] for c in BBOXES_COLUMNS], axis=1)
+    empty = np.isnan(boxes)
+    half = empty.any(axis=1) & ~empty.all(axis=1)
+    if half.any():
+        which = [
+            "empty " + "/".join(c for c, e in zip(BBOXES_COLUMNS, row) if e)
+            for row in empty[np.flatnonzero(half)]
+        ]
+        described = pd.Series(which, index=np.flatnonzero(half)).map(_Raw)
+        problems.append(
+            row_problem("bounding box", "incomplete (some of x_1, x_2, y_1, y_2 empty)", half, described)
+        )
+
+    full = ~empty.any(axis=1)
+    with np.errstate(invalid="ignore"):
+        for j, column in enumerate(BBOXES_COLUMNS):
+            values = boxes[:, j]
+            fractional = full & (np.mod(values, 1) != 0)
+            if fractional.any():
+                problems.append(row_problem(f"column {column!r}", "not an integer", fractional, values))
+            negative = full & (values < 0)
+            if negative.any():
+                problems.append(row_problem(f"column {column!r}", "a negative coordinate", negative, values))
+        for lo, hi in ((X1_COLUMN, X2_COLUMN), (Y1_COLUMN, Y2_COLUMN)):
+            a, b = boxes[:, BBOXES_COLUMNS.index(lo)], boxes[:, BBOXES_COLUMNS.index(hi)]
+            inverted = full & (a >= b)
+            if inverted.any():
+                shown = pd.Series([f"{lo}={a[i]:g}, {hi}={b[i]:g}" for i in range(len(a))]).map(_Raw)
+                problems.append(
+                    row_problem(f"columns '{lo}', '{hi}'", f"an inverted box ({lo} >= {hi})", inverted, shown)
+                )
+    return (None if problems else boxes), problems
+
+
+class _Raw(str):
+    """A string shown as it is (not quoted) by :func:`format_rows`."""
+
+    def __repr__(self) -> str:
+        return str(self)
+
+
+def parse_bboxes(df: pd.DataFrame, owner: str = "dataset") -> list[TBBox | None] | None:
+    """Read the bounding boxes of a dataframe in OML's format.
+
+    Returns ``None`` when the dataframe has none of the columns ``x_1, x_2, y_1, y_2``; otherwise a list with,
+    for each row (in order), ``None`` when the row's four box values are empty, or ``(x_1, y_1, x_2, y_2)``
+    as integers. Raises :class:`DataFrameFormatError` naming ``owner``, the column and the rows when only some
+    of the columns exist, when a row has only some of its values, or when a box is not integers with
+    ``0 <= x_1 < x_2`` and ``0 <= y_1 < y_2``.
+    """
+    boxes, problems = _bbox_problems(df)
+    if problems:
+        raise DataFrameFormatError(f"{owner}: " + "; ".join(problems))
+    if boxes is None:
+        return None
+    return [
+        None if np.isnan(x1) else (int(x1), int(y1), int(x2), int(y2)) for x1, x2, y1, y2 in boxes.tolist()
+    ]
+
+
+def _read(df: pd.DataFrame | Path | str, sep: str) -> tuple[pd.DataFrame, str]:
+    if isinstance(df, pd.DataFrame):
+        return df.reset_index(drop=True), "the dataframe"
+    if not isinstance(df, (str, Path)):
+        raise TypeError(f"df must be a pandas DataFrame or the path of a csv file, got {type(df).__name__}")
+    path = Path(df)
+    if not path.is_file():
+        raise FileNotFoundError(f"the dataframe file '{path}' does not exist")
+    try:
+        return pd.read_csv(path, sep=sep, index_col=False), f"'{path}'"
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as e:
+        raise DataFrameFormatError(f"'{path}': cannot be read as a csv with sep={sep!r}: {e}") from e
+
+
+def _labels(df: pd.DataFrame, problems: list[str]) -> pd.Series | None:
+    column = df[LABELS_COLUMN]
+    missing = empty_mask(column)
+    numeric = pd.to_numeric(column, errors="coerce")
+    with np.errstate(invalid="ignore"):
+        bad = ~missing & (numeric.isna().to_numpy() | (np.mod(numeric.to_numpy(dtype=np.float64), 1) != 0))
+    if missing.any():
+        problems.append(row_problem(f"column {LABELS_COLUMN!r}", "an empty label", missing, column))
+    if bad.any():
+        problems.append(
+            row_problem(f"column {LABELS_COLUMN!r}", "a label that is not an integer", bad, column)
+        )
+    return None if (missing | bad).any() else numeric.astype(np.int64)
+
+
+def _splits(df: pd.DataFrame, problems: list[str]) -> np.ndarray | None:
+    column = df[SPLIT_COLUMN]
+    bad = ~column.isin(SPLITS).to_numpy()
+    if bad.any():
+        what = "a value other than 'train' or 'validation'"
+        problems.append(row_problem(f"column {SPLIT_COLUMN!r}", what, bad, column))
+        return None
+    return (column == "validation").to_numpy()
+
+
+def _flags(
+    df: pd.DataFrame, column: str, is_val: np.ndarray | None, problems: list[str]
+) -> np.ndarray | None:
+    flags, missing, invalid = parse_flags(df[column])
+    n_before = len(problems)
+    if is_val is not None:
+        set_on_train = ~is_val & ~missing
+        if set_on_train.any():
+            what = "a value on a train row (must be empty there)"
+            problems.append(row_problem(f"column {column!r}", what, set_on_train, df[column]))
+        missing_on_val = is_val & missing
+        if missing_on_val.any():
+            what = "an empty value on a validation row (must be True/False or 1/0)"
+            problems.append(row_problem(f"column {column!r}", what, missing_on_val, df[column]))
+        invalid = invalid & is_val
+    if invalid.any():
+        problems.append(row_problem(f"column {column!r}", "a non-boolean value", invalid, df[column]))
+    return flags if len(problems) == n_before and is_val is not None else None
+
+
+def _query_gallery_problems(
+    labels: pd.Series, is_val: np.ndarray, is_q: np.ndarray, is_g: np.ndarray
+) -> list[str]:
+    problems = []
+    q, g = is_val & is_q, is_val & is_g
+    neither = is_val & ~is_q & ~is_g
+    if neither.any():
+        what = "a validation row that is neither a query nor in the gallery"
+        problems.append(
+            row_problem(f"columns '{IS_QUERY_COLUMN}', '{IS_GALLERY_COLUMN}'", what, neither, None)
+        )
+    gallery_per_label = pd.Series(g.astype(np.int64)).groupby(labels.to_numpy()).sum()
+    others = labels.map(gallery_per_label).fillna(0).to_numpy() - (q & g)
+    lonely = q & (others <= 0)
+    if lonely.any():
+        what = "a query whose label has no gallery item other than itself"
+        problems.append(
+            row_problem(
+                f"column {IS_GALLERY_COLUMN!r}", what, lonely, labels.map(lambda v: _Raw(f"label {v}"))
+            )
+        )
+    return problems
+
+
+def _paths(df: pd.DataFrame, dataset_root: Path | None, problems: list[str]) -> None:
+    column = df[PATHS_COLUMN]
+    missing = empty_mask(column)
+    if missing.all():
+        problems.append(f"column {PATHS_COLUMN!r}: it is empty (no row has a path)")
+        return
+    if missing.any():
+        problems.append(row_problem(f"column {PATHS_COLUMN!r}", "an empty path", missing, column))
+    root = "" if dataset_root is None else str(dataset_root)
+    exists = np.array(
+        [m or os.path.isfile(os.path.join(root, str(p))) for p, m in zip(column.tolist(), missing)]
+    )
+    absent = ~exists
+    if absent.any():
+        where = (
+            f"under the dataset_root '{dataset_root}'" if dataset_root is not None else "(no dataset_root)"
+        )
+        what = f"a file that does not exist {where} ({int(absent.sum())} of {len(column)} files missing)"
+        problems.append(row_problem(f"column {PATHS_COLUMN!r}", what, absent, column))
+
+
+def _optional_columns(df: pd.DataFrame, problems: list[str]) -> None:
+    for column in (CATEGORIES_COLUMN, SEQUENCE_COLUMN):
+        if column in df.columns:
+            missing = empty_mask(df[column])
+            if missing.any():
+                problems.append(row_problem(f"column {column!r}", "an empty value", missing, None))
+
+
+def _warn_label_categories(df: pd.DataFrame, source: str) -> None:
+    n_categories = df.groupby(LABELS_COLUMN)[CATEGORIES_COLUMN].nunique()
+    several = n_categories[n_categories > 1]
+    if len(several):
+        shown = ", ".join(str(v) for v in several.index[:_N_ROWS_SHOWN].tolist())
+        warnings.warn(
+            f"{source}: {len(several)} label(s) have several categories (labels {shown}); the datasets map "
+            f"each label to one of them (get_label2category)",
+            stacklevel=3,
+        )
+
+
+def _summary(df: pd.DataFrame, source: str) -> str:
+    labels = df[LABELS_COLUMN]
+    is_val = (df[SPLIT_COLUMN] == "validation").to_numpy()
+    is_q, is_g = parse_flags(df[IS_QUERY_COLUMN])[0], parse_flags(df[IS_GALLERY_COLUMN])[0]
+    lines = [
+        f"{source}: OK, in OML's retrieval format",
+        f"  train:      {int((~is_val).sum())} rows, {labels[~is_val].nunique()} labels",
+        f"  validation: {int(is_val.sum())} rows, {labels[is_val].nunique()} labels, "
+        f"{int((is_val & is_q).sum())} queries, {int((is_val & is_g).sum())} gallery items",
+    ]
+    extras = []
+    if CATEGORIES_COLUMN in df.columns:
+        extras.append(f"category ({df[CATEGORIES_COLUMN].nunique()} categories)")
+    if X1_COLUMN in df.columns:
+        extras.append(f"bounding boxes ({int(df[X1_COLUMN].notna().sum())} rows with a box)")
+    if SEQUENCE_COLUMN in df.columns:
+        extras.append(f"sequence ({df[SEQUENCE_COLUMN].nunique()} sequences)")
+    if extras:
+        lines.append(f"  optional:   {', '.join(extras)}")
+    return "\n".join(lines)
+
+
+def check_retrieval_dataframe_format(
+    df: pd.DataFrame | Path | str,
+    dataset_root: Path | str | None = None,
+    sep: str = ",",
+    verbose: bool = True,
+) -> None:
+    """Check that a dataframe is in OML's retrieval format (see the module's docstring); cheap: vectorised
+    pandas and file existence checks, no image is decoded.
+
+    Args:
+        df: The dataframe, or the path of a ``.csv`` file.
+        dataset_root: The folder that the relative paths of ``df`` are joined to; ``None`` when the paths are
+            absolute (or relative to the working directory).
+        sep: The separator of the ``.csv`` file (unused for a DataFrame).
+        verbose: Print a short summary (rows, labels, queries, gallery items per split) when the dataframe
+            is fine, and warn when a label has several categories.
+
+    Raises:
+        FileNotFoundError: ``df`` is a path that does not exist.
+        TypeError: ``df`` is neither a DataFrame nor a path.
+        DataFrameFormatError: (a ``ValueError``) The dataframe is not in the format. The message names the
+            file (for a path), and lists every problem found with its column(s) and the first offending rows:
+            missing required columns, no rows, empty or non-integer labels, a split other than ``train`` or
+            ``validation``, ``is_query`` or ``is_gallery`` set on a train row, empty or non-boolean on a
+            validation row, a validation row neither query nor gallery, a query whose label has no other
+            gallery item, incomplete, non-integer, negative or inverted bounding boxes, empty ``category`` or
+            ``sequence`` values, empty paths and paths with no file (with how many are missing).
+    """
+    df, source = _read(df, sep)
+    missing = missing_columns_problem(df, OBLIGATORY_COLUMNS)
+    if missing is not None:
+        raise DataFrameFormatError(f"{source}: {missing}")
+    if len(df) == 0:
+        raise DataFrameFormatError(f"{source}: the dataframe has no rows")
+
+    problems: list[str] = []
+    labels = _labels(df, problems)
+    is_val = _splits(df, problems)
+    is_q = _flags(df, IS_QUERY_COLUMN, is_val, problems)
+    is_g = _flags(df, IS_GALLERY_COLUMN, is_val, problems)
+    if labels is not None and is_val is not None and is_q is not None and is_g is not None:
+        problems.extend(_query_gallery_problems(labels, is_val, is_q, is_g))
+    problems.extend(_bbox_problems(df)[1])
+    _optional_columns(df, problems)
+    _paths(df, Path(dataset_root) if dataset_root is not None else None, problems)
+
+    if len(problems) == 1:
+        raise DataFrameFormatError(f"{source}: {problems[0]}")
+    if problems:
+        listed = "\n".join(f"  - {p}" for p in problems)
+        raise DataFrameFormatError(
+            f"{source} is not in OML's retrieval format ({len(problems)} problems):\n{listed}"
+        )
+
+    if verbose:
+        if CATEGORIES_COLUMN in df.columns:
+            _warn_label_categories(df, source)
+        print(_summary(df, source))
+
+
+__all__ = [
+    "BBOXES_COLUMNS",
+    "CATEGORIES_COLUMN",
+    "DataFrameFormatError",
+    "IS_GALLERY_COLUMN",
+    "IS_QUERY_COLUMN",
+    "LABELS_COLUMN",
+    "OBLIGATORY_COLUMNS",
+    "PATHS_COLUMN",
+    "SEQUENCE_COLUMN",
+    "SPLITS",
+    "SPLIT_COLUMN",
+    "X1_COLUMN",
+    "X2_COLUMN",
+    "Y1_COLUMN",
+    "Y2_COLUMN",
+    "check_retrieval_dataframe_format",
+    "format_rows",
+    "parse_bboxes",
+    "parse_bool_column",
+    "parse_flags",
+    "row_problem",
+]

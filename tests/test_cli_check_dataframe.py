@@ -1,0 +1,77 @@
+"""``oml check-dataframe CSV [--dataset-root DIR] [--sep SEP]``."""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from oml_core.datasets import generate_mock_dataset
+
+RunOml = Callable[..., subprocess.CompletedProcess[str]]
+
+
+@pytest.fixture(scope="module")
+def mock_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("cli_check") / "figures"
+    generate_mock_dataset(root, seed=0)
+    return root
+
+
+def test_a_good_csv_prints_the_summary(run_oml: RunOml, mock_root: Path) -> None:
+    csv = mock_root / "df_with_bboxes.csv"
+    result = run_oml("check-dataframe", str(csv))  # the dataset root defaults to the csv's folder
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == (
+        f"'{csv}': OK, in OML's retrieval format\n"
+        "  train:      128 rows, 16 labels\n"
+        "  validation: 64 rows, 8 labels, 64 queries, 64 gallery items\n"
+        "  optional:   bounding boxes (192 rows with a box)\n"
+    )
+    assert result.stderr == ""
+
+
+def test_dataset_root_and_sep_options(run_oml: RunOml, mock_root: Path, tmp_path: Path) -> None:
+    csv = tmp_path / "table.tsv"
+    df = pd.read_csv(mock_root / "df_with_category.csv")
+    df.loc[0, "category"] = "other"  # label 0 now has two categories: a warning, not an error
+    df.to_csv(csv, sep="\t", index=False)
+
+    result = run_oml("check-dataframe", str(csv), "--dataset-root", str(mock_root), "--sep", "\t")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith(f"'{csv}': OK, in OML's retrieval format\n")
+    assert result.stderr == (
+        f"oml check-dataframe: warning: '{csv}': 1 label(s) have several categories (labels 0); the datasets "
+        "map each label to one of them (get_label2category)\n"
+    )
+
+    result = run_oml("check-dataframe", str(csv), "--dataset-root", str(mock_root))  # the default sep is ","
+    assert result.returncode == 1
+    assert "missing the required column(s) 'label'" in result.stderr and "separator" in result.stderr
+
+
+def test_a_bad_csv_exits_1_with_the_message_and_no_traceback(
+    run_oml: RunOml, mock_root: Path, tmp_path: Path
+) -> None:
+    csv = tmp_path / "df.csv"
+    df = pd.read_csv(mock_root / "df.csv")
+    df.loc[3, "split"] = "test"
+    df.to_csv(csv, index=False)
+
+    result = run_oml("check-dataframe", str(csv), "--dataset-root", str(mock_root))
+    assert result.returncode == 1
+    assert result.stdout == ""
+    assert result.stderr == (
+        f"oml check-dataframe: error: '{csv}': column 'split': a value other than 'train' or 'validation' "
+        "at row 3 ('test')\n"
+    )
+
+    result = run_oml("check-dataframe", str(tmp_path / "nope.csv"))
+    assert result.returncode == 1
+    assert (
+        result.stderr
+        == f"oml check-dataframe: error: the dataframe file '{tmp_path / 'nope.csv'}' does not exist\n"
+    )

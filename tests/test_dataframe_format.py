@@ -1,0 +1,371 @@
+"""check_retrieval_dataframe_format: OML's retrieval dataframe format, one test per rejected case."""
+
+from __future__ import annotations
+
+import inspect
+import re
+import warnings
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from oml_core.datasets import DataFrameFormatError, check_retrieval_dataframe_format
+from oml_core.datasets.dataframe_format import format_rows, parse_flags
+
+FILES = ["a.png", "b.png", "c.png", "d.png", "e.png", "f.png"]
+
+
+@pytest.fixture()
+def root(tmp_path: Path) -> Path:
+    """A dataset folder whose image files exist (empty: the checker never decodes them)."""
+    (tmp_path / "images").mkdir()
+    for name in FILES:
+        (tmp_path / "images" / name).touch()
+    return tmp_path
+
+
+def good_df(**columns: Any) -> pd.DataFrame:
+    """2 train rows (label 0) and 4 validation rows (labels 1, 2); every query has another gallery item."""
+    base: dict[str, Any] = {
+        "label": [0, 0, 1, 1, 2, 2],
+        "path": [f"images/{name}" for name in FILES],
+        "split": ["train", "train", "validation", "validation", "validation", "validation"],
+        "is_query": [None, None, True, True, False, True],
+        "is_gallery": [None, None, True, True, True, False],
+    }
+    base.update(columns)
+    return pd.DataFrame({k: v for k, v in base.items() if v is not None})
+
+
+def rejected(df: pd.DataFrame | Path | str, root: Path | None, **kwargs: Any) -> str:
+    with pytest.raises(DataFrameFormatError) as info:
+        check_retrieval_dataframe_format(df, dataset_root=root, verbose=False, **kwargs)
+    return str(info.value)
+
+
+# ------------------------------------------------------------------------------------------ passing
+
+
+def test_a_good_dataframe_passes_and_prints_its_summary(root: Path, capsys: pytest.CaptureFixture) -> None:
+    assert check_retrieval_dataframe_format(good_df(), dataset_root=root) is None
+    assert capsys.readouterr().out == (
+        "the dataframe: OK, in OML's retrieval format\n"
+        "  train:      2 rows, 1 labels\n"
+        "  validation: 4 rows, 2 labels, 3 queries, 3 gallery items\n"
+    )
+    check_retrieval_dataframe_format(good_df(), dataset_root=str(root), verbose=False)
+    assert capsys.readouterr().out == ""
+
+
+def test_the_summary_names_the_optional_columns(root: Path, capsys: pytest.CaptureFixture) -> None:
+    df = good_df(
+        category=["a", "a", "b", "b", "c", "c"],
+        sequence=["s0", "s0", "s1", "s2", 7, 7],
+        x_1=[0, None, 1, 1, 1, 1],
+        x_2=[5, None, 4, 4, 4, 4],
+        y_1=[0, None, 0, 0, 0, 0],
+        y_2=[3, None, 2, 2, 2, 2],
+    )
+    check_retrieval_dataframe_format(df, dataset_root=root)
+    assert capsys.readouterr().out.splitlines()[-1] == (
+        "  optional:   category (3 categories), bounding boxes (5 rows with a box), sequence (4 sequences)"
+    )
+
+
+def test_boolean_like_flags_are_accepted(root: Path) -> None:
+    df = good_df(
+        is_query=[None, "", "True", "1", 0, "true"], is_gallery=[np.nan, None, 1.0, " TRUE ", "1", "false"]
+    )
+    # rows 2, 3 (label 1) are queries and in the gallery; row 5 (label 2) a query with row 4 in the gallery
+    check_retrieval_dataframe_format(df, dataset_root=root, verbose=False)
+
+
+def test_absolute_paths_without_a_dataset_root(root: Path) -> None:
+    df = good_df(path=[str(root / "images" / name) for name in FILES])
+    check_retrieval_dataframe_format(df, verbose=False)
+
+
+def test_a_csv_path_with_a_separator(root: Path, capsys: pytest.CaptureFixture) -> None:
+    csv = root / "table.csv"
+    good_df().to_csv(csv, sep=";", index=False)
+    check_retrieval_dataframe_format(csv, dataset_root=root, sep=";")
+    assert capsys.readouterr().out.startswith(f"'{csv}': OK, in OML's retrieval format\n")
+    check_retrieval_dataframe_format(str(csv), dataset_root=root, sep=";", verbose=False)
+
+    message = rejected(csv, root)  # the default sep=","
+    assert message.startswith(f"'{csv}': missing the required column(s) 'label', 'path', 'split'")
+    assert "(is the separator right?)" in message
+
+
+def test_a_csv_with_1_0_flags_and_empty_train_flags(root: Path) -> None:
+    csv = root / "df.csv"
+    good_df(is_query=[None, None, 1, 1, 0, 1], is_gallery=[None, None, 1, 1, 1, 0]).to_csv(csv, index=False)
+    assert pd.read_csv(csv)["is_query"].dtype == np.float64  # 1.0 / 0.0 / NaN
+    check_retrieval_dataframe_format(csv, dataset_root=root, verbose=False)
+
+
+# --------------------------------------------------------------------------------------- structure
+
+
+@pytest.mark.parametrize("column", ["label", "path", "split", "is_query", "is_gallery"])
+def test_a_missing_required_column_is_named(root: Path, column: str) -> None:
+    message = rejected(good_df(**{column: None}), root)
+    assert message.startswith(
+        f"the dataframe: missing the required column(s) '{column}'; the columns present"
+    )
+
+
+def test_no_rows(root: Path) -> None:
+    assert rejected(good_df().iloc[:0], root) == "the dataframe: the dataframe has no rows"
+
+
+def test_a_missing_csv_and_a_bad_df_argument(root: Path) -> None:
+    with pytest.raises(FileNotFoundError, match="nope.csv"):
+        check_retrieval_dataframe_format(root / "nope.csv")
+    with pytest.raises(TypeError, match="df must be a pandas DataFrame or the path"):
+        check_retrieval_dataframe_format(123)  # type: ignore[arg-type]
+    (root / "empty.csv").write_text("")
+    assert re.match(
+        r"'.*empty\.csv': cannot be read as a csv with sep=','", rejected(root / "empty.csv", root)
+    )
+
+
+# ------------------------------------------------------------------------------------------- values
+
+
+def test_labels_that_are_not_integers(root: Path) -> None:
+    message = rejected(good_df(label=[0, 0, "one", 1, 2.5, 2]), root)
+    assert "column 'label': a label that is not an integer in 2 rows: rows 2 ('one'), 4 (2.5)" in message
+
+
+def test_empty_labels(root: Path) -> None:
+    message = rejected(good_df(label=[0, None, 1, 1, 2, 2]), root)
+    assert message == "the dataframe: column 'label': an empty label at row 1 (nan)"
+
+
+def test_integral_float_labels_are_integers(root: Path) -> None:
+    check_retrieval_dataframe_format(good_df(label=[0.0, 0.0, 1.0, 1.0, 2.0, 2.0]), root, verbose=False)
+
+
+def test_a_split_other_than_train_or_validation(root: Path) -> None:
+    df = good_df(split=["train", "test", "validation", "validation", "validation", None])
+    message = rejected(df, root)
+    assert (
+        "column 'split': a value other than 'train' or 'validation' in 2 rows: rows 1 ('test'), 5 ("
+        in message
+    )
+
+
+def test_flags_set_on_train_rows(root: Path) -> None:
+    message = rejected(good_df(is_query=[True, None, True, True, False, True]), root)
+    assert (
+        message
+        == "the dataframe: column 'is_query': a value on a train row (must be empty there) at row 0 (True)"
+    )
+
+
+def test_flags_missing_on_validation_rows(root: Path) -> None:
+    message = rejected(good_df(is_gallery=[None, None, True, True, None, False]), root)
+    assert (
+        "column 'is_gallery': an empty value on a validation row (must be True/False or 1/0) at row 4"
+        in message
+    )
+
+
+def test_flags_that_are_not_boolean(root: Path) -> None:
+    message = rejected(good_df(is_query=[None, None, "yes", True, 2, True]), root)
+    assert message == "the dataframe: column 'is_query': a non-boolean value in 2 rows: rows 2 ('yes'), 4 (2)"
+
+
+def test_a_query_whose_label_has_no_other_gallery_item(root: Path) -> None:
+    # label 2: rows 4 and 5 are queries, neither is in the gallery
+    message = rejected(
+        good_df(is_query=[None, None, True, True, True, True], is_gallery=[None, None, 1, 1, 0, 0]), root
+    )
+    assert message == (
+        "the dataframe: column 'is_gallery': a query whose label has no gallery item other than itself "
+        "in 2 rows: rows 4 (label 2), 5 (label 2)"
+    )
+
+
+def test_a_query_that_is_the_only_gallery_item_of_its_label(root: Path) -> None:
+    df = good_df(label=[0, 0, 1, 1, 2, 3], is_query=[None, None, True, True, True, True])
+    df["is_gallery"] = [None, None, True, True, True, True]
+    message = rejected(df, root)  # labels 2 and 3 have one validation row each: only themselves
+    assert (
+        "a query whose label has no gallery item other than itself in 2 rows: rows 4 (label 2), 5 (label 3)"
+        in message
+    )
+
+
+def test_a_validation_row_neither_query_nor_gallery_and_problems_are_listed_together(root: Path) -> None:
+    df = good_df(
+        is_query=[None, None, True, True, False, True], is_gallery=[None, None, True, True, False, False]
+    )
+    message = rejected(df, root)
+    assert message == (
+        "the dataframe is not in OML's retrieval format (2 problems):\n"
+        "  - columns 'is_query', 'is_gallery': a validation row that is neither a query nor in the gallery "
+        "at row 4\n"
+        "  - column 'is_gallery': a query whose label has no gallery item other than itself at row 5 (label 2)"
+    )
+
+
+def test_rows_are_positions_even_with_another_index(root: Path) -> None:
+    df = good_df(split=["train", "train", "validation", "nope", "validation", "validation"])
+    df.index = [10, 11, 12, 13, 14, 15]
+    assert "at row 3 ('nope')" in rejected(df, root)
+
+
+# ------------------------------------------------------------------------------------------- bboxes
+
+
+def boxes(**changes: list[Any]) -> dict[str, list[Any]]:
+    columns: dict[str, list[Any]] = {
+        "x_1": [0, 1, 2, 0, 0, 0],
+        "x_2": [5, 6, 7, 5, 5, 5],
+        "y_1": [0, 0, 0, 1, 1, 1],
+        "y_2": [4, 4, 4, 4, 4, 4],
+    }
+    columns.update(changes)
+    return columns
+
+
+def test_good_boxes_and_rows_without_a_box_pass(root: Path) -> None:
+    check_retrieval_dataframe_format(good_df(**boxes()), root, verbose=False)
+    empty = [None] * 6
+    check_retrieval_dataframe_format(good_df(x_1=empty, x_2=empty, y_1=empty, y_2=empty), root, verbose=False)
+
+
+def test_half_filled_boxes(root: Path) -> None:
+    message = rejected(
+        good_df(**boxes(y_2=[4, 4, None, 4, 4, 4], x_1=[0, None, 2, 0, 0, 0], x_2=[5, None, 7, 5, 5, 5])),
+        root,
+    )
+    assert message == (
+        "the dataframe: bounding box: incomplete (some of x_1, x_2, y_1, y_2 empty) in 2 rows: "
+        "rows 1 (empty x_1/x_2), 2 (empty y_2)"
+    )
+
+
+def test_inverted_boxes(root: Path) -> None:
+    message = rejected(good_df(**boxes(x_2=[5, 1, 7, 5, 5, 5], y_1=[0, 0, 0, 1, 1, 9])), root)
+    assert "columns 'x_1', 'x_2': an inverted box (x_1 >= x_2) at row 1 (x_1=1, x_2=1)" in message
+    assert "columns 'y_1', 'y_2': an inverted box (y_1 >= y_2) at row 5 (y_1=9, y_2=4)" in message
+
+
+def test_negative_coordinates(root: Path) -> None:
+    message = rejected(good_df(**boxes(x_1=[0, 1, 2, -3, 0, 0])), root)
+    assert message == "the dataframe: column 'x_1': a negative coordinate at row 3 (-3)"
+
+
+def test_non_integer_and_non_numeric_coordinates(root: Path) -> None:
+    message = rejected(good_df(**boxes(y_2=[4, 4.5, 4, 4, 4, 4])), root)
+    assert message == "the dataframe: column 'y_2': not an integer at row 1 (4.5)"
+    message = rejected(good_df(**boxes(x_2=[5, 6, "wide", 5, 5, 5])), root)
+    assert message == "the dataframe: column 'x_2': not a number at row 2 ('wide')"
+
+
+def test_some_box_columns_missing(root: Path) -> None:
+    columns = boxes()
+    del columns["y_1"], columns["y_2"]
+    message = rejected(good_df(**columns), root)
+    assert message == (
+        "the dataframe: bounding box columns: 'y_1', 'y_2' missing; give all of ['x_1', 'x_2', 'y_1', 'y_2'] or none"
+    )
+
+
+# ------------------------------------------------------------------------------- optional columns
+
+
+def test_empty_category_and_sequence_values(root: Path) -> None:
+    message = rejected(good_df(category=["a", "a", "", "b", "c", "c"], sequence=[1, 1, 2, None, 3, 3]), root)
+    assert "column 'category': an empty value at row 2" in message
+    assert "column 'sequence': an empty value at row 3" in message
+
+
+def test_a_label_with_several_categories_warns_when_verbose(
+    root: Path, capsys: pytest.CaptureFixture
+) -> None:
+    df = good_df(category=["a", "b", "c", "c", "d", "d"])
+    with pytest.warns(UserWarning, match=r"1 label\(s\) have several categories \(labels 0\)"):
+        check_retrieval_dataframe_format(df, dataset_root=root)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        check_retrieval_dataframe_format(df, dataset_root=root, verbose=False)
+
+
+# -------------------------------------------------------------------------------------------- paths
+
+
+def test_files_that_do_not_exist(root: Path) -> None:
+    (root / "images" / "b.png").unlink()
+    (root / "images" / "e.png").unlink()
+    message = rejected(good_df(), root)
+    assert message == (
+        f"the dataframe: column 'path': a file that does not exist under the dataset_root '{root}' "
+        "(2 of 6 files missing) in 2 rows: rows 1 ('images/b.png'), 4 ('images/e.png')"
+    )
+
+
+def test_many_missing_files_name_the_first_few(tmp_path: Path) -> None:
+    message = rejected(good_df(), tmp_path / "elsewhere")
+    assert "(6 of 6 files missing) in 6 rows: rows 0 ('images/a.png'), 1 ('images/b.png'), 2" in message
+    assert message.endswith("4 ('images/e.png') and 1 more")
+
+
+def test_relative_paths_without_a_dataset_root_are_missing(root: Path) -> None:
+    assert "does not exist (no dataset_root) (6 of 6 files missing)" in rejected(good_df(), None)
+
+
+def test_a_directory_is_not_an_image_file(root: Path) -> None:
+    df = good_df(path=["images", *[f"images/{name}" for name in FILES[1:]]])
+    assert "a file that does not exist" in rejected(df, root) and "at row 0 ('images')" in rejected(df, root)
+
+
+def test_empty_paths_and_an_empty_path_column(root: Path) -> None:
+    message = rejected(good_df(path=["images/a.png", "", *[f"images/{n}" for n in FILES[2:]]]), root)
+    assert message == "the dataframe: column 'path': an empty path at row 1 ('')"
+    message = rejected(good_df(path=[None] * 6), root)
+    assert message == "the dataframe: column 'path': it is empty (no row has a path)"
+
+
+def test_a_csv_problem_names_the_file_and_row(root: Path) -> None:
+    csv = root / "bad.csv"
+    good_df(label=[0, 0, 1, 1, 2, "x"]).to_csv(csv, index=False)
+    assert rejected(csv, root) == f"'{csv}': column 'label': a label that is not an integer at row 5 ('x')"
+
+
+# ------------------------------------------------------------------------------------------ helpers
+
+
+def test_format_rows() -> None:
+    assert format_rows(np.array([3])) == "row 3"
+    assert format_rows(np.array([1, 2]), ["a", "b", "c"]) == "rows 1 ('b'), 2 ('c')"
+    assert format_rows(np.arange(8)) == "rows 0, 1, 2, 3, 4 and 3 more"
+
+
+def test_parse_flags() -> None:
+    flags, missing, invalid = parse_flags(
+        pd.Series(["True", " false ", 1, 0.0, None, "", "maybe"], dtype=object)
+    )
+    assert flags.tolist() == [True, False, True, False, False, False, False]
+    assert missing.tolist() == [False, False, False, False, True, True, False]
+    assert invalid.tolist() == [False, False, False, False, False, False, True]
+
+
+def test_the_signature_is_the_manuals_and_oml_import_path_works() -> None:
+    from oml_core.utils.dataframe_format import check_retrieval_dataframe_format as from_utils
+
+    assert from_utils is check_retrieval_dataframe_format
+    parameters = inspect.signature(check_retrieval_dataframe_format).parameters
+    assert [(name, p.default) for name, p in parameters.items()] == [
+        ("df", inspect.Parameter.empty),
+        ("dataset_root", None),
+        ("sep", ","),
+        ("verbose", True),
+    ]
+    assert issubclass(DataFrameFormatError, ValueError)
