@@ -3,16 +3,26 @@
 from __future__ import annotations
 
 import json
+from collections import defaultdict
 from pathlib import Path
 
-EXPECTED_PROVIDES = {
-    "oml_models": {"extractor": ["resnet"]},
-    "oml_losses": {"loss": ["triplet", "triplet_plain", "triplet_with_miner"], "miner": ["all_triplets"]},
-    "oml_samplers": {"sampler": ["balance"]},
-    "oml_loggers": {"logger": ["tensorboard"]},
-    "oml_postprocessors": {},
-    "oml_plugin_example": {"extractor": ["tiny_conv"], "loss": ["contrastive_example"]},
-}
+from oml_core.registry.catalog import FIRST_PARTY_PROVIDERS
+
+
+def _expected_provides() -> dict[str, dict[str, list[str]]]:
+    """``{plugin: {kind: sorted names}}`` of the first-party plugins (from the catalog, which
+    ``test_catalog.py`` checks against the registry) and of the example plugin."""
+    provides: dict[str, dict[str, list[str]]] = defaultdict(dict)
+    for (kind, name), distribution in FIRST_PARTY_PROVIDERS.items():
+        provides[distribution.replace("-", "_")].setdefault(kind, []).append(name)
+    for names in (names for kinds in provides.values() for names in kinds.values()):
+        names.sort()
+    provides["oml_postprocessors"] = {}
+    provides["oml_plugin_example"] = {"extractor": ["tiny_conv"], "loss": ["contrastive_example"]}
+    return dict(provides)
+
+
+EXPECTED_PROVIDES = _expected_provides()
 
 
 def _report(result) -> dict[str, dict]:

@@ -7,6 +7,7 @@ from oml_core.lightning.pipelines.common import (
     check_components,
     format_metrics_table,
     make_run_dir,
+    read_dataframe,
     split_dataframe,
 )
 from oml_core.registry import ConfigError, Registry, UnknownNameError
@@ -21,16 +22,23 @@ def test_run_dirs_are_never_reused(tmp_path):
     assert first.name.endswith("_exp")
 
 
-def test_split_dataframe_rejects_unknown_split_values_naming_rows():
-    df = pd.DataFrame({"split": ["train", "validation", "test", "train", "valid"]})
-    with pytest.raises(
-        ConfigError, match=r"data.csv: column 'split' has values \['test', 'valid'\] \(rows \[2, 4\]\)"
-    ):
-        split_dataframe(df, "data.csv")
-    train, val = split_dataframe(df.iloc[:2], "data.csv")
-    assert len(train) == 1 and len(val) == 1
-    with pytest.raises(ConfigError, match="column 'split' is missing"):
-        split_dataframe(pd.DataFrame({"label": [1]}), "data.csv")
+def test_read_dataframe_checks_the_format_and_names_the_file(tmp_path):
+    (tmp_path / "a.jpg").write_bytes(b"")
+    good = {
+        "label": [0, 0],
+        "path": ["a.jpg", "a.jpg"],
+        "split": ["train", "train"],
+        "is_query": [None, None],
+        "is_gallery": [None, None],
+    }
+    pd.DataFrame(good).to_csv(tmp_path / "df.csv", index=False)
+    train, val = split_dataframe(read_dataframe(tmp_path, "df.csv"))
+    assert len(train) == 2 and len(val) == 0
+    pd.DataFrame({**good, "split": ["train", "test"]}).to_csv(tmp_path / "bad.csv", index=False)
+    with pytest.raises(ConfigError, match=r"bad\.csv.*column 'split'.*row 1 \('test'\)"):
+        read_dataframe(tmp_path, "bad.csv")
+    with pytest.raises(ConfigError, match=r"missing\.csv.*does not exist"):
+        read_dataframe(tmp_path, "missing.csv")
 
 
 def test_check_components_fails_fast_on_unknown_names():

@@ -15,6 +15,8 @@ FIRST_PARTY_PROVIDERS: MappingProxyType[tuple[str, str], str] = MappingProxyType
         ("loss", "triplet_with_miner"): "oml-losses",
         ("miner", "all_triplets"): "oml-losses",
         ("sampler", "balance"): "oml-samplers",
+        ("sampler", "category_balance"): "oml-samplers",
+        ("sampler", "distinct_category_balance"): "oml-samplers",
         ("logger", "tensorboard"): "oml-loggers",
     }
 )

@@ -73,23 +73,28 @@ def resolve_dataset_root(cfg: Mapping[str, Any]) -> Path:
 
 
 def read_dataframe(dataset_root: Path, dataframe_name: str) -> pd.DataFrame:
-    """Read ``dataset_root / dataframe_name`` with a clear error naming the file."""
+    """Read ``dataset_root / dataframe_name`` after checking it with
+    :func:`~oml_core.datasets.check_retrieval_dataframe_format` (columns, labels, splits, query/gallery
+    flags, boxes, existing image paths).
+
+    Raises:
+        ConfigError: the file does not exist, or is not in OML's format (the message names the file, the
+            column and the first offending rows).
+    """
+    from oml_core.datasets import DataFrameFormatError, check_retrieval_dataframe_format
+
     path = dataset_root / dataframe_name
     if not path.is_file():
         raise ConfigError(f"dataframe {str(path)!r} (dataset_root + dataframe_name) does not exist")
+    try:
+        check_retrieval_dataframe_format(path, dataset_root=dataset_root, verbose=False)
+    except DataFrameFormatError as e:
+        raise ConfigError(str(e)) from e
     return pd.read_csv(path)
 
 
-def split_dataframe(df: pd.DataFrame, source: str) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """The ``split == "train"`` and ``split == "validation"`` rows, index reset; errors name ``source``."""
-    if "split" not in df.columns:
-        raise ConfigError(f"{source}: the column 'split' is missing")
-    unknown = sorted(set(df["split"].astype(str)) - {"train", "validation"})
-    if unknown:
-        rows = df.index[~df["split"].isin(["train", "validation"])][:5].tolist()
-        raise ConfigError(
-            f"{source}: column 'split' has values {unknown} (rows {rows}); use train or validation"
-        )
+def split_dataframe(df: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The ``split == "train"`` and ``split == "validation"`` rows of a checked dataframe, index reset."""
     df_train = df[df["split"] == "train"].reset_index(drop=True)
     df_val = df[df["split"] == "validation"].reset_index(drop=True)
     return df_train, df_val

@@ -97,7 +97,7 @@ def extractor_training_pipeline(
 
     dataset_root = resolve_dataset_root(cfg)
     df = read_dataframe(dataset_root, cfg["dataframe_name"])
-    df_train, df_val = split_dataframe(df, str(dataset_root / cfg["dataframe_name"]))
+    df_train, df_val = split_dataframe(df)
     train_dataset, val_dataset = _build_datasets(cfg, registry, dataset_root, df_train, df_val)
 
     extractor = registry.build("extractor", cfg["extractor"])
