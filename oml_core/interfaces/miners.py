@@ -51,4 +51,5 @@ class ITripletsMinerInBatch(ITripletsMiner):
         index = [
             torch.as_tensor(ids, dtype=torch.long, device=features.device) for ids in (ids_a, ids_p, ids_n)
         ]
-        return features[index[0]], features[index[1]], features[index[2]]
+        # index_select rather than features[ids]: its backward (index_add_) is several times faster on the CPU
+        return tuple(features.index_select(0, ids) for ids in index)  # type: ignore[return-value]

@@ -8,6 +8,7 @@ import torch
 from torch import Tensor
 
 from oml_core.interfaces.miners import ITripletsMinerInBatch
+from oml_losses.miners.checks import check_positive_int
 from oml_losses.miners.triplet_masks import get_available_triplets_ids
 
 
@@ -48,11 +49,7 @@ class AllTripletsMiner(ITripletsMinerInBatch):
         generator: torch.Generator | None = None,
         seed: int | None = None,
     ) -> None:
-        if isinstance(max_output_triplets, bool) or not isinstance(max_output_triplets, int):
-            raise TypeError(f"max_output_triplets must be an int, got {type(max_output_triplets).__name__}")
-        if max_output_triplets < 1:
-            raise ValueError(f"max_output_triplets must be >= 1, got {max_output_triplets}")
-        self.max_output_triplets = max_output_triplets
+        self.max_output_triplets = check_positive_int(max_output_triplets, "max_output_triplets")
         self.device = device
         self.generator = make_generator(generator, seed)
 

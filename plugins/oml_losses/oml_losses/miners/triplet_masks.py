@@ -17,16 +17,36 @@ def _as_labels(labels: Tensor | list[int], device: str | torch.device | None = N
 
 
 def get_pos_neg_masks(
-    labels: Tensor | list[int], device: str | torch.device | None = None
+    labels: Tensor | list[int], device: str | torch.device | None = None, n_anchors: int | None = None
 ) -> tuple[Tensor, Tensor]:
-    """Boolean ``[B, B]`` masks of positive and negative pairs of ``labels`` ``[B]``.
+    """Boolean ``[A, B]`` masks of positive and negative pairs of ``labels`` ``[B]``.
 
-    ``is_pos[i, j] = labels[i] == labels[j] and i != j``; ``is_neg[i, j] = labels[i] != labels[j]``.
+    ``is_pos[i, j] = labels[i] == labels[j] and i != j``; ``is_neg[i, j] = labels[i] != labels[j]``. The rows
+    are the anchors: the first ``A = n_anchors`` items (all ``B`` of them when ``None``).
     """
     labels_t = _as_labels(labels, device)
-    same = labels_t[:, None] == labels_t[None, :]
-    is_pos = same & ~torch.eye(len(labels_t), dtype=torch.bool, device=labels_t.device)
+    n_anchors = len(labels_t) if n_anchors is None else n_anchors
+    same = labels_t[:n_anchors, None] == labels_t[None, :]
+    is_pos = same & ~torch.eye(n_anchors, len(labels_t), dtype=torch.bool, device=labels_t.device)
     return is_pos, ~same
+
+
+def triplets_from_masks(pos_mask: Tensor, neg_mask: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+    """Every ``(a, p, n)`` with ``pos_mask[a, p]`` and ``neg_mask[a, n]``, sorted lexicographically.
+
+    Vectorised: the pairs ``(a, p)`` of ``pos_mask`` are crossed with the negatives of their anchor (a
+    ``[n_pos_pairs, B]`` mask, not ``[A, B, B]``).
+
+    Args:
+        pos_mask: Boolean ``[A, B]``: the positives chosen for every anchor.
+        neg_mask: Boolean ``[A, B]``: the negatives chosen for every anchor.
+
+    Returns:
+        Three ``int64`` tensors of equal length on the masks' device: anchor, positive and negative indices.
+    """
+    ids_a, ids_p = torch.nonzero(pos_mask, as_tuple=True)
+    pair_ids, ids_n = torch.nonzero(neg_mask[ids_a], as_tuple=True)
+    return ids_a[pair_ids], ids_p[pair_ids], ids_n
 
 
 def get_available_triplets_ids(
@@ -34,10 +54,9 @@ def get_available_triplets_ids(
 ) -> tuple[Tensor, Tensor, Tensor]:
     """All triplets ``(a, p, n)`` with ``labels[a] == labels[p]``, ``a != p``, ``labels[n] != labels[a]``.
 
-    Vectorised: the positive pairs ``(a, p)`` come from :func:`get_pos_neg_masks`, then each pair is
-    crossed with the negatives of its anchor (a ``[n_pos_pairs, B]`` mask, not ``[B, B, B]``). The
-    triplets are sorted lexicographically by ``(a, p, n)``. Their number is
-    ``sum_a (count(labels[a]) - 1) * (B - count(labels[a]))``.
+    The masks of :func:`get_pos_neg_masks` given to :func:`triplets_from_masks`. The triplets are sorted
+    lexicographically by ``(a, p, n)``. Their number is ``sum_a (count(labels[a]) - 1) * (B -
+    count(labels[a]))``.
 
     Args:
         labels: Labels ``[B]`` of the batch.
@@ -46,10 +65,7 @@ def get_available_triplets_ids(
     Returns:
         Three ``int64`` tensors of equal length: anchor, positive and negative indices.
     """
-    is_pos, is_neg = get_pos_neg_masks(labels, device)
-    ids_a, ids_p = torch.nonzero(is_pos, as_tuple=True)
-    pair_ids, ids_n = torch.nonzero(is_neg[ids_a], as_tuple=True)
-    return ids_a[pair_ids], ids_p[pair_ids], ids_n
+    return triplets_from_masks(*get_pos_neg_masks(labels, device))
 
 
-__all__ = ["get_available_triplets_ids", "get_pos_neg_masks"]
+__all__ = ["get_available_triplets_ids", "get_pos_neg_masks", "triplets_from_masks"]

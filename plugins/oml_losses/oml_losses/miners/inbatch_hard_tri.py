@@ -1,0 +1,37 @@
+"""The miner of the hardest triplet of every anchor of a batch."""
+
+from __future__ import annotations
+
+from torch import Tensor
+
+from oml_core.interfaces.miners import ITripletsMinerInBatch
+from oml_losses.miners.checks import check_batch
+from oml_losses.miners.distances import l2_dist
+from oml_losses.miners.hardest import get_hard_triplets_ids
+
+HARDEST = slice(0, 1)
+
+
+class HardTripletsMiner(ITripletsMinerInBatch):
+    """This miner selects the hardest triplets based on the distances between the features:
+
+    - The hardest *positive* sample has the *maximal* distance to the anchor sample
+    - The hardest *negative* sample has the *minimal* distance to the anchor sample
+
+    Every sample of the batch that has a positive and a negative is an anchor, once: the output has one
+    triplet per such sample, in increasing anchor order. Distances are Euclidean, on detached features; equal
+    distances are broken by the smallest batch index.
+    """
+
+    def _sample(self, features: Tensor, labels: Tensor | list[int]) -> tuple[Tensor, Tensor, Tensor]:
+        """Return the indices ``(anchors, positives, negatives)``: ``int64`` tensors on the features' device.
+
+        Args:
+            features: Features with the shape of ``[batch_size, feature_size]``.
+            labels: Labels with the size of ``batch_size``.
+        """
+        labels_t = check_batch(features, labels)
+        return get_hard_triplets_ids(l2_dist(features, features), labels_t, HARDEST, HARDEST)
+
+
+__all__ = ["HardTripletsMiner"]
