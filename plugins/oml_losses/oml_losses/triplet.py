@@ -9,16 +9,21 @@ For a triplet of anchor ``a``, positive ``p`` and negative ``n`` features with t
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 import torch
 from torch import Tensor, nn
+from torch.autograd.function import FunctionCtx, once_differentiable
 
 from oml_core.interfaces.criterions import ITripletLossWithMiner
-from oml_core.interfaces.miners import ITripletsMiner
-from oml_core.utils.misc_torch import elementwise_dist
+from oml_core.interfaces.miners import ITripletsMiner, ITripletsMinerInBatch
+from oml_core.utils.misc_torch import elementwise_dist, iter_chunks
 from oml_losses.miners.inbatch_all_tri import AllTripletsMiner
+from oml_losses.pairwise_l2 import pairwise_l2
 from oml_losses.reduction import check_reduction, get_reduced
+
+#: Values of the ``[anchors, positive slots, batch]`` loss tensor of the dense all-triplets path held at once.
+DENSE_CHUNK_VALUES = 2**18
 
 
 def _check_margin(margin: float | None) -> float | None:
@@ -27,6 +32,24 @@ def _check_margin(margin: float | None) -> float | None:
             f"margin must be a positive number, or None for the soft triplet loss; got {margin!r}"
         )
     return margin
+
+
+def triplet_values(pos_dist: Tensor, neg_dist: Tensor, margin: float | None) -> Tensor:
+    """Per-triplet losses of broadcastable ``d_ap`` and ``d_an``.
+
+    ``relu(margin + d_ap - d_an)`` for a number ``margin``; ``softplus(d_ap - d_an) = log1p(exp(d_ap - d_an))``
+    (the same function, without overflow for large distances) for ``margin=None``.
+    """
+    if margin is None:
+        return nn.functional.softplus(pos_dist - neg_dist)
+    return torch.relu(margin + pos_dist - neg_dist)
+
+
+def _triplet_logs(loss: Tensor, pos_dist: Tensor, neg_dist: Tensor) -> dict[str, float]:
+    """``active_tri`` (share of the losses > 0; 0 of no triplet), mean ``pos_dist`` and ``neg_dist`` (nan)."""
+    with torch.no_grad():
+        active = int((loss > 0).sum()) / loss.numel() if loss.numel() else 0.0
+        return {"active_tri": active, "pos_dist": float(pos_dist.mean()), "neg_dist": float(neg_dist.mean())}
 
 
 def get_tri_ids_in_plain(n: int) -> tuple[list[int], list[int], list[int]]:
@@ -92,19 +115,10 @@ class TripletLoss(nn.Module):
             )
         pos_dist = elementwise_dist(anchor, positive, p=2)
         neg_dist = elementwise_dist(anchor, negative, p=2)
-        if self.margin is None:
-            loss = nn.functional.softplus(pos_dist - neg_dist)  # log1p(exp(.)) without overflow
-        else:
-            loss = torch.relu(self.margin + pos_dist - neg_dist)
+        loss = triplet_values(pos_dist, neg_dist, self.margin)
         if self.need_logs:
             self.last_logs = _triplet_logs(loss, pos_dist, neg_dist)
         return get_reduced(loss, reduction=self.reduction)
-
-
-def _triplet_logs(loss: Tensor, pos_dist: Tensor, neg_dist: Tensor) -> dict[str, float]:
-    with torch.no_grad():
-        active = int((loss > 0).sum()) / loss.numel() if loss.numel() else 0.0
-        return {"active_tri": active, "pos_dist": float(pos_dist.mean()), "neg_dist": float(neg_dist.mean())}
 
 
 class TripletLossPlain(nn.Module):
@@ -138,12 +152,153 @@ class TripletLossPlain(nn.Module):
         return loss
 
 
+class _AllTripletsSum(torch.autograd.Function):
+    """Sum of the losses of the triplets ``(a, pos_ids[a, s], n)`` of a distance matrix, and their number
+    of active ones (loss > 0).
+
+    ``loss[a, s, n] = triplet_values(dist[a, pos_ids[a, s]], neg[a, n])`` in chunks of anchors, where
+    ``neg`` is ``dist`` with ``+inf`` at the anchor's own label (``pos_ids[a]`` is padded with ``a``), so that
+    the loss and the gradient of a padded slot or of a same-label column are ``0``. The gradient is summed in
+    the same pass, with ``slope = d loss / d t`` (``1[loss > 0]`` for the margin loss, ``sigmoid(d_ap - d_an)``
+    for the soft one)::
+
+        d sum / d dist[a, pos_ids[a, s]] = sum_n slope[a, s, n],    d sum / d dist[a, n] = -sum_s slope[a, s, n]
+
+    so that only ``[B, S]`` and ``[B, B]`` tensors outlive a chunk.
+    """
+
+    @staticmethod
+    def forward(
+        ctx: FunctionCtx, dist: Tensor, pos_ids: Tensor, valid: Tensor, margin: float | None
+    ) -> tuple[Tensor, Tensor]:
+        pos = dist.gather(1, pos_ids).masked_fill_(~valid, -torch.inf)
+        neg = dist.clone().scatter_(1, pos_ids, torch.inf).fill_diagonal_(torch.inf)
+        pos_grad, neg_grad = torch.empty_like(pos), torch.empty_like(neg)
+        total, n_active = dist.new_zeros(()), torch.zeros((), dtype=torch.long, device=dist.device)
+        rows = max(1, DENSE_CHUNK_VALUES // max(1, pos.shape[1] * neg.shape[1]))
+        for chunk in iter_chunks(len(pos), rows):
+            pos_chunk, neg_chunk = pos[chunk, :, None], neg[chunk, None, :]
+            loss = triplet_values(pos_chunk, neg_chunk, margin)
+            total += loss.sum()
+            if margin is None:
+                n_active += torch.count_nonzero(loss)
+                slope = (pos_chunk - neg_chunk).sigmoid_()
+            else:
+                slope = loss.sign_()
+            torch.sum(slope, dim=2, out=pos_grad[chunk])
+            torch.sum(slope, dim=1, out=neg_grad[chunk]).neg_()
+        if margin is not None:  # the slope is 1 exactly where the loss is > 0
+            n_active = pos_grad.sum(dtype=torch.float64).round().long()
+        ctx.save_for_backward(pos_ids, pos_grad, neg_grad)
+        ctx.mark_non_differentiable(n_active)
+        return total, n_active
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx: FunctionCtx, grad: Tensor, _: Tensor) -> tuple[Tensor, None, None, None]:
+        pos_ids, pos_grad, neg_grad = ctx.saved_tensors
+        return neg_grad.scatter_add(1, pos_ids, pos_grad).mul_(grad), None, None, None
+
+
+class PositiveSlots(NamedTuple):
+    """Each sample's positives as ``[B, S]`` slots (:func:`positive_slots`)."""
+
+    pos_ids: Tensor  #: ``[B, S]`` indices of the positives, padded with the sample's own index
+    valid: Tensor  #: ``[B, S]`` mask of the real slots
+    counts: Tensor  #: ``[B]`` size of each sample's label group
+
+    @property
+    def n_triplets(self) -> int:
+        """``sum_a (count_a - 1) * (B - count_a)``: the number of all the triplets of the batch."""
+        return int(((self.counts - 1) * (len(self.counts) - self.counts)).sum())
+
+
+def positive_slots(labels: Tensor) -> PositiveSlots:
+    """Each sample's positives (same label, other index) in increasing order, as ``[B, S]`` slots.
+
+    ``S + 1`` is the largest label count. Computed from a stable sort of the labels (no ``[B, B]`` mask):
+    sample ``i`` of a label group starting at ``start`` in the sorted order, at rank ``r`` in its group of
+    ``c`` members, has the positives ``order[start + k + (k >= r)]`` for the slots ``k < c - 1``.
+    """
+    order = torch.sort(labels, stable=True).indices
+    _, group_of_sorted, group_counts = torch.unique_consecutive(
+        labels[order], return_inverse=True, return_counts=True
+    )
+    group_starts = torch.cumsum(group_counts, 0) - group_counts
+    start = torch.empty_like(order).scatter_(0, order, group_starts[group_of_sorted])
+    counts = torch.empty_like(order).scatter_(0, order, group_counts[group_of_sorted])
+    ranks = torch.empty_like(order).scatter_(0, order, torch.arange(len(order), device=order.device)) - start
+    slots = torch.arange(int(group_counts.max()) - 1 if len(order) else 0, device=order.device)
+    valid = slots[None, :] < counts[:, None] - 1
+    sorted_pos = (start[:, None] + slots[None, :] + (slots[None, :] >= ranks[:, None])).clamp_(
+        max=len(order) - 1
+    )
+    pos_ids = torch.where(valid, order[sorted_pos], torch.arange(len(order), device=order.device)[:, None])
+    return PositiveSlots(pos_ids, valid, counts)
+
+
+def all_triplets_loss_sum(
+    dist: Tensor, slots: PositiveSlots, margin: float | None
+) -> tuple[Tensor, int, dict[str, float]]:
+    """Sum of the losses of all the triplets of a batch, from its distance matrix, without index tensors.
+
+    The triplets are ``(a, p, n)`` with ``labels[a] == labels[p]``, ``a != p``, ``labels[n] != labels[a]``
+    (those of :class:`AllTripletsMiner`). Each anchor's positives fill ``S`` slots (:func:`positive_slots`),
+    so that the losses are ``[B, S, B]`` values, summed chunk by chunk (:class:`_AllTripletsSum`): for a
+    balanced batch of ``P`` instances per label that is ``B x (P - 1) x B``, the number of triplets plus the
+    ``P - 1`` same-label columns of each row.
+
+    Args:
+        dist: ``[B, B]`` distances (:func:`~oml_losses.pairwise_l2.pairwise_l2`).
+        slots: ``positive_slots(labels)``.
+        margin: As in :class:`TripletLoss`.
+
+    Returns:
+        The summed loss (attached to ``dist``'s graph), the number of triplets and the logs of
+        :class:`TripletLoss` (``active_tri``, mean ``pos_dist`` and ``neg_dist`` over the triplets).
+    """
+    pos_ids, valid, counts = slots
+    n_pos, n_neg = counts - 1, len(counts) - counts
+    n_triplets = slots.n_triplets
+    total, n_active = _AllTripletsSum.apply(dist, pos_ids, valid, margin)
+    if not n_triplets:
+        return total, 0, {"active_tri": 0.0, "pos_dist": float("nan"), "neg_dist": float("nan")}
+    with torch.no_grad():
+        pos_sums = (dist.gather(1, pos_ids) * valid).sum(dim=1)
+        neg_sums = dist.sum(dim=1) - pos_sums
+        logs = {
+            "active_tri": int(n_active) / n_triplets,
+            "pos_dist": float((pos_sums * n_neg).sum() / n_triplets),
+            "neg_dist": float((neg_sums * n_pos).sum() / n_triplets),
+        }
+    return total, n_triplets, logs
+
+
 class TripletLossWithMiner(ITripletLossWithMiner):
     """This class combines a miner and :class:`TripletLoss`.
 
-    ``forward(features, labels)`` mines triplets ``(a, p, n)`` from the batch with ``miner.sample`` and
-    returns ``TripletLoss(margin, reduction)(features[a], features[p], features[n])``. ``last_logs`` as
-    in :class:`TripletLoss` (filled when ``need_logs`` is set).
+    ``forward(features, labels)`` mines triplets ``(a, p, n)`` and returns the value of
+    ``TripletLoss(margin, reduction)`` on them::
+
+        loss(a, p, n) = relu(margin + d_ap - d_an)     or   log1p(exp(d_ap - d_an))   (margin=None)
+
+    without gathering per-triplet copies of the features:
+
+    - ``AllTripletsMiner`` (not subsampling, ``reduction`` ``mean``/``sum``): the batch's distance matrix
+      (:func:`~oml_losses.pairwise_l2.pairwise_l2`) is computed once and the losses of all its triplets are
+      summed from it (:func:`all_triplets_loss_sum`): time ``O(B x max positives x B)``, memory ``O(B^2)``;
+    - any other in-batch miner (``ITripletsMinerInBatch``, or ``AllTripletsMiner`` subsampling or with
+      ``reduction="none"``): its index triplets ``_sample(features.detach(), labels)`` pick ``d_ap`` and
+      ``d_an`` from the distance matrix; when they are no more than the samples (``HardTripletsMiner``: one
+      per anchor), gathering their features costs no more than the batch and the matrix is skipped;
+    - other miners return features: :class:`TripletLoss` on them. A miner that also returns a fourth
+      tensor, the boolean ``is_original_tri`` of ``TripletMinerWithMemory`` (triplets of the batch vs. of its
+      memory bank), gets the loss over all the triplets (each counts once) and, with ``need_logs``, the
+      logs of each part: ``orig_active_tri``, ``bank_active_tri``, ``pos_dist_orig``, ``neg_dist_orig``,
+      ``pos_dist_bank``, ``neg_dist_bank``.
+
+    ``last_logs`` (filled when ``need_logs`` is set): ``active_tri``, ``pos_dist``, ``neg_dist`` over all
+    the triplets, as in :class:`TripletLoss`.
 
     Args:
         margin: Margin value, set ``None`` to use ``SoftTripletLoss``.
@@ -151,6 +306,10 @@ class TripletLossWithMiner(ITripletLossWithMiner):
             OML's default is ``AllTripletsMiner()``; ``None`` creates a fresh ``AllTripletsMiner()``.
         reduction: ``mean``, ``sum`` or ``none``.
         need_logs: Set ``True`` if you want to store logs.
+
+    Raises:
+        TypeError: ``miner`` is not an ``ITripletsMiner``.
+        ValueError: ``margin`` is not positive, or ``reduction`` is unknown.
     """
 
     criterion_name = "triplet"
@@ -168,9 +327,15 @@ class TripletLossWithMiner(ITripletLossWithMiner):
         if not isinstance(miner, ITripletsMiner):
             raise TypeError(f"miner must implement ITripletsMiner, got {type(miner).__qualname__}")
         self.miner = miner
-        self.tri_loss = TripletLoss(margin=margin, reduction=reduction, need_logs=need_logs)
+        self.tri_loss = TripletLoss(margin=margin, reduction="none", need_logs=need_logs)
+        self.reduction = check_reduction(reduction)
         self.need_logs = need_logs
         self.last_logs: dict[str, Any] = {}
+
+    @property
+    def margin(self) -> float | None:
+        """The margin (``None``: soft triplet loss)."""
+        return self.tri_loss.margin
 
     def forward(self, features: Tensor, labels: Tensor | list[int]) -> Tensor:
         """Mine triplets and return their loss.
@@ -180,15 +345,97 @@ class TripletLossWithMiner(ITripletLossWithMiner):
             labels: Labels with the size of ``batch_size``.
 
         Returns:
-            Loss value.
+            Loss value: a scalar for ``mean``/``sum``, one value per mined triplet for ``none``.
+
+        Raises:
+            ValueError: ``features`` is not ``[batch_size, feat]`` or ``labels`` differs in length.
         """
+        if features.ndim != 2:
+            raise ValueError(f"features must be [batch_size, feat], got the shape {tuple(features.shape)}")
         if len(features) != len(labels):
             raise ValueError(f"features and labels differ in length: {len(features)} and {len(labels)}")
-        anchor, positive, negative = self.miner.sample(features=features, labels=labels)
+        if not isinstance(self.miner, ITripletsMinerInBatch):
+            return self._from_features(features, labels)
+        labels_t = torch.as_tensor(labels, device=features.device)
+        if labels_t.ndim != 1:
+            raise ValueError(f"labels must be one-dimensional, got the shape {tuple(labels_t.shape)}")
+        if type(self.miner) is AllTripletsMiner and self.reduction != "none":
+            slots = positive_slots(labels_t)
+            if slots.n_triplets <= self.miner.max_output_triplets:  # the miner would not subsample
+                return self._all_triplets_dense(features, slots)
+        return self._in_batch(features, labels_t)
+
+    def _all_triplets_dense(self, features: Tensor, slots: PositiveSlots) -> Tensor:
+        total, n_triplets, logs = all_triplets_loss_sum(pairwise_l2(features), slots, self.margin)
+        if self.need_logs:
+            self.last_logs = logs
+        return total / n_triplets if self.reduction == "mean" and n_triplets else total
+
+    def _in_batch(self, features: Tensor, labels: Tensor) -> Tensor:
+        ids = self.miner._sample(features.detach(), labels=labels)
+        ids_a, ids_p, ids_n = (torch.as_tensor(i, dtype=torch.long, device=features.device) for i in ids)
+        if len(ids_a) <= len(features):  # at most a triplet per sample: cheaper than the [B, B] matrix
+            pos_dist, neg_dist = _gathered_distances(features, ids_a, ids_p, ids_n)
+        else:
+            dist = pairwise_l2(features)
+            pos_dist, neg_dist = dist[ids_a, ids_p], dist[ids_a, ids_n]
+        loss = triplet_values(pos_dist, neg_dist, self.margin)
+        if self.need_logs:
+            self.last_logs = _triplet_logs(loss, pos_dist, neg_dist)
+        return get_reduced(loss, self.reduction)
+
+    def _from_features(self, features: Tensor, labels: Tensor | list[int]) -> Tensor:
+        return self._gathered(*self.miner.sample(features=features, labels=labels))
+
+    def _gathered(
+        self, anchor: Tensor, positive: Tensor, negative: Tensor, is_original: Tensor | None = None
+    ) -> Tensor:
         loss = self.tri_loss(anchor=anchor, positive=positive, negative=negative)
         if self.need_logs:
-            self.last_logs = self.tri_loss.last_logs
-        return loss
+            self.last_logs = dict(self.tri_loss.last_logs)
+            if is_original is not None:
+                self.last_logs.update(_memory_logs(loss, anchor, positive, negative, is_original))
+        return get_reduced(loss, self.reduction)
 
 
-__all__ = ["TripletLoss", "TripletLossPlain", "TripletLossWithMiner", "get_tri_ids_in_plain"]
+def _gathered_distances(
+    features: Tensor, ids_a: Tensor, ids_p: Tensor, ids_n: Tensor
+) -> tuple[Tensor, Tensor]:
+    """``(||x_a - x_p||, ||x_a - x_n||)`` of the triplets, by one gather and one norm (the gradient of
+    ``torch.linalg.vector_norm``, as :class:`TripletLoss`); the anchors are not gathered when they are all the
+    rows in order (the hard miners' output). ``index_select``: its backward (``index_add_``) is several times
+    faster on the CPU than that of ``features[ids]``."""
+    n = len(ids_a)
+    in_order = n == len(features) and torch.equal(ids_a, torch.arange(n, device=ids_a.device))
+    anchors = features if in_order else features.index_select(0, ids_a)
+    others = features.index_select(0, torch.cat([ids_p, ids_n])).view(2, n, features.shape[1])
+    pos_dist, neg_dist = torch.linalg.vector_norm(others - anchors, dim=2).unbind(0)
+    return pos_dist, neg_dist
+
+
+def _memory_logs(
+    loss: Tensor, anchor: Tensor, positive: Tensor, negative: Tensor, is_original: Tensor
+) -> dict[str, float]:
+    """The logs of :class:`TripletLoss` over the original (batch) triplets and over the memory-bank ones."""
+    logs = {}
+    for part, mask in (("orig", is_original), ("bank", ~is_original)):
+        with torch.no_grad():
+            pos_dist = elementwise_dist(anchor[mask], positive[mask], p=2)
+            neg_dist = elementwise_dist(anchor[mask], negative[mask], p=2)
+        part_logs = _triplet_logs(loss[mask], pos_dist, neg_dist)
+        logs[f"{part}_active_tri"] = part_logs["active_tri"]
+        logs[f"pos_dist_{part}"] = part_logs["pos_dist"]
+        logs[f"neg_dist_{part}"] = part_logs["neg_dist"]
+    return logs
+
+
+__all__ = [
+    "TripletLoss",
+    "TripletLossPlain",
+    "TripletLossWithMiner",
+    "PositiveSlots",
+    "all_triplets_loss_sum",
+    "get_tri_ids_in_plain",
+    "positive_slots",
+    "triplet_values",
+]

@@ -178,3 +178,25 @@ def test_with_miner_backward_matches_reference() -> None:
 def test_with_miner_length_mismatch() -> None:
     with pytest.raises(ValueError, match="differ in length: 3 and 2"):
         TripletLossWithMiner(margin=0.1)(LINE, [0, 0])
+
+
+@pytest.mark.parametrize("margin", [0.1, 1.0])
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_triplet_loss_equals_torch_triplet_margin_loss(margin: float, reduction: str) -> None:
+    generator = torch.Generator().manual_seed(5)
+    anchor, positive, negative = torch.randn(3, 40, 8, generator=generator)
+    # eps=0: torch's pairwise_distance otherwise measures ||a - p + eps||
+    expected = torch.nn.TripletMarginLoss(margin=margin, p=2, eps=0.0, reduction=reduction)(
+        anchor, positive, negative
+    )
+    loss = TripletLoss(margin=margin, reduction=reduction)(anchor, positive, negative)
+    assert torch.allclose(loss, expected, rtol=1e-6, atol=1e-6)
+    assert bool((loss > 0).any())  # not a trivial case
+
+
+def test_soft_triplet_of_identical_vectors_is_log_2() -> None:
+    same = torch.full((3, 4), 0.7, requires_grad=True)
+    loss = TripletLoss(margin=None, reduction="none")(same, same, same)
+    assert torch.allclose(loss, torch.full((3,), math.log(2.0)))
+    loss.sum().backward()
+    assert torch.equal(same.grad, torch.zeros(3, 4))  # the norm of a zero vector has a zero gradient
