@@ -38,7 +38,11 @@ def test_plugins_json_lists_the_six_plugins_with_what_they_provide(run_oml):
         assert report[name]["error"] is None
     assert report["oml_losses"]["distribution"] == "oml-losses"
     assert report["oml_losses"]["version"] == "0.1.0"
-    assert report["oml_losses"]["hooks"] == ["oml_register_losses", "oml_register_miners"]
+    assert report["oml_losses"]["hooks"] == [
+        "oml_register_config_dirs",
+        "oml_register_losses",
+        "oml_register_miners",
+    ]
     assert report["oml_plugin_example"]["distribution"] == "oml-plugin-example"
 
 

@@ -1,6 +1,7 @@
-"""Hook implementations of the ``oml_losses`` plugin: the triplet losses and the all-triplets miner.
+"""Hook implementations of the ``oml_losses`` plugin: the losses, the triplet miners and their default configs.
 
-Factories are lazy ``"module:attr"`` strings: registering imports no torch module.
+Factories are lazy ``"module:attr"`` strings: registering imports no torch module. The default config of a
+component ``name`` of kind ``kind`` is ``oml_losses/configs/<kind>/<name>.yaml``.
 """
 
 from __future__ import annotations
@@ -12,22 +13,54 @@ LOSSES = {
     "triplet": ("oml_losses.triplet:TripletLoss", "triplet loss of (anchor, positive, negative)"),
     "triplet_plain": ("oml_losses.triplet:TripletLossPlain", "triplet loss of stacked rows 0,1,2 / 3,4,5 .."),
     "triplet_with_miner": ("oml_losses.triplet:TripletLossWithMiner", "triplet loss of mined triplets"),
+    "surrogate_precision": (
+        "oml_losses.surrogate_precision:SurrogatePrecision",
+        "1 - smoothed precision@k of the batch (sigmoid ranks)",
+    ),
+    "arcface": ("oml_losses.arcface:ArcFaceLoss", "additive angular margin softmax (ArcFace)"),
+    "mlp_arcface": ("oml_losses.arcface:ArcFaceLossWithMLP", "ArcFace on top of an MLP head"),
 }
 
 MINERS = {
     "all_triplets": ("oml_losses.miners.inbatch_all_tri:AllTripletsMiner", "all triplets of a batch"),
+    "hard_triplets": (
+        "oml_losses.miners.inbatch_hard_tri:HardTripletsMiner",
+        "the farthest positive and the closest negative of every anchor",
+    ),
+    "n_hard_triplets": (
+        "oml_losses.miners.inbatch_nhard_tri:NHardTripletsMiner",
+        "the n hardest positives x n hardest negatives of every anchor (or ranges of hardness)",
+    ),
+    "hard_cluster": (
+        "oml_losses.miners.inbatch_hard_cluster:HardClusterMiner",
+        "label means as anchors, their farthest items and closest other means",
+    ),
+    "triplets_with_memory": (
+        "oml_losses.miners.cross_batch:TripletMinerWithMemory",
+        "the batch's triplets plus triplets mixing the batch and a memory bank",
+    ),
+    "miner_with_bank": (
+        "oml_losses.miners.miner_with_bank:MinerWithBank",
+        "anchors of the batch, positives and negatives from the batch and a memory bank",
+    ),
 }
 
 
 @hookimpl
 def oml_register_losses(register: RegisterCallback) -> None:
-    """Register ``triplet``, ``triplet_plain`` and ``triplet_with_miner``."""
+    """Register the losses of :data:`LOSSES` under OML's config names."""
     for name, (factory, description) in LOSSES.items():
         register(name, factory, description=description)
 
 
 @hookimpl
 def oml_register_miners(register: RegisterCallback) -> None:
-    """Register ``all_triplets``."""
+    """Register the miners of :data:`MINERS` under OML's config names."""
     for name, (factory, description) in MINERS.items():
         register(name, factory, description=description)
+
+
+@hookimpl
+def oml_register_config_dirs(register: RegisterCallback) -> None:
+    """The default configs: ``loss/<name>.yaml`` and ``miner/<name>.yaml``."""
+    register("pkg://oml_losses.configs")

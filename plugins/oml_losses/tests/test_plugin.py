@@ -5,8 +5,11 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+import torch
 from oml_losses import AllTripletsMiner, TripletLoss, TripletLossPlain, TripletLossWithMiner
 
+from oml_core.interfaces.miners import ITripletsMinerInBatch
 from oml_core.registry import Registry
 
 
@@ -54,3 +57,70 @@ def test_plugin_module_imports_no_loss_module() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+LOSS_NAMES = [
+    "triplet",
+    "triplet_plain",
+    "triplet_with_miner",
+    "surrogate_precision",
+    "arcface",
+    "mlp_arcface",
+]
+MINER_NAMES = [
+    "all_triplets",
+    "hard_triplets",
+    "n_hard_triplets",
+    "hard_cluster",
+    "triplets_with_memory",
+    "miner_with_bank",
+]
+
+
+def test_every_oml_name_is_registered_and_exported() -> None:
+    import oml_losses
+
+    registry = make_registry()
+    assert registry.names("loss") == sorted(LOSS_NAMES)
+    assert registry.names("miner") == sorted(MINER_NAMES)
+    for kind in ("loss", "miner"):
+        for name in registry.names(kind):
+            factory = registry.get(kind, name).load()
+            assert getattr(oml_losses, factory.__name__) is factory  # exported at the top level
+    assert oml_losses.label_smoothing.__module__ == "oml_core.functional.label_smoothing"
+
+
+def _batch(n_labels: int = 4, n_instances: int = 4, dim: int = 384) -> tuple[torch.Tensor, torch.Tensor]:
+    generator = torch.Generator().manual_seed(0)
+    features = torch.randn(n_labels * n_instances, dim, generator=generator, requires_grad=True)
+    return features, torch.arange(n_labels).repeat_interleave(n_instances)
+
+
+@pytest.mark.parametrize("name", MINER_NAMES)
+def test_every_miner_builds_from_its_default_config_and_mines(name: str) -> None:
+    registry = make_registry()
+    miner = registry.build("miner", registry.default_config("miner", name))
+    features, labels = _batch()
+    anchor, positive, negative, *is_original = miner.sample(features, labels)
+    assert anchor.shape == positive.shape == negative.shape and anchor.shape[1] == 384 and len(anchor) > 0
+    if isinstance(miner, ITripletsMinerInBatch):  # index triplets: positives share the anchor's label
+        ids_a, ids_p, ids_n = miner._sample(features, labels)
+        assert bool((labels[ids_a] == labels[ids_p]).all()) and bool((labels[ids_a] != labels[ids_n]).all())
+
+
+@pytest.mark.parametrize("name", LOSS_NAMES)
+def test_every_loss_builds_from_its_default_config_and_trains(name: str) -> None:
+    registry = make_registry()
+    cfg = registry.default_config("loss", name)
+    loss_fn = registry.build("loss", cfg)
+    features, labels = _batch(dim=cfg["args"].get("in_features", 384))
+    if name == "triplet":
+        loss = loss_fn(features[0::3][:5], features[1::3][:5], features[2::3][:5])
+    elif name == "triplet_plain":
+        loss = loss_fn(features[:15])
+    else:
+        labels = labels % cfg["args"]["num_classes"] if "num_classes" in cfg["args"] else labels
+        loss = loss_fn(features, labels)
+    loss.backward()
+    assert loss.ndim == 0 and torch.isfinite(loss) and float(loss.detach()) > 0
+    assert features.grad is not None and torch.isfinite(features.grad).all() and features.grad.abs().sum() > 0
