@@ -18,6 +18,7 @@ from oml_core.datasets import (
     generate_mock_dataset,
     get_mock_dataset_root,
 )
+from oml_core.utils.cache import get_cache_dir
 
 BASE_COLUMNS = ["label", "path", "split", "is_query", "is_gallery"]
 EXPECTED_COLUMNS = {
@@ -230,12 +231,12 @@ def test_get_mock_dataset_root_uses_the_cache_once(tmp_path: Path, monkeypatch: 
 def test_cache_dir_resolution(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OML_CACHE_DIR", str(tmp_path / "oml_cache"))
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
-    assert mock.get_mock_cache_dir() == tmp_path / "oml_cache"
+    assert get_cache_dir() == tmp_path / "oml_cache"
     monkeypatch.delenv("OML_CACHE_DIR")
-    assert mock.get_mock_cache_dir() == tmp_path / "xdg" / "oml"
+    assert get_cache_dir() == tmp_path / "xdg" / "oml"
     monkeypatch.delenv("XDG_CACHE_HOME")
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
-    assert mock.get_mock_cache_dir() == tmp_path / "home" / ".cache" / "oml"
+    assert get_cache_dir() == tmp_path / "home" / ".cache" / "oml"
 
 
 def test_a_concurrent_winner_is_kept(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -35,6 +35,8 @@ import numpy as np
 import pandas as pd
 from PIL import Image, ImageDraw
 
+from oml_core.utils.cache import get_cache_dir
+
 MOCK_DATASET_NAME = "mock_figures"
 MOCK_DATASET_VERSION = 1
 MOCK_IMAGE_SIZE = 64
@@ -261,24 +263,14 @@ def _materialise(root: Path, seed: int, check_md5: bool) -> None:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def get_mock_cache_dir() -> Path:
-    """The user cache folder of oml: ``$OML_CACHE_DIR`` if set, else ``$XDG_CACHE_HOME/oml``, else
-    ``~/.cache/oml``."""
-    if os.environ.get("OML_CACHE_DIR"):
-        return Path(os.environ["OML_CACHE_DIR"]).expanduser()
-    if os.environ.get("XDG_CACHE_HOME"):
-        return Path(os.environ["XDG_CACHE_HOME"]).expanduser() / "oml"
-    return Path.home() / ".cache" / "oml"
-
-
 def get_mock_dataset_root(cache_dir: Path | str | None = None, seed: int = 0) -> Path:
     """Return the folder of the mock dataset of ``seed`` in the cache, generating it there on first use.
 
     The folder is ``<cache>/mock_figures_v<version>_seed<seed>``, where ``<cache>`` is ``cache_dir`` or, when
-    it is ``None``, :func:`get_mock_cache_dir`. Generation is atomic (see the module's docstring), so
+    it is ``None``, :func:`~oml_core.utils.cache.get_cache_dir`. Generation is atomic (see the module's docstring), so
     concurrent callers all get a complete dataset.
     """
-    cache = Path(cache_dir).expanduser() if cache_dir is not None else get_mock_cache_dir()
+    cache = Path(cache_dir).expanduser() if cache_dir is not None else get_cache_dir()
     root = cache / f"{MOCK_DATASET_NAME}_v{MOCK_DATASET_VERSION}_seed{seed}"
     _materialise(root, seed=seed, check_md5=False)
     return root
@@ -329,6 +321,5 @@ __all__ = [
     "MOCK_SHAPES",
     "download_mock_dataset",
     "generate_mock_dataset",
-    "get_mock_cache_dir",
     "get_mock_dataset_root",
 ]

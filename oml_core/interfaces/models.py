@@ -8,15 +8,43 @@ from typing import Any
 from torch import Tensor, nn
 
 
+def _zoo_class(extractor_name: str, registry: Any) -> type:
+    """The class registered as the extractor ``extractor_name`` (``default_registry()`` if ``registry`` is
+    ``None``)."""
+    from oml_core.zoo.store import registry_or_default
+
+    factory = registry_or_default(registry).get("extractor", extractor_name).load()
+    if not isinstance(factory, type):
+        raise TypeError(
+            f"the extractor {extractor_name!r} of the zoo is registered with a function, not a class"
+        )
+    return factory
+
+
+class _ZooView:
+    """``cls.pretrained_models``: ``{key: PretrainedModel}`` of the zoo checkpoints of the extractor class
+    ``cls`` (as OML's attribute), read from the default registry when accessed."""
+
+    def __get__(self, instance: Any, owner: type[IExtractor]) -> dict[str, Any]:
+        from oml_core.zoo.store import get_pretrained, pretrained_keys
+
+        entries = {key: get_pretrained(key) for key in pretrained_keys()}
+        return {
+            key: entry
+            for key, entry in entries.items()
+            if issubclass(_zoo_class(entry.extractor, None), owner)
+        }
+
+
 class IExtractor(nn.Module, ABC):
     """Models have to inherit this interface to be comparable with the rest of the library.
 
-    An extractor maps a batch of inputs to a batch of embeddings ``[batch_size, feat_dim]``.
-    ``pretrained_models`` is a class-level mapping ``{key: checkpoint info}`` used by
-    :meth:`from_pretrained`; an extractor with no zoo keeps it empty.
+    An extractor maps a batch of inputs to a batch of embeddings ``[batch_size, feat_dim]``. Its pretrained
+    checkpoints live in the zoo (:mod:`oml_core.zoo`): ``cls.pretrained_models`` lists them,
+    :meth:`from_pretrained` builds the extractor with one.
     """
 
-    pretrained_models: dict[str, Any] = {}
+    pretrained_models = _ZooView()
 
     @property
     @abstractmethod
@@ -27,27 +55,55 @@ class IExtractor(nn.Module, ABC):
         """Return the embeddings of ``x``; the same as ``forward`` unless a model needs otherwise."""
         return self.forward(x)
 
-    @classmethod
-    def from_pretrained(cls, weights: str, **kwargs: Any) -> IExtractor:
-        """Build the extractor with the checkpoint ``weights``, a key of ``cls.pretrained_models``.
+    def load_pretrained(self, state_dict: dict[str, Tensor], source: str) -> None:
+        """Load the (converted) state dict of a zoo checkpoint; strictly into the whole extractor by default.
 
-        Args:
-            weights: A unique identifier (key) of a pretrained model stored in ``cls.pretrained_models``.
-            kwargs: Constructor arguments overriding the ones stored with the checkpoint.
-
-        Returns:
-            An instance of ``cls``.
+        An extractor whose zoo checkpoints hold only a part of it (the backbone of an extractor with a head)
+        overrides this.
 
         Raises:
-            KeyError: ``weights`` is not a key of ``cls.pretrained_models``; the known keys are listed.
+            CheckpointError: missing or unexpected keys, or shapes that differ; the message names ``source``.
         """
-        if weights not in cls.pretrained_models:
-            known = ", ".join(sorted(cls.pretrained_models)) or "(none)"
-            raise KeyError(f"{cls.__name__} has no pretrained checkpoint {weights!r}; known: {known}")
-        init_args = dict(cls.pretrained_models[weights].get("init_args", {}))
-        init_args.update(kwargs)
-        init_args["weights"] = weights
-        return cls(**init_args)
+        from oml_core.utils.checkpoints import load_state_dict_strict
+
+        load_state_dict_strict(self, state_dict, source)
+
+    @classmethod
+    def from_pretrained(cls, weights: str, registry: Any = None, **kwargs: Any) -> IExtractor:
+        """Build the extractor with the zoo checkpoint ``weights``, or with a local checkpoint file.
+
+        A zoo key (``"vits16_dino"``): the checkpoint's constructor arguments (overridden by ``kwargs``) build
+        the registered extractor of the checkpoint (``cls`` or a subclass: ``IExtractor.from_pretrained(key)``
+        builds whichever extractor the key is for) with random weights; then the checkpoint, from the weights
+        cache or downloaded there once (:func:`~oml_core.zoo.store.pretrained_checkpoint`), is converted and
+        loaded with :meth:`load_pretrained`. A path to an existing file: ``cls(weights=path, **kwargs)``.
+
+        Args:
+            weights: A key of the zoo (``oml registry pretrained``), or a path to a checkpoint file.
+            registry: Where the zoo is looked up (``default_registry()`` when ``None``).
+            kwargs: Constructor arguments overriding the ones stored with the checkpoint.
+
+        Raises:
+            UnknownNameError: ``weights`` is neither a file nor a key of the zoo (close keys are suggested).
+            TypeError: the key's checkpoint is for an extractor that is not ``cls`` or a subclass of it.
+            PretrainedDownloadError: the file is not in the cache and cannot be downloaded.
+        """
+        from pathlib import Path
+
+        from oml_core.zoo.store import get_pretrained, load_pretrained_state_dict
+
+        if Path(weights).is_file():
+            return cls(weights=weights, **kwargs)
+        entry = get_pretrained(weights, registry)
+        factory = _zoo_class(entry.extractor, registry)
+        if not issubclass(factory, cls):
+            raise TypeError(
+                f"the pretrained checkpoint {weights!r} is for the extractor {entry.extractor!r} "
+                f"({factory.__name__}), not for {cls.__name__}"
+            )
+        model = factory(**{**entry.init_args, **kwargs, "weights": None})
+        model.load_pretrained(load_pretrained_state_dict(weights, registry), source=weights)
+        return model
 
 
 class IPairwiseModel(nn.Module, ABC):

@@ -12,12 +12,12 @@ from typing import TYPE_CHECKING
 from oml_core.utils.lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from oml_models.checkpoints import CheckpointError
+    from oml_core.utils.checkpoints import CheckpointError
     from oml_models.pooling import GEM
     from oml_models.resnet import ResnetExtractor
 
 _LAZY = {
-    "CheckpointError": "oml_models.checkpoints",
+    "CheckpointError": "oml_core.utils.checkpoints",
     "GEM": "oml_models.pooling",
     "ResnetExtractor": "oml_models.resnet",
 }

@@ -11,7 +11,7 @@ from torch import Tensor, nn
 from torchvision.models import ResNet, resnet18, resnet34, resnet50, resnet101, resnet152
 
 from oml_core.interfaces.models import IExtractor
-from oml_models.checkpoints import load_checkpoint
+from oml_core.utils.checkpoints import load_checkpoint
 from oml_models.pooling import gem_or_avg_pool
 
 
@@ -41,7 +41,7 @@ class ResnetExtractor(IExtractor):
         KeyError: ``weights`` is a string that is neither an existing file nor a key of
             :attr:`pretrained_models`.
         FileNotFoundError: ``weights`` is a ``Path`` that does not exist.
-        oml_models.checkpoints.CheckpointError: the checkpoint cannot be read or does not fit the model.
+        oml_core.utils.checkpoints.CheckpointError: the checkpoint cannot be read or does not fit the model.
     """
 
     #: Constructors of the supported architectures (called with ``weights=None``: nothing is downloaded).

@@ -8,12 +8,12 @@ import pytest
 import torch
 from oml_models import GEM, CheckpointError, ResnetExtractor
 from oml_models import plugin as models_plugin
-from oml_models.checkpoints import strip_prefixes
 from oml_models.pooling import gem_or_avg_pool
 from torch import nn
 
 from oml_core.interfaces.models import IExtractor
-from oml_core.registry import Registry
+from oml_core.registry import Registry, UnknownNameError
+from oml_core.utils.checkpoints import strip_prefixes
 
 FEAT_DIMS = {"resnet18": 512, "resnet34": 512, "resnet50": 2048, "resnet101": 2048, "resnet152": 2048}
 
@@ -195,7 +195,7 @@ def test_unknown_weights_key_and_missing_path() -> None:
         ResnetExtractor(
             Path("no_such.pth"), arch="resnet18", gem_p=None, remove_fc=True, normalise_features=False
         )
-    with pytest.raises(KeyError, match="has no pretrained checkpoint 'resnet50_moco_v2'"):
+    with pytest.raises(UnknownNameError, match="Unknown pretrained 'resnet50_moco_v2'"):
         ResnetExtractor.from_pretrained("resnet50_moco_v2")
 
 

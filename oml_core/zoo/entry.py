@@ -1,0 +1,70 @@
+"""``PretrainedModel``: what the zoo knows of one checkpoint (all its metadata, in one place)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+#: Readers of images for :attr:`PretrainedModel.imread` (``"module:attr"``, imported when asked for).
+IMREADERS: Mapping[str, str] = {"pil": "oml_core.utils.images:imread_pil"}
+
+
+@dataclass(frozen=True)
+class PretrainedModel:
+    """A checkpoint of the pretrained zoo, registered by a plugin under its key (``vits16_dino``)::
+
+        @hookimpl
+        def oml_register_pretrained(register):
+            register("vits16_dino", partial(PretrainedModel, extractor="vit", init_args={...}, url=..., ...))
+
+    The factory builds the metadata only (no download, no torch import): a registry lists the zoo cheaply.
+
+    Attributes:
+        extractor: Registered name of the extractor the checkpoint is for (``"vit"``).
+        init_args: Constructor arguments of that extractor for this checkpoint, ``weights`` excluded.
+        url: Where the file is downloaded from.
+        md5: The md5 hex digest of the file, checked after a download (``None``: unknown, not checked).
+        filename: Name of the file in the weights cache (:func:`~oml_core.zoo.store.weights_cache_dir`).
+        transforms: ``{name, args}`` of a registered ``transforms`` factory: the images' preprocessing.
+        converter: ``"module:function"`` turning the state dict read from the file (its upstream format:
+            the original DINO release, OpenAI's CLIP, ...) into the one the extractor's
+            :meth:`~oml_core.interfaces.models.IExtractor.load_pretrained` expects; ``None`` when the file is
+            already in that format.
+        imread: Key of :data:`IMREADERS`: how images are read for this model.
+        description: One line for ``oml registry pretrained``.
+    """
+
+    extractor: str
+    init_args: Mapping[str, Any]
+    url: str
+    md5: str | None
+    filename: str
+    transforms: Mapping[str, Any]
+    converter: str | None = None
+    imread: str = "pil"
+    description: str = ""
+
+    def __post_init__(self) -> None:
+        if "weights" in self.init_args:
+            raise ValueError(f"{self.filename}: init_args must not hold 'weights' (the zoo key gives them)")
+        if self.imread not in IMREADERS:
+            raise ValueError(
+                f"{self.filename}: imread must be one of {sorted(IMREADERS)}, got {self.imread!r}"
+            )
+        if self.md5 is not None and (
+            len(self.md5) != 32 or not all(c in "0123456789abcdef" for c in self.md5)
+        ):
+            raise ValueError(f"{self.filename}: md5 must be 32 lowercase hex digits, got {self.md5!r}")
+
+    def load_converter(self) -> Callable[[dict[str, Any]], dict[str, Any]] | None:
+        """The :attr:`converter` function, imported (``None`` when there is none)."""
+        if self.converter is None:
+            return None
+        import importlib
+
+        module, _, attr = self.converter.partition(":")
+        return getattr(importlib.import_module(module), attr)
+
+
+__all__ = ["IMREADERS", "PretrainedModel"]

@@ -1,0 +1,217 @@
+"""The pretrained zoo of the core: registration, download to the cache (file:// urls: no network), md5,
+offline errors, conversion and ``IExtractor.from_pretrained``."""
+
+from __future__ import annotations
+
+import hashlib
+import socket
+import time
+from functools import partial
+from pathlib import Path
+
+import pytest
+import torch
+from PIL import Image
+from torch import nn
+
+import oml_core.registry
+from oml_core import hookimpl
+from oml_core.interfaces.models import IExtractor
+from oml_core.registry import Registry, UnknownNameError
+from oml_core.utils.checkpoints import CheckpointError
+from oml_core.utils.images import imread_pil
+from oml_core.zoo import (
+    PretrainedDownloadError,
+    PretrainedModel,
+    get_pretrained,
+    get_transforms_for_pretrained,
+    pretrained_checkpoint,
+    pretrained_keys,
+    weights_cache_dir,
+)
+
+
+class TinyExtractor(IExtractor):
+    def __init__(self, weights: str | None, dim: int = 3, scale: float = 1.0) -> None:
+        super().__init__()
+        self.linear = nn.Linear(4, dim)
+        self.scale = scale
+        if weights is not None:  # a zoo key given to the constructor: the plugin's own business
+            raise AssertionError("from_pretrained must build with weights=None and then load")
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.linear(x) * self.scale
+
+    @property
+    def feat_dim(self) -> int:
+        return self.linear.out_features
+
+
+class OtherExtractor(TinyExtractor):
+    pass
+
+
+def upstream_to_tiny(state_dict: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """The "upstream" files hold ``w`` and ``b``; the extractor names them ``linear.weight/bias``."""
+    return {"linear.weight": state_dict["w"], "linear.bias": state_dict["b"]}
+
+
+def write_upstream(path: Path, seed: int = 0, dim: int = 3) -> tuple[dict[str, torch.Tensor], str]:
+    generator = torch.Generator().manual_seed(seed)
+    tensors = {"w": torch.randn(dim, 4, generator=generator), "b": torch.randn(dim, generator=generator)}
+    torch.save(tensors, path)
+    return tensors, hashlib.md5(path.read_bytes()).hexdigest()
+
+
+def make_registry(remote: Path, md5: str | None, url: str | None = None) -> Registry:
+    entry = partial(
+        PretrainedModel,
+        extractor="tiny",
+        init_args={"dim": 3, "scale": 2.0},
+        url=url or remote.as_uri(),
+        md5=md5,
+        filename="tiny_v1.pth",
+        transforms={"name": "norm_resize", "args": {"im_size": 8}},
+        converter=f"{__name__}:upstream_to_tiny",
+    )
+
+    class Zoo:
+        @hookimpl
+        def oml_register_extractors(self, register):
+            register("tiny", TinyExtractor)
+            register("other", OtherExtractor)
+
+        @hookimpl
+        def oml_register_pretrained(self, register):
+            register("tiny_v1", entry, description="a tiny test checkpoint")
+            register("other_v1", partial(entry, extractor="other", filename="other_v1.pth"))
+
+    return Registry([Zoo()], load_entrypoints=False)
+
+
+@pytest.fixture()
+def weights_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    folder = tmp_path / "weights"
+    monkeypatch.setenv("OML_WEIGHTS_DIR", str(folder))
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)  # file:// urls stand for the network here
+    monkeypatch.delenv("OML_OFFLINE", raising=False)
+    return folder
+
+
+def test_download_once_then_from_the_cache_without_network(
+    weights_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    remote = tmp_path / "remote.pth"
+    tensors, md5 = write_upstream(remote)
+    registry = make_registry(remote, md5)
+    path = pretrained_checkpoint("tiny_v1", registry)
+    assert path == weights_dir / "tiny_v1.pth" and path.read_bytes() == remote.read_bytes()
+    assert [p.name for p in weights_dir.iterdir()] == ["tiny_v1.pth"]  # no temporary file left
+
+    remote.unlink()  # the "server" is gone, and so is the network: the cache is enough
+
+    def no_network(*args, **kwargs):
+        raise AssertionError("a socket was opened")
+
+    monkeypatch.setattr(socket.socket, "connect", no_network)
+    monkeypatch.setattr("urllib.request.urlopen", no_network)
+    model = TinyExtractor.from_pretrained("tiny_v1", registry=registry)
+    assert isinstance(model, TinyExtractor) and model.scale == 2.0  # init_args of the zoo
+    torch.testing.assert_close(model.linear.weight, tensors["w"])
+    x = torch.randn(5, 4)
+    torch.testing.assert_close(model(x), 2.0 * (x @ tensors["w"].T + tensors["b"]))
+    assert TinyExtractor.from_pretrained("tiny_v1", registry=registry, scale=3.0).scale == 3.0  # kwargs win
+
+
+def test_a_wrong_md5_is_rejected_and_nothing_is_kept(weights_dir: Path, tmp_path: Path) -> None:
+    remote = tmp_path / "remote.pth"
+    write_upstream(remote)
+    registry = make_registry(remote, "0" * 32)
+    with pytest.raises(
+        PretrainedDownloadError, match=r"has md5 [0-9a-f]{32}, expected 0{32}.*put the file at"
+    ):
+        pretrained_checkpoint("tiny_v1", registry)
+    assert not weights_dir.exists() or list(weights_dir.iterdir()) == []
+
+
+def test_offline_errors_say_what_to_download_and_where(
+    weights_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    remote = tmp_path / "remote.pth"
+    _, md5 = write_upstream(remote)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    expected = rf"download {remote.as_uri()} yourself and put the file at {weights_dir / 'tiny_v1.pth'}"
+    with pytest.raises(PretrainedDownloadError, match=r"downloads are disabled .*" + expected):
+        pretrained_checkpoint("tiny_v1", make_registry(remote, md5))
+    monkeypatch.delenv("HF_HUB_OFFLINE")
+    closed_port = "http://127.0.0.1:9/tiny_v1.pth"  # nothing listens there: refused at once
+    start = time.perf_counter()
+    with pytest.raises(
+        PretrainedDownloadError, match=r"cannot download .*http://127\.0\.0\.1:9/tiny_v1\.pth"
+    ):
+        pretrained_checkpoint("tiny_v1", make_registry(remote, md5, url=closed_port))
+    assert time.perf_counter() - start < 10
+
+
+def test_a_file_put_in_the_cache_by_hand_is_used(weights_dir: Path, tmp_path: Path) -> None:
+    weights_dir.mkdir()
+    tensors, _ = write_upstream(weights_dir / "tiny_v1.pth", seed=5)
+    registry = make_registry(tmp_path / "never_there.pth", None)
+    model = IExtractor.from_pretrained("tiny_v1", registry=registry)  # builds the key's own class
+    assert type(model) is TinyExtractor
+    torch.testing.assert_close(model.linear.bias, tensors["b"])
+
+
+def test_lookups_and_errors(weights_dir: Path, tmp_path: Path) -> None:
+    registry = make_registry(tmp_path / "remote.pth", None)
+    assert pretrained_keys(registry=registry) == ["other_v1", "tiny_v1"]
+    assert pretrained_keys("other", registry=registry) == ["other_v1"]
+    assert get_pretrained("tiny_v1", registry).filename == "tiny_v1.pth"
+    assert registry.describe("pretrained", "tiny_v1")["description"] == "a tiny test checkpoint"
+    with pytest.raises(UnknownNameError, match="tiny_v2"):
+        get_pretrained("tiny_v2", registry)
+    with pytest.raises(
+        TypeError, match=r"'tiny_v1' is for the extractor 'tiny' \(TinyExtractor\), not for Other"
+    ):
+        OtherExtractor.from_pretrained("tiny_v1", registry=registry)
+    assert weights_cache_dir() == weights_dir
+
+
+def test_a_checkpoint_that_does_not_fit_names_the_key(weights_dir: Path, tmp_path: Path) -> None:
+    weights_dir.mkdir()
+    write_upstream(weights_dir / "tiny_v1.pth", dim=5)  # 5 outputs, the zoo says 3
+    with pytest.raises(CheckpointError, match=r"'tiny_v1' does not match TinyExtractor: shape mismatch"):
+        TinyExtractor.from_pretrained("tiny_v1", registry=make_registry(tmp_path / "x.pth", None))
+
+
+def test_transforms_for_pretrained(tmp_path: Path) -> None:
+    transform, imread = get_transforms_for_pretrained("tiny_v1", make_registry(tmp_path / "x.pth", None))
+    assert imread is imread_pil
+    assert transform(Image.new("RGB", (20, 10))).shape == (3, 8, 8)
+
+
+def test_pretrained_models_is_a_view_of_the_default_zoo(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    registry = make_registry(tmp_path / "x.pth", None)
+    monkeypatch.setattr(oml_core.registry, "default_registry", lambda: registry)
+    assert list(TinyExtractor.pretrained_models) == [
+        "other_v1",
+        "tiny_v1",
+    ]  # OtherExtractor is a TinyExtractor
+    assert list(OtherExtractor.pretrained_models) == ["other_v1"]
+
+
+def test_bad_entries_are_rejected() -> None:
+    args = {
+        "extractor": "tiny",
+        "url": "file:///x",
+        "filename": "x.pth",
+        "transforms": {"name": "norm_resize"},
+    }
+    with pytest.raises(ValueError, match="init_args must not hold 'weights'"):
+        PretrainedModel(init_args={"weights": "x"}, md5=None, **args)
+    with pytest.raises(ValueError, match="md5 must be 32 lowercase hex digits"):
+        PretrainedModel(init_args={}, md5="ABC", **args)
+    with pytest.raises(ValueError, match="imread must be one of"):
+        PretrainedModel(init_args={}, md5=None, imread="cv2", **args)
