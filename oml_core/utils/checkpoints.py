@@ -26,8 +26,9 @@ class CheckpointError(RuntimeError):
 def read_state_dict(path: str | Path) -> dict[str, Tensor]:
     """Read the state dict stored in the local file ``path``.
 
-    A Lightning checkpoint (a dict with a ``"state_dict"`` entry) is unwrapped to its ``state_dict``;
-    any other file must hold a ``{str: Tensor}`` mapping itself.
+    A ``.safetensors`` file is read with the safetensors library. Any other file is read with
+    ``torch.load(weights_only=True)``: a Lightning checkpoint (a dict with a ``"state_dict"`` entry) is
+    unwrapped to its ``state_dict``; else the file must hold a ``{str: Tensor}`` mapping itself.
 
     Raises:
         FileNotFoundError: ``path`` is not an existing file.
@@ -36,6 +37,8 @@ def read_state_dict(path: str | Path) -> dict[str, Tensor]:
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"Checkpoint file not found: {str(path)!r}")
+    if path.suffix == ".safetensors":
+        return _read_safetensors(path)
     try:
         obj = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as e:
@@ -51,6 +54,22 @@ def read_state_dict(path: str | Path) -> dict[str, Tensor]:
             f"(a mapping of parameter names to tensors, or a Lightning checkpoint with 'state_dict')"
         )
     return dict(obj)
+
+
+def _read_safetensors(path: Path) -> dict[str, Tensor]:
+    """The tensors of a ``.safetensors`` file (a format that holds tensors only, never code)."""
+    try:
+        from safetensors.torch import load_file
+    except ImportError as e:
+        raise CheckpointError(
+            f"Reading {str(path)!r} needs the package safetensors: pip install safetensors"
+        ) from e
+    try:
+        return dict(load_file(str(path), device="cpu"))
+    except Exception as e:  # the library's own errors for a corrupt or truncated file
+        raise CheckpointError(
+            f"Cannot read the safetensors file {str(path)!r}: {type(e).__name__}: {e}"
+        ) from e
 
 
 def strip_prefixes(
