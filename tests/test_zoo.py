@@ -123,6 +123,16 @@ def test_download_once_then_from_the_cache_without_network(
     assert TinyExtractor.from_pretrained("tiny_v1", registry=registry, scale=3.0).scale == 3.0  # kwargs win
 
 
+def test_an_md5_prefix_as_oml_keeps_them_is_checked(weights_dir: Path, tmp_path: Path) -> None:
+    remote = tmp_path / "remote.pth"
+    _, md5 = write_upstream(remote)
+    assert pretrained_checkpoint("tiny_v1", make_registry(remote, md5[:8])).is_file()
+    (weights_dir / "tiny_v1.pth").unlink()
+    wrong = ("0" if md5[0] != "0" else "1") + md5[1:8]
+    with pytest.raises(PretrainedDownloadError, match=f"expected {wrong}"):
+        pretrained_checkpoint("tiny_v1", make_registry(remote, wrong))
+
+
 def test_a_wrong_md5_is_rejected_and_nothing_is_kept(weights_dir: Path, tmp_path: Path) -> None:
     remote = tmp_path / "remote.pth"
     write_upstream(remote)
@@ -211,7 +221,9 @@ def test_bad_entries_are_rejected() -> None:
     }
     with pytest.raises(ValueError, match="init_args must not hold 'weights'"):
         PretrainedModel(init_args={"weights": "x"}, md5=None, **args)
-    with pytest.raises(ValueError, match="md5 must be 32 lowercase hex digits"):
-        PretrainedModel(init_args={}, md5="ABC", **args)
+    with pytest.raises(ValueError, match="md5 must be 8 to 32 lowercase hex digits"):
+        PretrainedModel(init_args={}, md5="ABCDEF01", **args)
+    with pytest.raises(ValueError, match="md5 must be 8 to 32 lowercase hex digits"):
+        PretrainedModel(init_args={}, md5="abc", **args)
     with pytest.raises(ValueError, match="imread must be one of"):
         PretrainedModel(init_args={}, md5=None, imread="cv2", **args)

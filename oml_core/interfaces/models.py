@@ -26,14 +26,19 @@ class _ZooView:
     ``cls`` (as OML's attribute), read from the default registry when accessed."""
 
     def __get__(self, instance: Any, owner: type[IExtractor]) -> dict[str, Any]:
+        from oml_core.registry import UnknownNameError
         from oml_core.zoo.store import get_pretrained, pretrained_keys
 
-        entries = {key: get_pretrained(key) for key in pretrained_keys()}
-        return {
-            key: entry
-            for key, entry in entries.items()
-            if issubclass(_zoo_class(entry.extractor, None), owner)
-        }
+        view = {}
+        for key in pretrained_keys():
+            entry = get_pretrained(key)
+            try:
+                factory = _zoo_class(entry.extractor, None)
+            except UnknownNameError:  # a checkpoint of an extractor that is not installed: not this class's
+                continue
+            if issubclass(factory, owner):
+                view[key] = entry
+        return view
 
 
 class IExtractor(nn.Module, ABC):
@@ -90,10 +95,11 @@ class IExtractor(nn.Module, ABC):
         """
         from pathlib import Path
 
-        from oml_core.zoo.store import get_pretrained, load_pretrained_state_dict
+        from oml_core.zoo.store import get_pretrained, load_pretrained_state_dict, registry_or_default
 
         if Path(weights).is_file():
             return cls(weights=weights, **kwargs)
+        registry = registry_or_default(registry)
         entry = get_pretrained(weights, registry)
         factory = _zoo_class(entry.extractor, registry)
         if not issubclass(factory, cls):
@@ -101,7 +107,9 @@ class IExtractor(nn.Module, ABC):
                 f"the pretrained checkpoint {weights!r} is for the extractor {entry.extractor!r} "
                 f"({factory.__name__}), not for {cls.__name__}"
             )
-        model = factory(**{**entry.init_args, **kwargs, "weights": None})
+        # built by the registry: nested {name, args} specs of init_args (a backbone) come from it too
+        args = {**entry.init_args, **kwargs, "weights": None}
+        model = registry.build("extractor", {"name": entry.extractor, "args": args})
         model.load_pretrained(load_pretrained_state_dict(weights, registry), source=weights)
         return model
 

@@ -24,7 +24,8 @@ class PretrainedModel:
         extractor: Registered name of the extractor the checkpoint is for (``"vit"``).
         init_args: Constructor arguments of that extractor for this checkpoint, ``weights`` excluded.
         url: Where the file is downloaded from.
-        md5: The md5 hex digest of the file, checked after a download (``None``: unknown, not checked).
+        md5: The md5 hex digest of the file, or its first characters (at least 8, as OML's zoo keeps them),
+            checked after a download (``None``: unknown, not checked).
         filename: Name of the file in the weights cache (:func:`~oml_core.zoo.store.weights_cache_dir`).
         transforms: ``{name, args}`` of a registered ``transforms`` factory: the images' preprocessing.
         converter: ``"module:function"`` turning the state dict read from the file (its upstream format:
@@ -52,10 +53,12 @@ class PretrainedModel:
             raise ValueError(
                 f"{self.filename}: imread must be one of {sorted(IMREADERS)}, got {self.imread!r}"
             )
-        if self.md5 is not None and (
-            len(self.md5) != 32 or not all(c in "0123456789abcdef" for c in self.md5)
-        ):
-            raise ValueError(f"{self.filename}: md5 must be 32 lowercase hex digits, got {self.md5!r}")
+        hex_digits = self.md5 is None or all(c in "0123456789abcdef" for c in self.md5)
+        if self.md5 is not None and not (hex_digits and 8 <= len(self.md5) <= 32):
+            raise ValueError(
+                f"{self.filename}: md5 must be 8 to 32 lowercase hex digits (a digest or its start), "
+                f"got {self.md5!r}"
+            )
 
     def load_converter(self) -> Callable[[dict[str, Any]], dict[str, Any]] | None:
         """The :attr:`converter` function, imported (``None`` when there is none)."""
