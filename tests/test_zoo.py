@@ -23,6 +23,7 @@ from oml_core.utils.images import imread_pil
 from oml_core.zoo import (
     PretrainedDownloadError,
     PretrainedModel,
+    download_checkpoint,
     get_pretrained,
     get_transforms_for_pretrained,
     pretrained_checkpoint,
@@ -133,6 +134,19 @@ def test_an_md5_prefix_as_oml_keeps_them_is_checked(weights_dir: Path, tmp_path:
         pretrained_checkpoint("tiny_v1", make_registry(remote, wrong))
 
 
+def test_a_sha256_prefix_is_checked_too(weights_dir: Path, tmp_path: Path) -> None:
+    remote = tmp_path / "remote.pth"
+    write_upstream(remote)
+    sha256 = hashlib.sha256(remote.read_bytes()).hexdigest()
+    registry = make_registry(remote, None)
+    entry = get_pretrained("tiny_v1", registry)
+    assert download_checkpoint(entry.url, weights_dir / "a.pth", sha256=sha256[:12]).is_file()
+    wrong = ("0" if sha256[0] != "0" else "1") + sha256[1:12]
+    with pytest.raises(PretrainedDownloadError, match=f"has sha256 {sha256}, expected {wrong}"):
+        download_checkpoint(entry.url, weights_dir / "b.pth", sha256=wrong)
+    assert not (weights_dir / "b.pth").exists()
+
+
 def test_a_wrong_md5_is_rejected_and_nothing_is_kept(weights_dir: Path, tmp_path: Path) -> None:
     remote = tmp_path / "remote.pth"
     write_upstream(remote)
@@ -225,5 +239,7 @@ def test_bad_entries_are_rejected() -> None:
         PretrainedModel(init_args={}, md5="ABCDEF01", **args)
     with pytest.raises(ValueError, match="md5 must be 8 to 32 lowercase hex digits"):
         PretrainedModel(init_args={}, md5="abc", **args)
+    with pytest.raises(ValueError, match="sha256 must be 8 to 64 lowercase hex digits"):
+        PretrainedModel(init_args={}, md5=None, sha256="f" * 65, **args)
     with pytest.raises(ValueError, match="imread must be one of"):
         PretrainedModel(init_args={}, md5=None, imread="cv2", **args)

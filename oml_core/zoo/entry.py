@@ -26,6 +26,8 @@ class PretrainedModel:
         url: Where the file is downloaded from.
         md5: The md5 hex digest of the file, or its first characters (at least 8, as OML's zoo keeps them),
             checked after a download (``None``: unknown, not checked).
+        sha256: The same for the sha256 digest (what GitHub releases and torchvision's file names publish);
+            both are checked when both are given.
         filename: Name of the file in the weights cache (:func:`~oml_core.zoo.store.weights_cache_dir`).
         transforms: ``{name, args}`` of a registered ``transforms`` factory: the images' preprocessing.
         converter: ``"module:function"`` turning the state dict read from the file (its upstream format:
@@ -45,6 +47,7 @@ class PretrainedModel:
     converter: str | None = None
     imread: str = "pil"
     description: str = ""
+    sha256: str | None = None
 
     def __post_init__(self) -> None:
         if "weights" in self.init_args:
@@ -53,12 +56,14 @@ class PretrainedModel:
             raise ValueError(
                 f"{self.filename}: imread must be one of {sorted(IMREADERS)}, got {self.imread!r}"
             )
-        hex_digits = self.md5 is None or all(c in "0123456789abcdef" for c in self.md5)
-        if self.md5 is not None and not (hex_digits and 8 <= len(self.md5) <= 32):
-            raise ValueError(
-                f"{self.filename}: md5 must be 8 to 32 lowercase hex digits (a digest or its start), "
-                f"got {self.md5!r}"
-            )
+        for name, digest, length in (("md5", self.md5, 32), ("sha256", self.sha256, 64)):
+            if digest is not None and not (
+                8 <= len(digest) <= length and set(digest) <= set("0123456789abcdef")
+            ):
+                raise ValueError(
+                    f"{self.filename}: {name} must be 8 to {length} lowercase hex digits (a digest or its start), "
+                    f"got {digest!r}"
+                )
 
     def load_converter(self) -> Callable[[dict[str, Any]], dict[str, Any]] | None:
         """The :attr:`converter` function, imported (``None`` when there is none)."""

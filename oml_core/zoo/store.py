@@ -88,24 +88,29 @@ def is_offline() -> bool:
     return any(os.environ.get(name, "").lower() in ("1", "true", "yes") for name in OFFLINE_VARIABLES)
 
 
-def file_md5(path: Path) -> str:
-    """The md5 hex digest of the file ``path``, read in chunks."""
-    digest = hashlib.md5()
+def file_digests(path: Path) -> dict[str, str]:
+    """``{"md5": ..., "sha256": ...}`` hex digests of the file ``path``, read once in chunks."""
+    digests = {"md5": hashlib.md5(), "sha256": hashlib.sha256()}
     with open(path, "rb") as f:
         for chunk in iter(lambda: f.read(_CHUNK), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
+            for digest in digests.values():
+                digest.update(chunk)
+    return {name: digest.hexdigest() for name, digest in digests.items()}
 
 
 def download_checkpoint(
-    url: str, path: Path, md5: str | None = None, timeout: float = DOWNLOAD_TIMEOUT
+    url: str,
+    path: Path,
+    md5: str | None = None,
+    timeout: float = DOWNLOAD_TIMEOUT,
+    sha256: str | None = None,
 ) -> Path:
-    """Download ``url`` to ``path`` (through a temporary file in its folder), checking ``md5`` (a digest, or
-    its first characters) when given.
+    """Download ``url`` to ``path`` (through a temporary file in its folder), checking ``md5`` and ``sha256``
+    (digests, or their first characters) when given.
 
     Raises:
         PretrainedDownloadError: downloads are forbidden (:func:`is_offline`), the server cannot be reached
-            within ``timeout`` seconds, or the downloaded file has another md5 (it is deleted). The message
+            within ``timeout`` seconds, or the downloaded file has another digest (it is deleted). The message
             names the url and the path to put the file at by hand.
     """
     manual = f"download {url} yourself and put the file at {path}"
@@ -115,14 +120,17 @@ def download_checkpoint(
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".part")
     tmp = Path(tmp_name)
+    expected = {name: digest for name, digest in (("md5", md5), ("sha256", sha256)) if digest is not None}
     try:
         with os.fdopen(fd, "wb") as out, urllib.request.urlopen(url, timeout=timeout) as response:
             shutil.copyfileobj(response, out, _CHUNK)
-        if md5 is not None and not (found := file_md5(tmp)).startswith(md5):
-            raise PretrainedDownloadError(
-                f"the file downloaded from {url} has md5 {found}, expected {md5}: the download is corrupt "
-                f"or the file changed upstream; retry, or {manual}"
-            )
+        found = file_digests(tmp) if expected else {}
+        for name, digest in expected.items():
+            if not found[name].startswith(digest):
+                raise PretrainedDownloadError(
+                    f"the file downloaded from {url} has {name} {found[name]}, expected {digest}: the download "
+                    f"is corrupt or the file changed upstream; retry, or {manual}"
+                )
         tmp.replace(path)
     except (urllib.error.URLError, OSError, ValueError) as e:
         raise PretrainedDownloadError(
@@ -137,7 +145,7 @@ def pretrained_checkpoint(key: str, registry: Registry | None = None) -> Path:
     """The local file of the zoo checkpoint ``key``: from the cache, or downloaded there first.
 
     A file already in the cache is used as it is, without network access (put a checkpoint there by hand to
-    work offline); a downloaded one is checked against the zoo's md5.
+    work offline); a downloaded one is checked against the zoo's md5 and sha256.
 
     Raises:
         UnknownNameError: ``key`` is not in the zoo.
@@ -147,7 +155,7 @@ def pretrained_checkpoint(key: str, registry: Registry | None = None) -> Path:
     path = weights_cache_dir() / model.filename
     if path.is_file():
         return path
-    return download_checkpoint(model.url, path, model.md5)
+    return download_checkpoint(model.url, path, md5=model.md5, sha256=model.sha256)
 
 
 def load_pretrained_state_dict(key: str, registry: Registry | None = None) -> dict[str, Tensor]:
@@ -191,7 +199,7 @@ __all__ = [
     "PRETRAINED_KIND",
     "PretrainedDownloadError",
     "download_checkpoint",
-    "file_md5",
+    "file_digests",
     "get_pretrained",
     "get_transforms_for_pretrained",
     "is_offline",
