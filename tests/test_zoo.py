@@ -235,11 +235,11 @@ def test_bad_entries_are_rejected() -> None:
     }
     with pytest.raises(ValueError, match="init_args must not hold 'weights'"):
         PretrainedModel(init_args={"weights": "x"}, md5=None, **args)
-    with pytest.raises(ValueError, match="md5 must be 8 to 32 lowercase hex digits"):
+    with pytest.raises(ValueError, match="md5 must be 6 to 32 lowercase hex digits"):
         PretrainedModel(init_args={}, md5="ABCDEF01", **args)
-    with pytest.raises(ValueError, match="md5 must be 8 to 32 lowercase hex digits"):
+    with pytest.raises(ValueError, match="md5 must be 6 to 32 lowercase hex digits"):
         PretrainedModel(init_args={}, md5="abc", **args)
-    with pytest.raises(ValueError, match="sha256 must be 8 to 64 lowercase hex digits"):
+    with pytest.raises(ValueError, match="sha256 must be 6 to 64 lowercase hex digits"):
         PretrainedModel(init_args={}, md5=None, sha256="f" * 65, **args)
     with pytest.raises(ValueError, match="imread must be one of"):
         PretrainedModel(init_args={}, md5=None, imread="cv2", **args)

@@ -24,7 +24,7 @@ class PretrainedModel:
         extractor: Registered name of the extractor the checkpoint is for (``"vit"``).
         init_args: Constructor arguments of that extractor for this checkpoint, ``weights`` excluded.
         url: Where the file is downloaded from.
-        md5: The md5 hex digest of the file, or its first characters (at least 8, as OML's zoo keeps them),
+        md5: The md5 hex digest of the file, or its first characters (at least 6, as OML's zoo keeps them),
             checked after a download (``None``: unknown, not checked).
         sha256: The same for the sha256 digest (what GitHub releases and torchvision's file names publish);
             both are checked when both are given.
@@ -58,10 +58,10 @@ class PretrainedModel:
             )
         for name, digest, length in (("md5", self.md5, 32), ("sha256", self.sha256, 64)):
             if digest is not None and not (
-                8 <= len(digest) <= length and set(digest) <= set("0123456789abcdef")
+                6 <= len(digest) <= length and set(digest) <= set("0123456789abcdef")
             ):
                 raise ValueError(
-                    f"{self.filename}: {name} must be 8 to {length} lowercase hex digits (a digest or its start), "
+                    f"{self.filename}: {name} must be 6 to {length} lowercase hex digits (a digest or its start), "
                     f"got {digest!r}"
                 )
 
