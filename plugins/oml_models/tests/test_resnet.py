@@ -16,6 +16,7 @@ from oml_core.registry import Registry, UnknownNameError
 from oml_core.utils.checkpoints import strip_prefixes
 
 FEAT_DIMS = {"resnet18": 512, "resnet34": 512, "resnet50": 2048, "resnet101": 2048, "resnet152": 2048}
+ARCHS = ["resnet18", "resnet34", "resnet50", "resnet50_projector", "resnet101", "resnet152"]
 
 
 def _images(batch: int = 2, seed: int = 0) -> torch.Tensor:
@@ -50,8 +51,26 @@ def test_feat_dim_of_other_archs(arch: str) -> None:
 def test_is_an_extractor_and_constructors_listed() -> None:
     model = ResnetExtractor(None, arch="resnet18", gem_p=None, remove_fc=True, normalise_features=True)
     assert isinstance(model, IExtractor)
-    assert sorted(ResnetExtractor.constructors) == sorted(FEAT_DIMS)
-    assert ResnetExtractor.pretrained_models == {}
+    assert list(ResnetExtractor.constructors) == ARCHS
+
+
+@pytest.mark.parametrize(("remove_fc", "feat_dim"), [(True, 2048), (False, 128)])
+def test_resnet50_projector_has_mocos_head(remove_fc: bool, feat_dim: int) -> None:
+    torch.manual_seed(0)
+    model = ResnetExtractor(
+        None, "resnet50_projector", gem_p=None, remove_fc=remove_fc, normalise_features=False
+    )
+    assert model.feat_dim == feat_dim
+    with torch.no_grad():
+        assert model.eval()(_images(2)).shape == (2, feat_dim)
+    if not remove_fc:  # Linear(2048, 2048), ReLU, Linear(2048, 128) as fc.0 and fc.2
+        assert [k for k in model.model.state_dict() if k.startswith("fc.")] == [
+            "fc.0.weight",
+            "fc.0.bias",
+            "fc.2.weight",
+            "fc.2.bias",
+        ]
+        assert model.model.fc[0].weight.shape == (2048, 2048) and isinstance(model.model.fc[1], nn.ReLU)
 
 
 def test_normalise_features_gives_unit_norms() -> None:
@@ -187,20 +206,26 @@ def test_non_state_dict_file_is_refused(tmp_path: Path) -> None:
 
 
 def test_unknown_weights_key_and_missing_path() -> None:
-    with pytest.raises(KeyError, match="resnet50_moco_v2.*pretrained zoo is not available"):
+    with pytest.raises(
+        UnknownNameError, match="Unknown pretrained 'resnet50_moco_v3'.*Did you mean: resnet50_moco_v2"
+    ):
         ResnetExtractor(
-            "resnet50_moco_v2", arch="resnet50", gem_p=None, remove_fc=True, normalise_features=False
+            "resnet50_moco_v3", arch="resnet50", gem_p=None, remove_fc=True, normalise_features=False
         )
     with pytest.raises(FileNotFoundError, match="no_such.pth"):
         ResnetExtractor(
             Path("no_such.pth"), arch="resnet18", gem_p=None, remove_fc=True, normalise_features=False
         )
-    with pytest.raises(UnknownNameError, match="Unknown pretrained 'resnet50_moco_v2'"):
-        ResnetExtractor.from_pretrained("resnet50_moco_v2")
+    with pytest.raises(
+        UnknownNameError, match="Unknown pretrained 'resnet18_imagenet'.*resnet18_imagenet1k_v1"
+    ):
+        ResnetExtractor.from_pretrained("resnet18_imagenet")
 
 
 def test_unknown_arch_lists_the_known_ones() -> None:
-    with pytest.raises(ValueError, match="'resnet19'.*resnet18, resnet34, resnet50, resnet101, resnet152"):
+    with pytest.raises(
+        ValueError, match="'resnet19'.*resnet18, resnet34, resnet50, resnet50_projector, resnet101"
+    ):
         ResnetExtractor(None, arch="resnet19", gem_p=None, remove_fc=True, normalise_features=False)
 
 
@@ -231,3 +256,164 @@ def test_registry_builds_resnet_from_config() -> None:
 def test_installed_entry_point_provides_resnet() -> None:
     registry = Registry()
     assert registry.get("extractor", "resnet").plugin.distribution == "oml-models"
+
+
+# ------------------------------------------------------------------------------------------- the zoo rows
+def test_zoo_rows_of_oml() -> None:
+    from torchvision.models import (
+        ResNet18_Weights,
+        ResNet34_Weights,
+        ResNet50_Weights,
+        ResNet101_Weights,
+        ResNet152_Weights,
+    )
+
+    from oml_core.zoo import get_pretrained, pretrained_keys
+
+    torchvision_urls = {
+        "resnet18": ResNet18_Weights.IMAGENET1K_V1.url,
+        "resnet34": ResNet34_Weights.IMAGENET1K_V1.url,
+        "resnet50": ResNet50_Weights.IMAGENET1K_V1.url,
+        "resnet101": ResNet101_Weights.IMAGENET1K_V1.url,
+        "resnet152": ResNet152_Weights.IMAGENET1K_V1.url,
+    }
+    imagenet = [f"{arch}_imagenet1k_v1" for arch in torchvision_urls]
+    assert pretrained_keys(extractor="resnet") == sorted([*imagenet, "resnet50_moco_v2"])
+    transforms = {"name": "norm_resize_hypvit_torch", "args": {"im_size": 256, "crop_size": 224}}
+    for arch, url in torchvision_urls.items():
+        row = get_pretrained(f"{arch}_imagenet1k_v1")
+        assert (row.url, row.filename, row.md5, row.converter) == (url, url.rsplit("/", 1)[1], None, None)
+        assert url.endswith(f"-{row.sha256}.pth") and len(row.sha256) == 8  # torchvision's own check
+        assert row.init_args == {"arch": arch, "gem_p": None, "remove_fc": True, "normalise_features": False}
+        assert row.transforms == transforms
+    moco = get_pretrained("resnet50_moco_v2")
+    assert moco.url == (
+        "https://dl.fbaipublicfiles.com/moco/moco_checkpoints/moco_v2_800ep/moco_v2_800ep_pretrain.pth.tar"
+    )
+    assert moco.filename == "moco_v2_800ep_pretrain.pth.tar" and moco.md5 == "a04e12f8"
+    assert moco.init_args == {
+        "arch": "resnet50_projector",
+        "gem_p": 5.0,
+        "remove_fc": True,
+        "normalise_features": False,
+    }
+    assert moco.converter == "oml_models.converters.resnet:moco_to_torchvision"
+    assert moco.transforms == transforms
+
+
+@pytest.fixture()
+def offline_weights_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """An empty ``OML_WEIGHTS_DIR``, downloads forbidden, and any socket or urlopen an error."""
+    import socket
+
+    def no_network(*args, **kwargs):
+        raise AssertionError("a socket was opened")
+
+    monkeypatch.setenv("OML_WEIGHTS_DIR", str(tmp_path))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setattr(socket.socket, "connect", no_network)
+    monkeypatch.setattr("urllib.request.urlopen", no_network)
+    return tmp_path
+
+
+def _trunk(model: nn.Module, x: torch.Tensor) -> torch.Tensor:
+    """The feature map of a torchvision ResNet (everything before its pooling)."""
+    for name in ("conv1", "bn1", "relu", "maxpool", "layer1", "layer2", "layer3", "layer4"):
+        x = getattr(model, name)(x)
+    return x
+
+
+def test_imagenet_row_loads_a_torchvision_file_without_network(offline_weights_dir: Path) -> None:
+    from torchvision.models import resnet18
+
+    torch.manual_seed(3)
+    reference = resnet18(weights=None).eval()
+    torch.save(reference.state_dict(), offline_weights_dir / "resnet18-f37072fd.pth")
+    x = _images(2)
+    with torch.no_grad():
+        expected = _trunk(reference, x).mean(dim=(2, 3))  # average pooling, fc removed
+        for model in (
+            ResnetExtractor.from_pretrained("resnet18_imagenet1k_v1"),
+            IExtractor.from_pretrained("resnet18_imagenet1k_v1"),
+            ResnetExtractor(
+                "resnet18_imagenet1k_v1", "resnet18", None, remove_fc=True, normalise_features=False
+            ),
+        ):
+            assert isinstance(model, ResnetExtractor) and model.feat_dim == 512
+            torch.testing.assert_close(model.eval()(x), expected)
+        # the fc of the file is kept when asked for
+        with_fc = ResnetExtractor.from_pretrained("resnet18_imagenet1k_v1", remove_fc=False).eval()
+        torch.testing.assert_close(with_fc(x), reference(x))
+
+
+def test_imagenet_resnet50_row(offline_weights_dir: Path) -> None:
+    from torchvision.models import resnet50
+
+    torch.manual_seed(4)
+    reference = resnet50(weights=None).eval()
+    torch.save(reference.state_dict(), offline_weights_dir / "resnet50-0676ba61.pth")
+    x = _images(2)
+    with torch.no_grad():
+        out = ResnetExtractor.from_pretrained("resnet50_imagenet1k_v1").eval()(x)
+        torch.testing.assert_close(out, _trunk(reference, x).mean(dim=(2, 3)))
+
+
+def _write_moco_release(path: Path, seed: int) -> nn.Module:
+    """A random query encoder, saved as MoCo's release does (the key encoder, queue and optimizer too)."""
+    from torchvision.models import resnet50
+
+    torch.manual_seed(seed)
+    encoder_q = resnet50(num_classes=128)  # MoCo v2's head: the mlp replaces fc, its last layer kept
+    encoder_q.fc = nn.Sequential(nn.Linear(2048, 2048), nn.ReLU(), encoder_q.fc)
+    encoder_q.eval()
+    state_dict = {f"module.encoder_q.{k}": v for k, v in encoder_q.state_dict().items()}
+    state_dict.update({f"module.encoder_k.{k}": v for k, v in encoder_q.state_dict().items()})
+    state_dict["module.queue"] = torch.randn(128, 16)
+    state_dict["module.queue_ptr"] = torch.zeros(1, dtype=torch.long)
+    optimizer = {"state": {}, "param_groups": [{"lr": 0.03, "momentum": 0.9, "params": [0, 1]}]}
+    torch.save({"epoch": 800, "arch": "resnet50", "state_dict": state_dict, "optimizer": optimizer}, path)
+    return encoder_q
+
+
+def test_moco_row_loads_the_release_format_without_network(offline_weights_dir: Path) -> None:
+    encoder_q = _write_moco_release(offline_weights_dir / "moco_v2_800ep_pretrain.pth.tar", seed=5)
+    x = torch.randn(2, 3, 64, 64, generator=torch.Generator().manual_seed(6))
+    with torch.no_grad():
+        feats = _trunk(encoder_q, x)  # [2, 2048, 2, 2]
+        gem = feats.clamp(min=1e-6).pow(5).mean(dim=(2, 3)).pow(1 / 5)  # GeM with p = 5
+        model = ResnetExtractor.from_pretrained("resnet50_moco_v2").eval()
+        assert model.feat_dim == 2048 and isinstance(model.model.avgpool, GEM)
+        torch.testing.assert_close(model(x), gem)
+        by_key = ResnetExtractor(
+            "resnet50_moco_v2", "resnet50_projector", gem_p=5.0, remove_fc=True, normalise_features=False
+        )
+        torch.testing.assert_close(by_key.eval()(x), gem)
+        # remove_fc=False keeps MoCo's projection head: the 128-d output of the query encoder
+        head = ResnetExtractor.from_pretrained("resnet50_moco_v2", remove_fc=False).eval()
+        torch.testing.assert_close(head(x), encoder_q.fc(gem), atol=1e-5, rtol=1e-4)
+
+
+def test_moco_converter_rejects_other_files() -> None:
+    from oml_models.converters.resnet import moco_to_torchvision
+
+    weight = torch.zeros(1)
+    converted = moco_to_torchvision(
+        {
+            "module.encoder_q.conv1.weight": weight,
+            "module.encoder_k.conv1.weight": weight,
+            "module.queue": weight,
+        }
+    )
+    assert converted == {"conv1.weight": weight}
+    with pytest.raises(CheckpointError, match="not a MoCo checkpoint.*keys: conv1.weight"):
+        moco_to_torchvision({"conv1.weight": weight})
+
+
+def test_missing_zoo_file_offline_says_where_to_put_it(offline_weights_dir: Path) -> None:
+    from oml_core.zoo import PretrainedDownloadError
+
+    with pytest.raises(PretrainedDownloadError) as info:
+        ResnetExtractor.from_pretrained("resnet18_imagenet1k_v1")
+    message = str(info.value)
+    assert "https://download.pytorch.org/models/resnet18-f37072fd.pth" in message
+    assert str(offline_weights_dir / "resnet18-f37072fd.pth") in message

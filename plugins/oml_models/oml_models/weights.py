@@ -1,0 +1,62 @@
+"""How the extractors of this plugin take their ``weights`` argument: nothing, a local file, or a zoo key."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+
+from torch import nn
+
+from oml_core.interfaces.models import IExtractor
+from oml_core.utils.checkpoints import WRAPPER_PREFIXES, load_checkpoint
+from oml_core.zoo import load_pretrained_state_dict
+
+#: Suffixes of checkpoint files: a string ending so (or holding a ``/``) is a path, never a zoo key.
+CHECKPOINT_SUFFIXES = (".pth", ".pt", ".ckpt", ".tar", ".bin", ".safetensors")
+
+
+def looks_like_path(weights: str) -> bool:
+    """Whether the string ``weights`` is meant as a file (a ``/`` or ``\\`` in it, or a checkpoint suffix)."""
+    return "/" in weights or "\\" in weights or weights.lower().endswith(CHECKPOINT_SUFFIXES)
+
+
+def load_weights(
+    extractor: IExtractor,
+    weights: str | Path | None,
+    target: nn.Module | None = None,
+    ignore: Iterable[str] = ("criterion.",),
+    prefixes: Iterable[str] = WRAPPER_PREFIXES,
+) -> None:
+    """Load ``weights`` into a freshly built ``extractor``.
+
+    - ``None``: nothing (random initialisation).
+    - A path to an existing file (``str`` or ``Path``): a checkpoint of the user's (a plain state dict or a
+      Lightning checkpoint), loaded strictly into ``target`` (the extractor itself by default; the part of it
+      that its checkpoints hold, e.g. the backbone) after stripping the wrapper ``prefixes`` (``model.``,
+      ``extractor.``, ``module.`` by default; give fewer when the target's own keys start with one of them)
+      and dropping the keys that start with one of ``ignore``
+      (:func:`~oml_core.utils.checkpoints.load_checkpoint`).
+    - Any other ``str``: a key of the pretrained zoo, downloaded once to the weights cache, converted and loaded
+      with ``extractor.load_pretrained`` (:func:`~oml_core.zoo.load_pretrained_state_dict`).
+
+    Raises:
+        TypeError: ``weights`` is neither ``None``, a ``str`` nor a ``Path``.
+        FileNotFoundError: ``weights`` is a ``Path``, or a string that looks like a path
+            (:func:`looks_like_path`), and no such file exists.
+        UnknownNameError: ``weights`` is a string that is neither a file nor a zoo key (close keys listed).
+        PretrainedDownloadError: the zoo file is not cached and cannot be downloaded.
+        CheckpointError: the checkpoint cannot be read or does not fit.
+    """
+    if weights is None:
+        return
+    if not isinstance(weights, (str, Path)):
+        raise TypeError(
+            f"weights must be None, a checkpoint path or a zoo key (str), got {type(weights).__name__}"
+        )
+    if isinstance(weights, Path) or Path(weights).is_file() or looks_like_path(weights):
+        load_checkpoint(extractor if target is None else target, weights, prefixes=prefixes, ignore=ignore)
+        return
+    extractor.load_pretrained(load_pretrained_state_dict(weights), source=weights)
+
+
+__all__ = ["CHECKPOINT_SUFFIXES", "load_weights", "looks_like_path"]
