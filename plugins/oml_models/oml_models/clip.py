@@ -1,0 +1,120 @@
+"""``ViTCLIPExtractor``: the image tower of CLIP as an extractor (OML's ``ViTCLIPExtractor``).
+
+The tower is open_clip's ``VisionTransformer`` in OpenAI's architecture (the one of OpenAI's and
+SberbankAI's ruCLIP releases: class token, pre- and post-LayerNorm, QuickGELU, ``width // 64`` heads, a
+linear projection of the class token), built alone: the text tower is never built.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import torch.nn.functional as F
+from torch import Tensor
+
+from oml_core.interfaces.models import IExtractor
+from oml_models.weights import load_weights
+
+if TYPE_CHECKING:
+    from open_clip.transformer import VisionTransformer
+
+#: OML's arch names to the open_clip model configs of the same image towers (built with QuickGELU).
+CLIP_ARCHS: dict[str, str] = {
+    "vitb16_224": "ViT-B-16",
+    "vitb32_224": "ViT-B-32",
+    "vitl14_224": "ViT-L-14",
+    "vitl14_336": "ViT-L-14-336",
+}
+
+
+def build_clip_visual(open_clip_name: str) -> VisionTransformer:
+    """The image tower of the open_clip model config ``open_clip_name``, randomly initialised, with OpenAI's
+    QuickGELU activation (nothing is downloaded; open_clip's own builder of CLIP's image tower).
+
+    Raises:
+        ValueError: open_clip has no model config ``open_clip_name``.
+    """
+    import open_clip
+    from open_clip.model import _build_vision_tower
+
+    config = open_clip.get_model_config(open_clip_name)
+    if config is None:
+        raise ValueError(f"open_clip has no model config {open_clip_name!r}")
+    return _build_vision_tower(config["embed_dim"], config["vision_cfg"], quick_gelu=True)
+
+
+def check_image_size(x: Tensor, image_size: int, extractor: str) -> None:
+    """Check that ``x`` is a batch of square images of the side ``image_size`` that ``extractor`` expects.
+
+    Raises:
+        ValueError: ``x`` is not ``[B, 3, image_size, image_size]``; the message gives both shapes.
+    """
+    if x.ndim != 4 or tuple(x.shape[1:]) != (3, image_size, image_size):
+        raise ValueError(
+            f"{extractor} expects images x of shape [B, 3, {image_size}, {image_size}] (resize them to "
+            f"{image_size}x{image_size}), got {list(x.shape)}"
+        )
+
+
+class ViTCLIPExtractor(IExtractor):
+    """The image encoder of CLIP (OpenAI's ViT-B/16, ViT-B/32, ViT-L/14, ViT-L/14@336px architectures).
+
+    ``forward(x)`` maps images ``[B, 3, S, S]``, ``S`` the arch's resolution (224, or 336 for
+    ``vitl14_336``), to embeddings ``[B, feat_dim]``: the class token after the last block and ``ln_post``,
+    projected by ``proj`` (CLIP's image embedding, ``encode_image``), then L2-normalised if
+    ``normalise_features``. ``feat_dim`` is the projection's size: 512 (``vitb*``) or 768 (``vitl*``).
+    The tower is ``self.visual``: the extractor's state dict is CLIP's image tower under the prefix
+    ``visual.``, as in CLIP's own state dicts.
+
+    Args:
+        weights: ``None`` for a random initialisation; a path to a local checkpoint of this extractor (its
+            state dict, or a Lightning checkpoint holding it: the prefixes ``model.``, ``extractor.``,
+            ``module.`` are stripped, ``criterion.*`` keys ignored); or a key of the pretrained zoo
+            (:attr:`pretrained_models`; a full CLIP checkpoint, text tower included, is converted on loading).
+        arch: One of :attr:`constructors`: ``vitb16_224``, ``vitb32_224``, ``vitl14_224``, ``vitl14_336``.
+        normalise_features: L2-normalise the output embeddings.
+
+    Raises:
+        ValueError: unknown ``arch`` (the known ones are listed).
+        UnknownNameError: ``weights`` is a string that is neither a file nor a zoo key (close keys listed).
+        FileNotFoundError: ``weights`` is a ``Path`` that does not exist.
+        PretrainedDownloadError: the zoo file is not in the weights cache and cannot be downloaded.
+        CheckpointError: the checkpoint cannot be read or does not fit (its file and keys are named).
+    """
+
+    #: The supported archs: OML's names to the open_clip model configs of their image towers.
+    constructors: dict[str, str] = CLIP_ARCHS
+
+    def __init__(self, weights: str | Path | None, arch: str, normalise_features: bool = True) -> None:
+        if arch not in self.constructors:
+            known = ", ".join(self.constructors)
+            raise ValueError(
+                f"Unknown CLIP arch {arch!r}; known archs (ViTCLIPExtractor.constructors): {known}"
+            )
+        super().__init__()
+        self.arch = arch
+        self.normalise_features = normalise_features
+        self.visual = build_clip_visual(self.constructors[arch])
+        self.image_size: int = self.visual.image_size[0]
+        load_weights(self, weights)
+
+    @property
+    def feat_dim(self) -> int:
+        """Size of the embeddings: the output size of the projection ``proj`` (512 or 768)."""
+        return self.visual.output_dim
+
+    def forward(self, x: Tensor) -> Tensor:
+        """Embeddings ``[B, feat_dim]`` of images ``x`` ``[B, 3, S, S]`` (L2-normalised if asked).
+
+        Raises:
+            ValueError: ``x`` is not a batch of RGB images of the arch's resolution.
+        """
+        check_image_size(x, self.image_size, type(self).__name__)
+        x = self.visual(x)
+        if self.normalise_features:
+            x = F.normalize(x, p=2, dim=1)
+        return x
+
+
+__all__ = ["CLIP_ARCHS", "ViTCLIPExtractor", "build_clip_visual", "check_image_size"]
