@@ -1,0 +1,1 @@
+"""Default configs of the extractors and pairwise models: ``<kind>/<name>.yaml``, one per name."""
