@@ -93,10 +93,10 @@ def oml_register_transforms(register: RegisterCallback) -> None:
 @hookimpl
 def oml_register_pretrained(register: RegisterCallback) -> None:
     """Register every checkpoint of :data:`oml_models.zoo.PRETRAINED` (metadata only: nothing is downloaded)."""
-    from oml_models.zoo import PRETRAINED
+    from oml_models.zoo import ALIASES, PRETRAINED
 
     for key, factory in PRETRAINED.items():
-        register(key, factory, description=factory().description or None)
+        register(key, factory, aliases=ALIASES.get(key, ()), description=factory().description or None)
 
 
 @hookimpl

@@ -89,6 +89,11 @@ def test_every_zoo_row_has_transforms_and_builds(registry: Registry) -> None:
         assert model.feat_dim > 0, key
 
 
+def test_the_manuals_spelling_of_the_unicom_keys_is_an_alias(registry: Registry) -> None:
+    assert get_pretrained("vitb32_unicorn", registry) == get_pretrained("vitb32_unicom", registry)
+    assert get_pretrained("vitl14_336px_unicorn", registry).filename == "FP16-ViT-L-14-336px.pt"
+
+
 def test_pretrained_models_lists_each_class_its_own_keys() -> None:
     from oml_models import ResnetExtractor, ViTExtractor
 

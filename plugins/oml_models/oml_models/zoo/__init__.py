@@ -21,4 +21,7 @@ PRETRAINED: dict[str, Callable[[], PretrainedModel]] = {
     **mlp.ZOO,
 }
 
-__all__ = ["PRETRAINED"]
+#: Other names of some keys: ``{key: aliases}``.
+ALIASES: dict[str, tuple[str, ...]] = {**unicom.ALIASES}
+
+__all__ = ["ALIASES", "PRETRAINED"]

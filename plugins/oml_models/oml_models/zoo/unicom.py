@@ -50,4 +50,7 @@ ZOO: dict[str, Callable[[], PretrainedModel]] = {
     ),
 }
 
-__all__ = ["SHA256", "ZOO"]
+#: The keys as the manual's zoo table spells them ("unicorn"), accepted as aliases.
+ALIASES: dict[str, tuple[str, ...]] = {key: (key.replace("_unicom", "_unicorn"),) for key in ZOO}
+
+__all__ = ["ALIASES", "SHA256", "ZOO"]
