@@ -101,5 +101,5 @@ def oml_register_pretrained(register: RegisterCallback) -> None:
 
 @hookimpl
 def oml_register_config_dirs(register: RegisterCallback) -> None:
-    """The default configs: ``extractor/<name>.yaml`` and ``pairwise_model/<name>.yaml``."""
+    """The default configs: ``extractor/<name>.yaml``, ``pairwise_model/<name>.yaml``, ``transforms/<name>.yaml``."""
     register("pkg://oml_models.configs")

@@ -69,6 +69,14 @@ def test_every_pairwise_model_builds_from_its_default_config(registry: Registry,
         assert model.predict(x1, x2).shape == (3,)
 
 
+@pytest.mark.parametrize("name", TRANSFORMS)
+def test_every_transform_builds_from_its_default_config(registry: Registry, name: str) -> None:
+    cfg = registry.default_config("transforms", name)
+    out = registry.build("transforms", cfg)(Image.new("RGB", (300, 200), (10, 200, 30)))
+    size = cfg["args"].get("crop_size", cfg["args"].get("im_size"))
+    assert out.shape == ((3, 200, 300) if size is None else (3, size, size))
+
+
 def test_every_zoo_row_has_transforms_and_builds(registry: Registry) -> None:
     keys = pretrained_keys(registry=registry)
     assert len(keys) == 32 and {

@@ -1,1 +1,1 @@
-"""Default configs of the extractors and pairwise models: ``<kind>/<name>.yaml``, one per name."""
+"""Default configs of the extractors, pairwise models and transforms: ``<kind>/<name>.yaml``, one per name."""
