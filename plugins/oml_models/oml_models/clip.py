@@ -14,7 +14,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from oml_core.interfaces.models import IExtractor
-from oml_models.weights import load_weights
+from oml_models.weights import check_arch, load_weights
 
 if TYPE_CHECKING:
     from open_clip.transformer import VisionTransformer
@@ -87,11 +87,7 @@ class ViTCLIPExtractor(IExtractor):
     constructors: dict[str, str] = CLIP_ARCHS
 
     def __init__(self, weights: str | Path | None, arch: str, normalise_features: bool = True) -> None:
-        if arch not in self.constructors:
-            known = ", ".join(self.constructors)
-            raise ValueError(
-                f"Unknown CLIP arch {arch!r}; known archs (ViTCLIPExtractor.constructors): {known}"
-            )
+        check_arch(arch, ViTCLIPExtractor)
         super().__init__()
         self.arch = arch
         self.normalise_features = normalise_features

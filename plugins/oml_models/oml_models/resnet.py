@@ -16,7 +16,7 @@ from oml_core.utils.checkpoints import drop_keys, load_state_dict_strict
 from oml_models.gradcam import grad_cam, overlay_heatmap
 from oml_models.pooling import gem_or_avg_pool
 from oml_models.transforms import get_normalisation_torch
-from oml_models.weights import load_weights
+from oml_models.weights import check_arch, load_weights
 
 
 def resnet50_projector(weights: None = None) -> ResNet:
@@ -89,11 +89,7 @@ class ResnetExtractor(IExtractor):
         remove_fc: bool,
         normalise_features: bool,
     ) -> None:
-        if arch not in self.constructors:
-            known = ", ".join(self.constructors)
-            raise ValueError(
-                f"Unknown ResNet arch {arch!r}; known archs (ResnetExtractor.constructors): {known}"
-            )
+        check_arch(arch, ResnetExtractor)
         super().__init__()
         self.arch = arch
         self.gem_p = gem_p

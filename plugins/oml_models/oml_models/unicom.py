@@ -10,7 +10,7 @@ from torch import Tensor
 from oml_core.interfaces.models import IExtractor
 from oml_models.clip import check_image_size
 from oml_models.unicom_vit import UNICOM_ARCHS, UnicomArch, UnicomVisionTransformer
-from oml_models.weights import load_weights
+from oml_models.weights import check_arch, load_weights
 
 
 class ViTUnicomExtractor(IExtractor):
@@ -52,11 +52,7 @@ class ViTUnicomExtractor(IExtractor):
         normalise_features: bool,
         use_gradient_ckpt: bool = True,
     ) -> None:
-        if arch not in self.constructors:
-            known = ", ".join(self.constructors)
-            raise ValueError(
-                f"Unknown Unicom arch {arch!r}; known archs (ViTUnicomExtractor.constructors): {known}"
-            )
+        check_arch(arch, ViTUnicomExtractor)
         super().__init__()
         self.arch = arch
         self.normalise_features = normalise_features

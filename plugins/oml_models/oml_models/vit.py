@@ -13,7 +13,7 @@ from torch import Tensor
 from oml_core.interfaces.models import IExtractor
 from oml_models.vit_attention import draw_attention
 from oml_models.vit_backbone import VIT_ARCHS, DinoVisionTransformer, ViTArch
-from oml_models.weights import load_weights
+from oml_models.weights import check_arch, load_weights
 
 
 class ViTExtractor(IExtractor):
@@ -62,9 +62,7 @@ class ViTExtractor(IExtractor):
         normalise_features: bool,
         use_multi_scale: bool = False,
     ) -> None:
-        if arch not in self.constructors:
-            known = ", ".join(self.constructors)
-            raise ValueError(f"Unknown ViT arch {arch!r}; known archs (ViTExtractor.constructors): {known}")
+        check_arch(arch, ViTExtractor)
         super().__init__()
         self.arch = arch
         self.normalise_features = normalise_features

@@ -20,6 +20,18 @@ def looks_like_path(weights: str) -> bool:
     return "/" in weights or "\\" in weights or weights.lower().endswith(CHECKPOINT_SUFFIXES)
 
 
+def check_arch(arch: str, extractor: type[IExtractor]) -> str:
+    """``arch`` itself when it is a key of ``extractor.constructors``.
+
+    Raises:
+        ValueError: an unknown ``arch``; the message lists the known ones.
+    """
+    if arch not in extractor.constructors:
+        known = ", ".join(extractor.constructors)
+        raise ValueError(f"Unknown arch {arch!r} of {extractor.__name__}; known archs: {known}")
+    return arch
+
+
 def load_weights(
     extractor: IExtractor,
     weights: str | Path | None,
@@ -59,4 +71,4 @@ def load_weights(
     extractor.load_pretrained(load_pretrained_state_dict(weights), source=weights)
 
 
-__all__ = ["CHECKPOINT_SUFFIXES", "load_weights", "looks_like_path"]
+__all__ = ["check_arch", "CHECKPOINT_SUFFIXES", "load_weights", "looks_like_path"]

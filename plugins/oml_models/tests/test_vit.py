@@ -265,7 +265,10 @@ def test_draw_attention_refuses_bad_images() -> None:
 
 
 def test_unknown_arch_lists_the_known_ones() -> None:
-    with pytest.raises(ValueError, match=r"Unknown ViT arch 'vitx16'.*vits8, vits16, vitb8, vitb16, vits14"):
+    with pytest.raises(
+        ValueError,
+        match=r"Unknown arch 'vitx16' of ViTExtractor; known archs: vits8, vits16, vitb8, vitb16, vits14",
+    ):
         ViTExtractor(None, "vitx16", normalise_features=False)
 
 

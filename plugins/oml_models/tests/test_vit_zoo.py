@@ -4,7 +4,6 @@ reference outputs come from timm's models loaded with timm's own checkpoint filt
 
 from __future__ import annotations
 
-import socket
 from collections.abc import Callable
 from pathlib import Path
 
@@ -59,15 +58,8 @@ def registry() -> Registry:
 
 
 @pytest.fixture(autouse=True)
-def weights_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """An empty weights cache, downloads disabled, and any connection attempt an error."""
-
-    def refuse(*args: object, **kwargs: object) -> None:
-        raise AssertionError("a test of the zoo tried to reach the network")
-
-    monkeypatch.setattr(socket.socket, "connect", refuse)
-    monkeypatch.setattr(socket.socket, "connect_ex", refuse)
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+def weights_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, no_network: None) -> Path:
+    """An empty weights cache; no network (``no_network`` of conftest.py)."""
     folder = tmp_path / "weights"
     folder.mkdir()
     monkeypatch.setenv("OML_WEIGHTS_DIR", str(folder))
