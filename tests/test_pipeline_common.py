@@ -5,6 +5,7 @@ import pytest
 
 from oml_core.lightning.pipelines.common import (
     check_components,
+    check_keys,
     format_metrics_table,
     make_run_dir,
     read_dataframe,
@@ -61,3 +62,12 @@ def test_metrics_table_is_sorted_and_aligned():
     assert lines[4] == "OVERALL/cmc/1    0.8750"
     assert lines[5] == "OVERALL/map/5    0.5000"
     assert format_metrics_table({}) == "Validation metrics: (none computed)"
+
+
+def test_check_keys_names_the_unknown_key_and_the_closest_known_one():
+    known = {"max_epochs", "valid_period", "bs_val"}
+    check_keys({"max_epochs": 1, "bs_val": 2}, known, "p")
+    with pytest.raises(ConfigError, match=r"^p: unknown config key 'max_epoch'; did you mean 'max_epochs'\?"):
+        check_keys({"max_epoch": 1}, known, "p")
+    with pytest.raises(ConfigError, match=r"unknown config key 'zzz' \(known keys: bs_val, max_epochs"):
+        check_keys({"bs_val": 1, "zzz": 2}, known, "p")

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import datetime as dt
+import difflib
 import inspect
 import os
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,18 @@ def as_config(cfg: Any) -> dict[str, Any]:
     if not isinstance(plain, Mapping):
         raise ConfigError(f"a pipeline config must be a mapping, got {type(cfg).__name__}")
     return dict(plain)
+
+
+def check_keys(cfg: Mapping[str, Any], known: Collection[str], pipeline: str) -> None:
+    """Raise a ``ConfigError`` for the first top-level key of ``cfg`` that ``pipeline`` does not know, naming
+    the closest known key (a misspelt key is never silently ignored)."""
+    for key in cfg:
+        if key not in known:
+            close = difflib.get_close_matches(str(key), sorted(known), n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            raise ConfigError(
+                f"{pipeline}: unknown config key {key!r}{hint} (known keys: {', '.join(sorted(known))})"
+            )
 
 
 def require(cfg: Mapping[str, Any], *keys: str, pipeline: str) -> None:
