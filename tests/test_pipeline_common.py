@@ -1,14 +1,25 @@
-"""Helpers of the pipelines: run directories, data checks, component checks, the metrics table."""
+"""Helpers of the pipelines: run directories, data checks, component checks, the Trainer's engine and
+arguments, the metrics table."""
+
+import os
+from pathlib import Path
 
 import pandas as pd
 import pytest
+from pytorch_lightning.strategies import DDPStrategy
 
 from oml_core.lightning.pipelines.common import (
+    RUN_DIR_ENV,
     check_components,
     check_keys,
     format_metrics_table,
+    is_ddp_devices,
     make_run_dir,
+    merge_trainer_args,
+    parse_engine_params,
     read_dataframe,
+    run_dir_for_ddp_processes,
+    shared_run_dir,
     split_dataframe,
 )
 from oml_core.registry import ConfigError, Registry, UnknownNameError
@@ -71,3 +82,60 @@ def test_check_keys_names_the_unknown_key_and_the_closest_known_one():
         check_keys({"max_epoch": 1}, known, "p")
     with pytest.raises(ConfigError, match=r"unknown config key 'zzz' \(known keys: bs_val, max_epochs"):
         check_keys({"bs_val": 1, "zzz": 2}, known, "p")
+
+
+def test_a_run_dir_can_be_named_and_is_still_never_reused(tmp_path):
+    first = make_run_dir(tmp_path, "exp", folder="my_run")
+    second = make_run_dir(tmp_path, "exp", folder="my_run")
+    assert (first.name, second.name) == ("my_run", "my_run_1")
+
+
+def test_ddp_processes_share_the_run_dir_of_the_launching_process(tmp_path, monkeypatch):
+    monkeypatch.delenv(RUN_DIR_ENV, raising=False)
+    made: list[Path] = []
+
+    def make() -> Path:
+        made.append(tmp_path / f"made{len(made)}")
+        return made[-1]
+
+    with pytest.raises(KeyboardInterrupt), run_dir_for_ddp_processes(tmp_path / "shared"):
+        assert shared_run_dir(make) == tmp_path / "shared"  # what a DDP process, started here, finds
+        raise KeyboardInterrupt
+    assert made == [] and RUN_DIR_ENV not in os.environ
+    assert shared_run_dir(make) == tmp_path / "made0"
+
+
+@pytest.mark.parametrize(
+    ("devices", "expected"), [(1, False), (2, True), ([0], False), ([0, 1], True), (True, False)]
+)
+def test_more_than_one_device_means_ddp(devices, expected):
+    assert is_ddp_devices(devices) is expected
+
+
+def test_engine_params_follow_oml():
+    single = parse_engine_params({"accelerator": "cpu", "devices": None})
+    assert single == {
+        "accelerator": "cpu",
+        "devices": 1,
+        "strategy": "auto",
+        "use_distributed_sampler": False,
+    }
+    ddp = parse_engine_params({"accelerator": "cpu", "devices": [0, 1, 2], "find_unused_parameters": True})
+    assert ddp["devices"] == 3 and isinstance(ddp["strategy"], DDPStrategy)
+    assert ddp["strategy"]._ddp_kwargs == {"find_unused_parameters": True}
+    assert not parse_engine_params({"accelerator": "cpu", "devices": 2})["strategy"]._ddp_kwargs[
+        "find_unused_parameters"
+    ]
+    with pytest.raises(ConfigError, match="^devices must be null, a positive number .* got -1$"):
+        parse_engine_params({"accelerator": "cpu", "devices": -1})
+
+
+def test_extra_trainer_args_win_over_the_defaults_but_not_over_config_keys():
+    defaults = {"enable_model_summary": False, "max_epochs": 3}
+    assert merge_trainer_args(defaults, None, {}) == defaults
+    merged = merge_trainer_args(defaults, {"enable_model_summary": True, "gradient_clip_val": 1.0}, {})
+    assert merged == {"enable_model_summary": True, "max_epochs": 3, "gradient_clip_val": 1.0}
+    with pytest.raises(ConfigError, match="^lightning_trainer_extra_args.max_epochs: .* from the key$"):
+        merge_trainer_args(defaults, {"max_epochs": 5}, {"max_epochs": "the key"})
+    with pytest.raises(ConfigError, match="^lightning_trainer_extra_args must be a mapping, got list$"):
+        merge_trainer_args(defaults, [1], {})

@@ -1,16 +1,22 @@
-"""End to end: `oml train` on the mock dataset, and a config naming a third-party plugin's components."""
+"""End to end: `oml train` on the mock dataset, a config naming a third-party plugin's components, OML's
+config keys (scheduling, plain batches, extra Trainer arguments) and the one-line errors of a bad config."""
 
 from __future__ import annotations
 
 import re
+import sys
 from pathlib import Path
 
 import pytest
+import torch
 from omegaconf import OmegaConf
 
 from oml_core.cli import compose_config
-from oml_core.lightning.pipelines import extractor_training_pipeline
-from oml_core.registry import Registry
+from oml_core.lightning.pipelines.train import extractor_training_pipeline
+from oml_core.registry import ConfigError, Registry
+
+sys.path.insert(0, str(Path(__file__).parent / "scripts"))
+from tiny_training import tiny_config  # noqa: E402
 
 METRIC_ROW = re.compile(r"^(OVERALL/\S+)\s+(\d+\.\d{4})$", re.MULTILINE)
 
@@ -25,7 +31,11 @@ def test_oml_train_one_epoch_twice_gives_identical_metrics(run_oml, tmp_path):
     for attempt in ("first", "second"):
         logs_root = tmp_path / attempt
         result = run_oml(
-            "train", "max_epochs=1", "valid_period=1", f"logs_root={logs_root}", "progress_bar=false"
+            "train",
+            "max_epochs=1",
+            "valid_period=1",
+            f"logs_root={logs_root}",
+            "lightning_trainer_extra_args.enable_progress_bar=false",
         )
         assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
         table = _metrics_table(result.stdout)
@@ -53,7 +63,7 @@ def test_config_with_the_example_plugins_components_trains(tmp_path, oml_cache_d
         "max_epochs=1",
         "valid_period=1",
         f"logs_root={tmp_path}",
-        "progress_bar=false",
+        "lightning_trainer_extra_args.enable_progress_bar=false",
         "transforms_train.args.im_size=32",
         "transforms_val.args.im_size=32",
     ]
@@ -94,7 +104,7 @@ def test_category_sampler_and_arcface_get_the_datasets_categories(tmp_path, oml_
         "max_epochs=1",
         "valid_period=1",
         f"logs_root={tmp_path}",
-        "progress_bar=false",
+        "lightning_trainer_extra_args.enable_progress_bar=false",
         "dataframe_name=df_with_category.csv",
         "metric_args.return_only_overall_category=false",
         "transforms_train.args.im_size=32",
@@ -117,3 +127,115 @@ def test_category_sampler_and_arcface_get_the_datasets_categories(tmp_path, oml_
     assert seen == [dict(zip(train["label"], train["category"]))]
     categories = set(df.loc[df["split"] == "validation", "category"])
     assert {f"{category}/cmc/1" for category in categories} <= set(result.metrics)
+
+
+@pytest.mark.parametrize(
+    ("override", "error"),
+    [
+        (
+            "+max_epoch=1",
+            r"extractor_training_pipeline: unknown config key 'max_epoch'; did you mean 'max_epochs'\?",
+        ),
+        ("extractor.name=resnett", r"Unknown extractor 'resnett'"),
+        (
+            "+optimizer.args.lrr=0.1",
+            r"optimizer 'adam' \(torch.optim:Adam, .*\) got unexpected argument\(s\) \['lrr'\]",
+        ),
+    ],
+    ids=["unknown key", "unknown name", "wrong argument"],
+)
+def test_oml_train_names_what_is_wrong_in_one_line_and_writes_nothing(run_oml, tmp_path, override, error):
+    result = run_oml("train", override, f"logs_root={tmp_path}")
+    assert result.returncode == 2, result.stderr[-3000:]
+    assert "Traceback" not in result.stderr
+    (line,) = [line for line in result.stderr.splitlines() if line.startswith("oml train: error:")]
+    assert re.match(f"oml train: error: {error}", line), line
+    assert list(tmp_path.iterdir()) == []
+
+
+STEP = {"name": "step", "args": {"step_size": 1, "gamma": 0.5}}
+
+
+@pytest.mark.parametrize(
+    ("overrides", "error"),
+    [
+        (
+            {"scheduling": {"scheduler": STEP, "interval": "epoch"}},
+            r"scheduling: unknown config key 'interval'",
+        ),
+        (
+            {"scheduling": {"scheduler_interval": "epoch"}},
+            r"scheduling: the config lacks the key\(s\) \['scheduler'\]",
+        ),
+        (
+            {"scheduling": {"scheduler": STEP, "scheduler_interval": "batch"}},
+            r"scheduling.scheduler_interval must be 'step' or 'epoch', got 'batch'",
+        ),
+        ({"scheduler": STEP}, r"unknown config key 'scheduler'; did you mean 'scheduling'\?"),
+        (
+            {"mode_for_checkpointing": "maximum"},
+            r"mode_for_checkpointing must be 'min' or 'max', got 'maximum'",
+        ),
+        ({"freeze_n_epochs": -1}, r"freeze_n_epochs must be a non-negative integer, got -1"),
+        (
+            {"freeze_n_epochs": 1},
+            r"freeze_n_epochs=1 needs an IFreezable extractor, but the extractor 'tiny_conv' \(TinyConvExtractor\)",
+        ),
+        ({"sampler": None}, r"with sampler null the config needs bs_train"),
+        (
+            {"devices": 0},
+            r"devices must be null, a positive number of devices or a list of device ids, got 0",
+        ),
+        (
+            {"lightning_trainer_extra_args": {"max_epochs": 3}},
+            r"lightning_trainer_extra_args.max_epochs: the pipeline sets this Trainer argument from the config "
+            r"key 'max_epochs'",
+        ),
+        (
+            {"lightning_trainer_extra_args": {"limit_train_batch": 1}},
+            r"lightning_trainer_extra_args: pl.Trainer has no argument 'limit_train_batch'; did you mean "
+            r"'limit_train_batches'\?",
+        ),
+    ],
+)
+def test_a_bad_key_fails_before_training_in_one_line(tmp_path, oml_cache_dir, monkeypatch, overrides, error):
+    monkeypatch.setenv("OML_CACHE_DIR", str(oml_cache_dir))
+    with pytest.raises(ConfigError, match=error) as info:
+        extractor_training_pipeline(tiny_config(tmp_path / "logs", **overrides))
+    assert "\n" not in str(info.value)
+    assert not (tmp_path / "logs").exists()
+
+
+def test_bs_train_is_ignored_when_a_sampler_makes_the_batches(tmp_path, oml_cache_dir, monkeypatch):
+    monkeypatch.setenv("OML_CACHE_DIR", str(oml_cache_dir))
+    with (
+        pytest.warns(UserWarning, match="bs_train=8 is ignored: the sampler 'balance' makes the batches"),
+        pytest.raises(ConfigError, match="freeze_n_epochs=1"),  # stops the run once the loader is built
+    ):
+        extractor_training_pipeline(tiny_config(tmp_path, bs_train=8, freeze_n_epochs=1))
+
+
+def test_oml_keys_plain_batches_scheduling_and_extra_trainer_args(tmp_path, oml_cache_dir, monkeypatch):
+    """sampler null: shuffled batches of bs_train (128 // 32 = 4 a epoch), cut to 3 by the extra Trainer
+    argument limit_train_batches; the step scheduler halves the lr every epoch; best.ckpt keeps the epoch with
+    the lowest metric (mode min); the run writes into logs_root/logs_folder."""
+    monkeypatch.setenv("OML_CACHE_DIR", str(oml_cache_dir))
+    cfg = tiny_config(
+        tmp_path,
+        sampler=None,
+        bs_train=32,
+        scheduling={"scheduler": STEP, "scheduler_interval": "epoch", "scheduler_frequency": 1},
+        mode_for_checkpointing="min",
+        logs_folder="plain",
+        tags=["plain"],
+        lightning_trainer_extra_args={"enable_progress_bar": False, "limit_train_batches": 3},
+    )
+    result = extractor_training_pipeline(cfg)
+    assert result.run_dir == tmp_path / "plain"
+    last = torch.load(result.last_checkpoint, weights_only=True)
+    assert last["global_step"] == 6
+    assert last["optimizer_states"][0]["param_groups"][0]["lr"] == pytest.approx(0.02 * 0.5**2)
+    best = torch.load(result.best_checkpoint, weights_only=True)
+    (key,) = [key for key in best["callbacks"] if "'monitor': 'OVERALL/cmc/1'" in key]
+    assert "'mode': 'min'" in key
+    assert float(best["callbacks"][key]["best_model_score"]) <= result.metrics["OVERALL/cmc/1"]

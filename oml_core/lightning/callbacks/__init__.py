@@ -1,5 +1,6 @@
 """Lightning callbacks."""
 
-from oml_core.lightning.callbacks.metric import MetricValCallback
+from oml_core.lightning.callbacks.metric import MetricValCallback, MetricValCallbackDDP
+from oml_core.lightning.callbacks.rng import RNGStateCallback
 
-__all__ = ["MetricValCallback"]
+__all__ = ["MetricValCallback", "MetricValCallbackDDP", "RNGStateCallback"]

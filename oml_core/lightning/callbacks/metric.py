@@ -1,4 +1,4 @@
-"""``MetricValCallback``: feeds validation outputs to an ``IBasicMetric`` and logs its results."""
+"""``MetricValCallback`` (and ``MetricValCallbackDDP``): feed validation outputs to a metric, log its results."""
 
 from __future__ import annotations
 
@@ -6,26 +6,34 @@ from typing import Any
 
 import pytorch_lightning as pl
 from pytorch_lightning.utilities import rank_zero_only
+from torch import Tensor
 
+from oml_core.ddp.patching import check_loaders_is_patched
 from oml_core.interfaces.loggers import IFigureLogger
-from oml_core.interfaces.metrics import IBasicMetric, IMetricVisualisable
+from oml_core.interfaces.metrics import IBasicMetric, IMetricDDP, IMetricVisualisable
 
 
 class MetricValCallback(pl.Callback):
     """This is a wrapper which allows to use ``IBasicMetric`` with PyTorch Lightning.
 
-    On every validation epoch it calls ``metric.setup(num_samples)``, then
-    ``metric.update(embeddings=outputs[embeddings_key], indices=outputs[index_key])`` for every batch of the
-    loader ``loader_idx``, then ``metric.compute_metrics()``; the metrics are logged flat under OML's keys
-    (``OVERALL/cmc/1``) and kept in :attr:`last_metrics`.
+    For the validation loader ``loader_idx`` it calls ``metric.setup(num_samples=samples_in_getitem *
+    len(dataset))`` before its first batch, ``metric.update(embeddings=outputs[embeddings_key],
+    indices=outputs[index_key])`` after every batch, and ``metric.compute_metrics()`` after its last batch.
+    The metrics are logged flat under OML's keys (``OVERALL/cmc/1``), with Lightning's ``/dataloader_idx_<n>``
+    suffix when there are several validation loaders (bind one callback to each), and kept in
+    :attr:`last_metrics` (without suffix).
 
     Args:
         metric: Metric.
         log_images: Set True to log the metric's figures (worst queries) when it is ``IMetricVisualisable``.
         loader_idx: Index of the validation loader to compute the metric on.
-        samples_in_getitem: Number of samples a dataset item holds (1 for images, 2 for pairs, 3 for triplets).
+        samples_in_getitem: Some of the datasets return several samples when calling ``__getitem__``: 1 for
+            images, 2 for a dataset of pairs, 3 for a dataset of triplets.
         embeddings_key: Key of the embeddings in the validation step's outputs.
         index_key: Key of the global dataset indices in the validation step's outputs.
+
+    Raises:
+        TypeError: ``log_images`` with a metric that cannot draw.
     """
 
     def __init__(
@@ -50,10 +58,18 @@ class MetricValCallback(pl.Callback):
         self.index_key = index_key
         self.last_metrics: dict[str, float] = {}
 
-    def on_validation_epoch_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
-        loaders = trainer.val_dataloaders
-        loader = loaders[self.loader_idx] if isinstance(loaders, list | tuple) else loaders
-        self.metric.setup(num_samples=len(loader.dataset) * self.samples_in_getitem)
+    def on_validation_batch_start(
+        self,
+        trainer: pl.Trainer,
+        pl_module: pl.LightningModule,
+        batch: Any,
+        batch_idx: int,
+        dataloader_idx: int = 0,
+    ) -> None:
+        if dataloader_idx == self.loader_idx and batch_idx == 0:
+            loaders = trainer.val_dataloaders
+            loader = loaders[self.loader_idx] if isinstance(loaders, list | tuple) else loaders
+            self.metric.setup(num_samples=len(loader.dataset) * self.samples_in_getitem)
 
     def on_validation_batch_end(
         self,
@@ -64,23 +80,81 @@ class MetricValCallback(pl.Callback):
         batch_idx: int,
         dataloader_idx: int = 0,
     ) -> None:
-        if dataloader_idx == self.loader_idx:
-            embeddings = outputs[self.embeddings_key].detach().float().cpu()
-            self.metric.update(embeddings=embeddings, indices=outputs[self.index_key].cpu())
+        if dataloader_idx != self.loader_idx:
+            return
+        embeddings = self.to_metric_device(outputs[self.embeddings_key].detach().float())
+        self.metric.update(embeddings=embeddings, indices=outputs[self.index_key])
+        # computed after the loader's last batch, not on_validation_epoch_end: there Lightning no longer knows
+        # the loader, and the metrics of several loaders would be logged under the same keys
+        if batch_idx == trainer.num_val_batches[dataloader_idx] - 1:
+            self.calc_and_log_metrics(trainer, pl_module)
 
-    def on_validation_epoch_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+    def to_metric_device(self, embeddings: Tensor) -> Tensor:
+        """Where the metric keeps the embeddings: on the CPU (the memory of the accelerator stays free)."""
+        return embeddings.cpu()
+
+    def calc_and_log_metrics(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        """Compute the metrics, log them (in every process: checkpointing monitors them) and the figures."""
         from oml_core.metrics import flatten_metrics
 
-        metrics = flatten_metrics(self.metric.compute_metrics())
+        metrics = {key: float(value) for key, value in flatten_metrics(self.metric.compute_metrics()).items()}
         self.last_metrics = metrics
-        pl_module.log_dict(metrics, rank_zero_only=True, add_dataloader_idx=False)
+        # every process has the same metrics: sync_dist averages equal values (and silences Lightning's warning)
+        pl_module.log_dict(metrics, add_dataloader_idx=True, batch_size=1, sync_dist=True)
         if self.log_images:
             self._log_figures(trainer)
 
     @rank_zero_only
     def _log_figures(self, trainer: pl.Trainer) -> None:
+        import matplotlib.pyplot as plt
+
         figures, titles = self.metric.visualize()
         for figure, title in zip(figures, titles):
             for logger in trainer.loggers:
                 if isinstance(logger, IFigureLogger):
                     logger.log_figure(figure, title, trainer.current_epoch)
+            plt.close(figure)
+
+
+class MetricValCallbackDDP(MetricValCallback):
+    """This is an extension to the regular callback that takes into account data reduction and padding on the
+    inference for each device in DDP setup.
+
+    Every process updates the metric with its share of the validation batches; after the last batch
+    ``metric.sync()`` gathers the shares of all the processes (items repeated by padding count once), so every
+    process computes and logs the same metrics over the whole dataset. The validation loaders must be patched
+    to DDP (:class:`~oml_core.lightning.modules.ddp.ModuleDDP` does it).
+
+    Args:
+        metric: A metric with ``sync()`` (``IMetricDDP``, e.g. ``EmbeddingMetricsDDP``).
+        args, kwargs: The other arguments of :class:`MetricValCallback`.
+
+    Raises:
+        TypeError: ``metric`` is not an ``IMetricDDP``.
+    """
+
+    metric: IMetricDDP
+
+    def __init__(self, metric: IMetricDDP, *args: Any, **kwargs: Any):
+        if not isinstance(metric, IMetricDDP):
+            raise TypeError(f"MetricValCallbackDDP needs an IMetricDDP metric, got {type(metric).__name__}")
+        super().__init__(metric, *args, **kwargs)
+
+    def to_metric_device(self, embeddings: Tensor) -> Tensor:
+        """The embeddings stay on the process's device: the collective of ``sync()`` needs them there."""
+        return embeddings
+
+    def calc_and_log_metrics(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        self.metric.sync()
+        super().calc_and_log_metrics(trainer, pl_module)
+
+    def on_validation_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        if trainer.world_size > 1 and not check_loaders_is_patched(trainer.val_dataloaders):
+            raise RuntimeError(
+                "MetricValCallbackDDP: the validation loaders are not patched to DDP, so every process would "
+                "validate on the whole dataset; use ModuleDDP (ExtractorModuleDDP) and do not pass loaders "
+                "to trainer.fit/validate, or patch them with patch_dataloader_to_ddp"
+            )
+
+
+__all__ = ["MetricValCallback", "MetricValCallbackDDP"]

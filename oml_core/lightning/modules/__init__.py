@@ -1,5 +1,6 @@
 """Lightning modules."""
 
-from oml_core.lightning.modules.extractor import ExtractorModule
+from oml_core.lightning.modules.ddp import ModuleDDP
+from oml_core.lightning.modules.extractor import ExtractorModule, ExtractorModuleDDP
 
-__all__ = ["ExtractorModule"]
+__all__ = ["ExtractorModule", "ExtractorModuleDDP", "ModuleDDP"]

@@ -1,4 +1,5 @@
-"""``ExtractorModule``: trains an extractor with a ``forward(features, labels)`` criterion."""
+"""``ExtractorModule`` (and ``ExtractorModuleDDP``): trains an extractor with a ``forward(features, labels)``
+criterion."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from torch import Tensor, nn
 from torch.optim import Optimizer
 
 from oml_core.interfaces.models import IExtractor, IFreezable
+from oml_core.lightning.modules.ddp import ModuleDDP, TLoaders
 
 SCHEDULER_INTERVALS = ("step", "epoch")
 
@@ -80,9 +82,11 @@ class ExtractorModule(pl.LightningModule):
         embeddings = self.extractor(batch[self.input_tensors_key])
         loss = self.criterion(embeddings, batch[self.labels_key])
         batch_size = len(embeddings)
-        self.log("loss", loss.detach(), prog_bar=True, on_step=True, on_epoch=True, batch_size=batch_size)
+        # sync_dist: in DDP the logs are the means over the processes (no-op on one device)
+        logged = {"on_step": True, "on_epoch": True, "batch_size": batch_size, "sync_dist": True}
+        self.log("loss", loss.detach(), prog_bar=True, **logged)
         for name, value in (getattr(self.criterion, "last_logs", None) or {}).items():
-            self.log(name, float(value), on_step=True, on_epoch=True, batch_size=batch_size)
+            self.log(name, float(value), **logged)
         if self.optimizer is not None:
             self.log(
                 "lr",
@@ -130,3 +134,30 @@ class ExtractorModule(pl.LightningModule):
         checkpoint["oml_extractor_class"] = (
             f"{type(self.extractor).__module__}.{type(self.extractor).__qualname__}"
         )
+
+
+class ExtractorModuleDDP(ExtractorModule, ModuleDDP):
+    """This is a base module for the training of your model with Lightning in DDP.
+
+    It is an :class:`ExtractorModule` that serves its loaders itself, patched to DDP in every process (see
+    :class:`~oml_core.lightning.modules.ddp.ModuleDDP`): call ``trainer.fit(module)`` without loaders, with
+    ``use_distributed_sampler=False``.
+
+    Args:
+        loaders_train: The training loader(s).
+        loaders_val: The validation loader(s).
+        args, kwargs: The arguments of :class:`ExtractorModule` (``extractor``, ``criterion``, ``optimizer``,
+            ``scheduler``, ``scheduler_interval``, ``scheduler_frequency``, ``input_tensors_key``,
+            ``labels_key``, ``embeddings_key``, ``scheduler_monitor_metric``, ``freeze_n_epochs``).
+    """
+
+    def __init__(
+        self,
+        loaders_train: TLoaders | None = None,
+        loaders_val: TLoaders | None = None,
+        *args: Any,
+        **kwargs: Any,
+    ):
+        super().__init__(*args, **kwargs)  # ExtractorModule, then ModuleDDP without loaders
+        self.loaders_train = loaders_train
+        self.loaders_val = loaders_val

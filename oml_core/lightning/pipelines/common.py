@@ -1,18 +1,23 @@
-"""Pieces shared by the pipelines: config access, run directories, data, loggers, the metrics table."""
+"""Pieces shared by the pipelines: config access, run directories, data, loggers, the Trainer's engine and
+arguments, the metrics table."""
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import difflib
 import inspect
 import os
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from oml_core.registry import ConfigError, Registry, to_plain
+
+#: The environment variable through which the DDP processes of a run find the run directory.
+RUN_DIR_ENV = "OML_DDP_RUN_DIR"
 
 
 def as_config(cfg: Any) -> dict[str, Any]:
@@ -55,13 +60,14 @@ def check_components(cfg: Mapping[str, Any], registry: Registry, kinds: Mapping[
         registry.get(kind, name)
 
 
-def make_run_dir(logs_root: str | os.PathLike[str], postfix: str) -> Path:
-    """A new directory ``<logs_root>/<YYYY-mm-dd_HH-MM-SS>_<postfix>`` (``_1``, ``_2`` ... appended if taken).
+def make_run_dir(logs_root: str | os.PathLike[str], postfix: str, folder: str | None = None) -> Path:
+    """A new directory ``<logs_root>/<folder>``, by default ``<logs_root>/<YYYY-mm-dd_HH-MM-SS>_<postfix>``
+    (``_1``, ``_2`` ... appended if taken).
 
     Runs never write into the directory of an earlier run, so nothing already written is overwritten.
     """
-    stamp = dt.datetime.now().strftime("%Y-%m-%d_%H-%M-%S")
-    base = Path(logs_root).expanduser().resolve() / f"{stamp}_{postfix}"
+    name = folder if folder else f"{dt.datetime.now().strftime('%Y-%m-%d_%H-%M-%S')}_{postfix}"
+    base = Path(logs_root).expanduser().resolve() / name
     candidate, n = base, 0
     while True:
         try:
@@ -70,6 +76,107 @@ def make_run_dir(logs_root: str | os.PathLike[str], postfix: str) -> Path:
         except FileExistsError:
             n += 1
             candidate = base.with_name(f"{base.name}_{n}")
+
+
+def shared_run_dir(make: Callable[[], Path]) -> Path:
+    """The run directory: ``make()`` in the process that starts the run; in the DDP processes Lightning starts
+    for it, the directory that process made (they re-run the program, and must not make their own).
+
+    The launching process passes it on in the environment variable :data:`RUN_DIR_ENV`, set by
+    :func:`run_dir_for_ddp_processes`.
+    """
+    inherited = os.environ.get(RUN_DIR_ENV)
+    return Path(inherited) if inherited else make()
+
+
+@contextlib.contextmanager
+def run_dir_for_ddp_processes(run_dir: Path) -> Iterator[None]:
+    """Within the block, the DDP processes started by Lightning find ``run_dir`` (see :func:`shared_run_dir`);
+    the variable is removed afterwards, so that a later run makes its own directory."""
+    os.environ[RUN_DIR_ENV] = str(run_dir)
+    try:
+        yield
+    finally:
+        os.environ.pop(RUN_DIR_ENV, None)
+
+
+def is_ddp_devices(devices: Any) -> bool:
+    """True when ``devices`` asks for more than one process: an int > 1 or a list of more than one device."""
+    if isinstance(devices, list | tuple):
+        return len(devices) > 1
+    return isinstance(devices, int) and not isinstance(devices, bool) and devices > 1
+
+
+def parse_engine_params(cfg: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``pl.Trainer`` arguments ``accelerator, devices, strategy, use_distributed_sampler`` of a config.
+
+    ``accelerator`` null: ``gpu`` when CUDA is available, else ``cpu``; ``devices`` null: every GPU (``gpu``)
+    or 1. On the CPU a list of devices means that many processes. More than one device (see
+    :func:`is_ddp_devices`) runs DDP: ``DDPStrategy(find_unused_parameters=cfg["find_unused_parameters"])``;
+    one device runs the plain ``"auto"`` strategy. ``use_distributed_sampler`` is always ``False``: the DDP
+    modules patch their loaders themselves.
+
+    Raises:
+        ConfigError: ``devices`` is neither null, a positive int nor a non-empty list.
+    """
+    import torch
+    from pytorch_lightning.strategies import DDPStrategy
+
+    accelerator = cfg.get("accelerator") or ("gpu" if torch.cuda.is_available() else "cpu")
+    devices = cfg.get("devices")
+    if devices is None:
+        devices = torch.cuda.device_count() if accelerator == "gpu" and torch.cuda.is_available() else 1
+    valid_int = isinstance(devices, int) and not isinstance(devices, bool) and devices > 0
+    if not (valid_int or (isinstance(devices, list | tuple) and devices)):
+        raise ConfigError(
+            f"devices must be null, a positive number of devices or a list of device ids, got {devices!r}"
+        )
+    if isinstance(devices, list | tuple) and accelerator == "cpu":
+        devices = len(devices)
+    strategy: Any = "auto"
+    if is_ddp_devices(devices):
+        strategy = DDPStrategy(find_unused_parameters=bool(cfg.get("find_unused_parameters", False)))
+    return {
+        "accelerator": accelerator,
+        "devices": devices,
+        "strategy": strategy,
+        "use_distributed_sampler": False,
+    }
+
+
+def merge_trainer_args(
+    defaults: Mapping[str, Any], extra: Mapping[str, Any] | None, set_by_keys: Mapping[str, str]
+) -> dict[str, Any]:
+    """``pl.Trainer`` arguments: ``defaults`` updated by ``extra`` (a config's ``lightning_trainer_extra_args``).
+
+    Args:
+        defaults: The pipeline's arguments.
+        extra: Any other ``pl.Trainer`` arguments, which win over ``defaults``.
+        set_by_keys: ``{trainer argument: what sets it}`` of the arguments the pipeline sets itself (``"the
+            config key 'max_epochs'"``).
+
+    Raises:
+        ConfigError: ``extra`` is not a mapping, names an argument ``pl.Trainer`` does not take (with the
+            closest one), or one that a config key sets (naming that key).
+    """
+    import pytorch_lightning as pl
+
+    if extra is None:
+        return dict(defaults)
+    if not isinstance(extra, Mapping):
+        raise ConfigError(f"lightning_trainer_extra_args must be a mapping, got {type(extra).__name__}")
+    accepted = _parameters(pl.Trainer.__init__) - {"self"}
+    for key in extra:
+        if key in set_by_keys:
+            raise ConfigError(
+                f"lightning_trainer_extra_args.{key}: the pipeline sets this Trainer argument from "
+                f"{set_by_keys[key]}"
+            )
+        if key not in accepted:
+            close = difflib.get_close_matches(str(key), sorted(accepted), n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            raise ConfigError(f"lightning_trainer_extra_args: pl.Trainer has no argument {key!r}{hint}")
+    return {**defaults, **extra}
 
 
 def resolve_dataset_root(cfg: Mapping[str, Any]) -> Path:

@@ -3,35 +3,45 @@
 from __future__ import annotations
 
 import inspect
-from collections.abc import Mapping
+import warnings
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytorch_lightning as pl
 import torch
+from pytorch_lightning.utilities import rank_zero_only
 from torch.utils.data import DataLoader
 
-from oml_core.lightning.callbacks.metric import MetricValCallback
-from oml_core.lightning.modules.extractor import ExtractorModule
+from oml_core.interfaces.models import IFreezable
+from oml_core.lightning.callbacks.metric import MetricValCallback, MetricValCallbackDDP
+from oml_core.lightning.callbacks.rng import RNGStateCallback
+from oml_core.lightning.modules.extractor import ExtractorModule, ExtractorModuleDDP
 from oml_core.lightning.pipelines.common import (
     as_config,
     build_logger,
     check_components,
+    check_keys,
     format_metrics_table,
+    is_ddp_devices,
     make_run_dir,
+    merge_trainer_args,
+    parse_engine_params,
     read_dataframe,
     require,
     resolve_dataset_root,
+    run_dir_for_ddp_processes,
+    shared_run_dir,
     split_dataframe,
 )
 from oml_core.registry import ConfigError, Registry, default_registry
 
+PIPELINE = "extractor_training_pipeline"
 COMPONENT_KINDS = {
     "extractor": "extractor",
     "criterion": "loss",
     "optimizer": "optimizer",
-    "scheduler": "scheduler",
     "sampler": "sampler",
     "transforms_train": "transforms",
     "transforms_val": "transforms",
@@ -49,9 +59,50 @@ REQUIRED_KEYS = (
     "optimizer",
     "max_epochs",
     "bs_val",
-    "metric_args",
     "metric_for_checkpointing",
 )
+OPTIONAL_KEYS = (
+    "precision",
+    "accelerator",
+    "devices",
+    "find_unused_parameters",
+    "dataset_root",
+    "logs_folder",
+    "num_workers",
+    "cache_size",
+    "sampler",
+    "bs_train",
+    "valid_period",
+    "metric_args",
+    "log_images",
+    "mode_for_checkpointing",
+    "scheduling",
+    "logger",
+    "freeze_n_epochs",
+    "lightning_trainer_extra_args",
+    "tags",
+    "resume",
+)
+SCHEDULING_KEYS = ("scheduler", "scheduler_interval", "scheduler_frequency", "monitor_metric")
+#: Trainer arguments set by other config keys, so ``lightning_trainer_extra_args`` may not set them.
+TRAINER_ARGS_SET_BY_KEYS = {
+    "max_epochs": "the config key 'max_epochs'",
+    "check_val_every_n_epoch": "the config key 'valid_period'",
+    "precision": "the config key 'precision'",
+    "accelerator": "the config key 'accelerator'",
+    "devices": "the config key 'devices'",
+    "strategy": "the config keys 'devices' and 'find_unused_parameters'",
+    "use_distributed_sampler": "the config key 'devices'",
+    "logger": "the config key 'logger'",
+    "callbacks": "its own callbacks (metrics, checkpoints, random state)",
+    "default_root_dir": "the config keys 'logs_root' and 'logs_folder'",
+}
+TRAINER_DEFAULTS = {
+    "num_sanity_val_steps": 0,
+    "deterministic": True,
+    "log_every_n_steps": 1,
+    "enable_model_summary": False,
+}
 
 
 @dataclass
@@ -78,29 +129,143 @@ def extractor_training_pipeline(
 ) -> TrainingResult:
     """Train and validate a feature extractor which represents images as feature vectors.
 
-    The config has OML's keys: ``postfix, seed, precision, accelerator, devices, dataset_root`` (null: the
-    built-in mock dataset), ``dataframe_name, logs_root, num_workers, cache_size, transforms_train,
-    transforms_val, sampler`` (null: shuffled batches of ``bs_train``), ``bs_val, max_epochs, valid_period,
-    metric_args, log_images, metric_for_checkpointing, extractor, criterion, optimizer, scheduler, logger``.
-    Components are ``{name, args}`` specs built by ``registry`` (the default registry when None).
+    The config (a dict or ``DictConfig``) has OML's keys; components are ``{name, args}`` specs built by
+    ``registry`` (the default registry when None):
 
-    Prints the validation metrics table and where the logs and checkpoints were written.
+    - ``postfix, seed``: the run's name suffix; the seed of everything (global RNGs and the sampler's).
+    - ``precision, accelerator, devices, find_unused_parameters``: the Trainer's engine (see
+      :func:`~oml_core.lightning.pipelines.common.parse_engine_params`); more than one device runs DDP
+      (``ExtractorModuleDDP``, ``MetricValCallbackDDP``, every batch split among the processes, so that the
+      batch of ``sampler``/``bs_train`` is the global batch).
+    - ``dataset_root`` (null: the built-in mock dataset), ``dataframe_name``, ``num_workers``, ``cache_size``,
+      ``transforms_train``, ``transforms_val``: the data.
+    - ``logs_root, logs_folder``: the run writes into a new directory ``logs_root/logs_folder`` (null:
+      ``<date>_<time>_<postfix>``; ``_1``, ``_2`` ... appended when taken: nothing is overwritten).
+    - ``sampler`` (null: shuffled batches of ``bs_train``, the last incomplete one dropped), ``bs_train``,
+      ``bs_val``, ``max_epochs``, ``valid_period`` (validate every that many epochs).
+    - ``metric_args, log_images``: ``EmbeddingMetrics``' arguments; log the worst queries' figures.
+    - ``metric_for_checkpointing, mode_for_checkpointing`` (``max``/``min``): ``checkpoints/best.ckpt`` keeps
+      the best epoch; ``checkpoints/last.ckpt`` is written after every epoch.
+    - ``extractor, criterion, optimizer``; ``scheduling`` (null, or ``{scheduler: {name, args},
+      scheduler_interval: step|epoch, scheduler_frequency: int, monitor_metric: null|key}``).
+    - ``logger`` (null: TensorBoard), ``tags``: the pipeline logger; it gets the whole config.
+    - ``freeze_n_epochs``: keep an ``IFreezable`` extractor frozen for that many epochs.
+    - ``lightning_trainer_extra_args``: more ``pl.Trainer`` arguments (they win over the pipeline's
+      defaults ``num_sanity_val_steps=0, deterministic=True, log_every_n_steps=1, enable_model_summary=False``).
+    - ``resume``: null, or a checkpoint (``last.ckpt``) to go on from: weights, optimizer, scheduler, epoch and
+      the random state of the run that wrote it; the resumed run writes into its own new directory.
+
+    Prints the validation metrics table and where the logs and checkpoints were written (main process).
 
     Returns:
         A :class:`TrainingResult`.
+
+    Raises:
+        ConfigError: an unknown, missing or malformed key (one line naming it); RegistryError: an unknown
+            component name or argument.
     """
     cfg = as_config(cfg)
-    require(cfg, *REQUIRED_KEYS, pipeline="extractor_training_pipeline")
+    _check_config(cfg)
     registry = registry or default_registry()
     check_components(cfg, registry, COMPONENT_KINDS)
+    if cfg.get("scheduling"):
+        check_components(cfg["scheduling"], registry, {"scheduler": "scheduler"})
+    engine = parse_engine_params(cfg)
+    is_ddp = is_ddp_devices(engine["devices"])
+    trainer_args = _trainer_args(cfg, engine)
     pl.seed_everything(cfg["seed"], workers=True, verbose=False)
 
     dataset_root = resolve_dataset_root(cfg)
-    df = read_dataframe(dataset_root, cfg["dataframe_name"])
-    df_train, df_val = split_dataframe(df)
+    df_train, df_val = split_dataframe(read_dataframe(dataset_root, cfg["dataframe_name"]))
     train_dataset, val_dataset = _build_datasets(cfg, registry, dataset_root, df_train, df_val)
+    train_loader, generators = _train_loader(cfg, registry, train_dataset)
+    val_loader = DataLoader(val_dataset, batch_size=cfg["bs_val"], num_workers=cfg.get("num_workers", 0))
+    module_args = _module_args(cfg, registry, train_dataset)
+    if is_ddp:
+        module: ExtractorModule = ExtractorModuleDDP(
+            loaders_train=train_loader, loaders_val=val_loader, **module_args
+        )
+    else:
+        module = ExtractorModule(**module_args)
+    metric_callback = _metric_callback(cfg, registry, val_dataset, is_ddp)
 
+    run_dir = shared_run_dir(lambda: make_run_dir(cfg["logs_root"], cfg["postfix"], cfg.get("logs_folder")))
+    logger = build_logger(registry, cfg.get("logger"), run_dir)
+    rank_zero_only(logger.log_pipeline_info)(cfg)
+    best, last = _checkpoint_callbacks(cfg, run_dir / "checkpoints")
+    callbacks = [metric_callback, best, last, RNGStateCallback(generators)]
+    trainer = pl.Trainer(**trainer_args, logger=logger, callbacks=callbacks, default_root_dir=str(run_dir))
+    fit_args = {"ckpt_path": cfg.get("resume"), "weights_only": True}
+    if is_ddp:
+        with run_dir_for_ddp_processes(run_dir):
+            trainer.fit(module, **fit_args)
+    else:
+        trainer.fit(module, train_dataloaders=train_loader, val_dataloaders=val_loader, **fit_args)
+
+    result = TrainingResult(
+        metrics=dict(metric_callback.last_metrics),
+        run_dir=run_dir,
+        log_dir=Path(logger.log_dir) if getattr(logger, "log_dir", None) else None,
+        best_checkpoint=Path(best.best_model_path) if best.best_model_path else None,
+        last_checkpoint=Path(last.last_model_path) if last.last_model_path else None,
+    )
+    if trainer.is_global_zero:
+        _report(result, cfg.get("resume"))
+    return result
+
+
+def _check_config(cfg: Mapping[str, Any]) -> None:
+    """Fail at once, with one line naming the key, on an unknown, missing or malformed config key."""
+    check_keys(cfg, (*REQUIRED_KEYS, *OPTIONAL_KEYS), PIPELINE)
+    require(cfg, *REQUIRED_KEYS, pipeline=PIPELINE)
+    if cfg.get("mode_for_checkpointing", "max") not in ("min", "max"):
+        raise ConfigError(
+            f"mode_for_checkpointing must be 'min' or 'max', got {cfg['mode_for_checkpointing']!r}"
+        )
+    freeze = cfg.get("freeze_n_epochs", 0)
+    if isinstance(freeze, bool) or not isinstance(freeze, int) or freeze < 0:
+        raise ConfigError(f"freeze_n_epochs must be a non-negative integer, got {freeze!r}")
+    if cfg.get("sampler") is None and cfg.get("bs_train") is None:
+        raise ConfigError(f"{PIPELINE}: with sampler null the config needs bs_train")
+    scheduling = cfg.get("scheduling")
+    if scheduling:
+        if not isinstance(scheduling, Mapping):
+            raise ConfigError(f"scheduling must be null or a mapping, got {scheduling!r}")
+        check_keys(scheduling, SCHEDULING_KEYS, f"{PIPELINE}: scheduling")
+        require(scheduling, "scheduler", pipeline=f"{PIPELINE}: scheduling")
+        if scheduling.get("scheduler_interval", "step") not in ("step", "epoch"):
+            raise ConfigError(
+                f"scheduling.scheduler_interval must be 'step' or 'epoch', got {scheduling['scheduler_interval']!r}"
+            )
+    resume = cfg.get("resume")
+    if resume is not None and not Path(resume).is_file():
+        raise ConfigError(f"resume: the checkpoint {str(resume)!r} does not exist")
+
+
+def _trainer_args(cfg: Mapping[str, Any], engine: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``pl.Trainer`` arguments from the config, but the logger, callbacks and root dir of the run."""
+    return merge_trainer_args(
+        {
+            **TRAINER_DEFAULTS,
+            **engine,
+            "max_epochs": cfg["max_epochs"],
+            "check_val_every_n_epoch": cfg.get("valid_period", 1),
+            "precision": cfg.get("precision", 32),
+        },
+        cfg.get("lightning_trainer_extra_args"),
+        TRAINER_ARGS_SET_BY_KEYS,
+    )
+
+
+def _module_args(cfg: Mapping[str, Any], registry: Registry, train_dataset: Any) -> dict[str, Any]:
+    """``ExtractorModule``'s arguments: the extractor, criterion, optimizer, scheduling and freezing."""
     extractor = registry.build("extractor", cfg["extractor"])
+    freeze_n_epochs = cfg.get("freeze_n_epochs", 0)
+    if freeze_n_epochs > 0 and not isinstance(extractor, IFreezable):
+        raise ConfigError(
+            f"freeze_n_epochs={freeze_n_epochs} needs an IFreezable extractor, but the extractor "
+            f"{cfg['extractor']['name']!r} ({type(extractor).__name__}) cannot be frozen"
+        )
     criterion = registry.build(
         "loss",
         cfg["criterion"],
@@ -108,72 +273,66 @@ def extractor_training_pipeline(
     )
     params = list(extractor.parameters()) + list(criterion.parameters())
     optimizer = registry.build("optimizer", cfg["optimizer"], params=params)
-    scheduler = (
-        registry.build("scheduler", cfg["scheduler"], optimizer=optimizer) if cfg.get("scheduler") else None
-    )
+    return {
+        "extractor": extractor,
+        "criterion": criterion,
+        "optimizer": optimizer,
+        "input_tensors_key": train_dataset.input_tensors_key,
+        "labels_key": train_dataset.labels_key,
+        "freeze_n_epochs": freeze_n_epochs,
+        **_scheduler_args(cfg.get("scheduling"), registry, optimizer),
+    }
 
-    train_loader = _train_loader(cfg, registry, train_dataset)
-    val_loader = DataLoader(val_dataset, batch_size=cfg["bs_val"], num_workers=cfg.get("num_workers", 0))
 
-    from oml_core.metrics import EmbeddingMetrics
+def _metric_callback(
+    cfg: Mapping[str, Any], registry: Registry, val_dataset: Any, is_ddp: bool
+) -> MetricValCallback:
+    """``MetricValCallback`` with ``EmbeddingMetrics`` of ``metric_args`` (their DDP versions in DDP)."""
+    from oml_core.metrics import EmbeddingMetrics, EmbeddingMetricsDDP
 
     metric_args = {"verbose": False, **(cfg.get("metric_args") or {})}  # the pipeline prints its own table
-    metric = EmbeddingMetrics(dataset=val_dataset, registry=registry, **metric_args)
-    metric_callback = MetricValCallback(metric=metric, log_images=bool(cfg.get("log_images", False)))
+    metric_class = EmbeddingMetricsDDP if is_ddp else EmbeddingMetrics
+    metric = metric_class(dataset=val_dataset, registry=registry, **metric_args)
+    callback_class = MetricValCallbackDDP if is_ddp else MetricValCallback
+    return callback_class(metric=metric, log_images=bool(cfg.get("log_images", False)))
 
-    run_dir = make_run_dir(cfg["logs_root"], cfg["postfix"])
-    logger = build_logger(registry, cfg.get("logger"), run_dir)
-    logger.log_pipeline_info(cfg)
-    checkpoint = pl.callbacks.ModelCheckpoint(
-        dirpath=run_dir / "checkpoints",
+
+def _scheduler_args(
+    scheduling: Mapping[str, Any] | None, registry: Registry, optimizer: Any
+) -> dict[str, Any]:
+    """``ExtractorModule``'s scheduler arguments from the ``scheduling`` block (none when it is null)."""
+    if not scheduling:
+        return {"scheduler": None}
+    return {
+        "scheduler": registry.build("scheduler", scheduling["scheduler"], optimizer=optimizer),
+        "scheduler_interval": scheduling.get("scheduler_interval", "step"),
+        "scheduler_frequency": scheduling.get("scheduler_frequency", 1),
+        "scheduler_monitor_metric": scheduling.get("monitor_metric"),
+    }
+
+
+def _checkpoint_callbacks(
+    cfg: Mapping[str, Any], dirpath: Path
+) -> tuple[pl.callbacks.ModelCheckpoint, pl.callbacks.ModelCheckpoint]:
+    """``best.ckpt`` (the best ``metric_for_checkpointing``, after validation) and ``last.ckpt`` (after every
+    epoch, so that a killed run can be resumed from its last epoch)."""
+    best = pl.callbacks.ModelCheckpoint(
+        dirpath=dirpath,
         filename="best",
         monitor=cfg["metric_for_checkpointing"],
-        mode="max",
-        save_last=True,
+        mode=cfg.get("mode_for_checkpointing", "max"),
         save_top_k=1,
         auto_insert_metric_name=False,
     )
-    module = ExtractorModule(
-        extractor=extractor,
-        criterion=criterion,
-        optimizer=optimizer,
-        scheduler=scheduler,
-        scheduler_interval=cfg.get("scheduler_interval", "step"),
-        scheduler_frequency=cfg.get("scheduler_frequency", 1),
-        scheduler_monitor_metric=cfg.get("scheduler_monitor_metric"),
-        freeze_n_epochs=cfg.get("freeze_n_epochs", 0),
+    last = pl.callbacks.ModelCheckpoint(
+        dirpath=dirpath, save_top_k=0, save_last=True, save_on_train_epoch_end=True
     )
-    trainer = pl.Trainer(
-        max_epochs=cfg["max_epochs"],
-        accelerator=cfg.get("accelerator", "auto"),
-        devices=cfg.get("devices", 1),
-        precision=cfg.get("precision", 32),
-        check_val_every_n_epoch=cfg.get("valid_period", 1),
-        num_sanity_val_steps=0,
-        logger=logger,
-        callbacks=[metric_callback, checkpoint],
-        default_root_dir=str(run_dir),
-        deterministic=cfg.get("deterministic", True),
-        log_every_n_steps=1,
-        enable_model_summary=False,
-        enable_progress_bar=cfg.get("progress_bar", True),
-    )
-    trainer.fit(module, train_dataloaders=train_loader, val_dataloaders=val_loader)
-
-    result = TrainingResult(
-        metrics=dict(metric_callback.last_metrics),
-        run_dir=run_dir,
-        log_dir=Path(logger.log_dir) if getattr(logger, "log_dir", None) else None,
-        best_checkpoint=Path(checkpoint.best_model_path) if checkpoint.best_model_path else None,
-        last_checkpoint=Path(checkpoint.last_model_path) if checkpoint.last_model_path else None,
-    )
-    _report(result)
-    return result
+    return best, last
 
 
 def _build_datasets(
     cfg: Mapping[str, Any], registry: Registry, dataset_root: Path, df_train: Any, df_val: Any
-):
+) -> tuple[Any, Any]:
     from oml_core.datasets import ImageLabeledDataset, ImageQueryGalleryLabeledDataset
 
     common = {"dataset_root": dataset_root, "cache_size": cfg.get("cache_size", 0)}
@@ -192,7 +351,7 @@ def _build_datasets(
 
 
 def _offered(
-    registry: Registry, kind: str, spec: Mapping[str, Any], offers: Mapping[str, Any]
+    registry: Registry, kind: str, spec: Mapping[str, Any], offers: Mapping[str, Callable[[], Any]]
 ) -> dict[str, Any]:
     """The runtime arguments of a component: ``offers[name]()`` for every ``name`` its factory accepts and its
     config's ``args`` do not set (a sampler's ``labels`` and ``generator``, a loss's ``label2category``)."""
@@ -201,13 +360,14 @@ def _offered(
     return {name: offer() for name, offer in offers.items() if name in accepted and name not in given}
 
 
-def _train_loader(cfg: Mapping[str, Any], registry: Registry, dataset: Any) -> DataLoader:
+def _train_loader(
+    cfg: Mapping[str, Any], registry: Registry, dataset: Any
+) -> tuple[DataLoader, dict[str, torch.Generator]]:
+    """The training loader, and the generators its randomness comes from (by name, for the checkpoints)."""
     num_workers = cfg.get("num_workers", 0)
+    generator = torch.Generator().manual_seed(cfg["seed"])
     if cfg.get("sampler") is None:
-        if "bs_train" not in cfg:
-            raise ConfigError("extractor_training_pipeline: with sampler null the config needs bs_train")
-        generator = torch.Generator().manual_seed(cfg["seed"])
-        return DataLoader(
+        loader = DataLoader(
             dataset,
             batch_size=cfg["bs_train"],
             shuffle=True,
@@ -215,21 +375,32 @@ def _train_loader(cfg: Mapping[str, Any], registry: Registry, dataset: Any) -> D
             generator=generator,
             num_workers=num_workers,
         )
+        return loader, {"train_loader": generator}
+    if cfg.get("bs_train") is not None:
+        warnings.warn(
+            f"bs_train={cfg['bs_train']} is ignored: the sampler {cfg['sampler']['name']!r} makes the batches",
+            stacklevel=3,
+        )
     offers = {
         "labels": dataset.get_labels,
-        "generator": lambda: torch.Generator().manual_seed(cfg["seed"]),
+        "generator": lambda: generator,
         "label2category": dataset.get_label2category,
     }
     if "seed" in (cfg["sampler"].get("args") or {}):  # the config's seed replaces the pipeline's generator
         offers.pop("generator")
-    runtime = _offered(registry, "sampler", cfg["sampler"], offers)
-    sampler = registry.build("sampler", cfg["sampler"], **runtime)
-    return DataLoader(dataset, batch_sampler=sampler, num_workers=num_workers)
+    sampler = registry.build(
+        "sampler", cfg["sampler"], **_offered(registry, "sampler", cfg["sampler"], offers)
+    )
+    own = getattr(sampler, "generator", None)
+    generators = {"sampler": own} if isinstance(own, torch.Generator) else {}
+    return DataLoader(dataset, batch_sampler=sampler, num_workers=num_workers), generators
 
 
-def _report(result: TrainingResult) -> None:
+def _report(result: TrainingResult, resumed_from: str | None) -> None:
     print()
     print(format_metrics_table(result.metrics))
+    if resumed_from:
+        print(f"Resumed from:     {resumed_from}")
     print(f"Run directory:    {result.run_dir}")
     print(f"TensorBoard logs: {result.log_dir}")
     print(f"Best checkpoint:  {result.best_checkpoint}")
