@@ -1,6 +1,8 @@
 """The ``oml`` console script.
 
     oml train [--config-path DIR] [--config-name NAME] [hydra overrides ...]
+    oml validate [--config-path DIR] [--config-name NAME] [hydra overrides ...]
+    oml predict [--config-path DIR] [--config-name NAME] [hydra overrides ...]
     oml plugins [--all] [--format table|json] [--check]
     oml registry [KIND] [--format table|json]
     oml mock-dataset DIR [--seed N]
@@ -22,7 +24,17 @@ from typing import Any
 from oml_core.registry import KINDS, ConfigError, Registry, RegistryError
 
 EXIT_USAGE = 2
-PIPELINE_CONFIGS = {"train": "extractor_training_pipeline"}
+#: ``oml COMMAND`` -> the pipeline it runs; its default config has the pipeline's name (as OML's do).
+PIPELINE_CONFIGS = {
+    "train": "extractor_training_pipeline",
+    "validate": "extractor_validation_pipeline",
+    "predict": "extractor_prediction_pipeline",
+}
+PIPELINE_HELP = {
+    "train": "train an extractor (defaults: the built-in mock dataset)",
+    "validate": "compute the retrieval metrics of an extractor (defaults: the built-in mock dataset)",
+    "predict": "save an extractor's features of every image to predictions.json (defaults: the mock images)",
+}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -45,10 +57,11 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="oml", description="oml: metric learning with plugins")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
-    train = sub.add_parser("train", help="train an extractor (defaults: the built-in mock dataset)")
-    train.add_argument("--config-path", help="directory of your yaml configs (default: oml's own)")
-    train.add_argument("--config-name", default=PIPELINE_CONFIGS["train"], help="config name without .yaml")
-    train.set_defaults(handler=_cmd_train)
+    for command, config_name in PIPELINE_CONFIGS.items():
+        pipeline = sub.add_parser(command, help=PIPELINE_HELP[command])
+        pipeline.add_argument("--config-path", help="directory of your yaml configs (default: oml's own)")
+        pipeline.add_argument("--config-name", default=config_name, help="config name without .yaml")
+        pipeline.set_defaults(handler=_cmd_pipeline)
 
     plugins = sub.add_parser("plugins", help="list the installed plugins and what they provide")
     plugins.add_argument("--all", action="store_true", help="include the core's built-in plugin")
@@ -81,7 +94,7 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-# ------------------------------------------------------------------------------------------------ train
+# -------------------------------------------------------------------------------------------- pipelines
 def compose_config(
     config_name: str,
     overrides: Sequence[str],
@@ -109,12 +122,14 @@ def compose_config(
             raise
 
 
-def _cmd_train(args: argparse.Namespace, overrides: list[str]) -> int:
-    from oml_core.lightning.pipelines import extractor_training_pipeline
+def _cmd_pipeline(args: argparse.Namespace, overrides: list[str]) -> int:
+    """Run the pipeline of ``args.command`` on its config composed with ``overrides``."""
+    from oml_core.lightning import pipelines
 
+    run_pipeline = getattr(pipelines, PIPELINE_CONFIGS[args.command])
     registry = Registry()
     cfg = compose_config(args.config_name, overrides, args.config_path, registry)
-    extractor_training_pipeline(cfg, registry=registry)
+    run_pipeline(cfg, registry=registry)
     return 0
 
 

@@ -1,0 +1,224 @@
+"""``extractor_prediction_pipeline``: save the features an extractor gives to every image of a folder or a
+dataframe, as OML does: ``<save_dir>/predictions.json``, ``{image path: [feature, ...]}``."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytorch_lightning as pl
+import torch
+from torch.utils.data import DataLoader
+
+from oml_core.lightning.modules.extractor import ExtractorModule
+from oml_core.lightning.pipelines.common import check_components, make_run_dir, resolve_dataset_root
+from oml_core.lightning.pipelines.inference import (
+    ENGINE_DEFAULTS,
+    build_extractor,
+    check_images,
+    inference_config,
+)
+from oml_core.registry import ConfigError, Registry, default_registry
+
+PIPELINE = "extractor_prediction_pipeline"
+REQUIRED_KEYS = ("bs", "transforms_predict", "extractor")
+DEFAULTS: dict[str, Any] = {
+    **ENGINE_DEFAULTS,
+    "data_dir": None,
+    "dataset_root": None,
+    "dataframe_name": None,
+    "save_dir": None,
+    "logs_root": "logs",
+    "logs_folder": None,
+    "postfix": "prediction",
+}
+COMPONENT_KINDS = {"extractor": "extractor", "transforms_predict": "transforms"}
+#: The file the features are written to, in ``save_dir`` (OML's name).
+PREDICTIONS_FILE = "predictions.json"
+#: Suffixes (any case) of the files taken from ``data_dir`` (OML's image extensions).
+IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".png")
+
+
+@dataclass
+class PredictionResult:
+    """What a prediction run produced.
+
+    Attributes:
+        predictions_path: The JSON file ``{image path: [feature, ...]}`` (``<save_dir>/predictions.json``).
+        paths: The image paths (the JSON's keys), in the order they were predicted and written.
+        feat_dim: The size of every feature vector.
+    """
+
+    predictions_path: Path
+    paths: list[str]
+    feat_dim: int
+
+
+def extractor_prediction_pipeline(
+    cfg: Mapping[str, Any] | Any, registry: Registry | None = None
+) -> PredictionResult:
+    """Save the features extracted by a feature extractor from every image of a folder or of a dataframe.
+
+    The config has OML's keys. Required: ``bs, transforms_predict, extractor`` (whose ``args.weights`` is a
+    checkpoint path, e.g. the ``best.ckpt`` of a training run, a zoo key, or null for random weights).
+    Optional, with their defaults:
+
+    - ``data_dir`` (null): a folder whose images (``.jpg, .jpeg, .png``, any case, searched recursively) are
+      predicted, in the sorted order of their paths; or ``dataframe_name`` (null): a csv under ``dataset_root``
+      (null: the built-in mock dataset) whose ``path`` column (and bounding boxes ``x_1, x_2, y_1, y_2``, if
+      any) gives the images, all its rows, in its order. Give at most one of them; with neither, the images of
+      the built-in mock dataset are predicted.
+    - ``save_dir`` (null): the folder of ``predictions.json``, created if needed; an existing
+      ``predictions.json`` is never overwritten. Null: a new run directory ``logs_root/logs_folder``
+      (defaults ``logs`` and null: ``<date>_<time>_<postfix>``, ``postfix`` defaults to ``prediction``).
+    - ``accelerator`` (null: gpu when CUDA is available, else cpu), ``devices`` (1: prediction runs on one
+      device), ``precision`` (32), ``seed`` (42: seeds random weights), ``num_workers`` (0),
+      ``lightning_trainer_extra_args`` (null: any other ``pl.Trainer`` arguments, e.g.
+      ``enable_progress_bar: false``).
+
+    Every image is read once before the extractor runs, so that an unreadable file fails the run at once.
+
+    Returns:
+        A :class:`PredictionResult`. The file holds one JSON object: its keys are the absolute paths of the
+        images (as strings), its values the feature vectors (lists of ``feat_dim`` floats).
+
+    Raises:
+        ConfigError: an unknown or missing key, no or unreadable images, duplicate paths in the dataframe,
+            bad extractor weights, an existing ``predictions.json``, ``devices`` other than one device (the
+            message names the key or the file).
+        RegistryError: an unknown component name.
+    """
+    cfg, trainer_args = inference_config(cfg, REQUIRED_KEYS, DEFAULTS, PIPELINE)
+    registry = registry or default_registry()
+    check_components(cfg, registry, COMPONENT_KINDS)
+    if cfg["save_dir"] is not None:
+        _check_not_written(Path(cfg["save_dir"]).expanduser().resolve() / PREDICTIONS_FILE)
+    pl.seed_everything(cfg["seed"], workers=True, verbose=False)
+
+    dataset = _prediction_dataset(cfg, registry)
+    extractor = build_extractor(registry, cfg["extractor"], PIPELINE)
+    progress_bar = trainer_args.get("enable_progress_bar", True)
+    check_images(dataset.paths, dataset.f_imread, cfg["num_workers"], PIPELINE, progress_bar)
+
+    save_dir = _make_save_dir(cfg)
+    trainer = pl.Trainer(**trainer_args, logger=False, default_root_dir=str(save_dir))
+    loader = DataLoader(dataset, batch_size=cfg["bs"], num_workers=cfg["num_workers"], shuffle=False)
+    outputs = trainer.predict(
+        ExtractorModule(extractor=extractor), dataloaders=loader, return_predictions=True
+    )
+    features = _in_dataset_order(outputs)
+
+    paths = [str(path) for path in dataset.paths]
+    predictions_path = save_dir / PREDICTIONS_FILE
+    with predictions_path.open("x", encoding="utf-8") as f:  # "x": never overwrite, even a file made since
+        json.dump(dict(zip(paths, features.tolist())), f)
+    print(f"{len(paths)} predictions have been saved to {predictions_path}")
+    return PredictionResult(predictions_path=predictions_path, paths=paths, feat_dim=features.shape[1])
+
+
+def _check_not_written(path: Path) -> None:
+    if path.exists():
+        raise ConfigError(
+            f"{PIPELINE}: {str(path)!r} exists and is never overwritten; choose another save_dir (or null: a "
+            f"new run directory under logs_root)"
+        )
+
+
+def _make_save_dir(cfg: Mapping[str, Any]) -> Path:
+    """The folder of ``predictions.json``: ``save_dir`` (created if needed) or a new run directory."""
+    if cfg["save_dir"] is None:
+        return make_run_dir(cfg["logs_root"], cfg["postfix"], cfg["logs_folder"])
+    save_dir = Path(cfg["save_dir"]).expanduser().resolve()
+    save_dir.mkdir(parents=True, exist_ok=True)
+    return save_dir
+
+
+def _prediction_dataset(cfg: Mapping[str, Any], registry: Registry) -> Any:
+    """An ``ImageBaseDataset`` of the images of ``data_dir``, of the dataframe, or of the mock dataset."""
+    from oml_core.datasets import ImageBaseDataset
+
+    transform = registry.build("transforms", cfg["transforms_predict"])
+    if cfg["dataframe_name"] is not None:
+        if cfg["data_dir"] is not None:
+            raise ConfigError(
+                f"{PIPELINE}: give either data_dir (a folder of images) or dataframe_name (a csv under "
+                f"dataset_root), not both"
+            )
+        root = resolve_dataset_root(cfg)
+        paths, bboxes = _read_paths(root / cfg["dataframe_name"])
+        return ImageBaseDataset(paths, dataset_root=root, bboxes=bboxes, transform=transform)
+    if cfg["dataset_root"] is not None:
+        raise ConfigError(
+            f"{PIPELINE}: dataset_root is set but dataframe_name is null: set dataframe_name to predict the "
+            f"images of a csv, or data_dir to predict the images of a folder"
+        )
+    return ImageBaseDataset(_image_files(_data_dir(cfg)), transform=transform)
+
+
+def _data_dir(cfg: Mapping[str, Any]) -> Path:
+    if cfg["data_dir"] is None:
+        from oml_core.datasets.mock import get_mock_dataset_root
+
+        return get_mock_dataset_root() / "images"
+    data_dir = Path(cfg["data_dir"]).expanduser().resolve()
+    if not data_dir.is_dir():
+        raise ConfigError(f"{PIPELINE}: data_dir {str(data_dir)!r} is not a directory")
+    return data_dir
+
+
+def _image_files(data_dir: Path) -> list[Path]:
+    """The image files under ``data_dir`` (recursively), sorted by path."""
+    files = sorted(p for p in data_dir.rglob("*") if p.suffix.lower() in IMAGE_EXTENSIONS and p.is_file())
+    if not files:
+        raise ConfigError(
+            f"{PIPELINE}: no image files ({', '.join(IMAGE_EXTENSIONS)}) under data_dir {str(data_dir)!r}"
+        )
+    return files
+
+
+def _read_paths(csv_path: Path) -> tuple[list[str], Sequence[Any] | None]:
+    """The ``path`` column and the bounding boxes (or None) of every row of ``csv_path``.
+
+    Raises:
+        ConfigError: no such file, no ``path`` column, empty or duplicate paths, bad boxes (naming the file,
+            the column and the rows).
+    """
+    import pandas as pd
+
+    from oml_core.datasets import DataFrameFormatError, parse_bboxes
+
+    if not csv_path.is_file():
+        raise ConfigError(f"dataframe {str(csv_path)!r} (dataset_root + dataframe_name) does not exist")
+    df = pd.read_csv(csv_path)
+    if "path" not in df.columns:
+        raise ConfigError(
+            f"{str(csv_path)!r}: has no column 'path' (columns: {', '.join(map(str, df.columns))})"
+        )
+    missing = df.index[df["path"].isna()].tolist()
+    if missing:
+        raise ConfigError(f"{str(csv_path)!r}: column 'path' is empty in the row(s) {missing[:10]}")
+    paths = df["path"].astype(str)
+    duplicated = paths[paths.duplicated()].unique().tolist()
+    if duplicated:
+        raise ConfigError(
+            f"{str(csv_path)!r}: column 'path' repeats {duplicated[:5]}; {PREDICTIONS_FILE} has one entry per "
+            f"image path"
+        )
+    try:
+        bboxes = parse_bboxes(df, owner=repr(str(csv_path)))
+    except DataFrameFormatError as e:
+        raise ConfigError(str(e)) from e
+    return paths.tolist(), bboxes
+
+
+def _in_dataset_order(outputs: Sequence[Mapping[str, Any]]) -> torch.Tensor:
+    """The float features of the predicted batches, sorted by their dataset index (row ``i``: item ``i``)."""
+    indices = torch.cat([torch.as_tensor(batch["idx"]).reshape(-1).cpu() for batch in outputs])
+    features = torch.cat([batch["embeddings"].detach().float().cpu() for batch in outputs])
+    return features[torch.argsort(indices)]
+
+
+__all__ = ["IMAGE_EXTENSIONS", "PREDICTIONS_FILE", "PredictionResult", "extractor_prediction_pipeline"]

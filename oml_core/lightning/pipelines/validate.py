@@ -1,0 +1,199 @@
+"""``extractor_validation_pipeline``: the retrieval metrics of an extractor on a dataset's validation split."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytorch_lightning as pl
+from torch.utils.data import DataLoader
+
+from oml_core.lightning.callbacks.metric import MetricValCallback
+from oml_core.lightning.modules.extractor import ExtractorModule
+from oml_core.lightning.pipelines.common import (
+    build_logger,
+    check_components,
+    format_metrics_table,
+    make_run_dir,
+    read_dataframe,
+    resolve_dataset_root,
+    split_dataframe,
+)
+from oml_core.lightning.pipelines.inference import (
+    ENGINE_DEFAULTS,
+    build_extractor,
+    check_images,
+    inference_config,
+)
+from oml_core.registry import ConfigError, Registry, RegistryError, default_registry
+
+PIPELINE = "extractor_validation_pipeline"
+REQUIRED_KEYS = ("dataframe_name", "transforms_val", "bs_val", "extractor")
+DEFAULTS: dict[str, Any] = {
+    **ENGINE_DEFAULTS,
+    "dataset_root": None,
+    "cache_size": 0,
+    "metric_args": {},
+    "postprocessor": None,
+    "log_images": False,
+    "logs_root": "logs",
+    "logs_folder": None,
+    "postfix": "validation",
+    "logger": None,
+    "tags": [],
+}
+COMPONENT_KINDS = {
+    "extractor": "extractor",
+    "transforms_val": "transforms",
+    "postprocessor": "postprocessor",
+    "logger": "logger",
+}
+#: Sub-folder of the run directory that holds the worst-query figures.
+FIGURES_FOLDER = "figures"
+
+
+@dataclass
+class ValidationResult:
+    """What a validation run produced.
+
+    Attributes:
+        metrics: The validation metrics, flat (``{"OVERALL/cmc/1": 0.75, ...}``).
+        run_dir: The run's own directory under ``logs_root``.
+        log_dir: Where the logger wrote (the TensorBoard event files and ``config.yaml``).
+        figures: The PNG files of the worst queries, one per per-query metric (empty without ``log_images``).
+    """
+
+    metrics: dict[str, float]
+    run_dir: Path
+    log_dir: Path | None
+    figures: list[Path]
+
+
+def extractor_validation_pipeline(
+    cfg: Mapping[str, Any] | Any, registry: Registry | None = None
+) -> ValidationResult:
+    """Validate a feature extractor which represents images as feature vectors.
+
+    The config has OML's keys. Required: ``dataframe_name, transforms_val, bs_val, extractor`` (whose
+    ``args.weights`` is a checkpoint path, e.g. the ``best.ckpt`` of a training run, a zoo key, or null for
+    random weights). Optional, with their defaults:
+
+    - ``dataset_root`` (null: the built-in mock dataset), ``num_workers`` (0), ``cache_size`` (0).
+    - ``metric_args`` (``{}``): the arguments of :class:`~oml_core.metrics.EmbeddingMetrics`;
+      ``postprocessor`` (null): ``{name, args}`` of a registered post-processor, applied to the retrieval
+      results before the metrics; ``log_images`` (false).
+    - ``logs_root, logs_folder, postfix`` (``logs``, null, ``validation``): the run writes into a new
+      directory ``logs_root/logs_folder`` (null: ``<date>_<time>_<postfix>``); ``logger`` (null: TensorBoard);
+      ``tags`` (logged with the config).
+    - ``accelerator`` (null: gpu when CUDA is available, else cpu), ``devices`` (1: validation runs on one
+      device), ``precision`` (32), ``seed`` (42: seeds random weights), ``lightning_trainer_extra_args``
+      (null: any other ``pl.Trainer`` arguments, e.g. ``enable_progress_bar: false``).
+
+    Components are built by ``registry`` (the default registry when None).
+
+    The rows with ``split == "validation"`` of ``dataset_root / dataframe_name`` are embedded, the metrics are
+    computed, logged and printed as a table. With ``log_images``, the worst queries of every per-query metric
+    are drawn, written as PNG files to ``<run_dir>/figures/`` and logged.
+
+    Returns:
+        A :class:`ValidationResult`.
+
+    Raises:
+        ConfigError: an unknown or missing key, a bad dataframe, unreadable images, bad extractor weights, bad
+            ``metric_args``, ``devices`` other than one device (the message names the key, file or argument).
+        RegistryError: an unknown component name.
+    """
+    cfg, trainer_args = inference_config(cfg, REQUIRED_KEYS, DEFAULTS, PIPELINE)
+    registry = registry or default_registry()
+    check_components(cfg, registry, COMPONENT_KINDS)
+    pl.seed_everything(cfg["seed"], workers=True, verbose=False)
+
+    dataset = _validation_dataset(cfg, registry)
+    extractor = build_extractor(registry, cfg["extractor"], PIPELINE)
+    postprocessor = registry.build("postprocessor", cfg["postprocessor"]) if cfg["postprocessor"] else None
+    metric = _embedding_metrics(cfg, registry, dataset, postprocessor)
+    progress_bar = trainer_args.get("enable_progress_bar", True)
+    check_images(dataset.paths, dataset.f_imread, cfg["num_workers"], PIPELINE, progress_bar)
+    metric_callback = MetricValCallback(metric=metric)
+
+    run_dir = make_run_dir(cfg["logs_root"], cfg["postfix"], cfg["logs_folder"])
+    logger = build_logger(registry, cfg["logger"], run_dir)
+    logger.log_pipeline_info(cfg)
+    trainer = pl.Trainer(
+        **trainer_args, logger=logger, callbacks=[metric_callback], default_root_dir=str(run_dir)
+    )
+    loader = DataLoader(dataset, batch_size=cfg["bs_val"], num_workers=cfg["num_workers"], shuffle=False)
+    trainer.validate(ExtractorModule(extractor=extractor), dataloaders=loader, verbose=False)
+
+    figures = _save_figures(metric, run_dir / FIGURES_FOLDER, logger) if cfg["log_images"] else []
+    result = ValidationResult(
+        metrics=dict(metric_callback.last_metrics),
+        run_dir=run_dir,
+        log_dir=Path(logger.log_dir) if getattr(logger, "log_dir", None) else None,
+        figures=figures,
+    )
+    _report(result)
+    return result
+
+
+def _validation_dataset(cfg: Mapping[str, Any], registry: Registry) -> Any:
+    from oml_core.datasets import ImageQueryGalleryLabeledDataset
+
+    dataset_root = resolve_dataset_root(cfg)
+    _, df_val = split_dataframe(read_dataframe(dataset_root, cfg["dataframe_name"]))
+    if len(df_val) == 0:
+        raise ConfigError(f"{dataset_root / cfg['dataframe_name']}: has no rows with split=validation")
+    return ImageQueryGalleryLabeledDataset(
+        df_val,
+        dataset_root=dataset_root,
+        transform=registry.build("transforms", cfg["transforms_val"]),
+        cache_size=cfg["cache_size"],
+    )
+
+
+def _embedding_metrics(cfg: Mapping[str, Any], registry: Registry, dataset: Any, postprocessor: Any) -> Any:
+    """``EmbeddingMetrics`` of ``metric_args``; a bad argument is a ``ConfigError`` naming ``metric_args``."""
+    from oml_core.metrics import EmbeddingMetrics
+
+    metric_args = {"verbose": False, **(cfg["metric_args"] or {})}  # the pipeline prints its own table
+    try:
+        return EmbeddingMetrics(
+            dataset=dataset, postprocessor=postprocessor, registry=registry, **metric_args
+        )
+    except RegistryError:
+        raise
+    except (TypeError, ValueError) as e:
+        raise ConfigError(f"{PIPELINE}: config key 'metric_args': {e}") from e
+
+
+def _save_figures(metric: Any, folder: Path, logger: Any) -> list[Path]:
+    """Draw the worst queries of every per-query metric; write each figure to ``folder/<title>.png`` and log
+    it (when the logger takes figures)."""
+    import matplotlib.pyplot as plt
+
+    from oml_core.interfaces.loggers import IFigureLogger
+
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for figure, title in zip(*metric.visualize()):
+        path = folder / f"{title.replace(' ', '_')}.png"
+        figure.savefig(path)
+        paths.append(path)
+        if isinstance(logger, IFigureLogger):
+            logger.log_figure(figure, title, 0)
+        plt.close(figure)
+    return paths
+
+
+def _report(result: ValidationResult) -> None:
+    print()
+    print(format_metrics_table(result.metrics))
+    print(f"Run directory:    {result.run_dir}")
+    print(f"Logs:             {result.log_dir}")
+    if result.figures:
+        print(f"Figures:          {result.run_dir / FIGURES_FOLDER} ({len(result.figures)} PNG files)")
+
+
+__all__ = ["ValidationResult", "extractor_validation_pipeline"]

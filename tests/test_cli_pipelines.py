@@ -1,0 +1,147 @@
+"""`oml validate` and `oml predict`: the train -> validate -> predict chain on the mock dataset as a user runs
+it, the default configs, and the one-line errors."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+import torch
+from oml_models import ResnetExtractor
+
+from oml_core.builtins.transforms import NormaliseResize
+from oml_core.cli import main
+from oml_core.datasets.mock import get_mock_dataset_root
+from oml_core.utils.images import imread_pil
+
+NO_PROGRESS_BAR = "lightning_trainer_extra_args.enable_progress_bar=false"
+METRIC_ROW = re.compile(r"^(OVERALL/\S+)\s+(\d+\.\d{4})$", re.MULTILINE)
+TINY = "32"
+
+
+def _metrics_table(stdout: str) -> dict[str, str]:
+    return dict(METRIC_ROW.findall(stdout))
+
+
+def _ok(result) -> str:
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    return result.stdout
+
+
+def _features_of_the_checkpoint(checkpoint, paths) -> torch.Tensor:
+    """The features of ``paths`` by the ResNet18 of a training checkpoint, computed here: the extractor's
+    weights taken from the Lightning checkpoint by hand, the transform of the default configs applied."""
+    state = torch.load(checkpoint, map_location="cpu", weights_only=True)["state_dict"]
+    extractor = ResnetExtractor(
+        weights=None, arch="resnet18", gem_p=None, remove_fc=True, normalise_features=True
+    )
+    extractor.load_state_dict(
+        {k.removeprefix("extractor."): v for k, v in state.items() if k.startswith("extractor.")}
+    )
+    transform = NormaliseResize(int(TINY))
+    with torch.no_grad():
+        return extractor.eval()(torch.stack([transform(imread_pil(path)) for path in paths]))
+
+
+@pytest.mark.slow
+def test_train_then_validate_then_predict_with_the_best_checkpoint(run_oml, tmp_path, oml_cache_dir):
+    train = _ok(
+        run_oml(
+            "train",
+            "max_epochs=1",
+            "valid_period=1",
+            f"logs_root={tmp_path / 'train'}",
+            NO_PROGRESS_BAR,
+            f"transforms_train.args.im_size={TINY}",
+            f"transforms_val.args.im_size={TINY}",
+        )
+    )
+    (run_dir,) = (tmp_path / "train").iterdir()
+    best = run_dir / "checkpoints" / "best.ckpt"
+    assert best.is_file()
+
+    validate = _ok(
+        run_oml(
+            "validate",
+            f"logs_root={tmp_path / 'validate'}",
+            NO_PROGRESS_BAR,
+            f"transforms_val.args.im_size={TINY}",
+            f"extractor.args.weights={best}",
+        )
+    )
+    # the same data, transforms and weights: the metrics that training printed for its best checkpoint
+    assert len(_metrics_table(train)) == 5
+    assert _metrics_table(validate) == _metrics_table(train)
+    (validation_dir,) = (tmp_path / "validate").iterdir()
+    assert f"Run directory:    {validation_dir}" in validate
+
+    predict = _ok(
+        run_oml(
+            "predict",
+            f"save_dir={tmp_path / 'features'}",
+            "bs=50",  # batches of unequal size
+            NO_PROGRESS_BAR,
+            f"transforms_predict.args.im_size={TINY}",
+            f"extractor.args.weights={best}",
+        )
+    )
+    predictions_path = tmp_path / "features" / "predictions.json"
+    assert f"192 predictions have been saved to {predictions_path}" in predict
+    predictions = json.loads(predictions_path.read_text())
+    images = sorted((get_mock_dataset_root(oml_cache_dir) / "images").glob("*.png"))
+    assert list(predictions) == [str(path) for path in images]
+    assert {len(features) for features in predictions.values()} == {512}
+    expected = _features_of_the_checkpoint(best, images)
+    assert torch.allclose(torch.tensor(list(predictions.values())), expected, atol=1e-5, rtol=1e-4)
+
+
+def test_oml_predict_runs_out_of_the_box(tmp_path, oml_cache_dir, monkeypatch, capsys):
+    monkeypatch.setenv("OML_CACHE_DIR", str(oml_cache_dir))
+    overrides = [
+        f"logs_root={tmp_path}",
+        NO_PROGRESS_BAR,
+        f"transforms_predict.args.im_size={TINY}",
+    ]
+    assert main(["predict", *overrides]) == 0
+    (run_dir,) = tmp_path.iterdir()
+    assert run_dir.name.endswith("_prediction")
+    predictions = json.loads((run_dir / "predictions.json").read_text())
+    images = sorted((get_mock_dataset_root(oml_cache_dir) / "images").glob("*.png"))
+    assert list(predictions) == [str(path) for path in images]
+    norms = torch.tensor(list(predictions.values())).norm(dim=1)  # random weights, normalised features
+    assert norms.shape == (192,) and torch.allclose(norms, torch.ones(192), atol=1e-5)
+    assert f"192 predictions have been saved to {run_dir / 'predictions.json'}" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    "command, overrides, message",
+    [
+        (
+            "validate",
+            ["+bs_vall=8"],
+            "extractor_validation_pipeline: unknown config key 'bs_vall'; did you mean 'bs_val'?",
+        ),
+        ("predict", ["extractor.name=resnett"], "Unknown extractor 'resnett'. Did you mean: resnet"),
+        (
+            "predict",
+            ["extractor.args.weights=/no/such/best.ckpt"],
+            "extractor_prediction_pipeline: config key 'extractor' ('resnet'): Checkpoint file not found: "
+            "'/no/such/best.ckpt'",
+        ),
+        (
+            "validate",
+            ["devices=2"],
+            "extractor_validation_pipeline: devices=2, but this pipeline runs on one device",
+        ),
+    ],
+)
+def test_bad_configs_exit_2_with_one_line(
+    tmp_path, oml_cache_dir, monkeypatch, capsys, command, overrides, message
+):
+    monkeypatch.setenv("OML_CACHE_DIR", str(oml_cache_dir))
+    assert main([command, f"logs_root={tmp_path}", *overrides]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"oml {command}: error: ") and message in err
+    assert err.count("\n") == 1
+    assert not any(tmp_path.iterdir())
