@@ -1,5 +1,6 @@
 # The two set-up commands of the README. Both create .venv with pip if it is missing and install the core
-# and every plugin of this repo in editable mode; `test` also installs the test tools and the example plugin.
+# and every plugin of this repo in editable mode; `test` also installs the test tools, the clients of every
+# pipeline logger (MLflow, W&B, Neptune, ClearML: their tests run offline) and the example plugin.
 VENV ?= .venv
 PYTHON ?= python3
 PY := $(VENV)/bin/python
@@ -35,5 +36,5 @@ $(VENV)/.installed: $(PY) $(PROJECTS)
 	touch $@
 
 $(VENV)/.installed-dev: $(VENV)/.installed $(EXAMPLE)/pyproject.toml
-	$(PIP) install -q -e ".[dev]" -e $(EXAMPLE)
+	$(PIP) install -q -e ".[dev]" -e "plugins/oml_loggers[all]" -e $(EXAMPLE)
 	touch $@

@@ -9,15 +9,18 @@ from matplotlib.figure import Figure
 from pytorch_lightning.loggers import TensorBoardLogger
 from pytorch_lightning.utilities.rank_zero import rank_zero_only
 
-from oml_core.interfaces.loggers import IPipelineLogger
-from oml_loggers.config import CONFIG_FILE_NAME, cfg_to_yaml
+from oml_loggers.base import PipelineLoggerBase
+from oml_loggers.pipeline_info import PipelineInfo
 
 
-class TensorBoardPipelineLogger(TensorBoardLogger, IPipelineLogger):
-    """Lightning's ``TensorBoardLogger`` that also logs figures and the pipeline's config.
+class TensorBoardPipelineLogger(TensorBoardLogger, PipelineLoggerBase):
+    """Lightning's ``TensorBoardLogger`` that also logs figures and the pipeline's info.
 
     Logs go to ``log_dir = save_dir/name/version_<n>`` (``save_dir/version_<n>`` with the default
-    ``name=""``), exactly as ``TensorBoardLogger`` lays them out.
+    ``name=""``), exactly as ``TensorBoardLogger`` lays them out. :meth:`log_pipeline_info` logs the config
+    as hyper-parameters (``hparams.yaml`` and TensorBoard's HParams tab) and as the text ``config``, the tags
+    as the text ``tags``, and writes ``config.yaml``, ``dataset/<dataframe>`` and ``code/oml_core/...``
+    (the source snapshot) into ``log_dir``.
 
     Args:
         save_dir: Root directory of the logs.
@@ -37,18 +40,15 @@ class TensorBoardPipelineLogger(TensorBoardLogger, IPipelineLogger):
         """Log the matplotlib ``fig`` as an image with the tag ``title`` at step ``idx`` (closes ``fig``)."""
         self.experiment.add_figure(title, fig, idx)
 
-    @rank_zero_only
-    def log_pipeline_info(self, cfg: dict[str, Any] | Any) -> None:
-        """Store the config ``cfg`` (a dict or a ``DictConfig``) as YAML.
+    def _log_tags(self, tags: list[str]) -> None:
+        """Log the tags as the text ``tags`` (comma-separated)."""
+        self.experiment.add_text("tags", ", ".join(tags), 0)
 
-        The YAML (see :func:`oml_loggers.config.cfg_to_yaml`) is written to ``log_dir/config.yaml`` and
-        logged as the text ``config`` (a fenced YAML block, shown in TensorBoard's Text tab).
-        """
-        text = cfg_to_yaml(cfg)
-        log_dir = Path(self.log_dir)
-        log_dir.mkdir(parents=True, exist_ok=True)
-        (log_dir / CONFIG_FILE_NAME).write_text(text, encoding="utf-8")
-        self.experiment.add_text("config", f"```yaml\n{text}```", 0)
+    def _log_pipeline_files(self, info: PipelineInfo) -> None:
+        """Write the files into ``log_dir`` and log the config YAML as the text ``config`` (a fenced YAML
+        block, shown in TensorBoard's Text tab)."""
+        info.write(Path(self.log_dir))
+        self.experiment.add_text("config", f"```yaml\n{info.config_yaml}```", 0)
         self.experiment.flush()
 
 

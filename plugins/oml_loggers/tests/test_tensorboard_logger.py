@@ -13,6 +13,7 @@ from oml_loggers import plugin as loggers_plugin
 from pytorch_lightning.loggers import Logger, TensorBoardLogger
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
+import oml_core
 from oml_core.interfaces.loggers import IPipelineLogger
 from oml_core.registry import Registry
 
@@ -75,6 +76,29 @@ def test_log_pipeline_info_writes_yaml_and_text(tmp_path: Path, as_dictconfig: b
     assert text.startswith("```yaml\n") and text.endswith("```")
     assert OmegaConf.to_container(OmegaConf.create(text[len("```yaml\n") : -3])) == CFG
     assert "arch: resnet18" in text
+
+
+def test_log_pipeline_info_writes_dataframe_source_tags_and_hparams(tmp_path: Path, session) -> None:
+    logger = TensorBoardPipelineLogger(tmp_path / "tb")
+    session.run(logger)
+    log_dir = Path(logger.log_dir)
+
+    assert OmegaConf.to_container(OmegaConf.load(log_dir / "config.yaml")) == session.cfg
+    df = Path(session.cfg["dataset_root"]) / "df.csv"
+    assert (log_dir / "dataset" / "df.csv").read_text() == df.read_text()
+    assert (log_dir / "code" / "oml_core" / "__init__.py").read_text() == Path(oml_core.__file__).read_text()
+    assert (log_dir / "code" / "oml_core" / "registry" / "registry.py").is_file()
+    hparams = OmegaConf.to_container(OmegaConf.load(log_dir / "hparams.yaml"))
+    assert hparams["optimizer"] == {"name": "adam", "args": {"lr": 0.001}}
+    assert hparams["batch_size"] == 32
+
+    acc = _events(logger.log_dir)
+    (tags,) = acc.Tensors("tags/text_summary")
+    assert tags.tensor_proto.string_val[0].decode() == ", ".join(session.tags)
+    for name in ("loss", "OVERALL/cmc/1"):
+        assert [(s.step, s.value) for s in acc.Scalars(name)] == session.series(name)
+    (image,) = acc.Images(session.figure_title)
+    assert (image.step, image.width, image.height) == (session.figure_step, 100, 50)
 
 
 def test_cfg_to_yaml_resolves_interpolations_and_stringifies_objects() -> None:

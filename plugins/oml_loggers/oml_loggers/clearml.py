@@ -1,0 +1,183 @@
+"""ClearML logger of the pipelines (extra ``oml-loggers[clearml]``), written on ClearML's ``Task`` API
+(Lightning has no ClearML logger)."""
+
+from __future__ import annotations
+
+import os
+from argparse import Namespace
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from matplotlib.figure import Figure
+from pytorch_lightning.loggers.logger import rank_zero_experiment
+from pytorch_lightning.utilities.rank_zero import rank_zero_only
+
+from oml_loggers.base import PipelineLoggerBase
+from oml_loggers.clients import check_client_kwargs, import_client, missing_env, require_credentials
+from oml_loggers.pipeline_info import PipelineInfo
+
+if TYPE_CHECKING:
+    from clearml import Task
+
+#: ``Task.init``'s ``auto_connect_frameworks`` with every automatic binding off (``False`` alone does not turn
+#: off the repository detection): the logger reports what the pipeline gives it, and ClearML patching
+#: torch.save, matplotlib, TensorBoard or hydra would report the same things twice.
+NO_AUTO_CONNECT = {
+    name: False
+    for name in (
+        "matplotlib",
+        "tensorflow",
+        "tensorboard",
+        "pytorch",
+        "xgboost",
+        "scikit",
+        "fastai",
+        "lightgbm",
+        "hydra",
+        "detect_repository",
+        "tfdefines",
+        "joblib",
+        "megengine",
+        "catboost",
+        "gradio",
+    )
+}
+#: The environment variables of ClearML's credentials (a ``clearml.conf`` may hold them instead).
+CREDENTIAL_VARIABLES = ("CLEARML_API_ACCESS_KEY", "CLEARML_API_SECRET_KEY")
+
+
+class ClearMLPipelineLogger(PipelineLoggerBase):
+    """A Lightning logger to a ClearML task that also logs figures and the pipeline's info.
+
+    With ``offline_mode=True`` (the default, as in OML) the task is kept in ClearML's offline folder
+    (``<cache>/offline/<task id>`` and its ``.zip`` once closed; the cache is ``CLEARML_CACHE_DIR`` or
+    ``~/.clearml/cache``) for a later ``Task.import_offline_session``. Online logging needs
+    ``CLEARML_API_ACCESS_KEY`` and ``CLEARML_API_SECRET_KEY`` or a ``clearml.conf`` (``clearml-init``).
+    ClearML keeps one task per process; the task is created on first use.
+
+    Logged: each metric as the scalar ``title = series = <name>``, the config as the hyper-parameters
+    ``General/<flattened key>``, figures as debug images (``report_matplotlib_figure``), the tags, and the
+    artifacts ``config`` (``config.yaml``), ``dataset`` (a zip of the dataframe) and ``code`` (a zip of
+    ``oml_core/...``). :meth:`finalize` closes the task (a later use starts a new one).
+
+    On Linux ClearML reports through a subprocess that it waits for when flushing (seconds); set
+    ``sdk.development.report_use_subprocess: false`` in ``clearml.conf`` to report from a thread instead.
+
+    Args:
+        project_name: The ClearML project.
+        task_name: The task's name.
+        task_type: One of ClearML's task types (``training``, ``testing``, ...).
+        offline_mode: Keep the task offline (nothing is sent).
+        auto_connect_frameworks: ``Task.init``'s automatic bindings; ``False`` turns all of them off,
+            repository detection included.
+        task_init_kwargs: Passed on to ``Task.init`` (``tags``, ``output_uri``, ``auto_connect_streams``, ...).
+
+    Raises:
+        ImportError: clearml is not installed (``pip install 'oml-loggers[clearml]'``).
+        MissingCredentialsError: online mode without credentials.
+        TypeError: an argument ``Task.init`` does not accept.
+    """
+
+    def __init__(
+        self,
+        project_name: str | None = None,
+        task_name: str | None = None,
+        task_type: str = "training",
+        offline_mode: bool = True,
+        auto_connect_frameworks: bool | Mapping[str, Any] = False,
+        **task_init_kwargs: Any,
+    ) -> None:
+        clearml = import_client("clearml", "clearml", type(self).__name__)
+        check_client_kwargs(type(self).__name__, clearml.Task.init, task_init_kwargs)
+        offline_from_env = os.environ.get("CLEARML_OFFLINE_MODE", "").lower() in ("1", "true")
+        self._offline_mode = offline_mode or offline_from_env
+        if not self._offline_mode:
+            _require_clearml_credentials(type(self).__name__)
+        super().__init__()
+        self._init_kwargs = {
+            "project_name": project_name,
+            "task_name": task_name,
+            "task_type": clearml.Task.TaskTypes(task_type),
+            "auto_connect_frameworks": auto_connect_frameworks or NO_AUTO_CONNECT,
+            **task_init_kwargs,
+        }
+        self._task: Task | None = None
+
+    @property
+    @rank_zero_experiment
+    def experiment(self) -> Task:
+        """The ClearML ``Task``, created on first use (again after :meth:`finalize` closed it)."""
+        if self._task is None:
+            from clearml import Task
+
+            if self._offline_mode:
+                Task.set_offline(offline_mode=True)
+            self._task = Task.init(**self._init_kwargs)
+        return self._task
+
+    @property
+    def name(self) -> str:
+        """The task's name: ``task_name``, or the name ClearML gave the task when none was given."""
+        return str(self._init_kwargs["task_name"] or self.experiment.name)
+
+    @property
+    def version(self) -> str:
+        """The task's id (``offline-...`` for an offline task)."""
+        return str(self.experiment.id)
+
+    @rank_zero_only
+    def log_metrics(self, metrics: Mapping[str, float], step: int | None = None) -> None:
+        """Report each value as the scalar ``title = series = <name>`` at iteration ``step`` (0 if ``None``)."""
+        reporter = self.experiment.get_logger()
+        for name, value in metrics.items():
+            reporter.report_scalar(title=name, series=name, value=float(value), iteration=step or 0)
+
+    @rank_zero_only
+    def log_hyperparams(self, params: dict[str, Any] | Namespace, *args: Any, **kwargs: Any) -> None:
+        """Connect ``params`` to the task (section ``General``; nested keys joined with ``/``)."""
+        params = vars(params) if isinstance(params, Namespace) else dict(params)
+        self.experiment.connect(params)
+
+    @rank_zero_only
+    def log_figure(self, fig: Figure, title: str, idx: int) -> None:
+        """Report ``fig`` as a debug image of ``title`` at iteration ``idx``."""
+        self.experiment.get_logger().report_matplotlib_figure(
+            title=title, series="", figure=fig, iteration=idx, report_image=True
+        )
+
+    def _log_tags(self, tags: list[str]) -> None:
+        self.experiment.add_tags(tags)
+
+    def _log_pipeline_files(self, info: PipelineInfo) -> None:
+        task = self.experiment
+        with info.written_parts() as parts:
+            for name, path in parts:
+                task.upload_artifact(name=name, artifact_object=path, wait_on_upload=True)
+
+    @rank_zero_only
+    def finalize(self, status: str) -> None:
+        """Flush and close the task (offline: the session folder is zipped); a later use starts a new task."""
+        if self._task is None:
+            return
+        self._task.flush(wait_for_uploads=True)
+        self._task.close()
+        self._task = None
+
+
+def _require_clearml_credentials(logger_name: str) -> None:
+    """Raise :class:`MissingCredentialsError` unless the credentials are in the environment or ClearML finds a
+    configuration file (``CLEARML_CONFIG_FILE`` or ``~/clearml.conf``)."""
+    from clearml.backend_config.defs import get_active_config_file
+
+    missing = missing_env(*CREDENTIAL_VARIABLES)
+    if missing and get_active_config_file() is None:
+        require_credentials(
+            logger_name,
+            "ClearML",
+            missing,
+            "offline_mode: true (the session is kept in ClearML's offline folder; upload it with "
+            "Task.import_offline_session), or create a clearml.conf with `clearml-init`",
+        )
+
+
+__all__ = ["ClearMLPipelineLogger"]

@@ -1,0 +1,81 @@
+"""Access to the optional client libraries of the loggers: lazy imports, credentials, constructor arguments.
+
+The client libraries (mlflow, wandb, neptune, clearml) are optional extras of ``oml-loggers``; each logger
+imports its own library only when it is constructed, through :func:`import_client`, so that loading the
+plugin imports none of them and a missing one is reported with the extra that installs it.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import os
+from collections.abc import Callable, Iterable, Mapping
+from types import ModuleType
+from typing import Any
+
+
+class MissingCredentialsError(RuntimeError):
+    """An online logging mode was asked for, but the credentials it needs are not in the environment."""
+
+
+def import_client(module: str, extra: str, logger_name: str) -> ModuleType:
+    """Import the client library ``module`` of the logger ``logger_name``.
+
+    Raises:
+        ImportError: the library is not installed; the message names the pip extra of ``oml-loggers``.
+    """
+    try:
+        return importlib.import_module(module)
+    except ImportError as e:
+        raise ImportError(
+            f"{logger_name} needs the package {module!r}, which is not installed (or fails to import: {e}). "
+            f"Install it with: pip install 'oml-loggers[{extra}]'"
+        ) from e
+
+
+def missing_env(*variables: str) -> list[str]:
+    """The names among ``variables`` that are unset or empty in the environment."""
+    return [name for name in variables if not os.environ.get(name)]
+
+
+def require_credentials(logger_name: str, service: str, missing: Iterable[str], offline_hint: str) -> None:
+    """Raise :class:`MissingCredentialsError` when ``missing`` (environment variable names) is not empty.
+
+    The message names the logger, the variables to export and how to log offline instead (``offline_hint``).
+    """
+    missing = list(missing)
+    if missing:
+        raise MissingCredentialsError(
+            f"{logger_name}: logging online to {service} needs the environment variable(s) "
+            f"{', '.join(missing)}, which are not set. Export them, or log offline: {offline_hint}"
+        )
+
+
+def check_client_kwargs(logger_name: str, function: Callable[..., Any], kwargs: Mapping[str, Any]) -> None:
+    """Raise ``TypeError`` for a keyword in ``kwargs`` that ``function`` (the client's run constructor, to
+    which the logger passes them on) does not name, at once rather than when the run is created.
+
+    Only named parameters count: the run constructors that take ``**kwargs`` (``neptune.init_run``) take them
+    to refuse them."""
+    params = [
+        name
+        for name, p in inspect.signature(function).parameters.items()
+        if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+    ]
+    unexpected = sorted(set(kwargs) - set(params))
+    if unexpected:
+        name = f"{function.__module__}.{function.__qualname__}"
+        raise TypeError(
+            f"{logger_name} got unexpected argument(s) {unexpected}; extra arguments go to {name}, which accepts: "
+            f"{', '.join(params)}"
+        )
+
+
+__all__ = [
+    "MissingCredentialsError",
+    "check_client_kwargs",
+    "import_client",
+    "missing_env",
+    "require_credentials",
+]

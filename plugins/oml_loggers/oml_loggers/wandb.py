@@ -1,0 +1,123 @@
+"""Weights & Biases logger of the pipelines (extra ``oml-loggers[wandb]``)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+from pytorch_lightning.loggers import WandbLogger
+from pytorch_lightning.utilities.rank_zero import rank_zero_only
+
+from oml_loggers.base import PipelineLoggerBase
+from oml_loggers.clients import check_client_kwargs, import_client, missing_env, require_credentials
+from oml_loggers.pipeline_info import PipelineInfo
+
+#: W&B modes that need no account (``WANDB_MODE`` or the ``mode`` argument).
+LOCAL_MODES = frozenset({"offline", "dryrun", "disabled"})
+
+
+class WandBPipelineLogger(WandbLogger, PipelineLoggerBase):
+    """Lightning's ``WandbLogger`` that also logs figures and the pipeline's info.
+
+    Online logging needs ``WANDB_API_KEY`` in the environment; ``offline=True`` (or ``mode="offline"``, or
+    ``WANDB_MODE=offline``) keeps the run in ``save_dir/wandb/offline-run-*`` for a later ``wandb sync``.
+
+    Logged: metrics with ``trainer/global_step`` (``log_metrics``), the config as the run's config,
+    figures as images under their title (``log_figure``), the tags as the run's tags, and the artifacts
+    ``config`` (``config.yaml``), ``dataset`` (the dataframe) and ``code`` (``oml_core/...``), each of the
+    type of its name.
+    :meth:`finalize` finishes the run; a later use starts a new one.
+
+    Args:
+        project: The W&B project (``WANDB_PROJECT`` or ``lightning_logs`` when ``None``).
+        name: Display name of the run.
+        save_dir: Folder of W&B's local files (``save_dir/wandb``).
+        version: Run id, to resume a run.
+        offline: Log offline (no account, nothing sent).
+        log_model: Log checkpoints as artifacts: ``True`` at the end, ``"all"`` as they are saved.
+        prefix: Prefix of the metric keys.
+        kwargs: Passed on to ``wandb.init`` (``entity``, ``group``, ``tags``, ``mode``, ...).
+
+    Raises:
+        ImportError: wandb is not installed (``pip install 'oml-loggers[wandb]'``).
+        MissingCredentialsError: online mode without ``WANDB_API_KEY``.
+        TypeError: an argument ``wandb.init`` does not accept.
+    """
+
+    def __init__(
+        self,
+        project: str | None = None,
+        name: str | None = None,
+        save_dir: str | Path = ".",
+        version: str | None = None,
+        offline: bool = False,
+        log_model: Literal["all"] | bool = False,
+        prefix: str = "",
+        **kwargs: Any,
+    ) -> None:
+        wandb = import_client("wandb", "wandb", type(self).__name__)
+        check_client_kwargs(type(self).__name__, wandb.init, kwargs)
+        requested_mode = kwargs.pop("mode", None)
+        mode = "offline" if offline else requested_mode or os.environ.get("WANDB_MODE")
+        if mode not in LOCAL_MODES:
+            require_credentials(
+                type(self).__name__,
+                "Weights & Biases",
+                missing_env("WANDB_API_KEY"),
+                "offline: true (runs are kept in <save_dir>/wandb/offline-run-*; upload them with `wandb sync`)",
+            )
+        # the mode goes to wandb.init: Lightning's `offline=True` would set WANDB_MODE for the whole process
+        super().__init__(
+            name=name,
+            save_dir=save_dir,
+            version=version,
+            project=project,
+            log_model=log_model,
+            prefix=prefix,
+            mode=mode,
+            **kwargs,
+        )
+
+    @rank_zero_only
+    def log_figure(self, fig: Figure, title: str, idx: int) -> None:
+        """Log ``fig`` as an image under the key ``title``, with ``trainer/global_step = idx``."""
+        self.log_image(key=title, images=[figure_to_array(fig)], step=idx)
+
+    def _log_tags(self, tags: list[str]) -> None:
+        run = self.experiment
+        run.tags = tuple(dict.fromkeys([*(run.tags or ()), *tags]))
+
+    def _log_pipeline_files(self, info: PipelineInfo) -> None:
+        import wandb
+
+        with info.written_parts() as parts:
+            for name, path in parts:
+                artifact = wandb.Artifact(name, type=name)
+                if path.is_dir():  # "mutable": files are copied now, before the folder is removed
+                    artifact.add_dir(str(path), policy="mutable")
+                else:
+                    artifact.add_file(str(path), policy="mutable")
+                self.experiment.log_artifact(artifact)
+
+    @rank_zero_only
+    def finalize(self, status: str) -> None:
+        """Log the checkpoints (``log_model``) and finish the run (exit code 1 when ``status`` is
+        ``"failed"``); a later use of the logger starts a new run."""
+        super().finalize(status)
+        if self._experiment is not None:
+            self._experiment.finish(exit_code=1 if status == "failed" else 0)
+            self._experiment = None
+
+
+def figure_to_array(fig: Figure) -> np.ndarray:
+    """The RGB pixels (``H x W x 3``, uint8) of a matplotlib figure, drawn with the Agg backend."""
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()
+    return np.asarray(canvas.buffer_rgba())[..., :3].copy()
+
+
+__all__ = ["WandBPipelineLogger", "figure_to_array"]
