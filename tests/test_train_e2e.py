@@ -66,6 +66,7 @@ def test_config_with_the_example_plugins_components_trains(tmp_path, oml_cache_d
         "lightning_trainer_extra_args.enable_progress_bar=false",
         "transforms_train.args.im_size=32",
         "transforms_val.args.im_size=32",
+        "log_images=true",
     ]
     cfg = OmegaConf.to_container(compose_config("extractor_training_pipeline", overrides, registry=registry))
     cfg["extractor"] = {"name": "tiny_conv", "args": {"feat_dim": 16}}
@@ -75,6 +76,15 @@ def test_config_with_the_example_plugins_components_trains(tmp_path, oml_cache_d
     assert set(result.metrics) >= {"OVERALL/cmc/1", "OVERALL/map/5"}
     assert result.best_checkpoint is not None and result.best_checkpoint.is_file()
     assert Path(result.log_dir).is_dir()
+    # log_images: the worst queries of every per-query metric, as PNG files and in the TensorBoard events
+    pngs = sorted(p.name for p in (result.run_dir / "figures" / "epoch_0").iterdir())
+    assert pngs == [f"top_5_worst_by_OVERALL_{m}.png" for m in ("cmc_1", "cmc_5", "map_5", "precision_5")]
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    events = EventAccumulator(str(result.log_dir), size_guidance={"images": 0})
+    events.Reload()
+    titles = [f"top 5 worst by OVERALL_{m}" for m in ("cmc_1", "cmc_5", "map_5", "precision_5")]
+    assert sorted(events.Tags()["images"]) == titles
 
 
 def test_category_sampler_and_arcface_get_the_datasets_categories(tmp_path, oml_cache_dir, monkeypatch):

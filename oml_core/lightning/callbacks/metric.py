@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import pytorch_lightning as pl
@@ -31,6 +33,8 @@ class MetricValCallback(pl.Callback):
             images, 2 for a dataset of pairs, 3 for a dataset of triplets.
         embeddings_key: Key of the embeddings in the validation step's outputs.
         index_key: Key of the global dataset indices in the validation step's outputs.
+        figures_dir: With ``log_images``, also write the figures as PNG files to
+            ``figures_dir/epoch_<n>/<title>.png`` (:func:`save_figures`).
 
     Raises:
         TypeError: ``log_images`` with a metric that cannot draw.
@@ -44,6 +48,7 @@ class MetricValCallback(pl.Callback):
         samples_in_getitem: int = 1,
         embeddings_key: str = "embeddings",
         index_key: str = "idx",
+        figures_dir: Path | None = None,
     ):
         super().__init__()
         if log_images and not isinstance(metric, IMetricVisualisable):
@@ -56,6 +61,7 @@ class MetricValCallback(pl.Callback):
         self.samples_in_getitem = samples_in_getitem
         self.embeddings_key = embeddings_key
         self.index_key = index_key
+        self.figures_dir = figures_dir
         self.last_metrics: dict[str, float] = {}
 
     def on_validation_batch_start(
@@ -106,14 +112,34 @@ class MetricValCallback(pl.Callback):
 
     @rank_zero_only
     def _log_figures(self, trainer: pl.Trainer) -> None:
-        import matplotlib.pyplot as plt
+        epoch = trainer.current_epoch
+        folder = None if self.figures_dir is None else self.figures_dir / f"epoch_{epoch}"
+        save_figures(self.metric, folder, trainer.loggers, epoch)
 
-        figures, titles = self.metric.visualize()
-        for figure, title in zip(figures, titles):
-            for logger in trainer.loggers:
-                if isinstance(logger, IFigureLogger):
-                    logger.log_figure(figure, title, trainer.current_epoch)
-            plt.close(figure)
+
+def save_figures(
+    metric: IMetricVisualisable, folder: Path | None, loggers: Sequence[Any], idx: int
+) -> list[Path]:
+    """Draw ``metric``'s figures (the worst queries of every per-query metric), log each to the loggers that
+    take figures and, when ``folder`` is given, write it to ``folder/<title>.png``; the figures are closed.
+
+    Returns:
+        The PNG files written.
+    """
+    import matplotlib.pyplot as plt
+
+    paths = []
+    if folder is not None:
+        folder.mkdir(parents=True, exist_ok=True)
+    for figure, title in zip(*metric.visualize()):
+        if folder is not None:
+            paths.append(folder / f"{title.replace(' ', '_')}.png")
+            figure.savefig(paths[-1])
+        for logger in loggers:
+            if isinstance(logger, IFigureLogger):
+                logger.log_figure(figure, title, idx)
+        plt.close(figure)
+    return paths
 
 
 class MetricValCallbackDDP(MetricValCallback):
@@ -157,4 +183,4 @@ class MetricValCallbackDDP(MetricValCallback):
             )
 
 
-__all__ = ["MetricValCallback", "MetricValCallbackDDP"]
+__all__ = ["MetricValCallback", "MetricValCallbackDDP", "save_figures"]

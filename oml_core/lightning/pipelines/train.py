@@ -187,9 +187,8 @@ def extractor_training_pipeline(
         )
     else:
         module = ExtractorModule(**module_args)
-    metric_callback = _metric_callback(cfg, registry, val_dataset, is_ddp)
-
     run_dir = shared_run_dir(lambda: make_run_dir(cfg["logs_root"], cfg["postfix"], cfg.get("logs_folder")))
+    metric_callback = _metric_callback(cfg, registry, val_dataset, is_ddp, run_dir / "figures")
     logger = build_logger(registry, cfg.get("logger"), run_dir)
     rank_zero_only(logger.log_pipeline_info)(cfg)
     best, last = _checkpoint_callbacks(cfg, run_dir / "checkpoints")
@@ -285,16 +284,19 @@ def _module_args(cfg: Mapping[str, Any], registry: Registry, train_dataset: Any)
 
 
 def _metric_callback(
-    cfg: Mapping[str, Any], registry: Registry, val_dataset: Any, is_ddp: bool
+    cfg: Mapping[str, Any], registry: Registry, val_dataset: Any, is_ddp: bool, figures_dir: Path
 ) -> MetricValCallback:
-    """``MetricValCallback`` with ``EmbeddingMetrics`` of ``metric_args`` (their DDP versions in DDP)."""
+    """``MetricValCallback`` with ``EmbeddingMetrics`` of ``metric_args`` (their DDP versions in DDP); with
+    ``log_images`` the worst-query figures go to the logger and to ``figures_dir/epoch_<n>/`` as PNG."""
     from oml_core.metrics import EmbeddingMetrics, EmbeddingMetricsDDP
 
     metric_args = {"verbose": False, **(cfg.get("metric_args") or {})}  # the pipeline prints its own table
     metric_class = EmbeddingMetricsDDP if is_ddp else EmbeddingMetrics
     metric = metric_class(dataset=val_dataset, registry=registry, **metric_args)
     callback_class = MetricValCallbackDDP if is_ddp else MetricValCallback
-    return callback_class(metric=metric, log_images=bool(cfg.get("log_images", False)))
+    return callback_class(
+        metric=metric, log_images=bool(cfg.get("log_images", False)), figures_dir=figures_dir
+    )
 
 
 def _scheduler_args(

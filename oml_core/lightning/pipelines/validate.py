@@ -10,7 +10,7 @@ from typing import Any
 import pytorch_lightning as pl
 from torch.utils.data import DataLoader
 
-from oml_core.lightning.callbacks.metric import MetricValCallback
+from oml_core.lightning.callbacks.metric import MetricValCallback, save_figures
 from oml_core.lightning.modules.extractor import ExtractorModule
 from oml_core.lightning.pipelines.common import (
     build_logger,
@@ -127,7 +127,7 @@ def extractor_validation_pipeline(
     loader = DataLoader(dataset, batch_size=cfg["bs_val"], num_workers=cfg["num_workers"], shuffle=False)
     trainer.validate(ExtractorModule(extractor=extractor), dataloaders=loader, verbose=False)
 
-    figures = _save_figures(metric, run_dir / FIGURES_FOLDER, logger) if cfg["log_images"] else []
+    figures = save_figures(metric, run_dir / FIGURES_FOLDER, [logger], 0) if cfg["log_images"] else []
     result = ValidationResult(
         metrics=dict(metric_callback.last_metrics),
         run_dir=run_dir,
@@ -166,25 +166,6 @@ def _embedding_metrics(cfg: Mapping[str, Any], registry: Registry, dataset: Any,
         raise
     except (TypeError, ValueError) as e:
         raise ConfigError(f"{PIPELINE}: config key 'metric_args': {e}") from e
-
-
-def _save_figures(metric: Any, folder: Path, logger: Any) -> list[Path]:
-    """Draw the worst queries of every per-query metric; write each figure to ``folder/<title>.png`` and log
-    it (when the logger takes figures)."""
-    import matplotlib.pyplot as plt
-
-    from oml_core.interfaces.loggers import IFigureLogger
-
-    folder.mkdir(parents=True, exist_ok=True)
-    paths = []
-    for figure, title in zip(*metric.visualize()):
-        path = folder / f"{title.replace(' ', '_')}.png"
-        figure.savefig(path)
-        paths.append(path)
-        if isinstance(logger, IFigureLogger):
-            logger.log_figure(figure, title, 0)
-        plt.close(figure)
-    return paths
 
 
 def _report(result: ValidationResult) -> None:
