@@ -17,7 +17,6 @@ def _expected_provides() -> dict[str, dict[str, list[str]]]:
         provides[distribution.replace("-", "_")].setdefault(kind, []).append(name)
     for names in (names for kinds in provides.values() for names in kinds.values()):
         names.sort()
-    provides["oml_postprocessors"] = {}
     provides["oml_plugin_example"] = {"extractor": ["tiny_conv"], "loss": ["contrastive_example"]}
     return dict(provides)
 

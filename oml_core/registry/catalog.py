@@ -44,6 +44,7 @@ FIRST_PARTY_PROVIDERS: MappingProxyType[tuple[str, str], str] = MappingProxyType
         ("logger", "neptune"): "oml-loggers",
         ("logger", "tensorboard"): "oml-loggers",
         ("logger", "wandb"): "oml-loggers",
+        ("postprocessor", "pairwise_reranker"): "oml-postprocessors",
         ("pretrained", "openai_vitb16_224"): "oml-models",
         ("pretrained", "openai_vitb32_224"): "oml-models",
         ("pretrained", "openai_vitl14_224"): "oml-models",

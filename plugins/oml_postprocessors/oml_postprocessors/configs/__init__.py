@@ -1,0 +1,1 @@
+"""Default configs of the pairwise post-processors: ``postprocessor/<name>.yaml``, one per name."""
