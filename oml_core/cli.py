@@ -3,6 +3,8 @@
     oml train [--config-path DIR] [--config-name NAME] [hydra overrides ...]
     oml validate [--config-path DIR] [--config-name NAME] [hydra overrides ...]
     oml predict [--config-path DIR] [--config-name NAME] [hydra overrides ...]
+    oml train-postprocessor [--config-path DIR] [--config-name NAME] [hydra overrides ...]
+    oml validate-postprocessor [--config-path DIR] [--config-name NAME] [hydra overrides ...]
     oml plugins [--all] [--format table|json] [--check]
     oml registry [KIND] [--format table|json]
     oml mock-dataset DIR [--seed N]
@@ -29,11 +31,16 @@ PIPELINE_CONFIGS = {
     "train": "extractor_training_pipeline",
     "validate": "extractor_validation_pipeline",
     "predict": "extractor_prediction_pipeline",
+    "train-postprocessor": "postprocessor_training_pipeline",
+    "validate-postprocessor": "postprocessor_validation_pipeline",
 }
 PIPELINE_HELP = {
     "train": "train an extractor (defaults: the built-in mock dataset)",
     "validate": "compute the retrieval metrics of an extractor (defaults: the built-in mock dataset)",
     "predict": "save an extractor's features of every image to predictions.json (defaults: the mock images)",
+    "train-postprocessor": "train a pairwise re-ranker on top of an extractor (defaults: the mock dataset)",
+    "validate-postprocessor": "compute the retrieval metrics before and after a pairwise re-ranker "
+    "(defaults: the mock dataset)",
 }
 
 

@@ -2,5 +2,6 @@
 
 from oml_core.lightning.modules.ddp import ModuleDDP
 from oml_core.lightning.modules.extractor import ExtractorModule, ExtractorModuleDDP
+from oml_core.lightning.modules.pairwise_postprocessing import PairwiseModule
 
-__all__ = ["ExtractorModule", "ExtractorModuleDDP", "ModuleDDP"]
+__all__ = ["ExtractorModule", "ExtractorModuleDDP", "ModuleDDP", "PairwiseModule"]

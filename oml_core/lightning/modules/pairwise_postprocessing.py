@@ -1,0 +1,157 @@
+"""``PairwiseModule``: trains a pairwise model (a re-ranker such as STIR's ``ConcatSiamese``) on the pairs a
+miner finds in batches of an extractor's cached embeddings."""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+import pytorch_lightning as pl
+from torch import Tensor, nn
+from torch.optim import Optimizer
+
+from oml_core.interfaces.models import IFreezable, IPairwiseModel
+
+SCHEDULER_INTERVALS = ("step", "epoch")
+
+
+class IPairsMiner(Protocol):
+    """What :class:`PairwiseModule` needs of a miner (OML's ``PairsMiner`` of the ``oml_losses`` plugin)."""
+
+    def sample(self, features: Tensor, labels: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        """``(ids1, ids2, is_negative)``: the batch indices of the pairs and whether each pair is negative."""
+
+
+def optimizers_config(
+    optimizer: Optimizer,
+    scheduler: Any | None,
+    interval: str,
+    frequency: int,
+    monitor: str | None,
+) -> Any:
+    """What ``configure_optimizers`` returns: the optimizer alone, or with Lightning's scheduler dict
+    (``interval``, ``frequency``, and ``monitor`` when a scheduler depends on a metric)."""
+    if scheduler is None:
+        return optimizer
+    config: dict[str, Any] = {"scheduler": scheduler, "interval": interval, "frequency": frequency}
+    if monitor is not None:
+        config["monitor"] = monitor
+    return {"optimizer": optimizer, "lr_scheduler": config}
+
+
+class PairwiseModule(pl.LightningModule):
+    """This is a module to train a pairwise model (a post-processor of retrieval results) with Lightning.
+
+    Training: ``ids1, ids2, is_negative = pairs_miner.sample(batch[embeddings_key], batch[labels_key])`` mines
+    the pairs of the batch on the extractor's embeddings (with hard mining: the pairs the extractor struggles
+    with most); the pairwise model gets the IMAGES of the pairs, ``logits = pairwise_model(x1=x[ids1],
+    x2=x[ids2])`` with ``x = batch[input_tensors_key]``, and ``loss = criterion(logits, is_negative.float())``
+    (``BCEWithLogitsLoss``: the model learns to score a negative pair high). A batch without any pair makes
+    no optimisation step.
+
+    Validation: returns ``{embeddings_key: batch[embeddings_key], "idx": batch["idx"]}``, the cached embeddings,
+    which :class:`~oml_core.lightning.callbacks.metric.MetricValCallback` accumulates; its metric re-ranks the
+    retrieval results with a post-processor that holds this module's :attr:`model`, so the metrics are those of
+    the model as trained so far, on the module's device.
+
+    Args:
+        pairwise_model: Pairwise model to train (kept as :attr:`model`: a checkpoint of the module holds its
+            weights under ``model.``, which the pairwise models' ``weights`` argument strips).
+        pairs_miner: Miner of pairs (``None`` for validation only).
+        criterion: Criterion to optimise, e.g. ``BCEWithLogitsLoss`` (``None`` for validation only).
+        optimizer: Optimizer (``None`` for validation only).
+        scheduler: Learning-rate scheduler.
+        scheduler_interval: Interval of calling the scheduler (``step`` or ``epoch``).
+        scheduler_frequency: Frequency of calling the scheduler.
+        input_tensors_key: Key to get the images from the batches.
+        labels_key: Key to get the labels from the batches.
+        embeddings_key: Key to get the embeddings from the batches.
+        scheduler_monitor_metric: Metric to monitor for the schedulers that depend on a metric value.
+        freeze_n_epochs: Number of epochs to keep the model frozen (it must be ``IFreezable``); it is unfrozen
+            when ``current_epoch >= freeze_n_epochs`` (epochs start at 0).
+
+    Raises:
+        ValueError: an unknown ``scheduler_interval``.
+        TypeError: ``freeze_n_epochs > 0`` with a model that is not ``IFreezable``.
+    """
+
+    def __init__(
+        self,
+        pairwise_model: IPairwiseModel,
+        pairs_miner: IPairsMiner | None = None,
+        criterion: nn.Module | None = None,
+        optimizer: Optimizer | None = None,
+        scheduler: Any | None = None,
+        scheduler_interval: str = "step",
+        scheduler_frequency: int = 1,
+        input_tensors_key: str = "input_tensors",
+        labels_key: str = "labels",
+        embeddings_key: str = "embeddings",
+        scheduler_monitor_metric: str | None = None,
+        freeze_n_epochs: int = 0,
+    ):
+        super().__init__()
+        if scheduler_interval not in SCHEDULER_INTERVALS:
+            raise ValueError(
+                f"scheduler_interval must be one of {SCHEDULER_INTERVALS}, got {scheduler_interval!r}"
+            )
+        if freeze_n_epochs > 0 and not isinstance(pairwise_model, IFreezable):
+            raise TypeError(
+                f"freeze_n_epochs={freeze_n_epochs} needs an IFreezable pairwise model, "
+                f"got {type(pairwise_model).__name__}"
+            )
+        self.model = pairwise_model
+        self.miner = pairs_miner
+        self.criterion = criterion
+        self.optimizer = optimizer
+        self.scheduler = scheduler
+        self.scheduler_interval = scheduler_interval
+        self.scheduler_frequency = scheduler_frequency
+        self.input_tensors_key = input_tensors_key
+        self.labels_key = labels_key
+        self.embeddings_key = embeddings_key
+        self.scheduler_monitor_metric = scheduler_monitor_metric
+        self.freeze_n_epochs = freeze_n_epochs
+
+    def training_step(self, batch: dict[str, Any], batch_idx: int) -> Tensor | None:
+        if self.miner is None or self.criterion is None:
+            raise RuntimeError("PairwiseModule was built without a pairs miner or criterion: it cannot train")
+        ids1, ids2, is_negative = self.miner.sample(batch[self.embeddings_key], batch[self.labels_key])
+        if len(ids1) == 0:
+            return None  # Lightning skips the optimisation step
+        images = batch[self.input_tensors_key]
+        logits = self.model(x1=images[ids1], x2=images[ids2])
+        loss = self.criterion(logits, is_negative.float().to(logits.device))
+        batch_size = len(batch[self.labels_key])
+        self.log("loss", loss.detach(), prog_bar=True, on_step=True, on_epoch=True, batch_size=batch_size)
+        self.log("n_pairs", float(len(ids1)), on_step=True, on_epoch=True, batch_size=batch_size)
+        if self.optimizer is not None:
+            lr = self.optimizer.param_groups[0]["lr"]
+            self.log("lr", lr, on_step=True, on_epoch=False, batch_size=batch_size)
+        return loss
+
+    def validation_step(
+        self, batch: dict[str, Any], batch_idx: int, dataloader_idx: int = 0
+    ) -> dict[str, Any]:
+        # the post-processor runs the model when the metric is computed, after the last batch
+        return {self.embeddings_key: batch[self.embeddings_key], "idx": batch["idx"]}
+
+    def configure_optimizers(self) -> Any:
+        if self.optimizer is None:
+            raise RuntimeError("PairwiseModule was built without an optimizer, so it cannot be trained")
+        return optimizers_config(
+            self.optimizer,
+            self.scheduler,
+            self.scheduler_interval,
+            self.scheduler_frequency,
+            self.scheduler_monitor_metric,
+        )
+
+    def on_train_epoch_start(self) -> None:
+        if self.freeze_n_epochs > 0:
+            if self.current_epoch < self.freeze_n_epochs:
+                self.model.freeze()
+            else:
+                self.model.unfreeze()
+
+
+__all__ = ["IPairsMiner", "PairwiseModule", "optimizers_config"]

@@ -1,0 +1,171 @@
+"""``postprocessor_validation_pipeline``: the retrieval metrics of an extractor before and after a pairwise
+post-processor (a re-ranker such as the one ``postprocessor_training_pipeline`` trains) re-ranks them."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytorch_lightning as pl
+from torch.utils.data import DataLoader
+
+from oml_core.lightning.callbacks.metric import MetricValCallback, save_figures
+from oml_core.lightning.modules.pairwise_postprocessing import PairwiseModule
+from oml_core.lightning.pipelines.common import (
+    build_logger,
+    check_components,
+    make_run_dir,
+    resolve_dataset_root,
+)
+from oml_core.lightning.pipelines.inference import check_images, inference_config
+from oml_core.lightning.pipelines.train_postprocessor import (
+    BEFORE_PREFIX,
+    CachedEmbeddings,
+    EmbeddingsDataset,
+    EmbeddingsSource,
+    build_component,
+    build_pairwise_postprocessor,
+    embedding_metrics,
+    metrics_of_embeddings,
+    report_metrics,
+    spec_of,
+)
+from oml_core.lightning.pipelines.validate import COMPONENT_KINDS, FIGURES_FOLDER, _validation_dataset
+from oml_core.lightning.pipelines.validate import DEFAULTS as EXTRACTOR_VALIDATION_DEFAULTS
+from oml_core.registry import ConfigError, Registry, default_registry
+
+PIPELINE = "postprocessor_validation_pipeline"
+REQUIRED_KEYS = ("dataframe_name", "transforms_val", "bs_val", "extractor", "postprocessor")
+DEFAULTS: dict[str, Any] = {
+    **{k: v for k, v in EXTRACTOR_VALIDATION_DEFAULTS.items() if k != "postprocessor"},
+    "postfix": "postprocessor_validation",
+    "embeddings_cache_dir": None,
+}
+
+
+@dataclass
+class PostprocessorValidationResult:
+    """What a post-processor validation run produced.
+
+    Attributes:
+        metrics: The metrics after post-processing, flat (``{"OVERALL/cmc/1": 0.75, ...}``).
+        metrics_before: The metrics of the extractor's embeddings alone.
+        run_dir: The run's own directory under ``logs_root``.
+        log_dir: Where the logger wrote.
+        figures: The PNG files of the worst queries after post-processing (empty without ``log_images``).
+        embeddings: Where the validation embeddings came from (computed, or read from the cache).
+    """
+
+    metrics: dict[str, float]
+    metrics_before: dict[str, float]
+    run_dir: Path
+    log_dir: Path | None
+    figures: list[Path]
+    embeddings: EmbeddingsSource
+
+
+def postprocessor_validation_pipeline(
+    cfg: Mapping[str, Any] | Any, registry: Registry | None = None
+) -> PostprocessorValidationResult:
+    """Validate a pairwise post-processor on top of a feature extractor: the retrieval metrics of the
+    extractor's embeddings, then those of the results re-ranked by the post-processor.
+
+    The config has the keys of ``extractor_validation_pipeline`` (OML validates a post-processor with that
+    pipeline), ``postprocessor`` required, plus ``embeddings_cache_dir``. Required: ``dataframe_name,
+    transforms_val, bs_val, extractor, postprocessor``: a pairwise post-processor, e.g. ``{name:
+    pairwise_reranker, args: {top_n: 5, pairwise_model: {name: concat_siamese, args: {weights: <the
+    best.ckpt of oml train-postprocessor>, ...}}, ...}}``. Optional, with their defaults: those of
+    ``extractor_validation_pipeline`` (``dataset_root, num_workers, cache_size, metric_args, log_images,
+    logs_root, logs_folder, logger, tags, accelerator, devices, precision, seed,
+    lightning_trainer_extra_args``), ``postfix`` (``postprocessor_validation``) and ``embeddings_cache_dir``
+    (null: no cache; a file written by ``postprocessor_training_pipeline`` for the same extractor, transforms,
+    dataframe, precision and seed is reused, see
+    :class:`~oml_core.lightning.pipelines.train_postprocessor.CachedEmbeddings`).
+
+    ``transforms_val`` are the transforms of the extraction and of the images the post-processor re-ranks. The
+    pairwise model runs on the configured device. Both metric tables are printed; the metrics before are
+    logged under ``before_postprocessing/``. With ``log_images``, the worst queries after post-processing are
+    drawn to ``<run_dir>/figures/`` as PNG files and logged.
+
+    Returns:
+        A :class:`PostprocessorValidationResult`.
+
+    Raises:
+        ConfigError: an unknown or missing key, a post-processor without a ``pairwise_model``, a bad dataframe,
+            unreadable images, bad weights, bad ``metric_args``, ``devices`` other than one device (one line
+            naming the key, file or argument).
+        RegistryError: an unknown component name.
+    """
+    cfg, trainer_args = inference_config(cfg, REQUIRED_KEYS, DEFAULTS, PIPELINE)
+    registry = registry or default_registry()
+    check_components(cfg, registry, COMPONENT_KINDS)
+    pl.seed_everything(cfg["seed"], workers=True, verbose=False)
+
+    dataset = _validation_dataset(cfg, registry)
+    pairwise_model = build_component(
+        registry, "pairwise_model", _pairwise_model_spec(cfg), "postprocessor.args.pairwise_model", PIPELINE
+    )
+    postprocessor = build_pairwise_postprocessor(registry, cfg["postprocessor"], pairwise_model, PIPELINE)
+    metric_before = embedding_metrics(dataset, cfg["metric_args"], registry, None, PIPELINE)
+    metric = embedding_metrics(dataset, cfg["metric_args"], registry, postprocessor, PIPELINE)
+    progress_bar = trainer_args.get("enable_progress_bar", True)
+    check_images(dataset.paths, dataset.f_imread, cfg["num_workers"], PIPELINE, progress_bar)
+    extraction = CachedEmbeddings(
+        registry,
+        cfg,
+        transforms_spec=cfg["transforms_val"],
+        dataframe_path=resolve_dataset_root(cfg) / cfg["dataframe_name"],
+        trainer_args=trainer_args,
+        batch_size=cfg["bs_val"],
+        pipeline=PIPELINE,
+    )
+    embeddings = extraction(dataset, "validation")
+    metrics_before = metrics_of_embeddings(metric_before, embeddings)
+
+    run_dir = make_run_dir(cfg["logs_root"], cfg["postfix"], cfg["logs_folder"])
+    logger = build_logger(registry, cfg["logger"], run_dir)
+    logger.log_pipeline_info(cfg)
+    logger.log_metrics({f"{BEFORE_PREFIX}{k}": v for k, v in metrics_before.items()}, step=0)
+    metric_callback = MetricValCallback(metric=metric)
+    trainer = pl.Trainer(
+        **trainer_args, logger=logger, callbacks=[metric_callback], default_root_dir=str(run_dir)
+    )
+    loader = DataLoader(EmbeddingsDataset(embeddings), batch_size=cfg["bs_val"])
+    # the module holds the pairwise model, so that Lightning moves it to the device the re-ranking runs on
+    trainer.validate(PairwiseModule(pairwise_model=pairwise_model), dataloaders=loader, verbose=False)
+
+    figures = save_figures(metric, run_dir / FIGURES_FOLDER, [logger], 0) if cfg["log_images"] else []
+    result = PostprocessorValidationResult(
+        metrics=dict(metric_callback.last_metrics),
+        metrics_before=metrics_before,
+        run_dir=run_dir,
+        log_dir=Path(logger.log_dir) if getattr(logger, "log_dir", None) else None,
+        figures=figures,
+        embeddings=extraction.sources[0],
+    )
+    report_metrics(result.metrics_before, result.metrics, cfg["postprocessor"])
+    print(f"Run directory:    {result.run_dir}")
+    print(f"Logs:             {result.log_dir}")
+    if result.figures:
+        print(f"Figures:          {run_dir / FIGURES_FOLDER} ({len(result.figures)} PNG files)")
+    return result
+
+
+def _pairwise_model_spec(cfg: Mapping[str, Any]) -> Any:
+    """The spec of the post-processor's ``args.pairwise_model``.
+
+    Raises:
+        ConfigError: the post-processor has none.
+    """
+    spec = (spec_of(cfg["postprocessor"]).get("args") or {}).get("pairwise_model")
+    if spec is None:
+        raise ConfigError(
+            f"{PIPELINE}: postprocessor.args.pairwise_model is missing: the pairwise model that re-ranks, e.g. "
+            f"{{name: concat_siamese, args: {{weights: <checkpoints/best.ckpt of oml train-postprocessor>, ...}}}}"
+        )
+    return spec
+
+
+__all__ = ["PostprocessorValidationResult", "postprocessor_validation_pipeline"]
