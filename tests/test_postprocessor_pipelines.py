@@ -18,13 +18,9 @@ from oml_core.datasets.mock import get_mock_dataset_root
 from oml_core.interfaces.models import IExtractor, IPairwiseModel
 from oml_core.lightning.modules.pairwise_postprocessing import PairwiseModule
 from oml_core.lightning.pipelines.common import read_dataframe, split_dataframe
+from oml_core.lightning.pipelines.embeddings_cache import CachedEmbeddings, EmbeddingsSource
 from oml_core.lightning.pipelines.inference import TRAINER_DEFAULTS
-from oml_core.lightning.pipelines.train_postprocessor import (
-    AFTER_TITLE,
-    BEFORE_TITLE,
-    CachedEmbeddings,
-    EmbeddingsSource,
-)
+from oml_core.lightning.pipelines.postprocessing import AFTER_TITLE, BEFORE_TITLE
 from oml_core.registry import Registry
 
 NO_PROGRESS_BAR = "lightning_trainer_extra_args.enable_progress_bar=false"

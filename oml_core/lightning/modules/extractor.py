@@ -9,10 +9,14 @@ import pytorch_lightning as pl
 from torch import Tensor, nn
 from torch.optim import Optimizer
 
-from oml_core.interfaces.models import IExtractor, IFreezable
+from oml_core.interfaces.models import IExtractor
 from oml_core.lightning.modules.ddp import ModuleDDP, TLoaders
-
-SCHEDULER_INTERVALS = ("step", "epoch")
+from oml_core.lightning.modules.optimization import (
+    check_optimization_args,
+    freeze_for_epochs,
+    log_learning_rate,
+    optimizers_config,
+)
 
 
 class ExtractorModule(pl.LightningModule):
@@ -53,14 +57,7 @@ class ExtractorModule(pl.LightningModule):
         freeze_n_epochs: int = 0,
     ):
         super().__init__()
-        if scheduler_interval not in SCHEDULER_INTERVALS:
-            raise ValueError(
-                f"scheduler_interval must be one of {SCHEDULER_INTERVALS}, got {scheduler_interval!r}"
-            )
-        if freeze_n_epochs > 0 and not isinstance(extractor, IFreezable):
-            raise TypeError(
-                f"freeze_n_epochs={freeze_n_epochs} needs an IFreezable extractor, got {type(extractor).__name__}"
-            )
+        check_optimization_args(extractor, "extractor", scheduler_interval, freeze_n_epochs)
         self.extractor = extractor
         self.criterion = criterion
         self.optimizer = optimizer
@@ -87,14 +84,7 @@ class ExtractorModule(pl.LightningModule):
         self.log("loss", loss.detach(), prog_bar=True, **logged)
         for name, value in (getattr(self.criterion, "last_logs", None) or {}).items():
             self.log(name, float(value), **logged)
-        if self.optimizer is not None:
-            self.log(
-                "lr",
-                self.optimizer.param_groups[0]["lr"],
-                on_step=True,
-                on_epoch=False,
-                batch_size=batch_size,
-            )
+        log_learning_rate(self, self.optimizer, batch_size)
         return loss
 
     def _embed(self, batch: dict[str, Any]) -> dict[str, Any]:
@@ -112,23 +102,16 @@ class ExtractorModule(pl.LightningModule):
     def configure_optimizers(self) -> Any:
         if self.optimizer is None:
             raise RuntimeError("ExtractorModule was built without an optimizer, so it cannot be trained")
-        if self.scheduler is None:
-            return self.optimizer
-        scheduler: dict[str, Any] = {
-            "scheduler": self.scheduler,
-            "interval": self.scheduler_interval,
-            "frequency": self.scheduler_frequency,
-        }
-        if self.scheduler_monitor_metric is not None:
-            scheduler["monitor"] = self.scheduler_monitor_metric
-        return {"optimizer": self.optimizer, "lr_scheduler": scheduler}
+        return optimizers_config(
+            self.optimizer,
+            self.scheduler,
+            self.scheduler_interval,
+            self.scheduler_frequency,
+            self.scheduler_monitor_metric,
+        )
 
     def on_train_epoch_start(self) -> None:
-        if self.freeze_n_epochs > 0:
-            if self.current_epoch < self.freeze_n_epochs:
-                self.extractor.freeze()
-            else:
-                self.extractor.unfreeze()
+        freeze_for_epochs(self.extractor, self.current_epoch, self.freeze_n_epochs)
 
     def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
         checkpoint["oml_extractor_class"] = (
@@ -161,3 +144,6 @@ class ExtractorModuleDDP(ExtractorModule, ModuleDDP):
         super().__init__(*args, **kwargs)  # ExtractorModule, then ModuleDDP without loaders
         self.loaders_train = loaders_train
         self.loaders_val = loaders_val
+
+
+__all__ = ["ExtractorModule", "ExtractorModuleDDP"]

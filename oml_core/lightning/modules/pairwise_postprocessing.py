@@ -9,9 +9,13 @@ import pytorch_lightning as pl
 from torch import Tensor, nn
 from torch.optim import Optimizer
 
-from oml_core.interfaces.models import IFreezable, IPairwiseModel
-
-SCHEDULER_INTERVALS = ("step", "epoch")
+from oml_core.interfaces.models import IPairwiseModel
+from oml_core.lightning.modules.optimization import (
+    check_optimization_args,
+    freeze_for_epochs,
+    log_learning_rate,
+    optimizers_config,
+)
 
 
 class IPairsMiner(Protocol):
@@ -19,23 +23,6 @@ class IPairsMiner(Protocol):
 
     def sample(self, features: Tensor, labels: Tensor) -> tuple[Tensor, Tensor, Tensor]:
         """``(ids1, ids2, is_negative)``: the batch indices of the pairs and whether each pair is negative."""
-
-
-def optimizers_config(
-    optimizer: Optimizer,
-    scheduler: Any | None,
-    interval: str,
-    frequency: int,
-    monitor: str | None,
-) -> Any:
-    """What ``configure_optimizers`` returns: the optimizer alone, or with Lightning's scheduler dict
-    (``interval``, ``frequency``, and ``monitor`` when a scheduler depends on a metric)."""
-    if scheduler is None:
-        return optimizer
-    config: dict[str, Any] = {"scheduler": scheduler, "interval": interval, "frequency": frequency}
-    if monitor is not None:
-        config["monitor"] = monitor
-    return {"optimizer": optimizer, "lr_scheduler": config}
 
 
 class PairwiseModule(pl.LightningModule):
@@ -90,15 +77,7 @@ class PairwiseModule(pl.LightningModule):
         freeze_n_epochs: int = 0,
     ):
         super().__init__()
-        if scheduler_interval not in SCHEDULER_INTERVALS:
-            raise ValueError(
-                f"scheduler_interval must be one of {SCHEDULER_INTERVALS}, got {scheduler_interval!r}"
-            )
-        if freeze_n_epochs > 0 and not isinstance(pairwise_model, IFreezable):
-            raise TypeError(
-                f"freeze_n_epochs={freeze_n_epochs} needs an IFreezable pairwise model, "
-                f"got {type(pairwise_model).__name__}"
-            )
+        check_optimization_args(pairwise_model, "pairwise model", scheduler_interval, freeze_n_epochs)
         self.model = pairwise_model
         self.miner = pairs_miner
         self.criterion = criterion
@@ -124,9 +103,7 @@ class PairwiseModule(pl.LightningModule):
         batch_size = len(batch[self.labels_key])
         self.log("loss", loss.detach(), prog_bar=True, on_step=True, on_epoch=True, batch_size=batch_size)
         self.log("n_pairs", float(len(ids1)), on_step=True, on_epoch=True, batch_size=batch_size)
-        if self.optimizer is not None:
-            lr = self.optimizer.param_groups[0]["lr"]
-            self.log("lr", lr, on_step=True, on_epoch=False, batch_size=batch_size)
+        log_learning_rate(self, self.optimizer, batch_size)
         return loss
 
     def validation_step(
@@ -147,11 +124,7 @@ class PairwiseModule(pl.LightningModule):
         )
 
     def on_train_epoch_start(self) -> None:
-        if self.freeze_n_epochs > 0:
-            if self.current_epoch < self.freeze_n_epochs:
-                self.model.freeze()
-            else:
-                self.model.unfreeze()
+        freeze_for_epochs(self.model, self.current_epoch, self.freeze_n_epochs)
 
 
-__all__ = ["IPairsMiner", "PairwiseModule", "optimizers_config"]
+__all__ = ["IPairsMiner", "PairwiseModule"]

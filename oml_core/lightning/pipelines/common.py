@@ -1,5 +1,5 @@
-"""Pieces shared by the pipelines: config access, run directories, data, loggers, the Trainer's engine and
-arguments, the metrics table."""
+"""Pieces shared by the pipelines: config access and checks, components built from their specs, run directories,
+data, loggers, the Trainer's engine and arguments, the embedding metrics and their table."""
 
 from __future__ import annotations
 
@@ -10,14 +10,21 @@ import inspect
 import os
 from collections.abc import Callable, Collection, Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from oml_core.registry import ConfigError, Registry, to_plain
+from oml_core.registry import ConfigError, Registry, RegistryError, to_plain
+
+if TYPE_CHECKING:
+    pass
 
 #: The environment variable through which the DDP processes of a run find the run directory.
 RUN_DIR_ENV = "OML_DDP_RUN_DIR"
+#: Sub-folder of a run directory that holds the worst-query figures.
+FIGURES_FOLDER = "figures"
+#: Sub-folder of a training run directory that holds the checkpoints.
+CHECKPOINTS_FOLDER = "checkpoints"
 
 
 def as_config(cfg: Any) -> dict[str, Any]:
@@ -58,6 +65,38 @@ def check_components(cfg: Mapping[str, Any], registry: Registry, kinds: Mapping[
         if not isinstance(name, str):
             raise ConfigError(f"config key {key!r} must be a {{name, args}} spec of a {kind}, got {spec!r}")
         registry.get(kind, name)
+
+
+def spec_of(value: Any) -> dict[str, Any]:
+    """A component spec as a plain ``{name, args}`` dict (a bare name becomes ``{name: value}``)."""
+    spec = to_plain(value)
+    return {"name": spec} if isinstance(spec, str) else dict(spec)
+
+
+def one_line(error: BaseException) -> str:
+    """The message of ``error`` on one line (its white space folded), for the one-line errors of the pipelines."""
+    return " ".join(str(error).split())
+
+
+def build_component(registry: Registry, kind: str, spec: Any, key: str, pipeline: str, **runtime: Any) -> Any:
+    """Build the component of the config key ``key`` (e.g. an extractor whose ``args.weights`` is a checkpoint
+    path, a zoo key or null), with the ``runtime`` arguments of its factory.
+
+    Raises:
+        RegistryError: an unknown name or argument (the registry's message).
+        ConfigError: the component refuses its arguments: a weights file that does not exist or does not fit,
+            zoo weights that cannot be downloaded, a bad argument value; one line naming ``pipeline``, ``key``,
+            the component and the cause (the file, for a checkpoint).
+    """
+    from oml_core.utils.checkpoints import CheckpointError
+    from oml_core.zoo.store import PretrainedDownloadError
+
+    try:
+        return registry.build(kind, spec, **runtime)
+    except RegistryError:
+        raise
+    except (FileNotFoundError, CheckpointError, PretrainedDownloadError, ValueError) as e:
+        raise ConfigError(f"{pipeline}: config key {key!r} ({spec_of(spec)['name']!r}): {one_line(e)}") from e
 
 
 def make_run_dir(logs_root: str | os.PathLike[str], postfix: str, folder: str | None = None) -> Path:
@@ -144,6 +183,16 @@ def parse_engine_params(cfg: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
+def check_one_device(cfg: Mapping[str, Any], engine: Mapping[str, Any], pipeline: str) -> None:
+    """Raise a ``ConfigError`` when the engine (:func:`parse_engine_params` of ``cfg``) has more than one device:
+    ``pipeline`` runs on one device (its metrics and outputs are gathered in one process)."""
+    if is_ddp_devices(engine["devices"]):
+        raise ConfigError(
+            f"{pipeline}: devices={cfg['devices']!r}, but this pipeline runs on one device: set devices to 1 "
+            f"or to a list of one device index, e.g. [0]"
+        )
+
+
 def merge_trainer_args(
     defaults: Mapping[str, Any], extra: Mapping[str, Any] | None, set_by_keys: Mapping[str, str]
 ) -> dict[str, Any]:
@@ -220,6 +269,16 @@ def split_dataframe(df: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     return df_train, df_val
 
 
+def check_train_and_validation_rows(dataframe_path: Path, n_train: int, n_validation: int) -> None:
+    """Raise a ``ConfigError`` naming ``dataframe_path`` when a training pipeline's dataframe has no
+    ``split == "train"`` rows (``n_train``) or no ``split == "validation"`` rows (``n_validation``)."""
+    if n_train == 0 or n_validation == 0:
+        raise ConfigError(
+            f"{dataframe_path}: needs rows with split=train and split=validation "
+            f"(found {n_train} and {n_validation})"
+        )
+
+
 def build_logger(registry: Registry, logger_cfg: Any, run_dir: Path) -> Any:
     """Build the pipeline logger (TensorBoard when the config has none); a relative ``save_dir`` is taken
     relative to the run directory, as OML does with hydra's run dir."""
@@ -230,6 +289,11 @@ def build_logger(registry: Registry, logger_cfg: Any, run_dir: Path) -> Any:
         save_dir = Path(args.get("save_dir") or ".")
         args["save_dir"] = str(save_dir if save_dir.is_absolute() else run_dir / save_dir)
     return registry.build("logger", {"name": spec["name"], "args": args})
+
+
+def log_dir_of(logger: Any) -> Path | None:
+    """Where ``logger`` wrote (its ``log_dir``), or None for a logger that has none."""
+    return Path(logger.log_dir) if getattr(logger, "log_dir", None) else None
 
 
 def _parameters(factory: Any) -> set[str]:
@@ -249,3 +313,53 @@ def format_metrics_table(metrics: Mapping[str, float], title: str = "Validation 
     lines += [f"{key.ljust(width)}  {value:>8.4f}" for key, value in sorted(metrics.items())]
     lines.append(rule)
     return "\n".join(lines)
+
+
+def embedding_metrics(
+    dataset: Any, metric_args: Mapping[str, Any] | None, registry: Registry, postprocessor: Any, pipeline: str
+) -> Any:
+    """``EmbeddingMetrics`` of ``metric_args`` (the config key) over ``dataset``, with ``postprocessor`` (or
+    None) re-ranking the retrieval results; its own printing is off, as the pipelines print their own tables.
+
+    Raises:
+        RegistryError: an unknown retrieval metric (the registry's message).
+        ConfigError: a bad argument, in one line naming ``pipeline`` and ``metric_args``.
+    """
+    from oml_core.metrics import EmbeddingMetrics
+
+    args = {"verbose": False, **(metric_args or {})}
+    try:
+        return EmbeddingMetrics(dataset=dataset, postprocessor=postprocessor, registry=registry, **args)
+    except RegistryError:
+        raise
+    except (TypeError, ValueError) as e:
+        raise ConfigError(f"{pipeline}: config key 'metric_args': {e}") from e
+
+
+__all__ = [
+    "CHECKPOINTS_FOLDER",
+    "FIGURES_FOLDER",
+    "RUN_DIR_ENV",
+    "as_config",
+    "build_component",
+    "build_logger",
+    "check_components",
+    "check_keys",
+    "check_one_device",
+    "check_train_and_validation_rows",
+    "embedding_metrics",
+    "format_metrics_table",
+    "is_ddp_devices",
+    "log_dir_of",
+    "make_run_dir",
+    "merge_trainer_args",
+    "one_line",
+    "parse_engine_params",
+    "read_dataframe",
+    "require",
+    "resolve_dataset_root",
+    "run_dir_for_ddp_processes",
+    "shared_run_dir",
+    "spec_of",
+    "split_dataframe",
+]

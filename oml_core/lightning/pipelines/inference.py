@@ -1,24 +1,34 @@
-"""Pieces shared by the inference pipelines (validation and prediction): their config checks and Trainer
-arguments on one device, the extractor built from its config, and the check that every image can be read."""
+"""Pieces shared by the inference pipelines (validation, post-processor validation and prediction): their
+config checks and Trainer arguments on one device, the config and dataset of the validation pipelines, the
+check that every image can be read, and the extraction of embeddings in dataset order."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tqdm.auto import tqdm
 
 from oml_core.lightning.pipelines.common import (
     as_config,
     check_keys,
-    is_ddp_devices,
+    check_one_device,
     merge_trainer_args,
+    one_line,
     parse_engine_params,
+    read_dataframe,
     require,
+    resolve_dataset_root,
+    split_dataframe,
 )
-from oml_core.registry import ConfigError, Registry, RegistryError
+from oml_core.registry import ConfigError, Registry
+
+if TYPE_CHECKING:
+    import pytorch_lightning as pl
+    from torch import Tensor
+    from torch.utils.data import DataLoader
 
 #: Default values of the engine keys of the inference pipelines (when a config leaves them out).
 ENGINE_DEFAULTS: dict[str, Any] = {
@@ -41,6 +51,27 @@ TRAINER_ARGS_SET_BY_KEYS = {
     "default_root_dir": "the config keys 'logs_root' and 'logs_folder' (or 'save_dir')",
 }
 TRAINER_DEFAULTS = {"deterministic": True, "enable_model_summary": False, "enable_checkpointing": False}
+#: Default values of the optional keys of the validation pipelines (extractor and post-processor).
+VALIDATION_DEFAULTS: dict[str, Any] = {
+    **ENGINE_DEFAULTS,
+    "dataset_root": None,
+    "cache_size": 0,
+    "metric_args": {},
+    "postprocessor": None,
+    "log_images": False,
+    "logs_root": "logs",
+    "logs_folder": None,
+    "postfix": "validation",
+    "logger": None,
+    "tags": [],
+}
+#: The components of the validation pipelines: ``{config key: kind}``.
+VALIDATION_COMPONENT_KINDS = {
+    "extractor": "extractor",
+    "transforms_val": "transforms",
+    "postprocessor": "postprocessor",
+    "logger": "logger",
+}
 
 #: How many unreadable files an error message names (the rest are counted).
 MAX_FILES_NAMED = 5
@@ -73,11 +104,7 @@ def inference_config(
     require(cfg, *required, pipeline=pipeline)
     cfg = {**defaults, **cfg}
     engine = parse_engine_params(cfg)
-    if is_ddp_devices(engine["devices"]):
-        raise ConfigError(
-            f"{pipeline}: devices={cfg['devices']!r}, but this pipeline runs on one device: set devices to 1 "
-            f"or to a list of one device index, e.g. [0]"
-        )
+    check_one_device(cfg, engine, pipeline)
     trainer_args = merge_trainer_args(
         {**TRAINER_DEFAULTS, **engine, "precision": cfg["precision"]},
         cfg["lightning_trainer_extra_args"],
@@ -86,26 +113,25 @@ def inference_config(
     return cfg, trainer_args
 
 
-def build_extractor(registry: Registry, spec: Any, pipeline: str) -> Any:
-    """Build the extractor of the config key ``extractor`` (its ``args.weights``: a checkpoint path, a zoo key
-    or null).
+def validation_dataset(cfg: Mapping[str, Any], registry: Registry) -> Any:
+    """The ``ImageQueryGalleryLabeledDataset`` of the ``split == "validation"`` rows of ``dataset_root /
+    dataframe_name``, with the transforms ``transforms_val`` and ``cache_size``.
 
     Raises:
-        RegistryError: an unknown name or argument (the registry's message).
-        ConfigError: the extractor refuses its arguments: a weights file that does not exist or does not fit,
-            zoo weights that cannot be downloaded, a bad argument value; the message names the extractor and
-            the cause (the file, for a checkpoint).
+        ConfigError: a bad dataframe, or one without validation rows (naming the file).
     """
-    from oml_core.utils.checkpoints import CheckpointError
-    from oml_core.zoo.store import PretrainedDownloadError
+    from oml_core.datasets import ImageQueryGalleryLabeledDataset
 
-    try:
-        return registry.build("extractor", spec)
-    except RegistryError:
-        raise
-    except (FileNotFoundError, CheckpointError, PretrainedDownloadError, ValueError) as e:
-        name = spec.get("name") if isinstance(spec, Mapping) else spec
-        raise ConfigError(f"{pipeline}: config key 'extractor' ({name!r}): {_one_line(e)}") from e
+    dataset_root = resolve_dataset_root(cfg)
+    _, df_val = split_dataframe(read_dataframe(dataset_root, cfg["dataframe_name"]))
+    if len(df_val) == 0:
+        raise ConfigError(f"{dataset_root / cfg['dataframe_name']}: has no rows with split=validation")
+    return ImageQueryGalleryLabeledDataset(
+        df_val,
+        dataset_root=dataset_root,
+        transform=registry.build("transforms", cfg["transforms_val"]),
+        cache_size=cfg["cache_size"],
+    )
 
 
 def check_images(
@@ -126,7 +152,7 @@ def check_images(
         try:
             f_imread(path)
         except Exception as e:  # whatever the reader raises, the file is reported
-            return f"{str(path)!r} ({_one_line(e)})"
+            return f"{str(path)!r} ({one_line(e)})"
         return None
 
     with ThreadPoolExecutor(max_workers=max(1, int(num_workers))) as pool:
@@ -142,8 +168,24 @@ def check_images(
         )
 
 
-def _one_line(error: BaseException) -> str:
-    return " ".join(str(error).split())
+def extract_embeddings(trainer: pl.Trainer, extractor: Any, loader: DataLoader) -> Tensor:
+    """The float embeddings that ``extractor`` gives to the items of ``loader`` (``trainer.predict`` of an
+    ``ExtractorModule``), on the CPU, in dataset order (row ``i``: item ``i``) whatever the batches' order."""
+    from oml_core.lightning.modules.extractor import ExtractorModule
+
+    outputs = trainer.predict(
+        ExtractorModule(extractor=extractor), dataloaders=loader, return_predictions=True
+    )
+    return _in_dataset_order(outputs)
+
+
+def _in_dataset_order(outputs: Sequence[Mapping[str, Any]]) -> Tensor:
+    """The float features of the predicted batches, sorted by their dataset index (row ``i``: item ``i``)."""
+    import torch
+
+    indices = torch.cat([torch.as_tensor(batch["idx"]).reshape(-1).cpu() for batch in outputs])
+    features = torch.cat([batch["embeddings"].detach().float().cpu() for batch in outputs])
+    return features[torch.argsort(indices)]
 
 
 __all__ = [
@@ -151,7 +193,10 @@ __all__ = [
     "MAX_FILES_NAMED",
     "TRAINER_ARGS_SET_BY_KEYS",
     "TRAINER_DEFAULTS",
-    "build_extractor",
+    "VALIDATION_COMPONENT_KINDS",
+    "VALIDATION_DEFAULTS",
     "check_images",
+    "extract_embeddings",
     "inference_config",
+    "validation_dataset",
 ]

@@ -10,15 +10,18 @@ from pathlib import Path
 from typing import Any
 
 import pytorch_lightning as pl
-import torch
 from torch.utils.data import DataLoader
 
-from oml_core.lightning.modules.extractor import ExtractorModule
-from oml_core.lightning.pipelines.common import check_components, make_run_dir, resolve_dataset_root
+from oml_core.lightning.pipelines.common import (
+    build_component,
+    check_components,
+    make_run_dir,
+    resolve_dataset_root,
+)
 from oml_core.lightning.pipelines.inference import (
     ENGINE_DEFAULTS,
-    build_extractor,
     check_images,
+    extract_embeddings,
     inference_config,
 )
 from oml_core.registry import ConfigError, Registry, default_registry
@@ -99,17 +102,14 @@ def extractor_prediction_pipeline(
     pl.seed_everything(cfg["seed"], workers=True, verbose=False)
 
     dataset = _prediction_dataset(cfg, registry)
-    extractor = build_extractor(registry, cfg["extractor"], PIPELINE)
+    extractor = build_component(registry, "extractor", cfg["extractor"], "extractor", PIPELINE)
     progress_bar = trainer_args.get("enable_progress_bar", True)
     check_images(dataset.paths, dataset.f_imread, cfg["num_workers"], PIPELINE, progress_bar)
 
     save_dir = _make_save_dir(cfg)
     trainer = pl.Trainer(**trainer_args, logger=False, default_root_dir=str(save_dir))
     loader = DataLoader(dataset, batch_size=cfg["bs"], num_workers=cfg["num_workers"], shuffle=False)
-    outputs = trainer.predict(
-        ExtractorModule(extractor=extractor), dataloaders=loader, return_predictions=True
-    )
-    features = _in_dataset_order(outputs)
+    features = extract_embeddings(trainer, extractor, loader)
 
     paths = [str(path) for path in dataset.paths]
     predictions_path = save_dir / PREDICTIONS_FILE
@@ -212,13 +212,6 @@ def _read_paths(csv_path: Path) -> tuple[list[str], Sequence[Any] | None]:
     except DataFrameFormatError as e:
         raise ConfigError(str(e)) from e
     return paths.tolist(), bboxes
-
-
-def _in_dataset_order(outputs: Sequence[Mapping[str, Any]]) -> torch.Tensor:
-    """The float features of the predicted batches, sorted by their dataset index (row ``i``: item ``i``)."""
-    indices = torch.cat([torch.as_tensor(batch["idx"]).reshape(-1).cpu() for batch in outputs])
-    features = torch.cat([batch["embeddings"].detach().float().cpu() for batch in outputs])
-    return features[torch.argsort(indices)]
 
 
 __all__ = ["IMAGE_EXTENSIONS", "PREDICTIONS_FILE", "PredictionResult", "extractor_prediction_pipeline"]

@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import inspect
-import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytorch_lightning as pl
-import torch
 from pytorch_lightning.utilities import rank_zero_only
 from torch.utils.data import DataLoader
 
@@ -19,14 +16,17 @@ from oml_core.lightning.callbacks.metric import MetricValCallback, MetricValCall
 from oml_core.lightning.callbacks.rng import RNGStateCallback
 from oml_core.lightning.modules.extractor import ExtractorModule, ExtractorModuleDDP
 from oml_core.lightning.pipelines.common import (
+    CHECKPOINTS_FOLDER,
+    FIGURES_FOLDER,
     as_config,
     build_logger,
     check_components,
     check_keys,
+    check_train_and_validation_rows,
     format_metrics_table,
     is_ddp_devices,
+    log_dir_of,
     make_run_dir,
-    merge_trainer_args,
     parse_engine_params,
     read_dataframe,
     require,
@@ -34,6 +34,15 @@ from oml_core.lightning.pipelines.common import (
     run_dir_for_ddp_processes,
     shared_run_dir,
     split_dataframe,
+)
+from oml_core.lightning.pipelines.training import (
+    build_train_loader,
+    check_training_options,
+    checkpoint_callbacks,
+    checkpoint_paths,
+    offered_args,
+    scheduler_args,
+    training_trainer_args,
 )
 from oml_core.registry import ConfigError, Registry, default_registry
 
@@ -83,26 +92,6 @@ OPTIONAL_KEYS = (
     "tags",
     "resume",
 )
-SCHEDULING_KEYS = ("scheduler", "scheduler_interval", "scheduler_frequency", "monitor_metric")
-#: Trainer arguments set by other config keys, so ``lightning_trainer_extra_args`` may not set them.
-TRAINER_ARGS_SET_BY_KEYS = {
-    "max_epochs": "the config key 'max_epochs'",
-    "check_val_every_n_epoch": "the config key 'valid_period'",
-    "precision": "the config key 'precision'",
-    "accelerator": "the config key 'accelerator'",
-    "devices": "the config key 'devices'",
-    "strategy": "the config keys 'devices' and 'find_unused_parameters'",
-    "use_distributed_sampler": "the config key 'devices'",
-    "logger": "the config key 'logger'",
-    "callbacks": "its own callbacks (metrics, checkpoints, random state)",
-    "default_root_dir": "the config keys 'logs_root' and 'logs_folder'",
-}
-TRAINER_DEFAULTS = {
-    "num_sanity_val_steps": 0,
-    "deterministic": True,
-    "log_every_n_steps": 1,
-    "enable_model_summary": False,
-}
 
 
 @dataclass
@@ -172,13 +161,13 @@ def extractor_training_pipeline(
         check_components(cfg["scheduling"], registry, {"scheduler": "scheduler"})
     engine = parse_engine_params(cfg)
     is_ddp = is_ddp_devices(engine["devices"])
-    trainer_args = _trainer_args(cfg, engine)
+    trainer_args = training_trainer_args(cfg, engine)
     pl.seed_everything(cfg["seed"], workers=True, verbose=False)
 
     dataset_root = resolve_dataset_root(cfg)
     df_train, df_val = split_dataframe(read_dataframe(dataset_root, cfg["dataframe_name"]))
     train_dataset, val_dataset = _build_datasets(cfg, registry, dataset_root, df_train, df_val)
-    train_loader, generators = _train_loader(cfg, registry, train_dataset)
+    train_loader, generators = build_train_loader(cfg, registry, train_dataset)
     val_loader = DataLoader(val_dataset, batch_size=cfg["bs_val"], num_workers=cfg.get("num_workers", 0))
     module_args = _module_args(cfg, registry, train_dataset)
     if is_ddp:
@@ -188,10 +177,10 @@ def extractor_training_pipeline(
     else:
         module = ExtractorModule(**module_args)
     run_dir = shared_run_dir(lambda: make_run_dir(cfg["logs_root"], cfg["postfix"], cfg.get("logs_folder")))
-    metric_callback = _metric_callback(cfg, registry, val_dataset, is_ddp, run_dir / "figures")
+    metric_callback = _metric_callback(cfg, registry, val_dataset, is_ddp, run_dir / FIGURES_FOLDER)
     logger = build_logger(registry, cfg.get("logger"), run_dir)
     rank_zero_only(logger.log_pipeline_info)(cfg)
-    best, last = _checkpoint_callbacks(cfg, run_dir / "checkpoints")
+    best, last = checkpoint_callbacks(cfg, run_dir / CHECKPOINTS_FOLDER)
     callbacks = [metric_callback, best, last, RNGStateCallback(generators)]
     trainer = pl.Trainer(**trainer_args, logger=logger, callbacks=callbacks, default_root_dir=str(run_dir))
     fit_args = {"ckpt_path": cfg.get("resume"), "weights_only": True}
@@ -201,12 +190,13 @@ def extractor_training_pipeline(
     else:
         trainer.fit(module, train_dataloaders=train_loader, val_dataloaders=val_loader, **fit_args)
 
+    best_checkpoint, last_checkpoint = checkpoint_paths(best, last)
     result = TrainingResult(
         metrics=dict(metric_callback.last_metrics),
         run_dir=run_dir,
-        log_dir=Path(logger.log_dir) if getattr(logger, "log_dir", None) else None,
-        best_checkpoint=Path(best.best_model_path) if best.best_model_path else None,
-        last_checkpoint=Path(last.last_model_path) if last.last_model_path else None,
+        log_dir=log_dir_of(logger),
+        best_checkpoint=best_checkpoint,
+        last_checkpoint=last_checkpoint,
     )
     if trainer.is_global_zero:
         _report(result, cfg.get("resume"))
@@ -217,43 +207,10 @@ def _check_config(cfg: Mapping[str, Any]) -> None:
     """Fail at once, with one line naming the key, on an unknown, missing or malformed config key."""
     check_keys(cfg, (*REQUIRED_KEYS, *OPTIONAL_KEYS), PIPELINE)
     require(cfg, *REQUIRED_KEYS, pipeline=PIPELINE)
-    if cfg.get("mode_for_checkpointing", "max") not in ("min", "max"):
-        raise ConfigError(
-            f"mode_for_checkpointing must be 'min' or 'max', got {cfg['mode_for_checkpointing']!r}"
-        )
-    freeze = cfg.get("freeze_n_epochs", 0)
-    if isinstance(freeze, bool) or not isinstance(freeze, int) or freeze < 0:
-        raise ConfigError(f"freeze_n_epochs must be a non-negative integer, got {freeze!r}")
-    if cfg.get("sampler") is None and cfg.get("bs_train") is None:
-        raise ConfigError(f"{PIPELINE}: with sampler null the config needs bs_train")
-    scheduling = cfg.get("scheduling")
-    if scheduling:
-        if not isinstance(scheduling, Mapping):
-            raise ConfigError(f"scheduling must be null or a mapping, got {scheduling!r}")
-        check_keys(scheduling, SCHEDULING_KEYS, f"{PIPELINE}: scheduling")
-        require(scheduling, "scheduler", pipeline=f"{PIPELINE}: scheduling")
-        if scheduling.get("scheduler_interval", "step") not in ("step", "epoch"):
-            raise ConfigError(
-                f"scheduling.scheduler_interval must be 'step' or 'epoch', got {scheduling['scheduler_interval']!r}"
-            )
+    check_training_options(cfg, PIPELINE)
     resume = cfg.get("resume")
     if resume is not None and not Path(resume).is_file():
         raise ConfigError(f"resume: the checkpoint {str(resume)!r} does not exist")
-
-
-def _trainer_args(cfg: Mapping[str, Any], engine: Mapping[str, Any]) -> dict[str, Any]:
-    """The ``pl.Trainer`` arguments from the config, but the logger, callbacks and root dir of the run."""
-    return merge_trainer_args(
-        {
-            **TRAINER_DEFAULTS,
-            **engine,
-            "max_epochs": cfg["max_epochs"],
-            "check_val_every_n_epoch": cfg.get("valid_period", 1),
-            "precision": cfg.get("precision", 32),
-        },
-        cfg.get("lightning_trainer_extra_args"),
-        TRAINER_ARGS_SET_BY_KEYS,
-    )
 
 
 def _module_args(cfg: Mapping[str, Any], registry: Registry, train_dataset: Any) -> dict[str, Any]:
@@ -268,7 +225,9 @@ def _module_args(cfg: Mapping[str, Any], registry: Registry, train_dataset: Any)
     criterion = registry.build(
         "loss",
         cfg["criterion"],
-        **_offered(registry, "loss", cfg["criterion"], {"label2category": train_dataset.get_label2category}),
+        **offered_args(
+            registry, "loss", cfg["criterion"], {"label2category": train_dataset.get_label2category}
+        ),
     )
     params = list(extractor.parameters()) + list(criterion.parameters())
     optimizer = registry.build("optimizer", cfg["optimizer"], params=params)
@@ -279,7 +238,7 @@ def _module_args(cfg: Mapping[str, Any], registry: Registry, train_dataset: Any)
         "input_tensors_key": train_dataset.input_tensors_key,
         "labels_key": train_dataset.labels_key,
         "freeze_n_epochs": freeze_n_epochs,
-        **_scheduler_args(cfg.get("scheduling"), registry, optimizer),
+        **scheduler_args(cfg.get("scheduling"), registry, optimizer),
     }
 
 
@@ -299,39 +258,6 @@ def _metric_callback(
     )
 
 
-def _scheduler_args(
-    scheduling: Mapping[str, Any] | None, registry: Registry, optimizer: Any
-) -> dict[str, Any]:
-    """``ExtractorModule``'s scheduler arguments from the ``scheduling`` block (none when it is null)."""
-    if not scheduling:
-        return {"scheduler": None}
-    return {
-        "scheduler": registry.build("scheduler", scheduling["scheduler"], optimizer=optimizer),
-        "scheduler_interval": scheduling.get("scheduler_interval", "step"),
-        "scheduler_frequency": scheduling.get("scheduler_frequency", 1),
-        "scheduler_monitor_metric": scheduling.get("monitor_metric"),
-    }
-
-
-def _checkpoint_callbacks(
-    cfg: Mapping[str, Any], dirpath: Path
-) -> tuple[pl.callbacks.ModelCheckpoint, pl.callbacks.ModelCheckpoint]:
-    """``best.ckpt`` (the best ``metric_for_checkpointing``, after validation) and ``last.ckpt`` (after every
-    epoch, so that a killed run can be resumed from its last epoch)."""
-    best = pl.callbacks.ModelCheckpoint(
-        dirpath=dirpath,
-        filename="best",
-        monitor=cfg["metric_for_checkpointing"],
-        mode=cfg.get("mode_for_checkpointing", "max"),
-        save_top_k=1,
-        auto_insert_metric_name=False,
-    )
-    last = pl.callbacks.ModelCheckpoint(
-        dirpath=dirpath, save_top_k=0, save_last=True, save_on_train_epoch_end=True
-    )
-    return best, last
-
-
 def _build_datasets(
     cfg: Mapping[str, Any], registry: Registry, dataset_root: Path, df_train: Any, df_val: Any
 ) -> tuple[Any, Any]:
@@ -344,58 +270,8 @@ def _build_datasets(
     val = ImageQueryGalleryLabeledDataset(
         df_val, transform=registry.build("transforms", cfg["transforms_val"]), **common
     )
-    if len(train) == 0 or len(val) == 0:
-        raise ConfigError(
-            f"{dataset_root / cfg['dataframe_name']}: needs rows with split=train and split=validation "
-            f"(found {len(train)} and {len(val)})"
-        )
+    check_train_and_validation_rows(dataset_root / cfg["dataframe_name"], len(train), len(val))
     return train, val
-
-
-def _offered(
-    registry: Registry, kind: str, spec: Mapping[str, Any], offers: Mapping[str, Callable[[], Any]]
-) -> dict[str, Any]:
-    """The runtime arguments of a component: ``offers[name]()`` for every ``name`` its factory accepts and its
-    config's ``args`` do not set (a sampler's ``labels`` and ``generator``, a loss's ``label2category``)."""
-    accepted = inspect.signature(registry.get(kind, spec["name"]).load()).parameters
-    given = set(spec.get("args") or {})
-    return {name: offer() for name, offer in offers.items() if name in accepted and name not in given}
-
-
-def _train_loader(
-    cfg: Mapping[str, Any], registry: Registry, dataset: Any
-) -> tuple[DataLoader, dict[str, torch.Generator]]:
-    """The training loader, and the generators its randomness comes from (by name, for the checkpoints)."""
-    num_workers = cfg.get("num_workers", 0)
-    generator = torch.Generator().manual_seed(cfg["seed"])
-    if cfg.get("sampler") is None:
-        loader = DataLoader(
-            dataset,
-            batch_size=cfg["bs_train"],
-            shuffle=True,
-            drop_last=True,
-            generator=generator,
-            num_workers=num_workers,
-        )
-        return loader, {"train_loader": generator}
-    if cfg.get("bs_train") is not None:
-        warnings.warn(
-            f"bs_train={cfg['bs_train']} is ignored: the sampler {cfg['sampler']['name']!r} makes the batches",
-            stacklevel=3,
-        )
-    offers = {
-        "labels": dataset.get_labels,
-        "generator": lambda: generator,
-        "label2category": dataset.get_label2category,
-    }
-    if "seed" in (cfg["sampler"].get("args") or {}):  # the config's seed replaces the pipeline's generator
-        offers.pop("generator")
-    sampler = registry.build(
-        "sampler", cfg["sampler"], **_offered(registry, "sampler", cfg["sampler"], offers)
-    )
-    own = getattr(sampler, "generator", None)
-    generators = {"sampler": own} if isinstance(own, torch.Generator) else {}
-    return DataLoader(dataset, batch_sampler=sampler, num_workers=num_workers), generators
 
 
 def _report(result: TrainingResult, resumed_from: str | None) -> None:
@@ -407,3 +283,6 @@ def _report(result: TrainingResult, resumed_from: str | None) -> None:
     print(f"TensorBoard logs: {result.log_dir}")
     print(f"Best checkpoint:  {result.best_checkpoint}")
     print(f"Last checkpoint:  {result.last_checkpoint}")
+
+
+__all__ = ["TrainingResult", "extractor_training_pipeline"]

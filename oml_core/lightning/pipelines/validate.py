@@ -13,45 +13,26 @@ from torch.utils.data import DataLoader
 from oml_core.lightning.callbacks.metric import MetricValCallback, save_figures
 from oml_core.lightning.modules.extractor import ExtractorModule
 from oml_core.lightning.pipelines.common import (
+    FIGURES_FOLDER,
+    build_component,
     build_logger,
     check_components,
+    embedding_metrics,
     format_metrics_table,
+    log_dir_of,
     make_run_dir,
-    read_dataframe,
-    resolve_dataset_root,
-    split_dataframe,
 )
 from oml_core.lightning.pipelines.inference import (
-    ENGINE_DEFAULTS,
-    build_extractor,
+    VALIDATION_COMPONENT_KINDS,
+    VALIDATION_DEFAULTS,
     check_images,
     inference_config,
+    validation_dataset,
 )
-from oml_core.registry import ConfigError, Registry, RegistryError, default_registry
+from oml_core.registry import Registry, default_registry
 
 PIPELINE = "extractor_validation_pipeline"
 REQUIRED_KEYS = ("dataframe_name", "transforms_val", "bs_val", "extractor")
-DEFAULTS: dict[str, Any] = {
-    **ENGINE_DEFAULTS,
-    "dataset_root": None,
-    "cache_size": 0,
-    "metric_args": {},
-    "postprocessor": None,
-    "log_images": False,
-    "logs_root": "logs",
-    "logs_folder": None,
-    "postfix": "validation",
-    "logger": None,
-    "tags": [],
-}
-COMPONENT_KINDS = {
-    "extractor": "extractor",
-    "transforms_val": "transforms",
-    "postprocessor": "postprocessor",
-    "logger": "logger",
-}
-#: Sub-folder of the run directory that holds the worst-query figures.
-FIGURES_FOLDER = "figures"
 
 
 @dataclass
@@ -105,15 +86,15 @@ def extractor_validation_pipeline(
             ``metric_args``, ``devices`` other than one device (the message names the key, file or argument).
         RegistryError: an unknown component name.
     """
-    cfg, trainer_args = inference_config(cfg, REQUIRED_KEYS, DEFAULTS, PIPELINE)
+    cfg, trainer_args = inference_config(cfg, REQUIRED_KEYS, VALIDATION_DEFAULTS, PIPELINE)
     registry = registry or default_registry()
-    check_components(cfg, registry, COMPONENT_KINDS)
+    check_components(cfg, registry, VALIDATION_COMPONENT_KINDS)
     pl.seed_everything(cfg["seed"], workers=True, verbose=False)
 
-    dataset = _validation_dataset(cfg, registry)
-    extractor = build_extractor(registry, cfg["extractor"], PIPELINE)
+    dataset = validation_dataset(cfg, registry)
+    extractor = build_component(registry, "extractor", cfg["extractor"], "extractor", PIPELINE)
     postprocessor = registry.build("postprocessor", cfg["postprocessor"]) if cfg["postprocessor"] else None
-    metric = _embedding_metrics(cfg, registry, dataset, postprocessor)
+    metric = embedding_metrics(dataset, cfg["metric_args"], registry, postprocessor, PIPELINE)
     progress_bar = trainer_args.get("enable_progress_bar", True)
     check_images(dataset.paths, dataset.f_imread, cfg["num_workers"], PIPELINE, progress_bar)
     metric_callback = MetricValCallback(metric=metric)
@@ -131,41 +112,11 @@ def extractor_validation_pipeline(
     result = ValidationResult(
         metrics=dict(metric_callback.last_metrics),
         run_dir=run_dir,
-        log_dir=Path(logger.log_dir) if getattr(logger, "log_dir", None) else None,
+        log_dir=log_dir_of(logger),
         figures=figures,
     )
     _report(result)
     return result
-
-
-def _validation_dataset(cfg: Mapping[str, Any], registry: Registry) -> Any:
-    from oml_core.datasets import ImageQueryGalleryLabeledDataset
-
-    dataset_root = resolve_dataset_root(cfg)
-    _, df_val = split_dataframe(read_dataframe(dataset_root, cfg["dataframe_name"]))
-    if len(df_val) == 0:
-        raise ConfigError(f"{dataset_root / cfg['dataframe_name']}: has no rows with split=validation")
-    return ImageQueryGalleryLabeledDataset(
-        df_val,
-        dataset_root=dataset_root,
-        transform=registry.build("transforms", cfg["transforms_val"]),
-        cache_size=cfg["cache_size"],
-    )
-
-
-def _embedding_metrics(cfg: Mapping[str, Any], registry: Registry, dataset: Any, postprocessor: Any) -> Any:
-    """``EmbeddingMetrics`` of ``metric_args``; a bad argument is a ``ConfigError`` naming ``metric_args``."""
-    from oml_core.metrics import EmbeddingMetrics
-
-    metric_args = {"verbose": False, **(cfg["metric_args"] or {})}  # the pipeline prints its own table
-    try:
-        return EmbeddingMetrics(
-            dataset=dataset, postprocessor=postprocessor, registry=registry, **metric_args
-        )
-    except RegistryError:
-        raise
-    except (TypeError, ValueError) as e:
-        raise ConfigError(f"{PIPELINE}: config key 'metric_args': {e}") from e
 
 
 def _report(result: ValidationResult) -> None:

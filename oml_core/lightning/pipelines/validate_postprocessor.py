@@ -14,32 +14,40 @@ from torch.utils.data import DataLoader
 from oml_core.lightning.callbacks.metric import MetricValCallback, save_figures
 from oml_core.lightning.modules.pairwise_postprocessing import PairwiseModule
 from oml_core.lightning.pipelines.common import (
+    FIGURES_FOLDER,
+    build_component,
     build_logger,
     check_components,
+    embedding_metrics,
+    log_dir_of,
     make_run_dir,
     resolve_dataset_root,
+    spec_of,
 )
-from oml_core.lightning.pipelines.inference import check_images, inference_config
-from oml_core.lightning.pipelines.train_postprocessor import (
-    BEFORE_PREFIX,
+from oml_core.lightning.pipelines.embeddings_cache import (
     CachedEmbeddings,
     EmbeddingsDataset,
     EmbeddingsSource,
-    build_component,
+)
+from oml_core.lightning.pipelines.inference import (
+    VALIDATION_COMPONENT_KINDS,
+    VALIDATION_DEFAULTS,
+    check_images,
+    inference_config,
+    validation_dataset,
+)
+from oml_core.lightning.pipelines.postprocessing import (
+    BEFORE_PREFIX,
     build_pairwise_postprocessor,
-    embedding_metrics,
     metrics_of_embeddings,
     report_metrics,
-    spec_of,
 )
-from oml_core.lightning.pipelines.validate import COMPONENT_KINDS, FIGURES_FOLDER, _validation_dataset
-from oml_core.lightning.pipelines.validate import DEFAULTS as EXTRACTOR_VALIDATION_DEFAULTS
 from oml_core.registry import ConfigError, Registry, default_registry
 
 PIPELINE = "postprocessor_validation_pipeline"
 REQUIRED_KEYS = ("dataframe_name", "transforms_val", "bs_val", "extractor", "postprocessor")
 DEFAULTS: dict[str, Any] = {
-    **{k: v for k, v in EXTRACTOR_VALIDATION_DEFAULTS.items() if k != "postprocessor"},
+    **{k: v for k, v in VALIDATION_DEFAULTS.items() if k != "postprocessor"},
     "postfix": "postprocessor_validation",
     "embeddings_cache_dir": None,
 }
@@ -82,7 +90,7 @@ def postprocessor_validation_pipeline(
     lightning_trainer_extra_args``), ``postfix`` (``postprocessor_validation``) and ``embeddings_cache_dir``
     (null: no cache; a file written by ``postprocessor_training_pipeline`` for the same extractor, transforms,
     dataframe, precision and seed is reused, see
-    :class:`~oml_core.lightning.pipelines.train_postprocessor.CachedEmbeddings`).
+    :class:`~oml_core.lightning.pipelines.embeddings_cache.CachedEmbeddings`).
 
     ``transforms_val`` are the transforms of the extraction and of the images the post-processor re-ranks. The
     pairwise model runs on the configured device. Both metric tables are printed; the metrics before are
@@ -100,10 +108,10 @@ def postprocessor_validation_pipeline(
     """
     cfg, trainer_args = inference_config(cfg, REQUIRED_KEYS, DEFAULTS, PIPELINE)
     registry = registry or default_registry()
-    check_components(cfg, registry, COMPONENT_KINDS)
+    check_components(cfg, registry, VALIDATION_COMPONENT_KINDS)
     pl.seed_everything(cfg["seed"], workers=True, verbose=False)
 
-    dataset = _validation_dataset(cfg, registry)
+    dataset = validation_dataset(cfg, registry)
     pairwise_model = build_component(
         registry, "pairwise_model", _pairwise_model_spec(cfg), "postprocessor.args.pairwise_model", PIPELINE
     )
@@ -141,7 +149,7 @@ def postprocessor_validation_pipeline(
         metrics=dict(metric_callback.last_metrics),
         metrics_before=metrics_before,
         run_dir=run_dir,
-        log_dir=Path(logger.log_dir) if getattr(logger, "log_dir", None) else None,
+        log_dir=log_dir_of(logger),
         figures=figures,
         embeddings=extraction.sources[0],
     )

@@ -1,0 +1,203 @@
+"""Pieces shared by the training pipelines (extractor and post-processor): their options, Trainer arguments,
+scheduler, training loader and checkpoints."""
+
+from __future__ import annotations
+
+import inspect
+import warnings
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from oml_core.lightning.pipelines.common import check_keys, merge_trainer_args, require
+from oml_core.registry import ConfigError, Registry
+
+if TYPE_CHECKING:
+    from pytorch_lightning.callbacks import ModelCheckpoint
+    from torch import Generator
+    from torch.utils.data import DataLoader
+
+#: The keys of a training config's ``scheduling`` block.
+SCHEDULING_KEYS = ("scheduler", "scheduler_interval", "scheduler_frequency", "monitor_metric")
+#: Trainer arguments of the training pipelines set by config keys, so ``lightning_trainer_extra_args`` may not
+#: set them.
+TRAINING_TRAINER_ARGS_SET_BY_KEYS = {
+    "max_epochs": "the config key 'max_epochs'",
+    "check_val_every_n_epoch": "the config key 'valid_period'",
+    "precision": "the config key 'precision'",
+    "accelerator": "the config key 'accelerator'",
+    "devices": "the config key 'devices'",
+    "strategy": "the config keys 'devices' and 'find_unused_parameters'",
+    "use_distributed_sampler": "the config key 'devices'",
+    "logger": "the config key 'logger'",
+    "callbacks": "its own callbacks (metrics, checkpoints, random state)",
+    "default_root_dir": "the config keys 'logs_root' and 'logs_folder'",
+}
+#: The training pipelines' ``pl.Trainer`` arguments, which ``lightning_trainer_extra_args`` may change.
+TRAINING_TRAINER_DEFAULTS = {
+    "num_sanity_val_steps": 0,
+    "deterministic": True,
+    "log_every_n_steps": 1,
+    "enable_model_summary": False,
+}
+
+
+def check_training_options(cfg: Mapping[str, Any], pipeline: str) -> None:
+    """Fail at once, with one line naming the key, on a malformed option of a training pipeline's config:
+    ``mode_for_checkpointing`` (``min`` or ``max``), ``freeze_n_epochs`` (a non-negative integer), ``bs_train``
+    (needed when ``sampler`` is null) or ``scheduling`` (null, or a mapping of :data:`SCHEDULING_KEYS` with a
+    ``scheduler`` and a ``scheduler_interval`` of ``step`` or ``epoch``).
+
+    Raises:
+        ConfigError: the first malformed option.
+    """
+    if cfg.get("mode_for_checkpointing", "max") not in ("min", "max"):
+        raise ConfigError(
+            f"mode_for_checkpointing must be 'min' or 'max', got {cfg['mode_for_checkpointing']!r}"
+        )
+    freeze = cfg.get("freeze_n_epochs", 0)
+    if isinstance(freeze, bool) or not isinstance(freeze, int) or freeze < 0:
+        raise ConfigError(f"freeze_n_epochs must be a non-negative integer, got {freeze!r}")
+    if cfg.get("sampler") is None and cfg.get("bs_train") is None:
+        raise ConfigError(f"{pipeline}: with sampler null the config needs bs_train")
+    scheduling = cfg.get("scheduling")
+    if scheduling:
+        if not isinstance(scheduling, Mapping):
+            raise ConfigError(f"scheduling must be null or a mapping, got {scheduling!r}")
+        check_keys(scheduling, SCHEDULING_KEYS, f"{pipeline}: scheduling")
+        require(scheduling, "scheduler", pipeline=f"{pipeline}: scheduling")
+        if scheduling.get("scheduler_interval", "step") not in ("step", "epoch"):
+            raise ConfigError(
+                f"scheduling.scheduler_interval must be 'step' or 'epoch', got {scheduling['scheduler_interval']!r}"
+            )
+
+
+def training_trainer_args(cfg: Mapping[str, Any], engine: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``pl.Trainer`` arguments of a training pipeline, but the logger, callbacks and root dir of the run:
+    :data:`TRAINING_TRAINER_DEFAULTS`, the ``engine`` (:func:`parse_engine_params`), ``max_epochs``,
+    ``valid_period`` (1), ``precision`` (32) and ``lightning_trainer_extra_args`` (see
+    :func:`merge_trainer_args`)."""
+    return merge_trainer_args(
+        {
+            **TRAINING_TRAINER_DEFAULTS,
+            **engine,
+            "max_epochs": cfg["max_epochs"],
+            "check_val_every_n_epoch": cfg.get("valid_period", 1),
+            "precision": cfg.get("precision", 32),
+        },
+        cfg.get("lightning_trainer_extra_args"),
+        TRAINING_TRAINER_ARGS_SET_BY_KEYS,
+    )
+
+
+def checkpoint_callbacks(cfg: Mapping[str, Any], dirpath: Path) -> tuple[ModelCheckpoint, ModelCheckpoint]:
+    """``best.ckpt`` (the best ``metric_for_checkpointing``, by ``mode_for_checkpointing``, after validation)
+    and ``last.ckpt`` (after every epoch, so that a killed run can be resumed from its last epoch), in
+    ``dirpath``."""
+    from pytorch_lightning.callbacks import ModelCheckpoint
+
+    best = ModelCheckpoint(
+        dirpath=dirpath,
+        filename="best",
+        monitor=cfg["metric_for_checkpointing"],
+        mode=cfg.get("mode_for_checkpointing", "max"),
+        save_top_k=1,
+        auto_insert_metric_name=False,
+    )
+    last = ModelCheckpoint(dirpath=dirpath, save_top_k=0, save_last=True, save_on_train_epoch_end=True)
+    return best, last
+
+
+def checkpoint_paths(best: ModelCheckpoint, last: ModelCheckpoint) -> tuple[Path | None, Path | None]:
+    """The files that the :func:`checkpoint_callbacks` ``best`` and ``last`` wrote (None for one that wrote
+    nothing)."""
+    return (
+        Path(best.best_model_path) if best.best_model_path else None,
+        Path(last.last_model_path) if last.last_model_path else None,
+    )
+
+
+def scheduler_args(
+    scheduling: Mapping[str, Any] | None, registry: Registry, optimizer: Any
+) -> dict[str, Any]:
+    """A training module's scheduler arguments (``scheduler``, ``scheduler_interval``,
+    ``scheduler_frequency``, ``scheduler_monitor_metric``) from a config's ``scheduling`` block; only
+    ``scheduler=None`` when it is null."""
+    if not scheduling:
+        return {"scheduler": None}
+    return {
+        "scheduler": registry.build("scheduler", scheduling["scheduler"], optimizer=optimizer),
+        "scheduler_interval": scheduling.get("scheduler_interval", "step"),
+        "scheduler_frequency": scheduling.get("scheduler_frequency", 1),
+        "scheduler_monitor_metric": scheduling.get("monitor_metric"),
+    }
+
+
+def offered_args(
+    registry: Registry, kind: str, spec: Mapping[str, Any], offers: Mapping[str, Callable[[], Any]]
+) -> dict[str, Any]:
+    """The runtime arguments of a component: ``offers[name]()`` for every ``name`` its factory accepts and its
+    config's ``args`` do not set (a sampler's ``labels`` and ``generator``, a loss's ``label2category``)."""
+    accepted = inspect.signature(registry.get(kind, spec["name"]).load()).parameters
+    given = set(spec.get("args") or {})
+    return {name: offer() for name, offer in offers.items() if name in accepted and name not in given}
+
+
+def build_train_loader(
+    cfg: Mapping[str, Any], registry: Registry, dataset: Any
+) -> tuple[DataLoader, dict[str, Generator]]:
+    """The training loader of a training config, and the generators its randomness comes from (by name, for
+    the checkpoints).
+
+    With ``sampler`` null: shuffled batches of ``bs_train`` (the last incomplete one dropped) by a generator
+    seeded with ``seed``. Otherwise the sampler makes the batches (``bs_train`` is ignored, with a warning); it
+    gets the dataset's ``labels`` and ``label2category`` and the seeded generator when its factory takes them
+    and its ``args`` do not set them (a ``seed`` in its ``args`` replaces the generator).
+    """
+    import torch
+    from torch.utils.data import DataLoader
+
+    num_workers = cfg.get("num_workers", 0)
+    generator = torch.Generator().manual_seed(cfg["seed"])
+    if cfg.get("sampler") is None:
+        loader = DataLoader(
+            dataset,
+            batch_size=cfg["bs_train"],
+            shuffle=True,
+            drop_last=True,
+            generator=generator,
+            num_workers=num_workers,
+        )
+        return loader, {"train_loader": generator}
+    if cfg.get("bs_train") is not None:
+        warnings.warn(
+            f"bs_train={cfg['bs_train']} is ignored: the sampler {cfg['sampler']['name']!r} makes the batches",
+            stacklevel=3,
+        )
+    offers = {
+        "labels": dataset.get_labels,
+        "generator": lambda: generator,
+        "label2category": dataset.get_label2category,
+    }
+    if "seed" in (cfg["sampler"].get("args") or {}):  # the config's seed replaces the pipeline's generator
+        offers.pop("generator")
+    sampler = registry.build(
+        "sampler", cfg["sampler"], **offered_args(registry, "sampler", cfg["sampler"], offers)
+    )
+    own = getattr(sampler, "generator", None)
+    generators = {"sampler": own} if isinstance(own, torch.Generator) else {}
+    return DataLoader(dataset, batch_sampler=sampler, num_workers=num_workers), generators
+
+
+__all__ = [
+    "SCHEDULING_KEYS",
+    "TRAINING_TRAINER_ARGS_SET_BY_KEYS",
+    "TRAINING_TRAINER_DEFAULTS",
+    "build_train_loader",
+    "check_training_options",
+    "checkpoint_callbacks",
+    "checkpoint_paths",
+    "offered_args",
+    "scheduler_args",
+    "training_trainer_args",
+]
