@@ -10,6 +10,9 @@
     oml mock-dataset DIR [--seed N]
     oml check-dataframe CSV [--dataset-root DIR] [--sep SEP]
 
+``GROUP@KEY=OPTION`` among the overrides replaces a component whole (``loss@criterion=arcface``), see
+:mod:`oml_core.compose`.
+
 Errors a user can fix (an unknown or missing component, a bad config) are printed as one message and the
 command exits with status 2, with no traceback.
 """
@@ -23,6 +26,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from oml_core.compose import compose_config
 from oml_core.registry import KINDS, ConfigError, Registry, RegistryError
 
 EXIT_USAGE = 2
@@ -102,33 +106,6 @@ def _parser() -> argparse.ArgumentParser:
 
 
 # -------------------------------------------------------------------------------------------- pipelines
-def compose_config(
-    config_name: str,
-    overrides: Sequence[str],
-    config_path: str | None = None,
-    registry: Registry | None = None,
-) -> Any:
-    """Compose a pipeline config with hydra: oml's configs, the plugins' config dirs, and ``overrides``."""
-    from hydra import compose, initialize_config_dir
-
-    registry = registry or Registry()
-    search_path = registry.config_dirs()
-    if config_path is not None:
-        primary = Path(config_path).expanduser().resolve()
-        if not primary.is_dir():
-            raise ConfigError(f"--config-path {str(primary)!r} is not a directory")
-    else:
-        primary = Path(__file__).parent / "configs"
-    overrides = [*overrides, f"hydra.searchpath=[{','.join(search_path)}]"]
-    with initialize_config_dir(config_dir=str(primary), version_base=None):
-        try:
-            return compose(config_name=config_name, overrides=overrides)
-        except Exception as e:  # hydra's own errors (missing config, bad override) are user errors
-            if type(e).__module__.startswith(("hydra", "omegaconf")):
-                raise ConfigError(f"{type(e).__name__}: {e}") from e
-            raise
-
-
 def _cmd_pipeline(args: argparse.Namespace, overrides: list[str]) -> int:
     """Run the pipeline of ``args.command`` on its config composed with ``overrides``."""
     from oml_core.lightning import pipelines

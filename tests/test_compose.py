@@ -1,0 +1,136 @@
+"""Composing pipeline configs: ``GROUP@KEY=OPTION`` replaces a component whole (hydra alone would merge the
+option into the old component's arguments), the overrides of a replaced key apply after it, and a config that
+selects the group in its own defaults list keeps hydra's semantics."""
+
+from __future__ import annotations
+
+import pytest
+from omegaconf import OmegaConf
+
+from oml_core.cli import main
+from oml_core.compose import compose_config
+from oml_core.registry import ConfigError, Registry
+
+TRAIN = "extractor_training_pipeline"
+ARCFACE = {
+    "name": "arcface",
+    "args": {
+        "in_features": 384,
+        "num_classes": 3985,
+        "m": 0.4,
+        "s": 64,
+        "smoothing_epsilon": 0,
+        "reduction": "mean",
+    },
+}
+
+
+@pytest.fixture(scope="module")
+def registry() -> Registry:
+    return Registry()
+
+
+def _plain(cfg, key: str):
+    return OmegaConf.to_container(OmegaConf.select(cfg, key), resolve=True)
+
+
+def test_hydra_alone_merges_the_option_into_the_old_component(registry):
+    """Why the replacement exists: ``+loss@criterion=arcface`` keeps the triplet loss's margin and miner."""
+    criterion = _plain(compose_config(TRAIN, ["+loss@criterion=arcface"], registry=registry), "criterion")
+    assert criterion["name"] == "arcface"
+    assert {"margin", "miner"} <= set(criterion["args"])
+
+
+def test_a_selection_replaces_the_component_with_the_option_file(registry):
+    cfg = compose_config(TRAIN, ["loss@criterion=arcface"], registry=registry)
+    assert _plain(cfg, "criterion") == ARCFACE
+    assert _plain(cfg, "optimizer") == {"name": "adam", "args": {"lr": 0.001}}  # the rest untouched
+
+
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        ["loss@criterion=arcface", "criterion.args.num_classes=4", "max_epochs=2"],
+        ["criterion.args.num_classes=4", "loss@criterion=arcface", "max_epochs=2"],  # order does not matter
+    ],
+)
+def test_overrides_of_a_replaced_key_apply_after_the_replacement(registry, overrides):
+    cfg = compose_config(TRAIN, overrides, registry=registry)
+    assert _plain(cfg, "criterion") == {"name": "arcface", "args": {**ARCFACE["args"], "num_classes": 4}}
+    assert cfg.max_epochs == 2
+
+
+def test_the_overrides_of_a_replaced_key_keep_their_order(registry):
+    overrides = [
+        "loss@criterion=arcface",
+        "criterion.args.m=0.1",
+        "criterion.args.m=0.3",
+        "~criterion.args.s",
+    ]
+    args = _plain(compose_config(TRAIN, overrides, registry=registry), "criterion.args")
+    assert args["m"] == 0.3
+    assert "s" not in args
+
+
+def test_a_nested_component_is_replaced_and_the_result_builds(registry):
+    overrides = ["miner@criterion.args.miner=n_hard_triplets", "criterion.args.margin=0.3"]
+    cfg = compose_config(TRAIN, overrides, registry=registry)
+    miner = _plain(cfg, "criterion.args.miner")
+    assert miner == OmegaConf.to_container(
+        OmegaConf.create(registry.default_config("miner", "n_hard_triplets"))
+    )
+    criterion = registry.build("loss", _plain(cfg, "criterion"))
+    assert type(criterion.miner).__name__ == "NHardTripletsMiner"
+    assert criterion.margin == 0.3
+
+
+def test_a_replaced_extractor_builds_with_its_own_arguments(registry):
+    overrides = ["extractor@extractor=vit", "extractor.args.weights=null", "extractor.args.arch=vits16"]
+    spec = _plain(compose_config(TRAIN, overrides, registry=registry), "extractor")
+    assert spec["name"] == "vit"
+    assert "gem_p" not in spec["args"]  # the ResNet's arguments are gone
+    assert registry.build("extractor", spec).feat_dim == 384
+
+
+def test_a_selection_of_the_configs_own_defaults_list_is_hydras(tmp_path, registry):
+    (tmp_path / "loss").mkdir()
+    (tmp_path / "loss" / "mine.yaml").write_text("name: triplet\nargs:\n  margin: 0.5\n")
+    (tmp_path / "run.yaml").write_text(
+        "defaults:\n  - loss@criterion: mine\n  - _self_\nmax_epochs: 1\ncriterion:\n  args:\n    reduction: sum\n"
+    )
+    own = compose_config("run", [], config_path=str(tmp_path), registry=registry)
+    assert _plain(own, "criterion") == {"name": "triplet", "args": {"margin": 0.5, "reduction": "sum"}}
+    switched = compose_config("run", ["loss@criterion=arcface"], config_path=str(tmp_path), registry=registry)
+    # hydra's semantics: the option switches and the primary config's own values still merge over it
+    assert _plain(switched, "criterion") == {
+        "name": "arcface",
+        "args": {**ARCFACE["args"], "reduction": "sum"},
+    }
+
+
+def test_a_user_config_dir_option_replaces_too(tmp_path, registry):
+    (tmp_path / "loss").mkdir()
+    (tmp_path / "loss" / "my_triplet.yaml").write_text("name: triplet\nargs:\n  margin: 0.7\n")
+    (tmp_path / "run.yaml").write_text("criterion:\n  name: arcface\n  args:\n    m: 0.4\n")
+    cfg = compose_config("run", ["loss@criterion=my_triplet"], config_path=str(tmp_path), registry=registry)
+    assert _plain(cfg, "criterion") == {"name": "triplet", "args": {"margin": 0.7}}
+
+
+def test_replacing_a_key_the_config_does_not_have_names_it(registry):
+    with pytest.raises(
+        ConfigError, match=r"loss@loss_fn=arcface: the config has no key 'loss_fn'.*\+loss@loss_fn"
+    ):
+        compose_config(TRAIN, ["loss@loss_fn=arcface"], registry=registry)
+
+
+def test_an_unknown_option_is_hydras_error(registry):
+    with pytest.raises(ConfigError, match="arcfase"):
+        compose_config(TRAIN, ["loss@criterion=arcfase"], registry=registry)
+
+
+def test_the_cli_reports_a_bad_selection_in_one_line(capsys, tmp_path):
+    assert main(["train", "loss@loss_fn=arcface", f"logs_root={tmp_path}"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("oml train: error: loss@loss_fn=arcface: the config has no key 'loss_fn'")
+    assert "\n" not in err
+    assert not any(tmp_path.iterdir())  # nothing was written
