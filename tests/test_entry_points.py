@@ -41,6 +41,7 @@ def test_plugins_json_lists_the_six_plugins_with_what_they_provide(run_oml):
         "oml_register_config_dirs",
         "oml_register_losses",
         "oml_register_miners",
+        "oml_register_pairs_miners",
     ]
     assert report["oml_plugin_example"]["distribution"] == "oml-plugin-example"
 
@@ -125,3 +126,15 @@ def test_missing_loss_plugin_names_the_loss_and_its_distribution(run_oml, tmp_pa
     assert "Unknown loss 'triplet_with_miner'" in result.stderr
     assert "provided by the plugin distribution 'oml-losses'" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_missing_loss_plugin_names_the_pair_miner_of_the_postprocessor_training(run_oml, tmp_path):
+    """The post-processor training mines pairs with the ``pairs`` miner of oml-losses (the core imports no
+    plugin): without it, one line naming the pair miner and its distribution, before any work."""
+    env = {"OML_LOAD_PLUGINS": "oml_models,oml_samplers,oml_loggers,oml_postprocessors"}
+    result = run_oml("train-postprocessor", "max_epochs=1", f"logs_root={tmp_path}", env=env)
+    assert result.returncode == 2
+    assert "Unknown pairs_miner 'pairs'" in result.stderr
+    assert "provided by the plugin distribution 'oml-losses'" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert not any(tmp_path.iterdir())

@@ -15,12 +15,14 @@ from oml_core import hookimpl
 from oml_core.cli import main
 from oml_core.datasets import ImageQueryGalleryLabeledDataset
 from oml_core.datasets.mock import get_mock_dataset_root
+from oml_core.interfaces.miners import IPairsMiner
 from oml_core.interfaces.models import IExtractor, IPairwiseModel
 from oml_core.lightning.modules.pairwise_postprocessing import PairwiseModule
 from oml_core.lightning.pipelines.common import read_dataframe, split_dataframe
 from oml_core.lightning.pipelines.embeddings_cache import CachedEmbeddings, EmbeddingsSource
 from oml_core.lightning.pipelines.inference import TRAINER_DEFAULTS
 from oml_core.lightning.pipelines.postprocessing import AFTER_TITLE, BEFORE_TITLE
+from oml_core.lightning.pipelines.train_postprocessor import build_pairs_miner
 from oml_core.registry import Registry
 
 NO_PROGRESS_BAR = "lightning_trainer_extra_args.enable_progress_bar=false"
@@ -264,6 +266,39 @@ def test_pairwise_module_feeds_the_images_of_the_pairs_mined_on_the_embeddings_t
     assert no_pairs.training_step(batch, 0) is None  # no optimisation step on a batch without pairs
 
 
+class FirstPairMiner(IPairsMiner):
+    """A plugin's pair miner: the pair (0, 1) only, negative when their labels differ."""
+
+    def __init__(self, negative_label_offset: int = 0) -> None:
+        self.offset = negative_label_offset
+
+    def sample(self, features: Tensor, labels: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        return (
+            torch.tensor([0]),
+            torch.tensor([1]),
+            torch.tensor([bool(labels[0] != labels[1] + self.offset)]),
+        )
+
+
+class PairMinerPlugin:
+    @hookimpl
+    def oml_register_pairs_miners(self, register):
+        register("first_pair", FirstPairMiner)
+
+
+def test_the_pair_miner_is_the_configs_or_pairs_with_hard_pairs_mining():
+    from oml_losses import PairsMiner
+
+    registry = Registry([PairMinerPlugin()], allow=["oml_losses"])
+    default = build_pairs_miner({"pairs_miner": None, "hard_pairs_mining": False}, registry)
+    assert type(default) is PairsMiner and default.hard_mining is False
+    spec = {"name": "first_pair", "args": {"negative_label_offset": 1}}
+    own = build_pairs_miner({"pairs_miner": spec, "hard_pairs_mining": True}, registry)
+    assert type(own) is FirstPairMiner and own.offset == 1
+    ids1, ids2, is_negative = own.sample(torch.zeros(2, 3), torch.tensor([4, 3]))
+    assert (ids1.tolist(), ids2.tolist(), is_negative.tolist()) == ([0], [1], [False])  # 4 == 3 + 1
+
+
 # ---------------------------------------------------------------------------------------- bad configs
 @pytest.mark.parametrize(
     "command, overrides, message",
@@ -301,6 +336,17 @@ def test_pairwise_module_feeds_the_images_of_the_pairs_mined_on_the_embeddings_t
             "train-postprocessor",
             ["hard_pairs_mining=hard"],
             "hard_pairs_mining must be true or false, got 'hard'",
+        ),
+        (
+            "train-postprocessor",
+            ["pairs_miner={name: pair, args: {}}"],
+            "Unknown pairs_miner 'pair'. Did you mean: pairs",
+        ),
+        (
+            "train-postprocessor",
+            ["pairs_miner={name: pairs, args: {hard: true}}"],
+            "pairs_miner 'pairs' (oml_losses.miners.pairs:PairsMiner, from oml_losses (oml-losses 0.1.0)) got "
+            "unexpected argument(s) ['hard']; it accepts: hard_mining",
         ),
         (
             "train-postprocessor",

@@ -1,4 +1,4 @@
-"""Miner interfaces: turning a batch of features and labels into triplets."""
+"""Miner interfaces: turning a batch of features and labels into triplets, or into pairs."""
 
 from __future__ import annotations
 
@@ -53,3 +53,21 @@ class ITripletsMinerInBatch(ITripletsMiner):
         ]
         # index_select rather than features[ids]: its backward (index_add_) is several times faster on the CPU
         return tuple(features.index_select(0, ids) for ids in index)  # type: ignore[return-value]
+
+
+class IPairsMiner(ABC):
+    """An abstraction of pairs miner: the positive and negative pairs of a batch, for training a pairwise
+    model (a re-ranker such as STIR's ``ConcatSiamese``)."""
+
+    @abstractmethod
+    def sample(self, features: Tensor, labels: list[int] | Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        """Mine pairs.
+
+        Args:
+            features: Features with the shape of ``[batch_size, feature_size]``.
+            labels: Labels with the size of ``batch_size``.
+
+        Returns:
+            ``(ids1, ids2, is_negative)``: the ``int64`` batch indices of the two items of every pair and a
+            bool tensor telling the negative pairs (different labels), each ``[n_pairs]``.
+        """

@@ -29,6 +29,7 @@ FIRST_PARTY_PROVIDERS: MappingProxyType[tuple[str, str], str] = MappingProxyType
         ("miner", "miner_with_bank"): "oml-losses",
         ("miner", "n_hard_triplets"): "oml-losses",
         ("miner", "triplets_with_memory"): "oml-losses",
+        ("pairs_miner", "pairs"): "oml-losses",
         ("sampler", "balance"): "oml-samplers",
         ("sampler", "category_balance"): "oml-samplers",
         ("sampler", "distinct_category_balance"): "oml-samplers",

@@ -65,6 +65,11 @@ def oml_register_miners(register: RegisterCallback) -> None:
 
 
 @hookspec
+def oml_register_pairs_miners(register: RegisterCallback) -> None:
+    """Register pair miners: factories of :class:`~oml_core.interfaces.miners.IPairsMiner`."""
+
+
+@hookspec
 def oml_register_samplers(register: RegisterCallback) -> None:
     """Register batch samplers: factories of :class:`~oml_core.interfaces.samplers.IBatchSampler`.
 

@@ -52,7 +52,14 @@ _KINDS = (
         "oml_register_miners",
         "oml_core.interfaces.miners:ITripletsMiner",
         False,
-        "triplet and pair miners",
+        "triplet miners",
+    ),
+    Kind(
+        "pairs_miner",
+        "oml_register_pairs_miners",
+        "oml_core.interfaces.miners:IPairsMiner",
+        False,
+        "pair miners (the positive and negative pairs of a batch, for pairwise models)",
     ),
     Kind(
         "sampler",

@@ -3,12 +3,13 @@ miner finds in batches of an extractor's cached embeddings."""
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Any
 
 import pytorch_lightning as pl
 from torch import Tensor, nn
 from torch.optim import Optimizer
 
+from oml_core.interfaces.miners import IPairsMiner
 from oml_core.interfaces.models import IPairwiseModel
 from oml_core.lightning.modules.optimization import (
     check_optimization_args,
@@ -16,13 +17,6 @@ from oml_core.lightning.modules.optimization import (
     log_learning_rate,
     optimizers_config,
 )
-
-
-class IPairsMiner(Protocol):
-    """What :class:`PairwiseModule` needs of a miner (OML's ``PairsMiner`` of the ``oml_losses`` plugin)."""
-
-    def sample(self, features: Tensor, labels: Tensor) -> tuple[Tensor, Tensor, Tensor]:
-        """``(ids1, ids2, is_negative)``: the batch indices of the pairs and whether each pair is negative."""
 
 
 class PairwiseModule(pl.LightningModule):
@@ -127,4 +121,4 @@ class PairwiseModule(pl.LightningModule):
         freeze_for_epochs(self.model, self.current_epoch, self.freeze_n_epochs)
 
 
-__all__ = ["IPairsMiner", "PairwiseModule"]
+__all__ = ["PairwiseModule"]

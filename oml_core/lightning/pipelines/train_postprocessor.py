@@ -85,6 +85,7 @@ DEFAULTS: dict[str, Any] = {
     "cache_size": 0,
     "embeddings_cache_dir": None,
     "hard_pairs_mining": True,
+    "pairs_miner": None,
     "sampler": None,
     "bs_train": None,
     "valid_period": 1,
@@ -97,12 +98,15 @@ DEFAULTS: dict[str, Any] = {
     "lightning_trainer_extra_args": None,
     "tags": [],
 }
+#: The pair miner of a config whose ``pairs_miner`` is null (its ``hard_mining`` is ``hard_pairs_mining``).
+DEFAULT_PAIRS_MINER = "pairs"
 COMPONENT_KINDS = {
     "extractor": "extractor",
     "pairwise_model": "pairwise_model",
     "postprocessor": "postprocessor",
     "optimizer": "optimizer",
     "sampler": "sampler",
+    "pairs_miner": "pairs_miner",
     "transforms_extraction": "transforms",
     "transforms_train": "transforms",
     "logger": "logger",
@@ -156,7 +160,9 @@ def postprocessor_training_pipeline(
     ``devices`` (1: this pipeline runs on one device), ``dataset_root`` (null: the mock dataset),
     ``logs_folder`` (null), ``num_workers`` (0), ``cache_size`` (0), ``embeddings_cache_dir`` (null: no
     cache; see :class:`~oml_core.lightning.pipelines.embeddings_cache.CachedEmbeddings` for the key),
-    ``hard_pairs_mining`` (true), ``sampler`` (null: shuffled batches of ``bs_train``; OML's configs use
+    ``hard_pairs_mining`` (true), ``pairs_miner`` (null: the pair miner ``pairs`` of the ``oml_losses`` plugin,
+    OML's ``PairsMiner(hard_mining=hard_pairs_mining)``; else the spec of any registered pair miner, and
+    ``hard_pairs_mining`` is not used), ``sampler`` (null: shuffled batches of ``bs_train``; OML's configs use
     ``balance``, which makes every batch hold positive pairs), ``bs_train`` (null), ``valid_period`` (1),
     ``metric_args`` ({}), ``log_images`` (false), ``mode_for_checkpointing`` (max), ``scheduling`` (null),
     ``freeze_n_epochs`` (0), ``logger`` (null: TensorBoard), ``lightning_trainer_extra_args`` (null),
@@ -164,15 +170,13 @@ def postprocessor_training_pipeline(
 
     Steps: (a) the embeddings of the train and validation splits by the extractor (``transforms_extraction``),
     read from ``embeddings_cache_dir`` when cached there; (b) training of :class:`PairwiseModule`: in every
-    batch (images with ``transforms_train`` and their cached embeddings) ``PairsMiner(hard_mining=
-    hard_pairs_mining)`` mines pairs on the embeddings, the pairwise model gets their images and learns
+    batch (images with ``transforms_train`` and their cached embeddings) the pair miner mines pairs on the
+    embeddings, the pairwise model gets their images and learns
     ``is_negative`` with ``BCEWithLogitsLoss``; (c) validation every ``valid_period`` epochs: the retrieval
     results of the validation embeddings re-ranked by the post-processor, which holds the model as trained so
     far, its images read with ``transforms_extraction``. The metrics of the embeddings alone (before) are
     computed once. ``checkpoints/best.ckpt`` and ``checkpoints/last.ckpt`` hold the pairwise model (its
     ``weights`` argument loads them). Both metric tables and the paths are printed.
-
-    ``PairsMiner`` comes from the ``oml_losses`` plugin (imported when the pipeline runs).
 
     Returns:
         A :class:`PostprocessorTrainingResult`.
@@ -186,6 +190,8 @@ def postprocessor_training_pipeline(
     cfg = {**DEFAULTS, **cfg}
     registry = registry or default_registry()
     check_components(cfg, registry, COMPONENT_KINDS)
+    if cfg["pairs_miner"] is None:
+        registry.get("pairs_miner", DEFAULT_PAIRS_MINER)
     if cfg["scheduling"]:
         check_components(cfg["scheduling"], registry, {"scheduler": "scheduler"})
     engine = parse_engine_params(cfg)
@@ -293,7 +299,7 @@ def _pairwise_module(cfg: Mapping[str, Any], registry: Registry) -> PairwiseModu
     optimizer = registry.build("optimizer", cfg["optimizer"], params=pairwise_model.parameters())
     return PairwiseModule(
         pairwise_model=pairwise_model,
-        pairs_miner=_pairs_miner(cfg["hard_pairs_mining"]),
+        pairs_miner=build_pairs_miner(cfg, registry),
         criterion=torch.nn.BCEWithLogitsLoss(),
         optimizer=optimizer,
         embeddings_key=EMBEDDINGS_KEY,
@@ -302,16 +308,13 @@ def _pairwise_module(cfg: Mapping[str, Any], registry: Registry) -> PairwiseModu
     )
 
 
-def _pairs_miner(hard_mining: bool) -> Any:
-    """OML's ``PairsMiner`` of the ``oml_losses`` plugin (it is no triplet miner, so it is not registered)."""
-    try:
-        from oml_losses import PairsMiner
-    except ImportError as e:
-        raise ConfigError(
-            f"{PIPELINE} mines pairs with PairsMiner of the plugin oml-losses, which is not installed: "
-            f"pip install oml-losses"
-        ) from e
-    return PairsMiner(hard_mining=hard_mining)
+def build_pairs_miner(cfg: Mapping[str, Any], registry: Registry) -> Any:
+    """The pair miner of ``pairs_miner``, or by default OML's ``pairs`` (``PairsMiner`` of the ``oml_losses``
+    plugin) with ``hard_mining=hard_pairs_mining``."""
+    if cfg["pairs_miner"] is not None:
+        return build_component(registry, "pairs_miner", cfg["pairs_miner"], "pairs_miner", PIPELINE)
+    spec = {"name": DEFAULT_PAIRS_MINER, "args": {"hard_mining": cfg["hard_pairs_mining"]}}
+    return build_component(registry, "pairs_miner", spec, "hard_pairs_mining", PIPELINE)
 
 
 def _postprocessor(cfg: Mapping[str, Any], registry: Registry, pairwise_model: Any) -> Any:
@@ -337,4 +340,4 @@ def _extraction_trainer_args(engine: Mapping[str, Any], cfg: Mapping[str, Any]) 
     }
 
 
-__all__ = ["PostprocessorTrainingResult", "postprocessor_training_pipeline"]
+__all__ = ["PostprocessorTrainingResult", "build_pairs_miner", "postprocessor_training_pipeline"]

@@ -1,4 +1,5 @@
-"""Hook implementations of the ``oml_losses`` plugin: the losses, the triplet miners and their default configs.
+"""Hook implementations of the ``oml_losses`` plugin: the losses, the triplet and pair miners and their default
+configs.
 
 Factories are lazy ``"module:attr"`` strings: registering imports no torch module. The default config of a
 component ``name`` of kind ``kind`` is ``oml_losses/configs/<kind>/<name>.yaml``.
@@ -45,6 +46,13 @@ MINERS = {
     ),
 }
 
+PAIRS_MINERS = {
+    "pairs": (
+        "oml_losses.miners.pairs:PairsMiner",
+        "the positive and negative pairs of the hardest (or of all) triplets of a batch",
+    ),
+}
+
 
 @hookimpl
 def oml_register_losses(register: RegisterCallback) -> None:
@@ -61,6 +69,13 @@ def oml_register_miners(register: RegisterCallback) -> None:
 
 
 @hookimpl
+def oml_register_pairs_miners(register: RegisterCallback) -> None:
+    """Register the pair miners of :data:`PAIRS_MINERS` (OML's ``PairsMiner`` as ``pairs``)."""
+    for name, (factory, description) in PAIRS_MINERS.items():
+        register(name, factory, description=description)
+
+
+@hookimpl
 def oml_register_config_dirs(register: RegisterCallback) -> None:
-    """The default configs: ``loss/<name>.yaml`` and ``miner/<name>.yaml``."""
+    """The default configs: ``loss/<name>.yaml``, ``miner/<name>.yaml`` and ``pairs_miner/<name>.yaml``."""
     register("pkg://oml_losses.configs")

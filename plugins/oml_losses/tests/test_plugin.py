@@ -9,7 +9,7 @@ import pytest
 import torch
 from oml_losses import AllTripletsMiner, TripletLoss, TripletLossPlain, TripletLossWithMiner
 
-from oml_core.interfaces.miners import ITripletsMinerInBatch
+from oml_core.interfaces.miners import IPairsMiner, ITripletsMinerInBatch
 from oml_core.registry import Registry
 
 
@@ -83,7 +83,8 @@ def test_every_oml_name_is_registered_and_exported() -> None:
     registry = make_registry()
     assert registry.names("loss") == sorted(LOSS_NAMES)
     assert registry.names("miner") == sorted(MINER_NAMES)
-    for kind in ("loss", "miner"):
+    assert registry.names("pairs_miner") == ["pairs"]
+    for kind in ("loss", "miner", "pairs_miner"):
         for name in registry.names(kind):
             factory = registry.get(kind, name).load()
             assert getattr(oml_losses, factory.__name__) is factory  # exported at the top level
@@ -106,6 +107,24 @@ def test_every_miner_builds_from_its_default_config_and_mines(name: str) -> None
     if isinstance(miner, ITripletsMinerInBatch):  # index triplets: positives share the anchor's label
         ids_a, ids_p, ids_n = miner._sample(features, labels)
         assert bool((labels[ids_a] == labels[ids_p]).all()) and bool((labels[ids_a] != labels[ids_n]).all())
+
+
+def test_the_pair_miner_builds_from_its_default_config_and_mines_hard_pairs() -> None:
+    registry = make_registry()
+    miner = registry.build("pairs_miner", registry.default_config("pairs_miner", "pairs"))
+    assert isinstance(miner, IPairsMiner) and miner.hard_mining is True
+    # labels [0, 0, 1, 1] on a line at 0, 1, 3, 7: hardest triplets (0, 1, 2), (1, 0, 2), (2, 3, 1), (3, 2, 1)
+    features = torch.tensor([[0.0], [1.0], [3.0], [7.0]])
+    ids1, ids2, is_negative = miner.sample(features, torch.tensor([0, 0, 1, 1]))
+    assert list(zip(ids1.tolist(), ids2.tolist(), is_negative.tolist())) == [
+        (0, 1, False),
+        (2, 3, False),
+        (0, 2, True),
+        (1, 2, True),
+        (1, 3, True),
+    ]
+    all_pairs = registry.build("pairs_miner", {"name": "pairs", "args": {"hard_mining": False}})
+    assert len(all_pairs.sample(features, [0, 0, 1, 1])[0]) == 2 + 4  # every positive and negative pair
 
 
 @pytest.mark.parametrize("name", LOSS_NAMES)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from oml_core.interfaces.miners import ITripletsMinerInBatch
+from oml_core.interfaces.miners import IPairsMiner, ITripletsMinerInBatch
 from oml_losses.miners.checks import check_batch
 from oml_losses.miners.inbatch_all_tri import AllTripletsMiner
 from oml_losses.miners.inbatch_hard_tri import HardTripletsMiner
@@ -17,12 +17,12 @@ def unique_pairs(ids1: Tensor, ids2: Tensor) -> Tensor:
     return torch.unique(pairs, dim=0) if len(pairs) else pairs
 
 
-class PairsMiner:
+class PairsMiner(IPairsMiner):
     """This miner takes triplets apart into pairs: every triplet ``(a, p, n)`` of a batch gives the positive
     pair ``(a, p)`` and the negative pair ``(a, n)``.
 
     The triplets are those of ``HardTripletsMiner`` (``hard_mining``) or ``AllTripletsMiner``. A pair is
-    unordered: it is written ``(min, max)`` and kept once.
+    unordered: it is written ``(min, max)`` and kept once. Registered as the pair miner ``pairs``.
 
     Args:
         hard_mining: Take the pairs from the hardest triplets, otherwise from all of them.
