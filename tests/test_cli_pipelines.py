@@ -130,6 +130,18 @@ def test_oml_predict_runs_out_of_the_box(tmp_path, oml_cache_dir, monkeypatch, c
             "'/no/such/best.ckpt'",
         ),
         (
+            "train",
+            ["loss@criterion=arcface", "criterion.args.in_features=512", "criterion.args.num_classes=8"],
+            "extractor_training_pipeline: criterion.args.num_classes=8, but the training labels range over "
+            "[0, 15] (16 distinct): the loss needs labels 0 .. num_classes - 1",
+        ),
+        (
+            "train",
+            ["loss@criterion=arcface", "criterion.args.num_classes=16"],
+            "extractor_training_pipeline: criterion.args.in_features=384, but the extractor gives 512-dimensional "
+            "features: set criterion.args.in_features=512",
+        ),
+        (
             "validate",
             ["devices=2"],
             "extractor_validation_pipeline: devices=2, but this pipeline runs on one device",

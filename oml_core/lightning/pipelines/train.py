@@ -37,6 +37,7 @@ from oml_core.lightning.pipelines.common import (
 )
 from oml_core.lightning.pipelines.training import (
     build_train_loader,
+    check_criterion_fits,
     check_training_options,
     checkpoint_callbacks,
     checkpoint_paths,
@@ -228,6 +229,12 @@ def _module_args(cfg: Mapping[str, Any], registry: Registry, train_dataset: Any)
         **offered_args(
             registry, "loss", cfg["criterion"], {"label2category": train_dataset.get_label2category}
         ),
+    )
+    check_criterion_fits(
+        criterion,
+        getattr(extractor, "feat_dim", None),
+        [int(x) for x in train_dataset.get_labels()],
+        PIPELINE,
     )
     params = list(extractor.parameters()) + list(criterion.parameters())
     optimizer = registry.build("optimizer", cfg["optimizer"], params=params)

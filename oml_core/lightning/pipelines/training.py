@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import inspect
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -189,11 +189,39 @@ def build_train_loader(
     return DataLoader(dataset, batch_sampler=sampler, num_workers=num_workers), generators
 
 
+def check_criterion_fits(criterion: Any, feat_dim: int | None, labels: Sequence[int], pipeline: str) -> None:
+    """Fail before training, in one line naming the argument, when a classification loss does not fit the
+    extractor or the training labels.
+
+    A loss that exposes ``in_features`` (ArcFace and its kin) must get the extractor's ``feat_dim``; one that
+    exposes ``num_classes`` needs the training labels in ``0 .. num_classes - 1``. Losses without these
+    attributes (the triplet family) and extractors without ``feat_dim`` are not checked.
+
+    Raises:
+        ConfigError: ``in_features != feat_dim``, or a label outside ``0 .. num_classes - 1``.
+    """
+    in_features = getattr(criterion, "in_features", None)
+    if isinstance(in_features, int) and isinstance(feat_dim, int) and in_features != feat_dim:
+        raise ConfigError(
+            f"{pipeline}: criterion.args.in_features={in_features}, but the extractor gives {feat_dim}-dimensional "
+            f"features: set criterion.args.in_features={feat_dim}"
+        )
+    num_classes = getattr(criterion, "num_classes", None)
+    if isinstance(num_classes, int) and len(labels):
+        low, high = int(min(labels)), int(max(labels))
+        if low < 0 or high >= num_classes:
+            raise ConfigError(
+                f"{pipeline}: criterion.args.num_classes={num_classes}, but the training labels range over "
+                f"[{low}, {high}] ({len(set(labels))} distinct): the loss needs labels 0 .. num_classes - 1"
+            )
+
+
 __all__ = [
     "SCHEDULING_KEYS",
     "TRAINING_TRAINER_ARGS_SET_BY_KEYS",
     "TRAINING_TRAINER_DEFAULTS",
     "build_train_loader",
+    "check_criterion_fits",
     "check_training_options",
     "checkpoint_callbacks",
     "checkpoint_paths",

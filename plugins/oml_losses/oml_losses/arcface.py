@@ -223,7 +223,8 @@ class ArcFaceLossWithMLP(nn.Module):
             raise ValueError(f"mlp_features must be a non-empty list of layer sizes, got {mlp_features!r}")
         for size in mlp_features:
             _check_positive_int(size, "every size of mlp_features")
-        self.mlp = _mlp(_check_positive_int(in_features, "in_features"), list(mlp_features), generator)
+        self.in_features = _check_positive_int(in_features, "in_features")
+        self.mlp = _mlp(self.in_features, list(mlp_features), generator)
         self.arcface = ArcFaceLoss(
             mlp_features[-1],
             num_classes=num_classes,
@@ -234,6 +235,11 @@ class ArcFaceLossWithMLP(nn.Module):
             reduction=reduction,
             generator=generator,
         )
+
+    @property
+    def num_classes(self) -> int:
+        """The number of classes of the inner :class:`ArcFaceLoss`."""
+        return self.arcface.num_classes
 
     @property
     def last_logs(self) -> dict[str, float]:
