@@ -13,6 +13,9 @@ value of ``KEY`` becomes the option ``GROUP/OPTION.yaml`` of the config search p
 The replacements are made first, then the overrides of the replaced keys (``criterion.args.num_classes=4``),
 in their order on the command line, whatever their place among the replacements. Where the primary config
 selects ``GROUP@KEY`` in its own defaults list, the override is hydra's own (it switches that option).
+
+``KEY=null`` is a replacement too (by null): hydra takes ``sampler=null`` for a choice in the config group
+``sampler``, which plugins register, and refuses it; OML's configs use it for plain batches of ``bs_train``.
 """
 
 from __future__ import annotations
@@ -30,6 +33,8 @@ from oml_core.registry import ConfigError, Registry
 OML_CONFIGS_DIR = Path(__file__).parent / "configs"
 #: ``GROUP@KEY=OPTION``: a group (``loss``, ``extractor``, ``a/b``), a dotted key, an option name.
 _SELECTION = re.compile(r"^(?P<group>[\w/-]+)@(?P<key>[\w-]+(?:\.[\w-]+)*)=(?P<option>[\w/.-]+)$")
+#: ``KEY=null``: the value of a (dotted) key set to null.
+_NULL_VALUE = re.compile(r"^(?P<key>[\w-]+(?:\.[\w-]+)*)=null$")
 #: The key an override sets (``+a.b=1``, ``++a.b=1``, ``~a.b``, ``a.b=1`` -> ``a.b``).
 _OVERRIDDEN_KEY = re.compile(r"^(?:\+\+|\+|~)?(?P<key>[^=@~+]+?)(?:=|$)")
 _MISSING = object()
@@ -37,14 +42,17 @@ _MISSING = object()
 
 @dataclass(frozen=True)
 class ComponentSelection:
-    """The override ``GROUP@KEY=OPTION``: the value of ``key`` becomes the config ``<group>/<option>.yaml``."""
+    """The override ``GROUP@KEY=OPTION``: the value of ``key`` becomes the config ``<group>/<option>.yaml``;
+    or ``KEY=null`` (``group`` and ``option`` None): it becomes null."""
 
-    group: str
+    group: str | None
     key: str
-    option: str
+    option: str | None
 
     @property
     def override(self) -> str:
+        if self.option is None:
+            return f"{self.key}=null" if self.group is None else f"{self.group}@{self.key}=null"
         return f"{self.group}@{self.key}={self.option}"
 
 
@@ -58,8 +66,8 @@ def compose_config(
 
     Args:
         config_name: The primary config, without ``.yaml``.
-        overrides: Hydra overrides; ``GROUP@KEY=OPTION`` replaces the component at ``KEY`` (see the module's
-            docstring), any other is hydra's.
+        overrides: Hydra overrides; ``GROUP@KEY=OPTION`` replaces the component at ``KEY`` and ``KEY=null``
+            sets it to null (see the module's docstring), any other is hydra's.
         config_path: The directory of the primary config (default: oml's own configs).
         registry: Its plugins' config dirs (``oml_register_config_dirs``) are on the search path.
 
@@ -83,7 +91,7 @@ def compose_config(
     if not candidates:
         return _compose(primary, config_name, [*overrides, search_path])
     choices = _compose(primary, config_name, [search_path], return_hydra_config=True).hydra.runtime.choices
-    selections = [s for s in candidates if f"{s.group}@{s.key}" not in choices]
+    selections = [s for s in candidates if s.option is None or f"{s.group}@{s.key}" not in choices]
     if not selections:
         return _compose(primary, config_name, [*overrides, search_path])
 
@@ -101,7 +109,11 @@ def compose_config(
 
 def _selection(override: str) -> ComponentSelection | None:
     match = _SELECTION.match(override)
-    return ComponentSelection(**match.groupdict()) if match else None
+    if match:
+        group, key, option = match.group("group", "key", "option")
+        return ComponentSelection(group, key, None if option == "null" else option)
+    match = _NULL_VALUE.match(override)
+    return ComponentSelection(None, match.group("key"), None) if match else None
 
 
 def _overridden_key(override: str) -> str | None:
@@ -115,7 +127,8 @@ def _is_under(key: str | None, roots: set[str]) -> bool:
 
 
 def _replace(cfg: Any, selection: ComponentSelection, primary: Path, search_path: str) -> None:
-    """Set ``cfg[selection.key]`` to the option ``selection.group/selection.option`` of the search path."""
+    """Set ``cfg[selection.key]`` to the option ``selection.group/selection.option`` of the search path (to
+    null for a null option)."""
     from omegaconf import OmegaConf
 
     if OmegaConf.select(cfg, selection.key, default=_MISSING) is _MISSING:
@@ -123,6 +136,9 @@ def _replace(cfg: Any, selection: ComponentSelection, primary: Path, search_path
             f"{selection.override}: the config has no key {selection.key!r} to replace "
             f"(to add it: +{selection.override})"
         )
+    if selection.option is None:
+        OmegaConf.update(cfg, selection.key, None, merge=False)
+        return
     option = _compose(primary, None, [search_path, f"+{selection.override}"])
     OmegaConf.update(cfg, selection.key, OmegaConf.select(option, selection.key), merge=False)
 

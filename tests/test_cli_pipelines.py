@@ -142,6 +142,23 @@ def test_oml_predict_runs_out_of_the_box(tmp_path, oml_cache_dir, monkeypatch, c
             "features: set criterion.args.in_features=512",
         ),
         (
+            "train",
+            ["sampler@sampler=category_balance"],
+            "extractor_training_pipeline: config key 'sampler' ('category_balance'): label2category is None: this "
+            "sampler needs a mapping from every label to its category (for a dataset, its 'category' column)",
+        ),
+        (
+            "train",
+            ["optimizer.args.lr=-1"],
+            "extractor_training_pipeline: config key 'optimizer' ('adam'): Invalid learning rate: -1",
+        ),
+        (
+            "validate",
+            ["transforms_val.args.im_size=0"],
+            "extractor_validation_pipeline: config key 'transforms_val' ('norm_resize'): im_size must be "
+            "positive, got 0",
+        ),
+        (
             "validate",
             ["devices=2"],
             "extractor_validation_pipeline: devices=2, but this pipeline runs on one device",

@@ -134,3 +134,13 @@ def test_the_cli_reports_a_bad_selection_in_one_line(capsys, tmp_path):
     assert err.startswith("oml train: error: loss@loss_fn=arcface: the config has no key 'loss_fn'")
     assert "\n" not in err
     assert not any(tmp_path.iterdir())  # nothing was written
+
+
+def test_key_null_sets_a_component_to_null_where_hydra_sees_a_config_group(registry):
+    """``sampler`` is also a config group (the samplers' default configs), so hydra alone refuses
+    ``sampler=null``; OML's configs use it for plain batches of ``bs_train``."""
+    cfg = compose_config(TRAIN, ["sampler=null", "bs_train=16", "logs_folder=null"], registry=registry)
+    assert cfg.sampler is None and cfg.bs_train == 16 and cfg.logs_folder is None
+    assert compose_config(TRAIN, ["loss@criterion=null"], registry=registry).criterion is None
+    with pytest.raises(ConfigError, match=r"^nokey=null: the config has no key 'nokey' to replace"):
+        compose_config(TRAIN, ["nokey=null"], registry=registry)

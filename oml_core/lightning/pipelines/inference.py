@@ -13,6 +13,7 @@ from tqdm.auto import tqdm
 
 from oml_core.lightning.pipelines.common import (
     as_config,
+    build_component,
     check_keys,
     check_one_device,
     merge_trainer_args,
@@ -113,7 +114,7 @@ def inference_config(
     return cfg, trainer_args
 
 
-def validation_dataset(cfg: Mapping[str, Any], registry: Registry) -> Any:
+def validation_dataset(cfg: Mapping[str, Any], registry: Registry, pipeline: str) -> Any:
     """The ``ImageQueryGalleryLabeledDataset`` of the ``split == "validation"`` rows of ``dataset_root /
     dataframe_name``, with the transforms ``transforms_val`` and ``cache_size``.
 
@@ -129,7 +130,7 @@ def validation_dataset(cfg: Mapping[str, Any], registry: Registry) -> Any:
     return ImageQueryGalleryLabeledDataset(
         df_val,
         dataset_root=dataset_root,
-        transform=registry.build("transforms", cfg["transforms_val"]),
+        transform=build_component(registry, "transforms", cfg["transforms_val"], "transforms_val", pipeline),
         cache_size=cfg["cache_size"],
     )
 

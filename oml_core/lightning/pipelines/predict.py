@@ -140,7 +140,9 @@ def _prediction_dataset(cfg: Mapping[str, Any], registry: Registry) -> Any:
     """An ``ImageBaseDataset`` of the images of ``data_dir``, of the dataframe, or of the mock dataset."""
     from oml_core.datasets import ImageBaseDataset
 
-    transform = registry.build("transforms", cfg["transforms_predict"])
+    transform = build_component(
+        registry, "transforms", cfg["transforms_predict"], "transforms_predict", PIPELINE
+    )
     if cfg["dataframe_name"] is not None:
         if cfg["data_dir"] is not None:
             raise ConfigError(

@@ -19,6 +19,7 @@ from oml_core.lightning.pipelines.common import (
     CHECKPOINTS_FOLDER,
     FIGURES_FOLDER,
     as_config,
+    build_component,
     build_logger,
     check_components,
     check_keys,
@@ -168,7 +169,7 @@ def extractor_training_pipeline(
     dataset_root = resolve_dataset_root(cfg)
     df_train, df_val = split_dataframe(read_dataframe(dataset_root, cfg["dataframe_name"]))
     train_dataset, val_dataset = _build_datasets(cfg, registry, dataset_root, df_train, df_val)
-    train_loader, generators = build_train_loader(cfg, registry, train_dataset)
+    train_loader, generators = build_train_loader(cfg, registry, train_dataset, PIPELINE)
     val_loader = DataLoader(val_dataset, batch_size=cfg["bs_val"], num_workers=cfg.get("num_workers", 0))
     module_args = _module_args(cfg, registry, train_dataset)
     if is_ddp:
@@ -216,16 +217,19 @@ def _check_config(cfg: Mapping[str, Any]) -> None:
 
 def _module_args(cfg: Mapping[str, Any], registry: Registry, train_dataset: Any) -> dict[str, Any]:
     """``ExtractorModule``'s arguments: the extractor, criterion, optimizer, scheduling and freezing."""
-    extractor = registry.build("extractor", cfg["extractor"])
+    extractor = build_component(registry, "extractor", cfg["extractor"], "extractor", PIPELINE)
     freeze_n_epochs = cfg.get("freeze_n_epochs", 0)
     if freeze_n_epochs > 0 and not isinstance(extractor, IFreezable):
         raise ConfigError(
             f"freeze_n_epochs={freeze_n_epochs} needs an IFreezable extractor, but the extractor "
             f"{cfg['extractor']['name']!r} ({type(extractor).__name__}) cannot be frozen"
         )
-    criterion = registry.build(
+    criterion = build_component(
+        registry,
         "loss",
         cfg["criterion"],
+        "criterion",
+        PIPELINE,
         **offered_args(
             registry, "loss", cfg["criterion"], {"label2category": train_dataset.get_label2category}
         ),
@@ -237,7 +241,7 @@ def _module_args(cfg: Mapping[str, Any], registry: Registry, train_dataset: Any)
         PIPELINE,
     )
     params = list(extractor.parameters()) + list(criterion.parameters())
-    optimizer = registry.build("optimizer", cfg["optimizer"], params=params)
+    optimizer = build_component(registry, "optimizer", cfg["optimizer"], "optimizer", PIPELINE, params=params)
     return {
         "extractor": extractor,
         "criterion": criterion,
@@ -245,7 +249,7 @@ def _module_args(cfg: Mapping[str, Any], registry: Registry, train_dataset: Any)
         "input_tensors_key": train_dataset.input_tensors_key,
         "labels_key": train_dataset.labels_key,
         "freeze_n_epochs": freeze_n_epochs,
-        **scheduler_args(cfg.get("scheduling"), registry, optimizer),
+        **scheduler_args(cfg.get("scheduling"), registry, optimizer, PIPELINE),
     }
 
 
@@ -272,10 +276,16 @@ def _build_datasets(
 
     common = {"dataset_root": dataset_root, "cache_size": cfg.get("cache_size", 0)}
     train = ImageLabeledDataset(
-        df_train, transform=registry.build("transforms", cfg["transforms_train"]), **common
+        df_train,
+        transform=build_component(
+            registry, "transforms", cfg["transforms_train"], "transforms_train", PIPELINE
+        ),
+        **common,
     )
     val = ImageQueryGalleryLabeledDataset(
-        df_val, transform=registry.build("transforms", cfg["transforms_val"]), **common
+        df_val,
+        transform=build_component(registry, "transforms", cfg["transforms_val"], "transforms_val", PIPELINE),
+        **common,
     )
     check_train_and_validation_rows(dataset_root / cfg["dataframe_name"], len(train), len(val))
     return train, val

@@ -211,7 +211,7 @@ def postprocessor_training_pipeline(
         pipeline=PIPELINE,
     )
     train_dataset, val_dataset, emb_val = _datasets_with_embeddings(cfg, registry, extraction)
-    train_loader, _ = build_train_loader(cfg, registry, train_dataset)
+    train_loader, _ = build_train_loader(cfg, registry, train_dataset, PIPELINE)
     val_loader = DataLoader(EmbeddingsDataset(emb_val), batch_size=cfg["batch_size_inference"])
     metrics_before = metrics_of_embeddings(
         embedding_metrics(val_dataset, cfg["metric_args"], registry, None, PIPELINE), emb_val
@@ -272,13 +272,17 @@ def _datasets_with_embeddings(
     df_train, df_val = split_dataframe(read_dataframe(dataset_root, cfg["dataframe_name"]))
     check_train_and_validation_rows(dataset_root / cfg["dataframe_name"], len(df_train), len(df_val))
     common = {"dataset_root": dataset_root, "cache_size": cfg["cache_size"]}
-    transforms_extraction = registry.build("transforms", cfg["transforms_extraction"])
+    transforms_extraction = build_component(
+        registry, "transforms", cfg["transforms_extraction"], "transforms_extraction", PIPELINE
+    )
     val_dataset = ImageQueryGalleryLabeledDataset(df_val, transform=transforms_extraction, **common)
     emb_train = extraction(ImageLabeledDataset(df_train, transform=transforms_extraction, **common), "train")
     emb_val = extraction(val_dataset, "validation")
     train_dataset = ImageLabeledDataset(
         df_train,
-        transform=registry.build("transforms", cfg["transforms_train"]),
+        transform=build_component(
+            registry, "transforms", cfg["transforms_train"], "transforms_train", PIPELINE
+        ),
         extra_data={EMBEDDINGS_KEY: emb_train},
         **common,
     )
@@ -296,7 +300,9 @@ def _pairwise_module(cfg: Mapping[str, Any], registry: Registry) -> PairwiseModu
             f"freeze_n_epochs={cfg['freeze_n_epochs']} needs an IFreezable pairwise model, but "
             f"{spec_of(cfg['pairwise_model'])['name']!r} ({type(pairwise_model).__name__}) cannot be frozen"
         )
-    optimizer = registry.build("optimizer", cfg["optimizer"], params=pairwise_model.parameters())
+    optimizer = build_component(
+        registry, "optimizer", cfg["optimizer"], "optimizer", PIPELINE, params=pairwise_model.parameters()
+    )
     return PairwiseModule(
         pairwise_model=pairwise_model,
         pairs_miner=build_pairs_miner(cfg, registry),
@@ -304,7 +310,7 @@ def _pairwise_module(cfg: Mapping[str, Any], registry: Registry) -> PairwiseModu
         optimizer=optimizer,
         embeddings_key=EMBEDDINGS_KEY,
         freeze_n_epochs=cfg["freeze_n_epochs"],
-        **scheduler_args(cfg["scheduling"], registry, optimizer),
+        **scheduler_args(cfg["scheduling"], registry, optimizer, PIPELINE),
     )
 
 

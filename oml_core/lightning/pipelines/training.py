@@ -9,7 +9,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from oml_core.lightning.pipelines.common import check_keys, merge_trainer_args, require
+from oml_core.lightning.pipelines.common import build_component, check_keys, merge_trainer_args, require
 from oml_core.registry import ConfigError, Registry
 
 if TYPE_CHECKING:
@@ -118,7 +118,7 @@ def checkpoint_paths(best: ModelCheckpoint, last: ModelCheckpoint) -> tuple[Path
 
 
 def scheduler_args(
-    scheduling: Mapping[str, Any] | None, registry: Registry, optimizer: Any
+    scheduling: Mapping[str, Any] | None, registry: Registry, optimizer: Any, pipeline: str
 ) -> dict[str, Any]:
     """A training module's scheduler arguments (``scheduler``, ``scheduler_interval``,
     ``scheduler_frequency``, ``scheduler_monitor_metric``) from a config's ``scheduling`` block; only
@@ -126,7 +126,14 @@ def scheduler_args(
     if not scheduling:
         return {"scheduler": None}
     return {
-        "scheduler": registry.build("scheduler", scheduling["scheduler"], optimizer=optimizer),
+        "scheduler": build_component(
+            registry,
+            "scheduler",
+            scheduling["scheduler"],
+            "scheduling.scheduler",
+            pipeline,
+            optimizer=optimizer,
+        ),
         "scheduler_interval": scheduling.get("scheduler_interval", "step"),
         "scheduler_frequency": scheduling.get("scheduler_frequency", 1),
         "scheduler_monitor_metric": scheduling.get("monitor_metric"),
@@ -144,7 +151,7 @@ def offered_args(
 
 
 def build_train_loader(
-    cfg: Mapping[str, Any], registry: Registry, dataset: Any
+    cfg: Mapping[str, Any], registry: Registry, dataset: Any, pipeline: str
 ) -> tuple[DataLoader, dict[str, Generator]]:
     """The training loader of a training config, and the generators its randomness comes from (by name, for
     the checkpoints).
@@ -181,8 +188,13 @@ def build_train_loader(
     }
     if "seed" in (cfg["sampler"].get("args") or {}):  # the config's seed replaces the pipeline's generator
         offers.pop("generator")
-    sampler = registry.build(
-        "sampler", cfg["sampler"], **offered_args(registry, "sampler", cfg["sampler"], offers)
+    sampler = build_component(
+        registry,
+        "sampler",
+        cfg["sampler"],
+        "sampler",
+        pipeline,
+        **offered_args(registry, "sampler", cfg["sampler"], offers),
     )
     own = getattr(sampler, "generator", None)
     generators = {"sampler": own} if isinstance(own, torch.Generator) else {}

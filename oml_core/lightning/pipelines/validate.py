@@ -91,9 +91,13 @@ def extractor_validation_pipeline(
     check_components(cfg, registry, VALIDATION_COMPONENT_KINDS)
     pl.seed_everything(cfg["seed"], workers=True, verbose=False)
 
-    dataset = validation_dataset(cfg, registry)
+    dataset = validation_dataset(cfg, registry, PIPELINE)
     extractor = build_component(registry, "extractor", cfg["extractor"], "extractor", PIPELINE)
-    postprocessor = registry.build("postprocessor", cfg["postprocessor"]) if cfg["postprocessor"] else None
+    postprocessor = (
+        build_component(registry, "postprocessor", cfg["postprocessor"], "postprocessor", PIPELINE)
+        if cfg["postprocessor"]
+        else None
+    )
     metric = embedding_metrics(dataset, cfg["metric_args"], registry, postprocessor, PIPELINE)
     progress_bar = trainer_args.get("enable_progress_bar", True)
     check_images(dataset.paths, dataset.f_imread, cfg["num_workers"], PIPELINE, progress_bar)

@@ -111,7 +111,7 @@ def postprocessor_validation_pipeline(
     check_components(cfg, registry, VALIDATION_COMPONENT_KINDS)
     pl.seed_everything(cfg["seed"], workers=True, verbose=False)
 
-    dataset = validation_dataset(cfg, registry)
+    dataset = validation_dataset(cfg, registry, PIPELINE)
     pairwise_model = build_component(
         registry, "pairwise_model", _pairwise_model_spec(cfg), "postprocessor.args.pairwise_model", PIPELINE
     )
