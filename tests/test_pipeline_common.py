@@ -14,6 +14,7 @@ from oml_core.lightning.pipelines.common import (
     check_keys,
     format_metrics_table,
     is_ddp_devices,
+    log_dir_of,
     make_run_dir,
     merge_trainer_args,
     parse_engine_params,
@@ -139,3 +140,21 @@ def test_extra_trainer_args_win_over_the_defaults_but_not_over_config_keys():
         merge_trainer_args(defaults, {"max_epochs": 5}, {"max_epochs": "the key"})
     with pytest.raises(ConfigError, match="^lightning_trainer_extra_args must be a mapping, got list$"):
         merge_trainer_args(defaults, [1], {})
+
+
+class _Folders:
+    def __init__(self, log_dir=None, save_dir=None):
+        self.log_dir, self.save_dir = log_dir, save_dir
+
+
+@pytest.mark.parametrize(
+    "logger, expected",
+    [
+        (_Folders(log_dir="/runs/a/version_0", save_dir="/runs/a"), Path("/runs/a/version_0")),  # TensorBoard
+        (_Folders(save_dir="/runs/a/mlruns"), Path("/runs/a/mlruns")),  # MLflow, W&B, Neptune: their folder
+        (_Folders(), None),  # a remote tracking server only
+        (object(), None),
+    ],
+)
+def test_the_logs_folder_of_a_logger(logger, expected):
+    assert log_dir_of(logger) == expected

@@ -292,8 +292,13 @@ def build_logger(registry: Registry, logger_cfg: Any, run_dir: Path) -> Any:
 
 
 def log_dir_of(logger: Any) -> Path | None:
-    """Where ``logger`` wrote (its ``log_dir``), or None for a logger that has none."""
-    return Path(logger.log_dir) if getattr(logger, "log_dir", None) else None
+    """Where ``logger`` wrote: its ``log_dir`` (TensorBoard's version folder), else its ``save_dir`` (the local
+    folder of MLflow, W&B, Neptune), else None (a logger that keeps no local files)."""
+    for attribute in ("log_dir", "save_dir"):
+        folder = getattr(logger, attribute, None)
+        if folder:
+            return Path(folder)
+    return None
 
 
 def _parameters(factory: Any) -> set[str]:

@@ -103,7 +103,7 @@ class TrainingResult:
     Attributes:
         metrics: The last validation metrics, flat (``{"OVERALL/cmc/1": 0.75, ...}``).
         run_dir: The run's own directory under ``logs_root``.
-        log_dir: Where the logger wrote (the TensorBoard event files).
+        log_dir: Where the logger wrote (the TensorBoard event files, or the local folder of another logger).
         best_checkpoint: The checkpoint with the best ``metric_for_checkpointing``.
         last_checkpoint: The checkpoint of the last epoch.
     """
@@ -297,7 +297,7 @@ def _report(result: TrainingResult, resumed_from: str | None) -> None:
     if resumed_from:
         print(f"Resumed from:     {resumed_from}")
     print(f"Run directory:    {result.run_dir}")
-    print(f"TensorBoard logs: {result.log_dir}")
+    print(f"Logs:             {result.log_dir}")
     print(f"Best checkpoint:  {result.best_checkpoint}")
     print(f"Last checkpoint:  {result.last_checkpoint}")
 
