@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
@@ -15,10 +13,10 @@ from pathlib import Path
 from typing import Any
 
 import pytorch_lightning as pl
-import torch
 from torch import Tensor
 from torch.utils.data import DataLoader, Dataset
 
+from oml_core.inference.cache import cached_embeddings
 from oml_core.lightning.pipelines.common import build_component, spec_of
 from oml_core.lightning.pipelines.inference import extract_embeddings
 from oml_core.registry import Registry, to_plain
@@ -135,15 +133,16 @@ class CachedEmbeddings:
         key_text = self.key_text(split)
         key = hashlib.sha256(key_text.encode("utf-8")).hexdigest()[:16]
         path = self.cache_dir / f"embeddings_{split}_{key}.pt"
-        embeddings = _read_cache(path, key_text, len(dataset)) if path.is_file() else None
-        if embeddings is not None:
-            print(f"{what} loaded from the cache {path}")
-            self.sources.append(EmbeddingsSource(split, path, from_cache=True))
-            return embeddings
-        embeddings = self._extract(dataset)
-        _write_cache(path, key_text, embeddings)
-        print(f"{what} computed and cached to {path}")
-        self.sources.append(EmbeddingsSource(split, path, from_cache=False))
+        computed: list[bool] = []
+
+        def compute() -> Tensor:
+            computed.append(True)
+            return self._extract(dataset)
+
+        embeddings = cached_embeddings(path, key_text, len(dataset), compute)
+        from_cache = not computed
+        print(f"{what} {'loaded from the cache' if from_cache else 'computed and cached to'} {path}")
+        self.sources.append(EmbeddingsSource(split, path, from_cache=from_cache))
         return embeddings
 
     def _extract(self, dataset: Any) -> Tensor:
@@ -175,35 +174,6 @@ def _with_file_digests(value: Any) -> Any:
     if isinstance(value, str) and value and Path(value).expanduser().is_file():
         return {"sha256": file_sha256(Path(value).expanduser())}
     return value
-
-
-def _read_cache(path: Path, key_text: str, n_items: int) -> Tensor | None:
-    """The embeddings of the cache file, or ``None`` (with a warning) when it is unreadable or not for
-    ``key_text`` and ``n_items``."""
-    try:
-        payload = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as e:  # a truncated or foreign file: computed again
-        warnings.warn(
-            f"{path}: unreadable embeddings cache ({type(e).__name__}: {e}); computing again", stacklevel=3
-        )
-        return None
-    if not isinstance(payload, dict):
-        payload = {}
-    embeddings = payload.get("embeddings")
-    if payload.get("key") != key_text or not isinstance(embeddings, Tensor) or len(embeddings) != n_items:
-        warnings.warn(
-            f"{path}: the embeddings cache was written for another key; computing again", stacklevel=3
-        )
-        return None
-    return embeddings
-
-
-def _write_cache(path: Path, key_text: str, embeddings: Tensor) -> None:
-    """Write ``embeddings`` and ``key_text`` to ``path`` atomically (a partial file, renamed into place)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(f".{path.name}.{os.getpid()}.partial")
-    torch.save({"key": key_text, "embeddings": embeddings.contiguous()}, partial)
-    os.replace(partial, path)
 
 
 class EmbeddingsDataset(Dataset):
