@@ -1,0 +1,66 @@
+"""The Python snippets of README.md run as written (users copy them): the quick start trains on the mock
+dataset, the metrics snippet computes metrics of its embeddings, the inference snippet embeds images and a
+dataframe. The pretrained-model snippet needs a download and the plugin snippet needs a package; they are not
+run here (the zoo and plugin loading have their own tests)."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+import torch
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+BLOCK = re.compile(r"^```python\n(.*?)^```", re.MULTILINE | re.DOTALL)
+
+
+def python_blocks() -> dict[str, list[str]]:
+    """The ```python blocks of the README by the ``## `` heading they stand under."""
+    blocks: dict[str, list[str]] = {}
+    for section in re.split(r"^## ", README.read_text(encoding="utf-8"), flags=re.MULTILINE)[1:]:
+        heading = section.splitlines()[0].strip()
+        blocks.setdefault(heading, []).extend(BLOCK.findall(section))
+    return blocks
+
+
+def test_the_readme_has_the_snippets_this_test_runs():
+    blocks = python_blocks()
+    assert len(blocks["Quick start in Python"]) == 1
+    assert len(blocks["Validation and metrics in Python"]) == 1
+    assert len(blocks["Pretrained models"]) == 2  # from_pretrained (a download), then the inference functions
+
+
+@pytest.mark.slow
+def test_the_python_snippets_run_as_written(tmp_path, monkeypatch):
+    from oml_core.builtins.transforms import get_normalisation_resize
+    from oml_core.datasets import ImageQueryGalleryLabeledDataset
+    from oml_core.inference import inference
+
+    monkeypatch.chdir(tmp_path)
+    blocks = python_blocks()
+    namespace: dict = {}
+
+    torch.manual_seed(0)
+    exec(compile(blocks["Quick start in Python"][0], "README: quick start", "exec"), namespace)
+    assert set(namespace["criterion"].last_logs) >= {"active_tri", "pos_dist", "neg_dist"}
+    assert (tmp_path / "mock_dataset" / "df.csv").is_file()
+
+    df_val = namespace["df_val"]
+    transform = get_normalisation_resize(64)
+    dataset = ImageQueryGalleryLabeledDataset(df_val, dataset_root="mock_dataset/", transform=transform)
+    namespace.update(dataset=dataset, embeddings=inference(namespace["extractor"], dataset, batch_size=32))
+    exec(compile(blocks["Validation and metrics in Python"][0], "README: metrics", "exec"), namespace)
+    metrics = namespace["metrics"]
+    assert set(metrics) == {"cmc", "precision", "map", "recall", "ndcg"}  # precision: its default top_k (5,)
+    assert set(metrics["cmc"]) == {1, 5} and 0 <= float(metrics["cmc"][1]) <= float(metrics["cmc"][5]) <= 1
+
+    for name, source in zip(["a.jpg", "b.jpg"], df_val["path"][:2]):
+        shutil.copy(tmp_path / "mock_dataset" / source, tmp_path / name)
+    namespace.update(model=namespace["extractor"], transform=transform)
+    exec(compile(blocks["Pretrained models"][1], "README: inference", "exec"), namespace)
+    assert namespace["features"].shape == (2, 512)
+    n_train, n_val = len(namespace["df_train"]), len(namespace["df_val"])
+    assert namespace["emb_train"].shape == (n_train, 512) and namespace["emb_val"].shape == (n_val, 512)
+    assert (tmp_path / "embeddings.pt").is_file()
