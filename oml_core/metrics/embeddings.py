@@ -29,7 +29,7 @@ from oml_core.functional.metrics import (
 )
 from oml_core.interfaces.datasets import IQueryGalleryLabeledDataset
 from oml_core.interfaces.metrics import IMetricDDP, IMetricVisualisable
-from oml_core.interfaces.retrieval import IRetrievalPostprocessor
+from oml_core.interfaces.retrieval import IDistancesPostprocessor, IRetrievalPostprocessor
 from oml_core.retrieval.retrieval_results import RetrievalResults, dataset_column, factorize, get_sequence_ids
 from oml_core.utils.pca import check_fractions
 
@@ -191,7 +191,8 @@ class EmbeddingMetrics(IMetricVisualisable):
             the given False Match Rate); ``()`` (the default) skips it, since it costs a pass over all pairs.
         pcf_variance: Values in range ``[0, 1]`` to calculate the Principal Components Fraction for.
         postprocessor: Post-processor applied to the retrieval results before the metrics (re-ranking); when it
-            has a ``top_n``, at least that many items are retrieved.
+            has a ``top_n``, at least that many items are retrieved. An ``IRetrievalPostprocessor`` (such as
+            ``PairwiseReranker``): a distance-matrix ``IDistancesPostprocessor`` is refused (``TypeError``).
         metrics_to_exclude_from_visualization: Names of the metrics not to visualise (a metric name such as
             ``"cmc"`` or a full key such as ``"OVERALL/cmc/1"``); does not affect calculations.
         return_only_overall_category: Set ``True`` to return only the metrics over all the queries.
@@ -238,7 +239,7 @@ class EmbeddingMetrics(IMetricVisualisable):
         self.map_top_k = self.top_k.get("map", ())
         self.fmr_vals = check_fractions(fmr_vals, "fmr_vals") if fmr_vals else ()
         self.pcf_variance = check_fractions(pcf_variance, "pcf_variance") if pcf_variance else ()
-        self.postprocessor = postprocessor
+        self.postprocessor = _checked_postprocessor(postprocessor)
         self.metrics_to_exclude_from_visualization = (
             *NOT_PER_QUERY_METRICS,
             *metrics_to_exclude_from_visualization,
@@ -533,6 +534,24 @@ class EmbeddingMetricsDDP(EmbeddingMetrics, IMetricDDP):
         for count, ids, emb in zip(counts, all_ids, all_emb):
             n = int(count)
             self.update(emb[:n], ids[:n].cpu())
+
+
+def _checked_postprocessor(postprocessor: Any) -> IRetrievalPostprocessor | None:
+    """``postprocessor`` when it re-ranks retrieval results; a ``TypeError`` saying what to use instead for a
+    distance-matrix post-processor (OML's older ``IDistancesPostprocessor``)."""
+    if postprocessor is None or isinstance(postprocessor, IRetrievalPostprocessor):
+        return postprocessor
+    if isinstance(postprocessor, IDistancesPostprocessor):
+        raise TypeError(
+            f"postprocessor: {type(postprocessor).__name__} re-ranks a whole distance matrix "
+            "(process(distances, queries, galleries)); EmbeddingMetrics re-ranks retrieval results in bounded "
+            "memory: pass an IRetrievalPostprocessor such as oml_postprocessors.PairwiseReranker(top_n, "
+            "pairwise_model, num_workers, batch_size)"
+        )
+    raise TypeError(
+        f"postprocessor must be an IRetrievalPostprocessor (process(rr, dataset) -> RetrievalResults), "
+        f"got {type(postprocessor).__name__}"
+    )
 
 
 __all__ = [

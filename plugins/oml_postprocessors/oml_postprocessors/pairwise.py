@@ -19,6 +19,7 @@ from torch import Tensor
 
 from oml_core.datasets.pairs import EmbeddingPairsDataset, ImagePairsDataset
 from oml_core.interfaces.models import IPairwiseModel
+from oml_core.interfaces.retrieval import IDistancesPostprocessor
 from oml_postprocessors.ordering import update_top_n_in_matrix
 from oml_postprocessors.scorer import PairwiseScorer
 
@@ -30,7 +31,7 @@ def _select(values: Any, mask: Tensor) -> Any:
     return [value for value, keep in zip(values, mask.tolist()) if keep]
 
 
-class PairwisePostprocessor(PairwiseScorer, ABC):
+class PairwisePostprocessor(PairwiseScorer, IDistancesPostprocessor, ABC):
     """This postprocessor allows us to re-estimate the distances between queries and ``top_n`` galleries
     closest to them. It creates pairs of queries and galleries and feeds them to a pairwise model.
 

@@ -135,3 +135,21 @@ def test_the_matrix_postprocessors_share_the_base_and_its_checks(dot_siamese) ->
         embeddings_postprocessor(dot_siamese, top_n=1)
     with pytest.raises(TypeError, match="pairwise_model must be an instance"):
         PairwiseImagesPostprocessor(top_n=2, pairwise_model=object(), transforms=None)
+
+
+def test_the_matrix_postprocessors_are_oml_distances_postprocessors_and_embedding_metrics_names_them(
+    dot_siamese,
+) -> None:
+    from oml_core.interfaces.retrieval import IDistancesPostprocessor, IRetrievalPostprocessor
+    from oml_core.metrics import EmbeddingMetrics
+
+    matrix = embeddings_postprocessor(dot_siamese)
+    assert isinstance(matrix, IDistancesPostprocessor) and not isinstance(matrix, IRetrievalPostprocessor)
+    reranker = PairwiseReranker(top_n=2, pairwise_model=dot_siamese, num_workers=0, batch_size=2)
+    assert EmbeddingMetrics(dataset=None, postprocessor=reranker).postprocessor is reranker
+    with pytest.raises(
+        TypeError, match=r"^postprocessor: PairwiseEmbeddingsPostprocessor re-ranks a whole distance"
+    ):
+        EmbeddingMetrics(dataset=None, postprocessor=matrix)
+    with pytest.raises(TypeError, match="postprocessor must be an IRetrievalPostprocessor .*, got object"):
+        EmbeddingMetrics(dataset=None, postprocessor=object())
