@@ -20,6 +20,22 @@ LOSSES = {
     ),
     "arcface": ("oml_losses.arcface:ArcFaceLoss", "additive angular margin softmax (ArcFace)"),
     "mlp_arcface": ("oml_losses.arcface:ArcFaceLossWithMLP", "ArcFace on top of an MLP head"),
+    "contrastive": (
+        "oml_losses.contrastive:ContrastiveLoss",
+        "pair margin loss of all the pairs of a batch (Hadsell et al.)",
+    ),
+    "multi_similarity": (
+        "oml_losses.multi_similarity:MultiSimilarityLoss",
+        "multi-similarity loss of the cosine similarities of a batch (Wang et al.)",
+    ),
+    "proxy_anchor": (
+        "oml_losses.proxy_anchor:ProxyAnchorLoss",
+        "proxy anchor loss: one learnable proxy per class (Kim et al.)",
+    ),
+    "supcon": (
+        "oml_losses.supcon:SupConLoss",
+        "supervised contrastive loss, supervised NT-Xent (Khosla et al.)",
+    ),
 }
 
 MINERS = {

@@ -66,6 +66,10 @@ LOSS_NAMES = [
     "surrogate_precision",
     "arcface",
     "mlp_arcface",
+    "contrastive",
+    "multi_similarity",
+    "proxy_anchor",
+    "supcon",
 ]
 MINER_NAMES = [
     "all_triplets",
