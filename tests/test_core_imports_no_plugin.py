@@ -38,6 +38,7 @@ def test_the_check_sees_an_import_of_a_plugin(tmp_path):
         "oml_samplers",
         "oml_loggers",
         "oml_postprocessors",
+        "oml_pml",
     }
     module = tmp_path / "m.py"
     module.write_text(

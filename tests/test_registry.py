@@ -9,6 +9,7 @@ from torch import nn
 from oml_core import hookimpl
 from oml_core.interfaces.miners import ITripletsMiner
 from oml_core.registry import (
+    SELF_BUILT_ARGS_ATTR,
     AmbiguousNameError,
     ConfigError,
     DuplicateRegistrationError,
@@ -284,3 +285,32 @@ def test_default_config_from_a_plugin_config_dir(tmp_path):
         registry.default_config("loss", "broken")
     with pytest.raises(KeyError, match="Unknown kind 'lossez'"):
         registry.default_config("lossez", "fake")
+
+
+class DistanceLoss(nn.Module):
+    """A loss whose ``distance`` argument is no oml kind (another library's component)."""
+
+    def __init__(self, distance=None):
+        super().__init__()
+        self.distance = distance
+
+
+def test_a_factory_builds_the_specs_of_the_arguments_it_names_itself():
+    def builds_its_distance(distance=None):
+        return DistanceLoss(distance)
+
+    setattr(builds_its_distance, SELF_BUILT_ARGS_ATTR, frozenset({"distance"}))
+
+    class Plugin:
+        @hookimpl
+        def oml_register_losses(self, register):
+            register("self_built", builds_its_distance)
+            register("plain", DistanceLoss)
+
+    registry = make(Plugin())
+    spec = {"name": "cosine", "args": {"eps": 0.1}}
+    assert registry.build("loss", {"name": "self_built", "args": {"distance": spec}}).distance == spec
+    with pytest.raises(
+        ConfigError, match="argument 'distance' is a {name, args} spec but its kind cannot be told"
+    ):
+        registry.build("loss", {"name": "plain", "args": {"distance": spec}})

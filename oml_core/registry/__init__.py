@@ -14,10 +14,11 @@ from oml_core.registry.errors import (
     UnknownNameError,
 )
 from oml_core.registry.kinds import KINDS, Kind
-from oml_core.registry.registry import Registry, default_registry, is_spec, to_plain
+from oml_core.registry.registry import SELF_BUILT_ARGS_ATTR, Registry, default_registry, is_spec, to_plain
 
 __all__ = [
     "KINDS",
+    "SELF_BUILT_ARGS_ATTR",
     "AmbiguousNameError",
     "ConfigError",
     "DuplicateRegistrationError",

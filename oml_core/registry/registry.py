@@ -83,6 +83,11 @@ def is_spec(value: Any) -> bool:
     return isinstance(value, Mapping) and isinstance(value.get("name"), str) and set(value) <= SPEC_KEYS
 
 
+#: A factory's attribute naming the arguments it builds itself from ``{name, args}`` specs (a set of names):
+#: :meth:`Registry.build` passes those specs to it unbuilt instead of building them as oml components.
+SELF_BUILT_ARGS_ATTR = "oml_self_built_args"
+
+
 class Registry:
     """Every component of every kind that the loaded plugins provide.
 
@@ -328,7 +333,10 @@ class Registry:
         """Build a component from ``{name, args}`` (a dict, a ``DictConfig`` or just the name).
 
         ``runtime`` are arguments known only at run time (an optimizer's ``params``, a sampler's ``labels``);
-        they may not repeat a config argument. Nested ``{name, args}`` arguments are built first.
+        they may not repeat a config argument. Nested ``{name, args}`` arguments are built first, as the
+        component of the kind their argument name or type annotation tells; but those that the factory lists
+        in its attribute :data:`SELF_BUILT_ARGS_ATTR` are passed to it as they are (a bridge to another
+        library builds its own distances or reducers from such specs).
 
         Raises:
             ConfigError: malformed spec, or an argument given both in ``args`` and at runtime.
@@ -373,8 +381,9 @@ class Registry:
         self, entry: Entry, factory: Callable[..., Any], args: dict[str, Any]
     ) -> dict[str, Any]:
         hints = _type_hints(factory)
+        self_built = getattr(factory, SELF_BUILT_ARGS_ATTR, frozenset())
         for key, value in args.items():
-            if not is_spec(value):
+            if key in self_built or not is_spec(value):
                 continue
             sub_kind = _kind_of_argument(key, hints.get(key))
             if sub_kind is None:

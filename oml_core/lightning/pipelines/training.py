@@ -205,8 +205,9 @@ def check_criterion_fits(criterion: Any, feat_dim: int | None, labels: Sequence[
     """Fail before training, in one line naming the argument, when a classification loss does not fit the
     extractor or the training labels.
 
-    A loss that exposes ``in_features`` (ArcFace and its kin) must get the extractor's ``feat_dim``; one that
-    exposes ``num_classes`` needs the training labels in ``0 .. num_classes - 1``. Losses without these
+    A loss that exposes ``in_features`` (ArcFace and its kin) must get the extractor's ``feat_dim`` (the message
+    names its argument ``in_features_argument``, ``in_features`` by default); one that exposes ``num_classes``
+    needs the training labels in ``0 .. num_classes - 1``. Losses without these
     attributes (the triplet family) and extractors without ``feat_dim`` are not checked.
 
     Raises:
@@ -214,9 +215,10 @@ def check_criterion_fits(criterion: Any, feat_dim: int | None, labels: Sequence[
     """
     in_features = getattr(criterion, "in_features", None)
     if isinstance(in_features, int) and isinstance(feat_dim, int) and in_features != feat_dim:
+        argument = f"criterion.args.{getattr(criterion, 'in_features_argument', 'in_features')}"
         raise ConfigError(
-            f"{pipeline}: criterion.args.in_features={in_features}, but the extractor gives {feat_dim}-dimensional "
-            f"features: set criterion.args.in_features={feat_dim}"
+            f"{pipeline}: {argument}={in_features}, but the extractor gives {feat_dim}-dimensional features: "
+            f"set {argument}={feat_dim}"
         )
     num_classes = getattr(criterion, "num_classes", None)
     if isinstance(num_classes, int) and len(labels):
