@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -48,8 +49,20 @@ PIPELINE_HELP = {
 }
 
 
+#: Warnings of the libraries under oml that its users cannot act on, hidden from the command line's output:
+#: ``(category, message regex)``. PyTorch Lightning builds torch's deprecated ``LeafSpec`` in every step.
+UPSTREAM_WARNINGS = ((FutureWarning, r"`isinstance\(treespec, LeafSpec\)` is deprecated"),)
+
+
+def silence_upstream_warnings() -> None:
+    """Ignore the warnings of :data:`UPSTREAM_WARNINGS` (only those: any other warning is still shown)."""
+    for category, message in UPSTREAM_WARNINGS:
+        warnings.filterwarnings("ignore", message=message, category=category)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``oml`` console script; returns the exit status."""
+    silence_upstream_warnings()
     parser = _parser()
     args, rest = parser.parse_known_args(argv)
     if args.command is None:

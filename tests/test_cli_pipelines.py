@@ -174,3 +174,20 @@ def test_bad_configs_exit_2_with_one_line(
     assert err.startswith(f"oml {command}: error: ") and message in err
     assert err.count("\n") == 1
     assert not any(tmp_path.iterdir())
+
+
+def test_only_the_upstream_warnings_users_cannot_act_on_are_silenced():
+    import warnings
+
+    from oml_core.cli import silence_upstream_warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        silence_upstream_warnings()
+        warnings.warn(
+            "`isinstance(treespec, LeafSpec)` is deprecated, use `isinstance(treespec, TreeSpec)` instead.",
+            FutureWarning,
+            stacklevel=1,
+        )
+        warnings.warn("something else is deprecated", FutureWarning, stacklevel=1)
+    assert [str(w.message) for w in caught] == ["something else is deprecated"]
