@@ -20,6 +20,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from oml_core.registry.errors import ConfigError
+
 LABELS_COLUMN = "label"
 PATHS_COLUMN = "path"
 SPLIT_COLUMN = "split"
@@ -376,6 +378,31 @@ def check_retrieval_dataframe_format(
             ``sequence`` values, empty paths and paths with no file (with how many are missing).
     """
     df, source = _read(df, sep)
+    _check(df, source, dataset_root, verbose)
+
+
+def read_dataframe(dataset_root: Path | str, dataframe_name: str) -> pd.DataFrame:
+    """Read ``dataset_root / dataframe_name`` (a ``,``-separated csv) once, checked with
+    :func:`check_retrieval_dataframe_format` (columns, labels, splits, query/gallery flags, boxes, existing
+    image paths; no summary printed).
+
+    Raises:
+        ConfigError: the file does not exist, or is not in OML's format (the message names the file, the
+            column and the first offending rows).
+    """
+    path = Path(dataset_root) / dataframe_name
+    if not path.is_file():
+        raise ConfigError(f"dataframe {str(path)!r} (dataset_root + dataframe_name) does not exist")
+    try:
+        df, source = _read(path, ",")
+        _check(df, source, dataset_root, verbose=False)
+    except DataFrameFormatError as e:
+        raise ConfigError(str(e)) from e
+    return df
+
+
+def _check(df: pd.DataFrame, source: str, dataset_root: Path | str | None, verbose: bool) -> None:
+    """The checks of :func:`check_retrieval_dataframe_format` on ``df`` read from ``source``."""
     missing = missing_columns_problem(df, OBLIGATORY_COLUMNS)
     if missing is not None:
         raise DataFrameFormatError(f"{source}: {missing}")
@@ -408,6 +435,7 @@ def check_retrieval_dataframe_format(
 
 
 __all__ = [
+    "read_dataframe",
     "BBOXES_COLUMNS",
     "CATEGORIES_COLUMN",
     "DataFrameFormatError",

@@ -20,7 +20,7 @@ import torch
 from torch import Tensor, nn
 from torch.utils.data import Dataset
 
-from oml_core.datasets.dataframe_format import PATHS_COLUMN, SPLIT_COLUMN, parse_bboxes
+from oml_core.datasets.dataframe_format import PATHS_COLUMN, SPLIT_COLUMN, parse_bboxes, read_dataframe
 from oml_core.datasets.images import ImageBaseDataset, TImReader
 from oml_core.inference.batches import TStep, batched_inference, check_batch_size
 from oml_core.inference.cache import cached_embeddings, embeddings_cache_key
@@ -145,8 +145,6 @@ def inference_on_images(
 
 def _read_dataframe(dataset_root: Path, dataframe_name: str) -> pd.DataFrame:
     """The checked dataframe, its ``path`` column made absolute (joined to ``dataset_root``)."""
-    from oml_core.lightning.pipelines.common import read_dataframe  # imports Lightning: only when needed
-
     df = read_dataframe(dataset_root, dataframe_name)
     root = dataset_root.absolute()
     return df.assign(**{PATHS_COLUMN: [str(root / str(path)) for path in df[PATHS_COLUMN]]})

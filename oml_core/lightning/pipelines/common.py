@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+from oml_core.datasets.dataframe_format import read_dataframe
 from oml_core.registry import ConfigError, Registry, RegistryError, to_plain
 
 if TYPE_CHECKING:
@@ -239,27 +240,6 @@ def resolve_dataset_root(cfg: Mapping[str, Any]) -> Path:
     if not path.is_dir():
         raise ConfigError(f"dataset_root {str(path)!r} is not a directory")
     return path
-
-
-def read_dataframe(dataset_root: Path, dataframe_name: str) -> pd.DataFrame:
-    """Read ``dataset_root / dataframe_name`` after checking it with
-    :func:`~oml_core.datasets.check_retrieval_dataframe_format` (columns, labels, splits, query/gallery
-    flags, boxes, existing image paths).
-
-    Raises:
-        ConfigError: the file does not exist, or is not in OML's format (the message names the file, the
-            column and the first offending rows).
-    """
-    from oml_core.datasets import DataFrameFormatError, check_retrieval_dataframe_format
-
-    path = dataset_root / dataframe_name
-    if not path.is_file():
-        raise ConfigError(f"dataframe {str(path)!r} (dataset_root + dataframe_name) does not exist")
-    try:
-        check_retrieval_dataframe_format(path, dataset_root=dataset_root, verbose=False)
-    except DataFrameFormatError as e:
-        raise ConfigError(str(e)) from e
-    return pd.read_csv(path)
 
 
 def split_dataframe(df: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:

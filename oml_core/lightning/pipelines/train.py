@@ -235,10 +235,7 @@ def _module_args(cfg: Mapping[str, Any], registry: Registry, train_dataset: Any)
         ),
     )
     check_criterion_fits(
-        criterion,
-        getattr(extractor, "feat_dim", None),
-        [int(x) for x in train_dataset.get_labels()],
-        PIPELINE,
+        criterion, getattr(extractor, "feat_dim", None), train_dataset.get_labels(), PIPELINE
     )
     params = list(extractor.parameters()) + list(criterion.parameters())
     optimizer = build_component(registry, "optimizer", cfg["optimizer"], "optimizer", PIPELINE, params=params)

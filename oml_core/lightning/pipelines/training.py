@@ -9,6 +9,8 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from oml_core.lightning.pipelines.common import build_component, check_keys, merge_trainer_args, require
 from oml_core.registry import ConfigError, Registry
 
@@ -201,7 +203,9 @@ def build_train_loader(
     return DataLoader(dataset, batch_sampler=sampler, num_workers=num_workers), generators
 
 
-def check_criterion_fits(criterion: Any, feat_dim: int | None, labels: Sequence[int], pipeline: str) -> None:
+def check_criterion_fits(
+    criterion: Any, feat_dim: int | None, labels: Sequence[int] | Any, pipeline: str
+) -> None:
     """Fail before training, in one line naming the argument, when a classification loss does not fit the
     extractor or the training labels.
 
@@ -222,11 +226,12 @@ def check_criterion_fits(criterion: Any, feat_dim: int | None, labels: Sequence[
         )
     num_classes = getattr(criterion, "num_classes", None)
     if isinstance(num_classes, int) and len(labels):
-        low, high = int(min(labels)), int(max(labels))
+        labels = np.asarray(labels)
+        low, high = int(labels.min()), int(labels.max())
         if low < 0 or high >= num_classes:
             raise ConfigError(
                 f"{pipeline}: criterion.args.num_classes={num_classes}, but the training labels range over "
-                f"[{low}, {high}] ({len(set(labels))} distinct): the loss needs labels 0 .. num_classes - 1"
+                f"[{low}, {high}] ({len(np.unique(labels))} distinct): the loss needs labels 0 .. num_classes - 1"
             )
 
 
