@@ -50,8 +50,8 @@ def test_a_resumed_run_ends_as_the_uninterrupted_one_in_a_new_directory(tmp_path
     expected = torch.load(straight.last_checkpoint, weights_only=True)
     got = torch.load(resumed.last_checkpoint, weights_only=True)
     assert (
-        (got["epoch"], got["global_step"]) == (expected["epoch"], expected["global_step"]) == (2, 4)
-    )  # 2 epochs done, 2 steps each
+        (got["epoch"], got["global_step"]) == (expected["epoch"], expected["global_step"]) == (1, 4)
+    )  # written at the end of epoch 1 (0-based, Lightning's convention), after 2 epochs of 2 steps
     assert expected["state_dict"].keys() == got["state_dict"].keys()
     for key, value in expected["state_dict"].items():
         assert torch.equal(got["state_dict"][key], value), key

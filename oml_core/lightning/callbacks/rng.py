@@ -5,13 +5,19 @@ from __future__ import annotations
 
 import random
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pytorch_lightning as pl
 import torch
 
 from oml_core.ddp.utils import get_rank_safe, get_world_size_safe, sync_dicts_ddp
+
+if TYPE_CHECKING:
+    from oml_core.lightning.resumable import ResumableBatchSampler
+
+#: The checkpoint entry of the position of a training epoch that was saved in its middle.
+MID_EPOCH_KEY = "oml_mid_epoch_loader"
 
 
 def get_rng_state(generators: Mapping[str, torch.Generator]) -> dict[str, Any]:
@@ -59,13 +65,24 @@ class RNGStateCallback(pl.Callback):
     is gathered into the checkpoint (:func:`~oml_core.ddp.utils.sync_dicts_ddp`) and every process gets its
     own back (process 0's when the number of processes has changed).
 
+    A checkpoint written in the middle of an epoch (a step checkpoint, an interrupt) also holds the position
+    of the training loader's ``resumable`` sampler (:data:`MID_EPOCH_KEY`, see
+    :class:`~oml_core.lightning.resumable.ResumableBatchSampler`): resuming from it goes on with the rest of
+    that epoch, batch for batch and augmentation for augmentation (``num_workers=0``), as if never stopped.
+
     Args:
         generators: The generators to save and restore besides the global ones, by name.
+        resumable: The training loader's batch sampler, when mid-epoch checkpoints are to be resumable.
     """
 
-    def __init__(self, generators: Mapping[str, torch.Generator] | None = None) -> None:
+    def __init__(
+        self,
+        generators: Mapping[str, torch.Generator] | None = None,
+        resumable: ResumableBatchSampler | None = None,
+    ) -> None:
         super().__init__()
         self.generators = dict(generators or {})
+        self.resumable = resumable
 
     def state_dict(self) -> dict[str, Any]:
         """``{"per_process": [state of process 0, state of process 1, ...]}``."""
@@ -76,5 +93,19 @@ class RNGStateCallback(pl.Callback):
         rank = get_rank_safe()
         set_rng_state(states[rank] if rank < len(states) else states[0], self.generators)
 
+    def on_save_checkpoint(
+        self, trainer: pl.Trainer, pl_module: pl.LightningModule, checkpoint: dict[str, Any]
+    ) -> None:
+        """Add the loader's position when the checkpoint is written before the epoch's last batch ended."""
+        progress = trainer.fit_loop.epoch_loop.batch_progress
+        if self.resumable is not None and not progress.is_last_batch and 0 < progress.current.ready:
+            checkpoint[MID_EPOCH_KEY] = self.resumable.state_dict(batches_done=progress.current.ready)
 
-__all__ = ["RNGStateCallback", "get_rng_state", "set_rng_state"]
+    def on_load_checkpoint(
+        self, trainer: pl.Trainer, pl_module: pl.LightningModule, checkpoint: dict[str, Any]
+    ) -> None:
+        if self.resumable is not None and MID_EPOCH_KEY in checkpoint:
+            self.resumable.load_state_dict(checkpoint[MID_EPOCH_KEY])
+
+
+__all__ = ["MID_EPOCH_KEY", "RNGStateCallback", "get_rng_state", "set_rng_state"]

@@ -13,6 +13,7 @@ from oml_core.interfaces.models import IExtractor
 from oml_core.lightning.modules.ddp import ModuleDDP, TLoaders
 from oml_core.lightning.modules.optimization import (
     check_optimization_args,
+    finite_loss_or_none,
     freeze_for_epochs,
     log_learning_rate,
     optimizers_config,
@@ -40,6 +41,8 @@ class ExtractorModule(pl.LightningModule):
         scheduler_monitor_metric: Metric to monitor for schedulers that depend on a metric value.
         freeze_n_epochs: Number of epochs to keep the model frozen (the extractor must be ``IFreezable``);
             it is unfrozen when ``current_epoch >= freeze_n_epochs`` (epochs start at 0).
+        nan_policy: A NaN or infinite loss ``stop``-s the run (``NonFiniteLossError``) or ``skip_batch``-es
+            that batch (see :func:`~oml_core.lightning.modules.optimization.finite_loss_or_none`).
     """
 
     def __init__(
@@ -55,9 +58,10 @@ class ExtractorModule(pl.LightningModule):
         embeddings_key: str = "embeddings",
         scheduler_monitor_metric: str | None = None,
         freeze_n_epochs: int = 0,
+        nan_policy: str = "stop",
     ):
         super().__init__()
-        check_optimization_args(extractor, "extractor", scheduler_interval, freeze_n_epochs)
+        check_optimization_args(extractor, "extractor", scheduler_interval, freeze_n_epochs, nan_policy)
         self.extractor = extractor
         self.criterion = criterion
         self.optimizer = optimizer
@@ -69,15 +73,18 @@ class ExtractorModule(pl.LightningModule):
         self.embeddings_key = embeddings_key
         self.scheduler_monitor_metric = scheduler_monitor_metric
         self.freeze_n_epochs = freeze_n_epochs
+        self.nan_policy = nan_policy
 
     def forward(self, x: Tensor) -> Tensor:
         return self.extractor(x)
 
-    def training_step(self, batch: dict[str, Any], batch_idx: int) -> Tensor:
+    def training_step(self, batch: dict[str, Any], batch_idx: int) -> Tensor | None:
         if self.criterion is None:
             raise RuntimeError("ExtractorModule was built without a criterion, so it cannot be trained")
         embeddings = self.extractor(batch[self.input_tensors_key])
-        loss = self.criterion(embeddings, batch[self.labels_key])
+        loss = finite_loss_or_none(self, self.criterion(embeddings, batch[self.labels_key]), self.nan_policy)
+        if loss is None:
+            return None
         batch_size = len(embeddings)
         # sync_dist: in DDP the logs are the means over the processes (no-op on one device)
         logged = {"on_step": True, "on_epoch": True, "batch_size": batch_size, "sync_dist": True}

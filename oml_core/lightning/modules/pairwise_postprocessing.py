@@ -13,6 +13,7 @@ from oml_core.interfaces.miners import IPairsMiner
 from oml_core.interfaces.models import IPairwiseModel
 from oml_core.lightning.modules.optimization import (
     check_optimization_args,
+    finite_loss_or_none,
     freeze_for_epochs,
     log_learning_rate,
     optimizers_config,
@@ -49,9 +50,11 @@ class PairwiseModule(pl.LightningModule):
         scheduler_monitor_metric: Metric to monitor for the schedulers that depend on a metric value.
         freeze_n_epochs: Number of epochs to keep the model frozen (it must be ``IFreezable``); it is unfrozen
             when ``current_epoch >= freeze_n_epochs`` (epochs start at 0).
+        nan_policy: A NaN or infinite loss ``stop``-s the run (``NonFiniteLossError``) or ``skip_batch``-es
+            that batch (see :func:`~oml_core.lightning.modules.optimization.finite_loss_or_none`).
 
     Raises:
-        ValueError: an unknown ``scheduler_interval``.
+        ValueError: an unknown ``scheduler_interval`` or ``nan_policy``.
         TypeError: ``freeze_n_epochs > 0`` with a model that is not ``IFreezable``.
     """
 
@@ -69,9 +72,12 @@ class PairwiseModule(pl.LightningModule):
         embeddings_key: str = "embeddings",
         scheduler_monitor_metric: str | None = None,
         freeze_n_epochs: int = 0,
+        nan_policy: str = "stop",
     ):
         super().__init__()
-        check_optimization_args(pairwise_model, "pairwise model", scheduler_interval, freeze_n_epochs)
+        check_optimization_args(
+            pairwise_model, "pairwise model", scheduler_interval, freeze_n_epochs, nan_policy
+        )
         self.model = pairwise_model
         self.miner = pairs_miner
         self.criterion = criterion
@@ -84,6 +90,7 @@ class PairwiseModule(pl.LightningModule):
         self.embeddings_key = embeddings_key
         self.scheduler_monitor_metric = scheduler_monitor_metric
         self.freeze_n_epochs = freeze_n_epochs
+        self.nan_policy = nan_policy
 
     def training_step(self, batch: dict[str, Any], batch_idx: int) -> Tensor | None:
         if self.miner is None or self.criterion is None:
@@ -93,7 +100,11 @@ class PairwiseModule(pl.LightningModule):
             return None  # Lightning skips the optimisation step
         images = batch[self.input_tensors_key]
         logits = self.model(x1=images[ids1], x2=images[ids2])
-        loss = self.criterion(logits, is_negative.float().to(logits.device))
+        loss = finite_loss_or_none(
+            self, self.criterion(logits, is_negative.float().to(logits.device)), self.nan_policy
+        )
+        if loss is None:
+            return None
         batch_size = len(batch[self.labels_key])
         self.log("loss", loss.detach(), prog_bar=True, on_step=True, on_epoch=True, batch_size=batch_size)
         self.log("n_pairs", float(len(ids1)), on_step=True, on_epoch=True, batch_size=batch_size)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,7 @@ from torch.utils.data import DataLoader
 from oml_core.interfaces.models import IFreezable
 from oml_core.lightning.callbacks.metric import MetricValCallback, MetricValCallbackDDP
 from oml_core.lightning.callbacks.rng import RNGStateCallback
+from oml_core.lightning.interrupts import InterruptRequest, graceful_interrupts
 from oml_core.lightning.modules.extractor import ExtractorModule, ExtractorModuleDDP
 from oml_core.lightning.pipelines.common import (
     CHECKPOINTS_FOLDER,
@@ -42,6 +44,7 @@ from oml_core.lightning.pipelines.training import (
     check_training_options,
     checkpoint_callbacks,
     checkpoint_paths,
+    fit_keeping_checkpoints,
     offered_args,
     scheduler_args,
     training_trainer_args,
@@ -93,6 +96,8 @@ OPTIONAL_KEYS = (
     "lightning_trainer_extra_args",
     "tags",
     "resume",
+    "checkpoint_every_n_steps",
+    "nan_policy",
 )
 
 
@@ -136,7 +141,11 @@ def extractor_training_pipeline(
       ``bs_val``, ``max_epochs``, ``valid_period`` (validate every that many epochs).
     - ``metric_args, log_images``: ``EmbeddingMetrics``' arguments; log the worst queries' figures.
     - ``metric_for_checkpointing, mode_for_checkpointing`` (``max``/``min``): ``checkpoints/best.ckpt`` keeps
-      the best epoch; ``checkpoints/last.ckpt`` is written after every epoch.
+      the best epoch; ``checkpoints/last.ckpt`` is written after every epoch and, with
+      ``checkpoint_every_n_steps``, every that many steps within an epoch too. Every checkpoint is written
+      atomically (a kill or a full disk never leaves a truncated one).
+    - ``nan_policy``: a NaN or infinite loss ``stop``-s the run at that step (the default) or ``skip_batch``-es
+      that batch.
     - ``extractor, criterion, optimizer``; ``scheduling`` (null, or ``{scheduler: {name, args},
       scheduler_interval: step|epoch, scheduler_frequency: int, monitor_metric: null|key}``).
     - ``logger`` (null: TensorBoard), ``tags``: the pipeline logger; it gets the whole config.
@@ -144,7 +153,12 @@ def extractor_training_pipeline(
     - ``lightning_trainer_extra_args``: more ``pl.Trainer`` arguments (they win over the pipeline's
       defaults ``num_sanity_val_steps=0, deterministic=True, log_every_n_steps=1, enable_model_summary=False``).
     - ``resume``: null, or a checkpoint (``last.ckpt``) to go on from: weights, optimizer, scheduler, epoch and
-      the random state of the run that wrote it; the resumed run writes into its own new directory.
+      the random state of the run that wrote it, and for a checkpoint written within an epoch the position in
+      that epoch; the resumed run writes into its own new directory and ends as the uninterrupted run would.
+
+    SIGINT (Ctrl-C) or SIGTERM during training: the run ends its current step, saves ``last.ckpt`` and raises
+    :class:`~oml_core.lightning.stops.TrainingInterrupted` (a second signal exits at once), see
+    :mod:`oml_core.lightning.interrupts`.
 
     Prints the validation metrics table and where the logs and checkpoints were written (main process).
 
@@ -154,6 +168,8 @@ def extractor_training_pipeline(
     Raises:
         ConfigError: an unknown, missing or malformed key (one line naming it); RegistryError: an unknown
             component name or argument.
+        TrainingStopped: the run was interrupted (``TrainingInterrupted``) or its loss became NaN or infinite
+            (``NonFiniteLossError``); both name the last good checkpoint.
     """
     cfg = as_config(cfg)
     _check_config(cfg)
@@ -169,7 +185,7 @@ def extractor_training_pipeline(
     dataset_root = resolve_dataset_root(cfg)
     df_train, df_val = split_dataframe(read_dataframe(dataset_root, cfg["dataframe_name"]))
     train_dataset, val_dataset = _build_datasets(cfg, registry, dataset_root, df_train, df_val)
-    train_loader, generators = build_train_loader(cfg, registry, train_dataset, PIPELINE)
+    train_loader, generators, resumable = build_train_loader(cfg, registry, train_dataset, PIPELINE)
     val_loader = DataLoader(val_dataset, batch_size=cfg["bs_val"], num_workers=cfg.get("num_workers", 0))
     module_args = _module_args(cfg, registry, train_dataset)
     if is_ddp:
@@ -182,15 +198,15 @@ def extractor_training_pipeline(
     metric_callback = _metric_callback(cfg, registry, val_dataset, is_ddp, run_dir / FIGURES_FOLDER)
     logger = build_logger(registry, cfg.get("logger"), run_dir)
     rank_zero_only(logger.log_pipeline_info)(cfg)
-    best, last = checkpoint_callbacks(cfg, run_dir / CHECKPOINTS_FOLDER)
-    callbacks = [metric_callback, best, last, RNGStateCallback(generators)]
+    interrupt = InterruptRequest()
+    best, last = checkpoint_callbacks(cfg, run_dir / CHECKPOINTS_FOLDER, interrupt)
+    callbacks = [metric_callback, best, last, RNGStateCallback(generators, resumable)]
     trainer = pl.Trainer(**trainer_args, logger=logger, callbacks=callbacks, default_root_dir=str(run_dir))
     fit_args = {"ckpt_path": cfg.get("resume"), "weights_only": True}
-    if is_ddp:
-        with run_dir_for_ddp_processes(run_dir):
-            trainer.fit(module, **fit_args)
-    else:
-        trainer.fit(module, train_dataloaders=train_loader, val_dataloaders=val_loader, **fit_args)
+    if not is_ddp:
+        fit_args.update(train_dataloaders=train_loader, val_dataloaders=val_loader)
+    with run_dir_for_ddp_processes(run_dir) if is_ddp else nullcontext(), graceful_interrupts(interrupt):
+        fit_keeping_checkpoints(trainer, module, last, cfg.get("resume"), **fit_args)
 
     best_checkpoint, last_checkpoint = checkpoint_paths(best, last)
     result = TrainingResult(
@@ -246,6 +262,7 @@ def _module_args(cfg: Mapping[str, Any], registry: Registry, train_dataset: Any)
         "input_tensors_key": train_dataset.input_tensors_key,
         "labels_key": train_dataset.labels_key,
         "freeze_n_epochs": freeze_n_epochs,
+        "nan_policy": cfg.get("nan_policy", "stop"),
         **scheduler_args(cfg.get("scheduling"), registry, optimizer, PIPELINE),
     }
 

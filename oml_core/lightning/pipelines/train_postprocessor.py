@@ -54,6 +54,7 @@ from oml_core.lightning.pipelines.training import (
     check_training_options,
     checkpoint_callbacks,
     checkpoint_paths,
+    fit_keeping_checkpoints,
     scheduler_args,
     training_trainer_args,
 )
@@ -211,7 +212,7 @@ def postprocessor_training_pipeline(
         pipeline=PIPELINE,
     )
     train_dataset, val_dataset, emb_val = _datasets_with_embeddings(cfg, registry, extraction)
-    train_loader, _ = build_train_loader(cfg, registry, train_dataset, PIPELINE)
+    train_loader, _, _ = build_train_loader(cfg, registry, train_dataset, PIPELINE)
     val_loader = DataLoader(EmbeddingsDataset(emb_val), batch_size=cfg["batch_size_inference"])
     metrics_before = metrics_of_embeddings(
         embedding_metrics(val_dataset, cfg["metric_args"], registry, None, PIPELINE), emb_val
@@ -231,7 +232,9 @@ def postprocessor_training_pipeline(
     )
     # the training's randomness (dropout, augmentations) must not depend on whether the extractor ran
     pl.seed_everything(cfg["seed"], workers=True, verbose=False)
-    trainer.fit(module, train_dataloaders=train_loader, val_dataloaders=val_loader)
+    fit_keeping_checkpoints(
+        trainer, module, last, None, train_dataloaders=train_loader, val_dataloaders=val_loader
+    )
 
     best_checkpoint, last_checkpoint = checkpoint_paths(best, last)
     result = PostprocessorTrainingResult(

@@ -19,6 +19,10 @@ if TYPE_CHECKING:
     from torch import Generator
     from torch.utils.data import DataLoader
 
+    from oml_core.lightning.callbacks.checkpoint import LastCheckpoint
+    from oml_core.lightning.interrupts import InterruptRequest
+    from oml_core.lightning.resumable import ResumableBatchSampler
+
 #: The keys of a training config's ``scheduling`` block.
 SCHEDULING_KEYS = ("scheduler", "scheduler_interval", "scheduler_frequency", "monitor_metric")
 #: Trainer arguments of the training pipelines set by config keys, so ``lightning_trainer_extra_args`` may not
@@ -34,6 +38,7 @@ TRAINING_TRAINER_ARGS_SET_BY_KEYS = {
     "logger": "the config key 'logger'",
     "callbacks": "its own callbacks (metrics, checkpoints, random state)",
     "default_root_dir": "the config keys 'logs_root' and 'logs_folder'",
+    "enable_checkpointing": "its own checkpoints (best.ckpt, last.ckpt)",
 }
 #: The training pipelines' ``pl.Trainer`` arguments, which ``lightning_trainer_extra_args`` may change.
 TRAINING_TRAINER_DEFAULTS = {
@@ -78,8 +83,17 @@ def training_trainer_args(cfg: Mapping[str, Any], engine: Mapping[str, Any]) -> 
     """The ``pl.Trainer`` arguments of a training pipeline, but the logger, callbacks and root dir of the run:
     :data:`TRAINING_TRAINER_DEFAULTS`, the ``engine`` (:func:`parse_engine_params`), ``max_epochs``,
     ``valid_period`` (1), ``precision`` (32) and ``lightning_trainer_extra_args`` (see
-    :func:`merge_trainer_args`)."""
-    return merge_trainer_args(
+    :func:`merge_trainer_args`); its ``plugins`` always include an
+    :class:`~oml_core.lightning.callbacks.checkpoint.AtomicCheckpointIO` (every checkpoint is written atomically).
+
+    Raises:
+        ConfigError: ``lightning_trainer_extra_args.plugins`` has a checkpoint IO of its own.
+    """
+    from lightning_fabric.plugins import CheckpointIO
+
+    from oml_core.lightning.callbacks.checkpoint import AtomicCheckpointIO
+
+    args = merge_trainer_args(
         {
             **TRAINING_TRAINER_DEFAULTS,
             **engine,
@@ -90,13 +104,28 @@ def training_trainer_args(cfg: Mapping[str, Any], engine: Mapping[str, Any]) -> 
         cfg.get("lightning_trainer_extra_args"),
         TRAINING_TRAINER_ARGS_SET_BY_KEYS,
     )
+    plugins = args.get("plugins") or []
+    plugins = list(plugins) if isinstance(plugins, list | tuple) else [plugins]
+    if any(isinstance(plugin, CheckpointIO) for plugin in plugins):
+        raise ConfigError(
+            "lightning_trainer_extra_args.plugins: the pipeline writes its checkpoints with its own "
+            "AtomicCheckpointIO; remove the checkpoint IO plugin"
+        )
+    args["plugins"] = [*plugins, AtomicCheckpointIO()]
+    return args
 
 
-def checkpoint_callbacks(cfg: Mapping[str, Any], dirpath: Path) -> tuple[ModelCheckpoint, ModelCheckpoint]:
+def checkpoint_callbacks(
+    cfg: Mapping[str, Any], dirpath: Path, interrupt: InterruptRequest | None = None
+) -> tuple[ModelCheckpoint, LastCheckpoint]:
     """``best.ckpt`` (the best ``metric_for_checkpointing``, by ``mode_for_checkpointing``, after validation)
-    and ``last.ckpt`` (after every epoch, so that a killed run can be resumed from its last epoch), in
-    ``dirpath``."""
+    and ``last.ckpt`` (after every epoch, every ``checkpoint_every_n_steps`` steps when set, and when
+    ``interrupt`` is set: see :class:`~oml_core.lightning.callbacks.checkpoint.LastCheckpoint`), in
+    ``dirpath``. Both are written atomically by the Trainer's
+    :class:`~oml_core.lightning.callbacks.checkpoint.AtomicCheckpointIO` (:func:`training_trainer_args`)."""
     from pytorch_lightning.callbacks import ModelCheckpoint
+
+    from oml_core.lightning.callbacks.checkpoint import LastCheckpoint
 
     best = ModelCheckpoint(
         dirpath=dirpath,
@@ -106,17 +135,34 @@ def checkpoint_callbacks(cfg: Mapping[str, Any], dirpath: Path) -> tuple[ModelCh
         save_top_k=1,
         auto_insert_metric_name=False,
     )
-    last = ModelCheckpoint(dirpath=dirpath, save_top_k=0, save_last=True, save_on_train_epoch_end=True)
+    last = LastCheckpoint(dirpath, every_n_steps=cfg.get("checkpoint_every_n_steps"), interrupt=interrupt)
     return best, last
 
 
-def checkpoint_paths(best: ModelCheckpoint, last: ModelCheckpoint) -> tuple[Path | None, Path | None]:
+def checkpoint_paths(best: ModelCheckpoint, last: LastCheckpoint) -> tuple[Path | None, Path | None]:
     """The files that the :func:`checkpoint_callbacks` ``best`` and ``last`` wrote (None for one that wrote
     nothing)."""
-    return (
-        Path(best.best_model_path) if best.best_model_path else None,
-        Path(last.last_model_path) if last.last_model_path else None,
-    )
+    return (Path(best.best_model_path) if best.best_model_path else None, last.last_saved)
+
+
+def fit_keeping_checkpoints(
+    trainer: Any, module: Any, last: LastCheckpoint, resumed_from: str | None, **fit_args: Any
+) -> None:
+    """``trainer.fit(module, **fit_args)``; a :class:`~oml_core.lightning.stops.NonFiniteLossError` on the way
+    is raised again naming the last good checkpoint: the last one ``last`` wrote, else ``resumed_from``.
+
+    Lightning's warning that a loader is not resumable is silenced: the training loaders of the pipelines are
+    (their position is in the checkpoint, see :class:`~oml_core.lightning.resumable.ResumableBatchSampler`).
+    """
+    from oml_core.lightning.stops import NonFiniteLossError
+
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=r".*your dataloader is not resumable.*")
+        try:
+            trainer.fit(module, **fit_args)
+        except NonFiniteLossError as error:
+            good = last.last_saved or (Path(resumed_from) if resumed_from else None)
+            raise error.with_checkpoint(good) from None
 
 
 def scheduler_args(
@@ -154,9 +200,11 @@ def offered_args(
 
 def build_train_loader(
     cfg: Mapping[str, Any], registry: Registry, dataset: Any, pipeline: str
-) -> tuple[DataLoader, dict[str, Generator]]:
-    """The training loader of a training config, and the generators its randomness comes from (by name, for
-    the checkpoints).
+) -> tuple[DataLoader, dict[str, Generator], ResumableBatchSampler]:
+    """The training loader of a training config, the generators its randomness comes from (by name, for
+    the checkpoints), and its batch sampler, a
+    :class:`~oml_core.lightning.resumable.ResumableBatchSampler` (so that a mid-epoch checkpoint resumes
+    exactly).
 
     With ``sampler`` null: shuffled batches of ``bs_train`` (the last incomplete one dropped) by a generator
     seeded with ``seed``. Otherwise the sampler makes the batches (``bs_train`` is ignored, with a warning); it
@@ -164,20 +212,17 @@ def build_train_loader(
     and its ``args`` do not set them (a ``seed`` in its ``args`` replaces the generator).
     """
     import torch
-    from torch.utils.data import DataLoader
+    from torch.utils.data import BatchSampler, DataLoader, RandomSampler
+
+    from oml_core.lightning.resumable import ResumableBatchSampler
 
     num_workers = cfg.get("num_workers", 0)
     generator = torch.Generator().manual_seed(cfg["seed"])
     if cfg.get("sampler") is None:
-        loader = DataLoader(
-            dataset,
-            batch_size=cfg["bs_train"],
-            shuffle=True,
-            drop_last=True,
-            generator=generator,
-            num_workers=num_workers,
-        )
-        return loader, {"train_loader": generator}
+        batches = BatchSampler(RandomSampler(dataset, generator=generator), cfg["bs_train"], drop_last=True)
+        resumable = ResumableBatchSampler(batches, {"train_loader": generator})
+        loader = DataLoader(dataset, batch_sampler=resumable, generator=generator, num_workers=num_workers)
+        return loader, {"train_loader": generator}, resumable
     if cfg.get("bs_train") is not None:
         warnings.warn(
             f"bs_train={cfg['bs_train']} is ignored: the sampler {cfg['sampler']['name']!r} makes the batches",
@@ -200,7 +245,8 @@ def build_train_loader(
     )
     own = getattr(sampler, "generator", None)
     generators = {"sampler": own} if isinstance(own, torch.Generator) else {}
-    return DataLoader(dataset, batch_sampler=sampler, num_workers=num_workers), generators
+    resumable = ResumableBatchSampler(sampler, generators)
+    return DataLoader(dataset, batch_sampler=resumable, num_workers=num_workers), generators, resumable
 
 
 def check_criterion_fits(
@@ -244,6 +290,7 @@ __all__ = [
     "check_training_options",
     "checkpoint_callbacks",
     "checkpoint_paths",
+    "fit_keeping_checkpoints",
     "offered_args",
     "scheduler_args",
     "training_trainer_args",
