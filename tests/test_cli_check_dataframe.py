@@ -75,3 +75,41 @@ def test_a_bad_csv_exits_1_with_the_message_and_no_traceback(
         result.stderr
         == f"oml check-dataframe: error: the dataframe file '{tmp_path / 'nope.csv'}' does not exist\n"
     )
+
+
+def test_a_validation_split_without_queries_exits_1(run_oml: RunOml, mock_root: Path, tmp_path: Path) -> None:
+    csv = tmp_path / "df.csv"
+    df = pd.read_csv(mock_root / "df.csv")
+    df.loc[df["split"] == "validation", "is_query"] = False
+    df.to_csv(csv, index=False)
+
+    result = run_oml("check-dataframe", str(csv), "--dataset-root", str(mock_root))
+    assert result.returncode == 1
+    assert result.stdout == ""
+    assert result.stderr == (
+        f"oml check-dataframe: error: '{csv}': the validation split has no queries (is_query is False on every "
+        "one of its 64 rows): its metrics would be undefined\n"
+    )
+
+
+def test_repeated_images_and_shared_labels_are_warnings(
+    run_oml: RunOml, mock_root: Path, tmp_path: Path
+) -> None:
+    csv = tmp_path / "df.csv"
+    df = pd.read_csv(mock_root / "df.csv")
+    first_val = int((df["split"] == "validation").idxmax())
+    df.loc[1, "path"] = df.loc[0, "path"]  # an image twice
+    # a train label on two validation rows (queries and gallery items: each is the other's ground truth)
+    df.loc[[first_val, first_val + 1], "label"] = df.loc[0, "label"]
+    df.to_csv(csv, index=False)
+
+    result = run_oml("check-dataframe", str(csv), "--dataset-root", str(mock_root))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith(f"'{csv}': OK, in OML's retrieval format\n")
+    label = df.loc[0, "label"]
+    assert result.stderr == (
+        f"oml check-dataframe: warning: '{csv}': column 'path': a path already on an earlier row at row 1 "
+        f"('{df.loc[0, 'path']}', as row 0)\n"
+        f"oml check-dataframe: warning: '{csv}': 1 label(s) are in both the train and the validation split "
+        f"(labels {label}): the validation measures the retrieval of classes seen in training\n"
+    )

@@ -13,7 +13,13 @@ import pandas as pd
 import pytest
 
 from oml_core.datasets import DataFrameFormatError, check_retrieval_dataframe_format
-from oml_core.datasets.dataframe_format import format_rows, parse_flags
+from oml_core.datasets.dataframe_format import (
+    check_duplicated_paths,
+    check_train_validation_overlap,
+    dataframe_warnings,
+    format_rows,
+    parse_flags,
+)
 
 FILES = ["a.png", "b.png", "c.png", "d.png", "e.png", "f.png"]
 
@@ -214,6 +220,26 @@ def test_a_validation_row_neither_query_nor_gallery_and_problems_are_listed_toge
     )
 
 
+def test_a_validation_split_without_queries_or_gallery_items(root: Path) -> None:
+    no_queries = good_df(
+        is_query=[None, None, False, False, False, False], is_gallery=[None, None, 1, 1, 1, 1]
+    )
+    assert rejected(no_queries, root) == (
+        "the dataframe: the validation split has no queries (is_query is False on every one of its 4 rows): "
+        "its metrics would be undefined"
+    )
+    csv = root / "no_gallery.csv"  # every query would also lack a gallery item of its label: not repeated
+    good_df(is_query=[None, None, 1, 1, 1, 1], is_gallery=[None, None, 0, 0, 0, 0]).to_csv(csv, index=False)
+    assert rejected(csv, root) == (
+        f"'{csv}': the validation split has no gallery items (is_gallery is False on every one of its 4 rows): "
+        "its metrics would be undefined"
+    )
+    train_only = good_df(split=["train"] * 6, is_query=[None] * 6, is_gallery=[None] * 6)
+    check_retrieval_dataframe_format(
+        train_only, dataset_root=root, verbose=False
+    )  # no validation split: fine
+
+
 def test_rows_are_positions_even_with_another_index(root: Path) -> None:
     df = good_df(split=["train", "train", "validation", "nope", "validation", "validation"])
     df.index = [10, 11, 12, 13, 14, 15]
@@ -296,6 +322,66 @@ def test_a_label_with_several_categories_warns_when_verbose(
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         check_retrieval_dataframe_format(df, dataset_root=root, verbose=False)
+
+
+# ----------------------------------------------------------------------------------------- warnings
+def test_repeated_images_are_a_warning_naming_the_rows(root: Path) -> None:
+    paths = ["images/a.png", "images/b.png", "images/c.png", "images/d.png", "images/c.png", "images/./a.png"]
+    df = good_df(path=paths)
+    assert check_duplicated_paths(df) == [
+        "column 'path': a path already on an earlier row in 2 rows: rows 4 ('images/c.png', as row 2), "
+        "5 ('images/./a.png', as row 0)"
+    ]
+    assert check_duplicated_paths(good_df()) == []
+    # several boxes of one image are fine; the same box twice is not
+    with_boxes = good_df(path=paths, x_1=[0, 0, 0, 0, 1, 0], x_2=[5] * 6, y_1=[0] * 6, y_2=[5] * 6)
+    assert check_duplicated_paths(with_boxes) == [
+        "columns 'path', 'x_1', 'x_2', 'y_1', 'y_2': a path and box already on an earlier row at row 5 "
+        "('images/./a.png', as row 0)"
+    ]
+
+
+def test_labels_in_both_splits_are_a_warning_naming_a_few(root: Path) -> None:
+    assert check_train_validation_overlap(good_df()) == []
+    assert check_train_validation_overlap(good_df(label=[2, 1, 1, 1, 2, 2])) == [
+        "2 label(s) are in both the train and the validation split (labels 1, 2): the validation measures "
+        "the retrieval of classes seen in training"
+    ]
+    many = pd.DataFrame(
+        {
+            "label": list(range(8)) * 2,
+            "split": ["train"] * 8 + ["validation"] * 8,
+            "path": [f"{i}" for i in range(16)],
+        }
+    )
+    assert check_train_validation_overlap(many) == [
+        "8 label(s) are in both the train and the validation split (labels 0, 1, 2, 3, 4 and 3 more): the "
+        "validation measures the retrieval of classes seen in training"
+    ]
+
+
+def test_dataframe_warnings_are_warned_when_verbose(root: Path, capsys: pytest.CaptureFixture) -> None:
+    df = good_df(
+        label=[1, 1, 1, 1, 2, 2],
+        path=[f"images/{name}" for name in ["a.png", "a.png", "c.png", "d.png", "e.png", "f.png"]],
+        category=["a", "b", "b", "b", "c", "c"],
+    )
+    expected = [
+        "the dataframe: 1 label(s) have several categories (labels 1); the datasets map each label to one of "
+        "them (get_label2category)",
+        "the dataframe: column 'path': a path already on an earlier row at row 1 ('images/a.png', as row 0)",
+        "the dataframe: 1 label(s) are in both the train and the validation split (labels 1): the validation "
+        "measures the retrieval of classes seen in training",
+    ]
+    assert dataframe_warnings(df) == expected
+    with pytest.warns(UserWarning) as caught:
+        check_retrieval_dataframe_format(df, dataset_root=root)
+    assert [str(w.message) for w in caught] == expected
+    assert capsys.readouterr().out.startswith("the dataframe: OK")  # warnings, not errors
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        check_retrieval_dataframe_format(df, dataset_root=root, verbose=False)
+    assert dataframe_warnings(good_df(), source="'df.csv'") == []
 
 
 # -------------------------------------------------------------------------------------------- paths

@@ -11,6 +11,7 @@ import torch
 from torch import LongTensor
 
 from oml_core import hookimpl
+from oml_core.functional.knn import NonFiniteDistanceError
 from oml_core.interfaces.datasets import IQueryGalleryLabeledDataset
 from oml_core.interfaces.metrics import IBasicMetric
 from oml_core.metrics import EmbeddingMetrics, calc_retrieval_metrics_rr, flatten_metrics
@@ -270,6 +271,127 @@ def test_unknown_metric_and_argument(registry: Registry) -> None:
         EmbeddingMetrics(LineDataset(), metric_kwargs={"recall": {}}, registry=registry)
 
 
+# ------------------------------------------------------------------------- precision, overflow, empty splits
+def run_on(metric: EmbeddingMetrics, embeddings: torch.Tensor) -> dict[str, float]:
+    metric.setup()
+    for ids in ([0, 3], [1, 4], [2]):
+        metric.update(embeddings[ids], torch.tensor(ids))
+    return flatten_metrics(metric.compute_metrics())
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_half_precision_embeddings_give_their_float32_metrics(registry: Registry, dtype: torch.dtype) -> None:
+    """The line scaled by 300 (distances up to 1290, squared 1.7e6: beyond float16's 65504): the ranks, so the
+    hand-computed metrics, are those of the line."""
+    half = (embeddings_2d() * 300).to(dtype)
+    metric = make_metric(registry, dataset=LineDataset(), fmr_vals=(0.2,))
+    metrics = run_on(metric, half)
+    assert metric.embeddings.dtype == dtype  # kept as given; the distances are computed in float32
+    assert metrics == run_on(make_metric(registry, dataset=LineDataset(), fmr_vals=(0.2,)), half.float())
+    assert metrics["OVERALL/cmc/1"] == pytest.approx(mean(CMC_1))
+    assert metrics["OVERALL/precision/3"] == pytest.approx(mean(PRECISION_3))
+    assert metrics["OVERALL/map/4"] == pytest.approx(mean(MAP_4))
+    expected = [[1, 2, 3, 4], [2, 0, 3, 4], [1, 0, 3, 4], [4, 2, 1, 0], [3, 2, 1, 0]]
+    assert [r.tolist() for r in metric.retrieval_results.retrieved_ids] == expected
+    # from item 0 (at 0): the coordinates of items 1..4, as the dtype holds them (1290 is 1288 in bfloat16)
+    assert metric.retrieval_results.distances[0].tolist() == half[1:, 0].float().tolist()
+
+
+def test_embeddings_too_large_for_float32_are_an_error_naming_the_rows(registry: Registry) -> None:
+    embeddings = embeddings_2d() * 1e19  # squared distances up to 1.8e39: beyond float32's 3.4e38
+    with pytest.raises(
+        NonFiniteDistanceError,
+        match=r"the l2 distance between query 0 \(row 0 of embeddings\) and gallery item 3 \(row 3 of embeddings\) "
+        r"is not finite in float32",
+    ):
+        run_on(make_metric(registry, dataset=LineDataset()), embeddings)
+    embeddings = embeddings_2d()
+    embeddings[2, 1] = float("inf")
+    with pytest.raises(ValueError, match="embeddings must be finite, row 2 is not"):
+        run_on(make_metric(registry, dataset=LineDataset()), embeddings)
+
+
+class SplitLineDataset(LineDataset):
+    """The line with other labels and query / gallery flags."""
+
+    def __init__(self, labels: list[str], is_query: list[bool], is_gallery: list[bool]) -> None:
+        super().__init__(with_categories=False)
+        self.df["label"] = labels
+        self.is_query, self.is_gallery = torch.tensor(is_query), torch.tensor(is_gallery)
+
+    def get_query_ids(self) -> LongTensor:
+        return self.is_query.nonzero().squeeze(1)
+
+    def get_gallery_ids(self) -> LongTensor:
+        return self.is_gallery.nonzero().squeeze(1)
+
+
+def test_a_split_without_queries_gallery_or_ground_truth_is_an_error(registry: Registry) -> None:
+    everything, nothing = [True] * 5, [False] * 5
+    no_queries = make_metric(registry, dataset=SplitLineDataset(LABELS, nothing, everything))
+    with pytest.raises(
+        ValueError, match=r"^the validation split has no queries \(is_query is False for every row\)$"
+    ):
+        no_queries.setup()  # before any embedding is collected
+    with pytest.raises(ValueError, match="the validation split has no queries"):
+        no_queries.update(embeddings_2d(), torch.arange(5))
+    no_gallery = make_metric(registry, dataset=SplitLineDataset(LABELS, everything, nothing))
+    with pytest.raises(
+        ValueError, match=r"^the validation split has no gallery items \(is_gallery is False for every row\)$"
+    ):
+        no_gallery.setup()
+    no_gt = make_metric(registry, dataset=SplitLineDataset(list("ABCDE"), everything, everything))
+    with pytest.raises(
+        ValueError,
+        match=r"^none of the 5 queries in the validation split has a ground truth .*: every retrieval metric "
+        "would be undefined$",
+    ):
+        run(no_gt)
+    only_pcf = make_metric(
+        registry,
+        dataset=SplitLineDataset(list("ABCDE"), everything, everything),
+        cmc_top_k=(),
+        precision_top_k=(),
+        map_top_k=(),
+    )
+    assert run(only_pcf)["OVERALL"]["pcf"][0.5].item() == pytest.approx(0.5)  # defined without ground truth
+
+
+def test_queries_without_ground_truth_among_others_follow_the_documented_rule(registry: Registry) -> None:
+    """Item 4 alone has label C: a query without ground truth that retrieves something scores 0 (it is
+    counted, not an error). By hand: q0 [1, 2, 3, 4] rel [1, 0, 0, 0]; q1 [2, 0, 3, 4] rel [0, 1, 0, 0];
+    q2 [1, 0, 3, 4] rel [0, 0, 1, 0]; q3 [4, 2, 1, 0] rel [0, 1, 0, 0]; q4 no ground truth."""
+    dataset = SplitLineDataset(["A", "A", "B", "B", "C"], [True] * 5, [True] * 5)
+    metric = make_metric(registry, dataset=dataset, cmc_top_k=(1, 3))
+    overall = run(metric)["OVERALL"]
+    assert metric.retrieval_results.n_gts == [1, 1, 1, 1, 0]
+    torch.testing.assert_close(metric.metrics_unreduced["OVERALL"]["cmc"][3], torch.tensor([1.0, 1, 1, 1, 0]))
+    assert overall["cmc"][1].item() == pytest.approx(1 / 5)
+    assert overall["cmc"][3].item() == pytest.approx(4 / 5)
+
+
+def test_calc_retrieval_metrics_rr_refuses_results_where_every_metric_is_undefined(
+    registry: Registry,
+) -> None:
+    with pytest.raises(ValueError, match="^there are no queries in these retrieval results"):
+        calc_retrieval_metrics_rr(RetrievalResults([], [], []), registry=registry)
+    no_gt = RetrievalResults(
+        [torch.tensor([0.1]), torch.tensor([])],
+        [LongTensor([0]), LongTensor([])],
+        [LongTensor([]), LongTensor([])],
+    )
+    with pytest.raises(
+        ValueError, match="^none of the 2 queries in these retrieval results has a ground truth"
+    ):
+        calc_retrieval_metrics_rr(no_gt, registry=registry)
+    # one query with ground truth: the other (none, nothing retrieved) is a perfect answer, as documented
+    one_gt = RetrievalResults(no_gt.distances, no_gt.retrieved_ids, [LongTensor([0]), LongTensor([])])
+    metrics = calc_retrieval_metrics_rr(
+        one_gt, cmc_top_k=(1,), precision_top_k=(1,), map_top_k=(1,), registry=registry, verbose=False
+    )
+    assert [metrics[name][1].item() for name in ("cmc", "precision", "map")] == [1.0, 1.0, 1.0]
+
+
 def test_calc_retrieval_metrics_rr(registry: Registry) -> None:
     rr = RetrievalResults.from_embeddings(embeddings_2d(), LineDataset(), n_items=3)
     metrics = calc_retrieval_metrics_rr(
@@ -407,3 +529,33 @@ def test_ddp_sync_gathers_every_process(tmp_path) -> None:
     expected = flatten_metrics(single.compute_metrics())
     for rank in (0, 1):
         assert json.loads((tmp_path / f"rank{rank}.json").read_text()) == pytest.approx(expected)
+
+
+@pytest.mark.parametrize(
+    ("dataset_args", "metric_args"),
+    [
+        ({"with_categories": True}, {}),
+        ({"with_categories": True}, {"return_only_overall_category": True}),
+        (
+            {"with_categories": False, "label2category": {"A": "cat_a", "B": "cat_b"}},
+            {"fmr_vals": (0.1, 0.5)},
+        ),
+        ({"with_categories": False}, {"recall_top_k": (2,), "pcf_variance": ()}),
+    ],
+)
+def test_metric_keys_are_the_keys_compute_metrics_returns(registry, dataset_args, metric_args) -> None:
+    metric = make_metric(registry, dataset=LineDataset(**dataset_args), **metric_args)
+    keys = metric.metric_keys()  # before anything is collected
+    assert sorted(keys) == sorted(flatten_metrics(run(metric)))
+    assert "OVERALL/cmc/3" in keys and "OVERALL/map/4" in keys
+
+
+def test_metric_keys_by_hand(registry) -> None:
+    metric = EmbeddingMetrics(
+        LineDataset(), cmc_top_k=(1,), precision_top_k=(), map_top_k=(5,), fmr_vals=(0.1,), registry=registry
+    )
+    assert metric.metric_keys() == [
+        f"{group}/{name}"
+        for group in ("OVERALL", "x", "y")
+        for name in ("cmc/1", "map/5", "fnmr@fmr/0.1", "pcf/0.5")
+    ]

@@ -22,6 +22,7 @@ from oml_core.inference import (
     inference_on_images,
     model_device,
 )
+from oml_core.inference.cache import CACHE_FORMAT, CACHE_MARKER, NotAnEmbeddingsCacheError
 from oml_core.registry import ConfigError
 from oml_core.utils.images import imread_pil
 from oml_core.utils.misc_torch import pairwise_dist
@@ -251,13 +252,6 @@ def test_the_cache_file_is_written_read_back_and_recomputed_when_stale(
     assert n_images == 192 and not torch.allclose(updated, computed)
     assert run()[1] == 0  # the file now holds the new key
 
-    cache.write_bytes(b"not a torch file")
-    with pytest.warns(UserWarning, match=re.escape(f"{cache}: unreadable embeddings cache")):
-        recomputed, n_images = run()
-    assert n_images == 192
-    torch.testing.assert_close(recomputed, updated, atol=1e-5, rtol=0)
-    assert run()[1] == 0
-
     other_root = tmp_path / "dataset"  # the same dataframe in another folder: another key
     other_root.mkdir()
     (other_root / "images").symlink_to(mock_root / "images", target_is_directory=True)
@@ -268,6 +262,100 @@ def test_the_cache_file_is_written_read_back_and_recomputed_when_stale(
     pd.read_csv(mock_root / "df.csv").iloc[::-1].to_csv(other_root / "df.csv", index=False)  # other bytes
     with pytest.warns(UserWarning, match=re.escape(str(cache))):
         assert run(root=other_root)[1] == 192
+
+
+def foreign_files(tmp_path: Path) -> dict[str, bytes]:
+    """Files that are not embeddings caches: a model checkpoint, a text file, a torch file of a tensor, a
+    truncated cache, and a dict of a key and embeddings with more entries."""
+    checkpoint = tmp_path / "checkpoint.pt"
+    torch.save(make_extractor(seed=1).state_dict(), checkpoint)
+    other_dict = tmp_path / "other_dict.pt"
+    torch.save({"key": "k", "embeddings": torch.zeros(192, 4), "optimizer": {}}, other_dict)
+    tensor = tmp_path / "tensor.pt"
+    torch.save(torch.zeros(192, 4), tensor)
+    return {
+        "state dict": checkpoint.read_bytes(),
+        "text": b"not a torch file\n",
+        "tensor": tensor.read_bytes(),
+        "dict": other_dict.read_bytes(),
+    }
+
+
+def test_a_file_that_is_not_an_embeddings_cache_is_never_overwritten(
+    tmp_path, mock_root, extractor, transform
+) -> None:
+    counting = Counting(extractor)
+    cache = tmp_path / "model.pt"
+    files = foreign_files(tmp_path)
+    # a cache truncated by something else than oml (oml writes atomically): not readable as one either
+    inference_on_dataframe(mock_root, "df.csv", extractor, transform, output_cache_path=tmp_path / "full.pt")
+    files["truncated cache"] = (tmp_path / "full.pt").read_bytes()[:1000]
+    expected_reason = {
+        "state dict": "it holds a dict of 120 entries: model.bn1.bias, model.bn1.num_batches_tracked, "
+        "model.bn1.running_mean, model.bn1.running_var, model.bn1.weight, ...",
+        "text": "cannot be read as one: UnpicklingError: ",
+        "tensor": "it holds a Tensor",
+        "dict": "it holds a dict of 3 entries: embeddings, key, optimizer",
+        "truncated cache": "cannot be read as one: ",
+    }
+    for what, content in files.items():
+        cache.write_bytes(content)
+        with pytest.raises(NotAnEmbeddingsCacheError) as error:
+            inference_on_dataframe(mock_root, "df.csv", counting, transform, output_cache_path=cache)
+        message = str(error.value)
+        assert message.startswith(
+            f"{cache} exists and is not an oml embeddings cache ({expected_reason[what]}"
+        ), what
+        assert message.endswith(
+            "; it was left untouched: choose another cache path, or delete the file if it is a damaged cache"
+        )
+        assert isinstance(error.value, FileExistsError)
+        assert cache.read_bytes() == content, what  # not a byte changed
+        assert counting.n_images == 0  # refused before the extractor ran
+        assert sorted(path.name for path in tmp_path.iterdir() if path.name.startswith(".")) == []
+
+    folder = tmp_path / "folder.pt"
+    folder.mkdir()
+    with pytest.raises(
+        NotAnEmbeddingsCacheError, match=re.escape(f"{folder} exists and is not an oml embeddings")
+    ):
+        inference_on_dataframe(mock_root, "df.csv", counting, transform, output_cache_path=folder)
+    assert counting.n_images == 0 and list(folder.iterdir()) == []
+
+
+def test_a_stale_cache_is_replaced_atomically(tmp_path, mock_root, extractor, transform, monkeypatch) -> None:
+    cache = tmp_path / "embeddings.pt"
+    old = {"key": "an older key", "embeddings": torch.ones(192, 3)}  # the format before the marker: a cache
+    torch.save(old, cache)
+    counting = Counting(extractor)
+    with pytest.warns(
+        UserWarning, match=re.escape(f"{cache}: the embeddings cache was written for other data")
+    ):
+        emb_train, emb_val, _, _ = inference_on_dataframe(
+            mock_root, "df.csv", counting, transform, output_cache_path=cache
+        )
+    assert counting.n_images == 192
+    written = torch.load(cache, weights_only=True)
+    assert written["format"] == CACHE_MARKER and written["version"] == CACHE_FORMAT
+    assert torch.equal(written["embeddings"], torch.cat([emb_train, emb_val]))
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["embeddings.pt"]  # no temporary file left
+
+    # a crash while the new cache is written leaves the old one whole, and no temporary file
+    before = cache.read_bytes()
+    real_save = torch.save
+
+    def crash(obj, file, *args, **kwargs):
+        real_save(obj, file, *args, **kwargs)
+        file.truncate(100)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("oml_core.inference.cache.torch.save", crash)
+    with pytest.warns(UserWarning, match="another key"), pytest.raises(KeyboardInterrupt):
+        inference_on_dataframe(
+            mock_root, "df.csv", counting, get_normalisation_resize(40), output_cache_path=cache
+        )
+    assert cache.read_bytes() == before
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["embeddings.pt"]
 
 
 def test_the_cache_key_depends_on_the_transforms(tmp_path, mock_root, extractor) -> None:

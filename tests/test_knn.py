@@ -377,6 +377,98 @@ def test_memory_budget_bounds_every_block() -> None:
     assert knn.default_memory_budget(torch.device("meta")) == knn.KNN_MEMORY_BUDGET_ACCELERATOR
 
 
+# ------------------------------------------------------------------------------- precision, overflow
+def half_case(dtype: torch.dtype) -> torch.Tensor:
+    """Embeddings of magnitude ~300 in ``dtype``: their squared distances (~1e5 and more) overflow float16."""
+    x, _, _ = random_case(seed=21, n=90, dim=8)
+    return (x * 300).to(dtype)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("distance", ["l2", "cosine"])
+@pytest.mark.parametrize("blocking", [(None, None), (7, 5 * 7 * 11)])
+def test_half_precision_embeddings_give_exactly_their_float32_results(
+    dtype: torch.dtype, distance: str, blocking: tuple[int | None, int | None]
+) -> None:
+    x = half_case(dtype)
+    if dtype == torch.float16:  # what a float16 computation would give: no distance at all
+        assert torch.isinf(((x[0] - x[1]) ** 2).sum())
+    _, labels, sequence = random_case(seed=21, n=90, dim=8)
+    chunk_size, budget = blocking
+    ids, ids_gallery = torch.arange(90), torch.arange(10, 90, 2)
+    for ids_query, gallery in ((ids, ids), (ids[:40], ids_gallery)):
+        result = search_knn(x, ids_query, gallery, 6, labels, sequence, distance, chunk_size, budget)
+        as_float = search_knn(
+            x.float(), ids_query, gallery, 6, labels, sequence, distance, chunk_size, budget
+        )
+        assert result.distances.values.dtype == torch.float32
+        assert torch.equal(result.distances.values, as_float.distances.values)
+        assert [r.tolist() for r in result.retrieved_ids] == [r.tolist() for r in as_float.retrieved_ids]
+        assert [g.tolist() for g in result.gt_ids] == [g.tolist() for g in as_float.gt_ids]
+        # and the exact values: the float64 reference on the same (float16-rounded) values
+        expected = naive_from_ids(x.double(), ids_query, gallery, 6, labels, sequence, distance)
+        assert_matches(result, expected, atol=1e-3 if distance == "l2" else 1e-5)
+    blocks_qg = {"distance": distance, "chunk_size": chunk_size, "memory_budget": budget}
+    qg = search_knn_qg(x[:30], x[30:], 4, **blocks_qg)
+    qg_float = search_knn_qg(x[:30].float(), x[30:].float(), 4, **blocks_qg)
+    assert torch.equal(qg.distances.values, qg_float.distances.values)
+    assert torch.equal(qg.retrieved_ids.values, qg_float.retrieved_ids.values)
+    blocks = list(iter_distance_blocks(x, ids, ids, distance, chunk_size=chunk_size, memory_budget=budget))
+    assert {block.distances.dtype for block in blocks} == {torch.float32}
+
+
+def test_distances_that_overflow_float32_name_the_query_and_the_gallery_item() -> None:
+    x, labels, _ = random_case(seed=22, n=10, dim=4)
+    x[6] = 1e19  # |x_6|^2 = 4e38 > 3.4e38: every distance of row 6 overflows float32
+    pattern = (
+        r"the l2 distance between query 1 \(row 6 of embeddings\) and gallery item 0 \(row 0 of embeddings\) "
+        r"is not finite in float32 \(inf\): the embeddings are too large \(their largest entries are 1e\+19 "
+        r"and [0-9.]+\); scale them down"
+    )
+    with pytest.raises(knn.NonFiniteDistanceError, match=pattern):
+        search_knn(x, torch.tensor([3, 6, 8]), torch.tensor([0, 1, 2]), 2, labels)
+    with pytest.raises(
+        ValueError, match=r"between query 0 \(row 3 of embeddings\) and gallery item 1 \(row 6 of"
+    ):
+        search_knn(x, torch.tensor([3, 8]), torch.tensor([0, 6, 1]), 2)
+    with pytest.raises(ValueError, match=r"query 0 \(row 0 of embeddings\) and gallery item 6 \(row 6 of"):
+        search_knn(x, torch.arange(10), torch.arange(10), 3)  # symmetric: row 6 is first met as a column
+    with pytest.raises(
+        ValueError, match=r"query 0 \(row 0 of embeddings_query\) and gallery item 1 \(row 1 of "
+    ):
+        search_knn_qg(x[:2], x[5:8], 2)
+    with pytest.raises(knn.NonFiniteDistanceError, match="row 6 of embeddings"):  # all the pairs, for fnmr
+        list(iter_distance_blocks(x, torch.arange(10), torch.arange(10), chunk_size=3))
+
+    big, _, _ = random_case(seed=23, n=40, dim=8)
+    with pytest.raises(knn.NonFiniteDistanceError, match="is not finite in float32"):
+        search_knn(big * 1e19, torch.arange(40), torch.arange(40), 5)
+    ids, big64 = (
+        torch.arange(40),
+        big.double() * 1e19,
+    )  # float64 embeddings keep their dtype, which holds them
+    result = search_knn(big64, ids, ids, 5)
+    assert result.distances.values.dtype == torch.float64
+    assert_matches(result, naive_from_ids(big64, ids, ids, 5), atol=1e8)  # distances ~4e19: 1e-11 relative
+    # cosine distances do not overflow: those of the scaled embeddings are those of the embeddings
+    cosine, scaled = (
+        search_knn(big, ids, ids, 5, distance="cosine"),
+        search_knn(big * 1e19, ids, ids, 5, distance="cosine"),
+    )
+    assert torch.equal(cosine.retrieved_ids.values, scaled.retrieved_ids.values)
+    torch.testing.assert_close(cosine.distances.values, scaled.distances.values, atol=1e-6, rtol=0)
+
+
+def test_large_but_finite_distances_are_computed() -> None:
+    """Squared norms above max / 8 (4.3e37) make the blocks checked; their finite distances are kept."""
+    x = torch.tensor([[7e18, 0.0], [0.0, 7e18], [0.0, 0.0]])
+    result = search_knn(x, torch.arange(3), torch.arange(3), 2)
+    assert [r.tolist() for r in result.retrieved_ids] == [[2, 1], [2, 0], [0, 1]]
+    expected = [[7e18, 7e18 * math.sqrt(2)], [7e18, 7e18 * math.sqrt(2)], [7e18, 7e18]]
+    for actual, row in zip(result.distances, expected):
+        np.testing.assert_allclose(actual.numpy(), row, rtol=1e-6)
+
+
 # --------------------------------------------------------------------------------------- bad inputs
 def test_bad_inputs_are_rejected_with_clear_messages() -> None:
     x, labels, sequence = random_case(seed=8, n=10)

@@ -11,6 +11,7 @@ import pytest
 import torch
 from torch import FloatTensor, LongTensor
 
+from oml_core.functional.knn import NonFiniteDistanceError
 from oml_core.interfaces.datasets import (
     IBaseDataset,
     ILabeledDataset,
@@ -374,6 +375,69 @@ def test_other_invalid_inputs() -> None:
         RetrievalResults(
             [FloatTensor([0.1]), FloatTensor([float("nan")])], [LongTensor([0]), LongTensor([0])]
         )
+
+
+# ---------------------------------------------------------------- precision, overflow, empty splits
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("distance", ["l2", "cosine"])
+def test_half_precision_embeddings_retrieve_as_their_float32_values(
+    dtype: torch.dtype, distance: str
+) -> None:
+    embeddings, dataset = random_dataset(seed=7, with_sequence=True)
+    half = (embeddings * 300).to(dtype)  # squared distances of ~1e5: beyond float16's 65504
+    rr = RetrievalResults.from_embeddings(half, dataset, n_items=5, distance=distance, chunk_size=4)
+    as_float = RetrievalResults.from_embeddings(
+        half.float(), dataset, n_items=5, distance=distance, chunk_size=4
+    )
+    assert (
+        torch.equal(rr.distances.values, as_float.distances.values)
+        and rr.distances.values.dtype == torch.float32
+    )
+    assert torch.equal(rr.retrieved_ids.values, as_float.retrieved_ids.values)
+    assert rr.n_gts == as_float.n_gts
+    assert_same_as_naive(rr, naive_retrieval(half.float(), dataset, 5, distance))
+    assert min(len(r) for r in rr.retrieved_ids) > 0
+
+
+def six_items() -> tuple[torch.Tensor, FakeQGDataset]:
+    """Queries: items 0, 2, 3; gallery: items 1, 2, 4, 5."""
+    dataset = FakeQGDataset(
+        labels=[0, 0, 1, 1, 0, 1],
+        is_query=[True, False, True, True, False, False],
+        is_gallery=[False, True, True, False, True, True],
+    )
+    return torch.arange(12, dtype=torch.float32).view(6, 2), dataset
+
+
+def test_embeddings_too_large_for_float32_name_the_query_and_the_gallery_item() -> None:
+    embeddings, dataset = six_items()
+    embeddings[3] = torch.tensor([2e19, 1e19])  # query 2: its squared norm (5e38) overflows float32
+    with pytest.raises(
+        NonFiniteDistanceError,
+        match=r"^the l2 distance between query 2 \(row 3 of embeddings\) and gallery item 0 \(row 1 of "
+        r"embeddings\) is not finite in float32",
+    ):
+        RetrievalResults.from_embeddings(embeddings, dataset, n_items=2)
+    embeddings[3] = float("nan")
+    with pytest.raises(ValueError, match="embeddings must be finite, row 3 is not"):
+        RetrievalResults.from_embeddings(embeddings, dataset, n_items=2)
+
+
+def test_a_dataset_without_queries_or_gallery_items_is_an_error() -> None:
+    embeddings, dataset = six_items()
+    dataset.df["is_query"] = False
+    with pytest.raises(
+        ValueError,
+        match=r"^the dataset \(FakeQGDataset\) has no queries \(is_query is False for every row\)$",
+    ):
+        RetrievalResults.from_embeddings(embeddings, dataset)
+    dataset.df["is_query"], dataset.df["is_gallery"] = True, False
+    with pytest.raises(ValueError, match=r"has no gallery items \(is_gallery is False for every row\)"):
+        RetrievalResults.from_embeddings(embeddings, dataset)
+    with pytest.raises(ValueError, match="dataset_query is empty: there are no queries"):
+        RetrievalResults.from_embeddings_qg(embeddings[:0], embeddings, NoLabels(0), NoLabels(6))
+    with pytest.raises(ValueError, match="dataset_gallery is empty: there are no gallery items"):
+        RetrievalResults.from_embeddings_qg(embeddings, embeddings[:0], NoLabels(6), NoLabels(0))
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")

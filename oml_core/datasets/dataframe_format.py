@@ -8,6 +8,10 @@ Required columns: ``label`` (integers), ``path`` (global, or relative to a ``dat
 
 Rows are named by their 0-based position in the dataframe (for a csv file: the data row, the header not
 counted).
+
+Besides the errors of :func:`check_retrieval_dataframe_format`, :func:`dataframe_warnings` tells what is
+allowed but likely a mistake: a label with several categories, an image (and box) on several rows
+(:func:`check_duplicated_paths`), labels in both splits (:func:`check_train_validation_overlap`).
 """
 
 from __future__ import annotations
@@ -273,6 +277,15 @@ def _query_gallery_problems(
         problems.append(
             row_problem(f"columns '{IS_QUERY_COLUMN}', '{IS_GALLERY_COLUMN}'", what, neither, None)
         )
+    n_val = int(is_val.sum())
+    for flags, items, column in ((q, "queries", IS_QUERY_COLUMN), (g, "gallery items", IS_GALLERY_COLUMN)):
+        if n_val and not flags.any():
+            problems.append(
+                f"the validation split has no {items} ({column} is False on every one of its {n_val} rows): "
+                "its metrics would be undefined"
+            )
+    if n_val and not g.any():
+        return problems  # every query would also be named as lacking a gallery item of its label
     gallery_per_label = pd.Series(g.astype(np.int64)).groupby(labels.to_numpy()).sum()
     others = labels.map(gallery_per_label).fillna(0).to_numpy() - (q & g)
     lonely = q & (others <= 0)
@@ -315,16 +328,96 @@ def _optional_columns(df: pd.DataFrame, problems: list[str]) -> None:
                 problems.append(row_problem(f"column {column!r}", "an empty value", missing, None))
 
 
-def _warn_label_categories(df: pd.DataFrame, source: str) -> None:
+def _shown_values(values: Sequence[object]) -> str:
+    """``"3, 5, 8"`` or ``"3, 5, 8, 11, 12 and 4 more"``: the first few of ``values``."""
+    shown = ", ".join(_value_text(v) for v in list(values)[:_N_ROWS_SHOWN])
+    return shown + (f" and {len(values) - _N_ROWS_SHOWN} more" if len(values) > _N_ROWS_SHOWN else "")
+
+
+def _label_categories_warnings(df: pd.DataFrame) -> list[str]:
+    if CATEGORIES_COLUMN not in df.columns:
+        return []
     n_categories = df.groupby(LABELS_COLUMN)[CATEGORIES_COLUMN].nunique()
     several = n_categories[n_categories > 1]
-    if len(several):
-        shown = ", ".join(str(v) for v in several.index[:_N_ROWS_SHOWN].tolist())
-        warnings.warn(
-            f"{source}: {len(several)} label(s) have several categories (labels {shown}); the datasets map "
-            f"each label to one of them (get_label2category)",
-            stacklevel=3,
-        )
+    if not len(several):
+        return []
+    return [
+        f"{len(several)} label(s) have several categories (labels {_shown_values(several.index.tolist())}); the "
+        "datasets map each label to one of them (get_label2category)"
+    ]
+
+
+def check_duplicated_paths(df: pd.DataFrame) -> list[str]:
+    """Warnings (not errors) about rows that repeat the image of an earlier row: the same ``path`` (compared
+    after ``os.path.normpath``) and, when the dataframe has boxes, the same box (several boxes of one image are
+    fine). Such an image counts twice: in the validation split, as its own closest match.
+
+    Args:
+        df: A dataframe in OML's format (checked by :func:`check_retrieval_dataframe_format`).
+
+    Returns:
+        ``[]``, or one message naming the repeated rows (0-based, see the module's docstring), each with its
+        path and the earlier row it repeats: ``"column 'path': a path already on an earlier row at row 5
+        ('a.jpg', as row 2)"``.
+    """
+    paths = df[PATHS_COLUMN].map(lambda p: os.path.normpath(str(p)))
+    columns = [PATHS_COLUMN] + [c for c in BBOXES_COLUMNS if c in df.columns]
+    keys = pd.concat([paths, df[columns[1:]].astype(str)], axis=1)
+    repeated = keys.duplicated(keep="first").to_numpy()
+    if not repeated.any():
+        return []
+    codes = keys.groupby(columns, sort=False, dropna=False).ngroup().to_numpy()
+    _, first_row = np.unique(codes, return_index=True)
+    shown = pd.Series(
+        [
+            _Raw(f"{_value_text(path)}, as row {first_row[code]}")
+            for path, code in zip(df[PATHS_COLUMN], codes)
+        ]
+    )
+    if len(columns) == 1:
+        return [row_problem(f"column {PATHS_COLUMN!r}", "a path already on an earlier row", repeated, shown)]
+    names = ", ".join(f"'{c}'" for c in columns)
+    return [row_problem(f"columns {names}", "a path and box already on an earlier row", repeated, shown)]
+
+
+def check_train_validation_overlap(df: pd.DataFrame) -> list[str]:
+    """Warnings (not errors) about labels that are in both the train and the validation split: validation then
+    measures the retrieval of classes seen in training, not of new ones (OML's usual protocol has disjoint
+    classes; a deliberate "seen classes" validation may ignore the warning).
+
+    Args:
+        df: A dataframe in OML's format (checked by :func:`check_retrieval_dataframe_format`).
+
+    Returns:
+        ``[]``, or one message with how many labels are shared and the first few of them (ascending).
+    """
+    is_val = (df[SPLIT_COLUMN] == "validation").to_numpy()
+    labels = df[LABELS_COLUMN]
+    shared = sorted(set(labels[~is_val].tolist()) & set(labels[is_val].tolist()))
+    if not shared:
+        return []
+    return [
+        f"{len(shared)} label(s) are in both the train and the validation split (labels "
+        f"{_shown_values(shared)}): the validation measures the retrieval of classes seen in training"
+    ]
+
+
+def dataframe_warnings(df: pd.DataFrame, source: str = "the dataframe") -> list[str]:
+    """Everything about a dataframe in OML's format that is allowed but likely a mistake, as messages that
+    start with ``source``: a label with several categories, repeated images (:func:`check_duplicated_paths`),
+    labels in both splits (:func:`check_train_validation_overlap`). The pipelines warn or log them;
+    :func:`check_retrieval_dataframe_format` warns them (``verbose=True``).
+
+    Args:
+        df: A dataframe in OML's format (checked by :func:`check_retrieval_dataframe_format`).
+        source: How the messages name the dataframe (for a file: its path, quoted).
+    """
+    found = [
+        *_label_categories_warnings(df),
+        *check_duplicated_paths(df),
+        *check_train_validation_overlap(df),
+    ]
+    return [f"{source}: {message}" for message in found]
 
 
 def _summary(df: pd.DataFrame, source: str) -> str:
@@ -364,7 +457,8 @@ def check_retrieval_dataframe_format(
             absolute (or relative to the working directory).
         sep: The separator of the ``.csv`` file (unused for a DataFrame).
         verbose: Print a short summary (rows, labels, queries, gallery items per split) when the dataframe
-            is fine, and warn when a label has several categories.
+            is fine, and warn the :func:`dataframe_warnings` (a label with several categories, an image on
+            several rows, labels in both splits).
 
     Raises:
         FileNotFoundError: ``df`` is a path that does not exist.
@@ -373,9 +467,10 @@ def check_retrieval_dataframe_format(
             file (for a path), and lists every problem found with its column(s) and the first offending rows:
             missing required columns, no rows, empty or non-integer labels, a split other than ``train`` or
             ``validation``, ``is_query`` or ``is_gallery`` set on a train row, empty or non-boolean on a
-            validation row, a validation row neither query nor gallery, a query whose label has no other
-            gallery item, incomplete, non-integer, negative or inverted bounding boxes, empty ``category`` or
-            ``sequence`` values, empty paths and paths with no file (with how many are missing).
+            validation row, a validation row neither query nor gallery, a validation split (with rows) with no
+            query or no gallery item, a query whose label has no other gallery item, incomplete, non-integer,
+            negative or inverted bounding boxes, empty ``category`` or ``sequence`` values, empty paths and
+            paths with no file (with how many are missing).
     """
     df, source = _read(df, sep)
     _check(df, source, dataset_root, verbose)
@@ -429,8 +524,8 @@ def _check(df: pd.DataFrame, source: str, dataset_root: Path | str | None, verbo
         )
 
     if verbose:
-        if CATEGORIES_COLUMN in df.columns:
-            _warn_label_categories(df, source)
+        for message in dataframe_warnings(df, source):
+            warnings.warn(message, stacklevel=3)
         print(_summary(df, source))
 
 
@@ -451,7 +546,10 @@ __all__ = [
     "X2_COLUMN",
     "Y1_COLUMN",
     "Y2_COLUMN",
+    "check_duplicated_paths",
     "check_retrieval_dataframe_format",
+    "check_train_validation_overlap",
+    "dataframe_warnings",
     "format_rows",
     "parse_bboxes",
     "parse_bool_column",

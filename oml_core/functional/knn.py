@@ -12,6 +12,13 @@ right of the diagonal stand for their transposes too (*mirrored* blocks), so the
 
 A gallery item is *ignored* for a query (never retrieved, never a ground truth, never a pair) when it is the
 same dataset item or, given sequence ids, when it shares the query's sequence.
+
+Precision: the distances are computed in float32 for narrower embeddings (float16, bfloat16: the squared
+distances of float16 embeddings of magnitude ~300 already overflow float16), strip by strip and tile by tile,
+so no float32 copy of the embeddings is made; float32 and float64 embeddings keep their dtype
+(:func:`compute_dtype`). Distances that still overflow (float32 embeddings of magnitude ~1e19) are an error,
+:class:`NonFiniteDistanceError`, naming the query and the gallery item: the blocks are checked whenever the
+rows' squared norms do not rule an overflow out, which costs nothing for embeddings of ordinary magnitude.
 """
 
 from __future__ import annotations
@@ -25,6 +32,7 @@ from torch import BoolTensor, LongTensor, Tensor
 from tqdm.auto import tqdm
 
 from oml_core.utils.misc_torch import (
+    ROWS_CHUNK,
     cosine_dist_mm,
     cosine_factors,
     inverse_norms,
@@ -57,16 +65,60 @@ SCAN_GROUP = 8
 SYMMETRIC_FIRST_ROWS = 512
 
 
+class NonFiniteDistanceError(ValueError):
+    """A distance between a query and a gallery item is not finite in the dtype it is computed in (the
+    embeddings are too large for it); the message names the query and the gallery item, by their positions and
+    their rows of the embeddings."""
+
+
+def compute_dtype(dtype: torch.dtype) -> torch.dtype:
+    """The dtype that the distances of embeddings of ``dtype`` are computed in: float32 for narrower floats
+    (float16, bfloat16) and for integers, else ``dtype`` itself (float32, float64)."""
+    return torch.promote_types(dtype, torch.float32)
+
+
+def _name(dtype: torch.dtype) -> str:
+    """``"float32"`` for ``torch.float32``."""
+    return str(dtype).removeprefix("torch.")
+
+
+def _inverse_norms(x: Tensor) -> Tensor:
+    """:func:`~oml_core.utils.misc_torch.inverse_norms`, also right for the rows whose norm overflows ``x``'s
+    dtype although their entries are finite (``1e19`` in float32): those are divided by their largest entry
+    first (their inverse norm is then tiny but not ``0``, which would make all their distances ``1``)."""
+    inv = inverse_norms(x)
+    overflown = (inv == 0).nonzero().squeeze(1)
+    if len(overflown):
+        rows = x.index_select(0, overflown)
+        scale = rows.abs().amax(dim=1)
+        inv[overflown] = inverse_norms(rows / scale[:, None]) / scale
+    return inv
+
+
 class _DistanceKind(NamedTuple):
     stats: Callable[[Tensor], Tensor]  # [n, d] -> [n], a per-row statistic computed once
     factors: Callable[..., Tensor]  # (x, query, stats, out) -> factors whose products are "raw" distances
     to_distance: Callable[[Tensor], Tensor]  # raw values (e.g. squared l2) -> distances, in place
     function: Callable[[Tensor, Tensor], Tensor]  # the pairwise distance itself
+    # (stats, dtype) -> [n] rows whose raw values with any other such row are certainly finite (the others'
+    # blocks are checked); None: the raw values are always finite
+    bounded: Callable[[Tensor, torch.dtype], Tensor] | None
+
+
+def _l2_bounded(squared: Tensor, dtype: torch.dtype) -> Tensor:
+    # every partial sum of [-2a, |a|^2, 1] . [b, 1, |b|^2] is at most (|a| + |b|)^2 <= 4 max(|a|^2, |b|^2)
+    # in magnitude, which stays finite (with room for rounding) when both squared norms are below max / 8
+    return squared < torch.finfo(dtype).max / 8
 
 
 DISTANCES: dict[str, _DistanceKind] = {
-    "l2": _DistanceKind(squared_norms, l2_factors, lambda v: v.clamp_(min=0.0).sqrt_(), l2_dist_mm),
-    "cosine": _DistanceKind(inverse_norms, cosine_factors, lambda v: v.clamp_(0.0, 2.0), cosine_dist_mm),
+    "l2": _DistanceKind(
+        squared_norms, l2_factors, lambda v: v.clamp_(min=0.0).sqrt_(), l2_dist_mm, _l2_bounded
+    ),
+    # the factors of a row are its entries times its inverse norm, of magnitude at most 1: never an overflow
+    "cosine": _DistanceKind(
+        _inverse_norms, cosine_factors, lambda v: v.clamp_(0.0, 2.0), cosine_dist_mm, None
+    ),
 }
 
 
@@ -160,7 +212,7 @@ def _check_embeddings(embeddings: Tensor, name: str) -> Tensor:
         embeddings = embeddings.float()
     # every entry is finite when every row's sum is (20x faster to check than isfinite(x).all(1)); a sum that
     # overflows on finite entries is told apart by the exact check, which runs only then
-    if bool(torch.isfinite(embeddings.sum(dim=1)).all()):
+    if bool(torch.isfinite(embeddings.sum(dim=1, dtype=compute_dtype(embeddings.dtype))).all()):
         return embeddings
     finite = torch.isfinite(embeddings).all(dim=1)
     if not bool(finite.all()):
@@ -202,10 +254,30 @@ def _spans(start: int, stop: int, size: int) -> list[slice]:
     return [slice(a, min(a + size, stop)) for a in range(start, stop, size)]
 
 
+class _RowNames(NamedTuple):
+    """How the error messages name a query and a gallery item: their position and the row of the embeddings
+    given by the caller that they are."""
+
+    query_rows: LongTensor | None  # [Q] the row of every query (None: its position)
+    gallery_rows: LongTensor | None  # [G] the row of every gallery item (None: its position)
+    query_source: str  # the name of the caller's embeddings of the queries
+    gallery_source: str
+
+    def query(self, position: int) -> str:
+        row = position if self.query_rows is None else int(self.query_rows[position])
+        return f"query {position} (row {row} of {self.query_source})"
+
+    def gallery(self, position: int) -> str:
+        row = position if self.gallery_rows is None else int(self.gallery_rows[position])
+        return f"gallery item {position} (row {row} of {self.gallery_source})"
+
+
 class _Search:
     """Queries and gallery of one search: embeddings, ignore keys (equal keys: ignored pair), distance and the
     block layout. The queries are ``x_query[ids_query]`` (``x_query`` itself when ``ids_query`` is ``None``),
-    gathered strip by strip; the gallery is ``x_gallery`` ``[G, d]``."""
+    gathered strip by strip; the gallery is ``x_gallery`` ``[G, d]``. The distances are computed in
+    :func:`compute_dtype` of the gallery's dtype (narrower rows are converted strip by strip, tile by tile);
+    ``names`` names the rows in error messages."""
 
     def __init__(
         self,
@@ -218,6 +290,7 @@ class _Search:
         chunk_size: int | None,
         memory_budget: int | None,
         symmetric: bool,
+        names: _RowNames,
     ) -> None:
         _check_positive(chunk_size, "chunk_size")
         _check_positive(memory_budget, "memory_budget")
@@ -226,6 +299,9 @@ class _Search:
                 f"queries and gallery embeddings differ in dimension: {x_query.shape[1]} != {x_gallery.shape[1]}"
             )
         self.kind = _distance_kind(distance)
+        self.distance = distance
+        self.dtype = compute_dtype(x_gallery.dtype)
+        self.names = names
         self.x_query, self.ids_query, self.x_gallery = x_query, ids_query, x_gallery
         self.keys_query, self.keys_gallery = keys_query, keys_gallery
         self.symmetric = symmetric
@@ -270,19 +346,68 @@ class _Search:
         rows, positions = rows[keep], positions[keep]
         return Ragged(positions.cpu(), torch.bincount(rows, minlength=self.n_query).cpu())
 
+    def _query_rows(self, rows: slice) -> Tensor:
+        """The embeddings of the queries ``rows`` (positions), in the search's dtype."""
+        x_rows = self.x_query[rows] if self.ids_query is None else self.x_query[self.ids_query[rows]]
+        return x_rows.to(self.dtype)
+
+    def _bounded(self, stats: Tensor) -> bool:
+        """Whether the raw values of the rows with the statistics ``stats`` are certainly finite (with those of
+        any other such rows): then their blocks need no check."""
+        return self.kind.bounded is None or bool(self.kind.bounded(stats, self.dtype).all())
+
+    def _check_finite(
+        self, raw: Tensor, rows: slice, cols: slice, ignored: tuple[LongTensor, LongTensor]
+    ) -> None:
+        """Raise :class:`NonFiniteDistanceError` naming the first query and gallery item of the block ``raw``
+        (queries ``rows``, gallery items ``cols``) whose value is not finite, but for the ``ignored`` pairs."""
+        finite = torch.isfinite(raw)
+        finite[ignored] = True
+        if bool(finite.all()):
+            return
+        i, j = ((~finite).nonzero()[0]).tolist()
+        value = float(raw[i, j])
+        largest = (
+            float(self._query_rows(slice(rows.start + i, rows.start + i + 1)).abs().max()),
+            float(self.x_gallery[cols.start + j].abs().max()),
+        )
+        raise NonFiniteDistanceError(
+            f"the {self.distance} distance between {self.names.query(rows.start + i)} and "
+            f"{self.names.gallery(cols.start + j)} is not finite in {_name(self.dtype)} ({value}): the "
+            f"embeddings are too large (their largest entries are {largest[0]:g} and {largest[1]:g}); scale "
+            "them down, e.g. normalise them"
+        )
+
+    def _gallery_stats(self) -> Tensor:
+        """The gallery's statistics, in the search's dtype (narrower rows converted chunk by chunk)."""
+        x, stats = self.x_gallery, self.kind.stats
+        if x.dtype == self.dtype:
+            return stats(x)
+        if not len(x):
+            return x.new_zeros(0, dtype=self.dtype)
+        return torch.cat([stats(part.to(self.dtype)) for part in x.split(ROWS_CHUNK)])
+
     def blocks(self, verbose: bool = False, exact: bool = True) -> Iterator[_Block]:
         """The distance blocks, strip by strip; their tensors live in buffers reused by the next block.
-        ``exact=False``: the raw values of the factors' product (squared l2, unclamped) instead of distances."""
-        x_gallery, kind = self.x_gallery, self.kind
-        stats_gallery = kind.stats(x_gallery)
-        buffer = x_gallery.new_empty(self.max_block_elements())
+        ``exact=False``: the raw values of the factors' product (squared l2, unclamped) instead of distances.
+
+        Raises:
+            NonFiniteDistanceError: a distance is not finite in the search's dtype (checked block by block
+                unless the rows' statistics rule it out).
+        """
+        x_gallery, kind, dtype = self.x_gallery, self.kind, self.dtype
+        stats_gallery = self._gallery_stats()
+        gallery_bounded = self._bounded(stats_gallery)
+        buffer = x_gallery.new_empty(self.max_block_elements(), dtype=dtype)
         factors_buffer: Tensor | None = None
         for rows in tqdm(self.strips(), desc="kNN", disable=not verbose):
-            x_rows = self.x_query[rows] if self.ids_query is None else self.x_query[self.ids_query[rows]]
-            factors_rows = kind.factors(x_rows, True, kind.stats(x_rows))
+            x_rows = self._query_rows(rows)
+            stats_rows = kind.stats(x_rows)
+            check = not (gallery_bounded and self._bounded(stats_rows))
+            factors_rows = kind.factors(x_rows, True, stats_rows)
             if factors_buffer is None:
                 factors_buffer = x_gallery.new_empty(
-                    min(self.tile_columns, self.n_gallery), factors_rows.shape[1]
+                    min(self.tile_columns, self.n_gallery), factors_rows.shape[1], dtype=dtype
                 )
             local, positions = _expand(self.ignored_groups, rows)
             positions, order = torch.sort(positions)
@@ -290,16 +415,19 @@ class _Search:
             for cols, mirrored in self.tiles(rows):
                 n_cols = cols.stop - cols.start
                 factors_cols = kind.factors(
-                    x_gallery[cols], False, stats_gallery[cols], out=factors_buffer[:n_cols]
+                    x_gallery[cols].to(dtype), False, stats_gallery[cols], out=factors_buffer[:n_cols]
                 )
                 dist = torch.mm(
                     factors_rows, factors_cols.T, out=buffer[: len(x_rows) * n_cols].view(len(x_rows), n_cols)
                 )
-                if exact:
-                    kind.to_distance(dist)
                 bounds = torch.tensor([cols.start, cols.stop], device=positions.device)
                 lo, hi = torch.searchsorted(positions, bounds).tolist()
-                yield _Block(rows, cols, dist, mirrored, (local[lo:hi], positions[lo:hi] - cols.start))
+                ignored = (local[lo:hi], positions[lo:hi] - cols.start)
+                if check:
+                    self._check_finite(dist, rows, cols, ignored)
+                if exact:
+                    kind.to_distance(dist)
+                yield _Block(rows, cols, dist, mirrored, ignored)
 
 
 def _search_from_ids(
@@ -337,6 +465,7 @@ def _search_from_ids(
         chunk_size=chunk_size,
         memory_budget=memory_budget,
         symmetric=symmetric,
+        names=_RowNames(ids_query, ids_gallery, "embeddings", "embeddings"),
     )
     return search, ids_query, ids_gallery
 
@@ -349,7 +478,8 @@ class DistanceBlock:
     Attributes:
         query_positions: Rows: positions within ``ids_query``.
         gallery_positions: Columns: positions within ``ids_gallery``.
-        distances: ``[rows, cols]`` distances (``l2`` or ``cosine``), in the embeddings' float dtype.
+        distances: ``[rows, cols]`` distances (``l2`` or ``cosine``), in :func:`compute_dtype` of the
+            embeddings' dtype (float32 for float16 embeddings).
         ignore: ``[rows, cols]``, ``True`` for the pairs that never count: the same dataset item, or the same
             sequence.
         mirrored: ``True`` when the block ALSO stands for its transpose (the symmetric "1 vs rest" case: rows
@@ -405,6 +535,9 @@ def iter_distance_blocks(
     Raises:
         ValueError: ids out of range, per-item values of the wrong length, non-finite embeddings, an unknown
             distance, a non-positive chunk size or budget, or ``symmetric=True`` with different ids.
+        NonFiniteDistanceError: (a ``ValueError``, raised while iterating) a distance that is not finite in
+            the dtype it is computed in (see the module's docstring); the message names the query and the
+            gallery item.
     """
     search, _, _ = _search_from_ids(
         embeddings, ids_query, ids_gallery, distance, sequence_ids, chunk_size, memory_budget, symmetric
@@ -651,7 +784,7 @@ def _run(search: _Search, top_n: int, verbose: bool) -> tuple[Ragged, Ragged]:
         return Ragged.empty(search.n_query), Ragged.empty(search.n_query, torch.long)
     x = search.x_gallery
     k = min(top_n, search.n_gallery)
-    top = _RunningTopK(search.n_query, k, search.n_gallery, x.dtype, x.device)
+    top = _RunningTopK(search.n_query, k, search.n_gallery, search.dtype, x.device)
     for block in search.blocks(verbose, exact=False):
         block.distances[block.ignored] = float("inf")
         found = top.candidates(block.distances, block.rows.start, block.cols.start, block.mirrored)
@@ -696,8 +829,14 @@ def search_knn(
         symmetric: See :func:`iter_distance_blocks` (``None``: automatic).
         verbose: Set ``True`` to see a progress bar over strips.
 
+    Returns:
+        The distances in :func:`compute_dtype` of the embeddings' dtype: float32 for float16 or bfloat16
+        embeddings (their distances are computed in float32).
+
     Raises:
         ValueError: see :func:`iter_distance_blocks`; also a ``top_n`` that is not a positive integer.
+        NonFiniteDistanceError: (a ``ValueError``) a distance overflows (see the module's docstring); the
+            message names the query and the gallery item.
     """
     search, ids_query, ids_gallery = _search_from_ids(
         embeddings, ids_query, ids_gallery, distance, sequence_ids, chunk_size, memory_budget, symmetric
@@ -744,16 +883,19 @@ def search_knn_qg(
     else:
         keys_query = _per_item(sequence_query, "sequence_query", n_query, device)
         keys_gallery = _per_item(sequence_gallery, "sequence_gallery", n_gallery, device)
+    # one dtype for both sides: the wider one (float16 queries of a float32 gallery: float32)
+    dtype = torch.promote_types(x_query.dtype, x_gallery.dtype)
     search = _Search(
-        x_query.to(device=device, dtype=x_gallery.dtype),
+        x_query.to(device=device, dtype=dtype),
         None,
-        x_gallery,
+        x_gallery.to(dtype),
         keys_query,
         keys_gallery,
         distance,
         chunk_size,
         memory_budget,
         False,
+        _RowNames(None, None, "embeddings_query", "embeddings_gallery"),
     )
     distances, retrieved = _run(search, top_n, verbose)
     gt_ids = None
@@ -801,8 +943,10 @@ __all__ = [
     "KNN_MEMORY_BUDGET",
     "DistanceBlock",
     "KnnResult",
+    "NonFiniteDistanceError",
     "TDistance",
     "block_shape",
+    "compute_dtype",
     "default_memory_budget",
     "batched_knn",
     "get_distance_fn",

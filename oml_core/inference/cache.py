@@ -1,11 +1,17 @@
 """Cache files of embeddings (of :func:`~oml_core.inference.flat.inference_on_dataframe` and of the
 post-processing pipelines): the embeddings stored with the key of everything they were computed from, so that a
-stale file is never read."""
+stale file is never read.
+
+A cache file is a ``torch.save`` of ``{"format": CACHE_MARKER, "version": CACHE_FORMAT, "key": key,
+"embeddings": tensor}``. A file at the cache path that is not one (a checkpoint, a text file, anything that
+cannot be read as a cache) is never overwritten: :class:`NotAnEmbeddingsCacheError`. A cache written for
+another key is replaced, atomically (a temporary file in the same folder, flushed to disk, renamed into place),
+so that a crash never leaves a truncated cache.
+"""
 
 from __future__ import annotations
 
 import hashlib
-import os
 import warnings
 from collections.abc import Callable
 from pathlib import Path
@@ -14,8 +20,18 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
+from oml_core.utils.atomic import atomic_torch_save
+
 #: Bump when the content of the cache files changes meaning, so that older files are computed again.
 CACHE_FORMAT = 1
+#: The value under ``"format"`` that marks a file as an oml embeddings cache.
+CACHE_MARKER = "oml-core embeddings cache"
+#: The entries of the cache files written before :data:`CACHE_MARKER` (still recognised as caches).
+_LEGACY_ENTRIES = frozenset({"key", "embeddings"})
+
+
+class NotAnEmbeddingsCacheError(FileExistsError):
+    """The cache path holds something that is not an oml embeddings cache; it is left untouched."""
 
 
 def _update(digest: Any, part: bytes) -> None:
@@ -60,20 +76,60 @@ def embeddings_cache_key(dataframe_path: Path, extractor: nn.Module, transforms:
     return digest.hexdigest()
 
 
-def _read(path: Path, key: str, n_rows: int) -> Tensor | None:
+def _is_cache(payload: Any) -> bool:
+    """Whether what a file holds is an embeddings cache: marked with :data:`CACHE_MARKER`, or a dict of exactly
+    a string ``key`` and a tensor of ``embeddings`` (the format before the marker)."""
+    if not isinstance(payload, dict):
+        return False
+    if payload.get("format") == CACHE_MARKER:
+        return True
+    return (
+        set(payload) == _LEGACY_ENTRIES
+        and isinstance(payload["key"], str)
+        and isinstance(payload["embeddings"], Tensor)
+    )
+
+
+def _describe(payload: Any) -> str:
+    """What a file that is not a cache holds, in a few words."""
+    if isinstance(payload, dict):
+        keys = sorted(map(str, payload))
+        more = ", ..." if len(keys) > 5 else ""
+        return f"a dict of {len(keys)} entries: {', '.join(keys[:5])}{more}"
+    return f"a {type(payload).__name__}"
+
+
+def _read(path: Path, key: str, n_rows: int, replace_foreign: bool) -> Tensor | None:
     """The ``[n_rows, dim]`` embeddings stored in ``path`` for ``key``; ``None`` (with a warning naming the file)
-    when it cannot be read, was written for another key or holds another number of embeddings."""
+    when it is a cache written for another key, another format version or another number of embeddings (or,
+    with ``replace_foreign``, when it is not a readable cache at all).
+
+    Raises:
+        NotAnEmbeddingsCacheError: without ``replace_foreign``, ``path`` cannot be read as a cache or holds
+            something else.
+    """
+    error: Exception | None = None
     try:
         payload = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as e:  # a truncated, corrupt or foreign file: computed again
+    except Exception as e:  # a truncated, corrupt or foreign file
+        error, payload = e, None
+    if error is not None or not _is_cache(payload):
+        problem = (
+            f"{type(error).__name__}: {error}" if error is not None else f"it holds {_describe(payload)}"
+        )
+        if not replace_foreign:
+            why = f"cannot be read as one: {problem}" if error is not None else problem
+            raise NotAnEmbeddingsCacheError(
+                f"{path} exists and is not an oml embeddings cache ({why}); it was left untouched: choose "
+                "another cache path, or delete the file if it is a damaged cache"
+            ) from error
         warnings.warn(
-            f"{path}: unreadable embeddings cache ({type(e).__name__}: {e}); computing the embeddings again",
-            stacklevel=4,
+            f"{path}: unreadable embeddings cache ({problem}); computing the embeddings again", stacklevel=4
         )
         return None
-    embeddings = payload.get("embeddings") if isinstance(payload, dict) else None
+    embeddings = payload.get("embeddings")
     fits = isinstance(embeddings, Tensor) and embeddings.ndim == 2 and len(embeddings) == n_rows
-    if not fits or payload.get("key") != key:
+    if not fits or payload.get("key") != key or payload.get("version", CACHE_FORMAT) != CACHE_FORMAT:
         warnings.warn(
             f"{path}: the embeddings cache was written for other data, another extractor or other transforms "
             "(another key); computing the embeddings again",
@@ -84,42 +140,65 @@ def _read(path: Path, key: str, n_rows: int) -> Tensor | None:
 
 
 def _write(path: Path, key: str, embeddings: Tensor) -> None:
-    """Write ``embeddings`` and ``key`` to ``path`` atomically (a partial file, renamed into place)."""
+    """Write ``embeddings`` and ``key`` to ``path`` atomically: into a temporary file of the same folder,
+    flushed to disk, then renamed into place (a crash leaves the old file or the new one, never a part)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(f".{path.name}.{os.getpid()}.partial")
-    try:
-        torch.save({"key": key, "embeddings": embeddings.detach().cpu().contiguous()}, partial)
-        os.replace(partial, path)
-    finally:
-        partial.unlink(missing_ok=True)
+    payload = {
+        "format": CACHE_MARKER,
+        "version": CACHE_FORMAT,
+        "key": key,
+        "embeddings": embeddings.detach().cpu().contiguous(),
+    }
+    atomic_torch_save(payload, path)
 
 
-def cached_embeddings(path: Path, key: str, n_rows: int, compute: Callable[[], Tensor]) -> Tensor:
+def cached_embeddings(
+    path: Path, key: str, n_rows: int, compute: Callable[[], Tensor], replace_foreign: bool = False
+) -> Tensor:
     """The embeddings of the cache file ``path`` when it exists and was written for ``key``; else ``compute()``,
-    written to ``path`` (atomically: into a partial file next to it, then renamed into place; missing parent
-    folders are created).
+    written to ``path`` (atomically: into a temporary file next to it, flushed to disk, then renamed into place;
+    missing parent folders are created).
+
+    A file at ``path`` that is not an embeddings cache (see the module's docstring) is refused before anything
+    is computed, and left untouched; a cache written for another key is replaced.
 
     Args:
         path: The cache file.
         key: The key of the embeddings (:func:`embeddings_cache_key`), stored in the file with them.
         n_rows: The number of embeddings expected.
         compute: Computes the ``[n_rows, dim]`` embeddings.
+        replace_foreign: Also replace (with a warning) a file that is not a readable cache: for a cache folder
+            whose file names only oml chooses, where such a file can only be a damaged cache.
 
     Returns:
         The embeddings, on the CPU when read back.
 
     Warns:
-        UserWarning: naming ``path``, when it exists but cannot be read (``torch.load(weights_only=True)``),
-        was written for another key or does not hold ``n_rows`` embeddings: they are computed again.
+        UserWarning: naming ``path``, when it is a cache written for another key (or format version) or that
+        does not hold ``n_rows`` embeddings (or, with ``replace_foreign``, not a readable cache): they are
+        computed again.
 
     Raises:
+        NotAnEmbeddingsCacheError: (a ``FileExistsError``) ``path`` exists and is not an oml embeddings cache:
+            a folder, or a file that cannot be read as a cache (``torch.load(weights_only=True)``) or that holds
+            something else (a model's state dict...); unless ``replace_foreign``, for a file.
         OSError: the file cannot be written.
     """
-    embeddings = _read(path, key, n_rows) if path.is_file() else None
+    if path.exists() and not path.is_file():
+        raise NotAnEmbeddingsCacheError(
+            f"{path} exists and is not an oml embeddings cache (it is not a file); choose another cache path"
+        )
+    embeddings = _read(path, key, n_rows, replace_foreign) if path.is_file() else None
     if embeddings is None:
         embeddings = compute()
         _write(path, key, embeddings)
     return embeddings
 
 
-__all__ = ["CACHE_FORMAT", "cached_embeddings", "embeddings_cache_key"]
+__all__ = [
+    "CACHE_FORMAT",
+    "CACHE_MARKER",
+    "NotAnEmbeddingsCacheError",
+    "cached_embeddings",
+    "embeddings_cache_key",
+]

@@ -168,11 +168,13 @@ def inference_on_dataframe(
     (``path`` joined to ``dataset_root``, cropped by its bounding box when the dataframe has the columns
     ``x_1, x_2, y_1, y_2``) goes through ``transforms`` and ``extractor`` (:func:`inference`).
 
-    With ``output_cache_path``, an existing file there is read back instead of running the extractor, when it
+    With ``output_cache_path``, an existing cache there is read back instead of running the extractor, when it
     was written for the same key (:func:`~oml_core.inference.cache.embeddings_cache_key`: the dataframe file's
-    path and bytes, the extractor's class and weights, ``repr(transforms)``); otherwise (no file, a file for another
-    key, or an unreadable one: the latter two with a warning naming the file) the embeddings are computed and
-    written there atomically.
+    path and bytes, the extractor's class and weights, ``repr(transforms)``); otherwise (no file, or a cache
+    written for another key: with a warning naming the file) the embeddings are computed and written there
+    atomically (a temporary file in the same folder, flushed to disk, renamed into place). A file there that is
+    not an oml embeddings cache (a checkpoint, a text file, a damaged cache) is never overwritten: it is an
+    error, raised before the extractor runs.
 
     Args:
         dataset_root: The dataset's root folder; the ``path`` column is relative to it.
@@ -194,6 +196,8 @@ def inference_on_dataframe(
         ValueError: ``batch_size`` is not an int >= 1.
         oml_core.registry.ConfigError: the dataframe does not exist or is not in OML's format (the message
             names the file, the column and the rows at fault).
+        oml_core.inference.cache.NotAnEmbeddingsCacheError: (a ``FileExistsError``) ``output_cache_path`` holds
+            something that is not an oml embeddings cache (the message names it); it is left untouched.
         FileNotFoundError, OSError: an image cannot be read, or the cache file cannot be written.
     """
     check_batch_size(batch_size)

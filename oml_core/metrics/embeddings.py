@@ -30,7 +30,13 @@ from oml_core.functional.metrics import (
 from oml_core.interfaces.datasets import IQueryGalleryLabeledDataset
 from oml_core.interfaces.metrics import IMetricDDP, IMetricVisualisable
 from oml_core.interfaces.retrieval import IDistancesPostprocessor, IRetrievalPostprocessor
-from oml_core.retrieval.retrieval_results import RetrievalResults, dataset_column, factorize, get_sequence_ids
+from oml_core.retrieval.retrieval_results import (
+    RetrievalResults,
+    dataset_column,
+    factorize,
+    get_query_gallery_ids,
+    get_sequence_ids,
+)
 from oml_core.utils.pca import check_fractions
 
 if TYPE_CHECKING:
@@ -38,6 +44,36 @@ if TYPE_CHECKING:
 
 #: Columns (or ``extra_data`` keys) of a dataset holding the category of every item (OML's is ``category``).
 CATEGORIES_COLUMNS = ("category", "categories")
+#: How :class:`EmbeddingMetrics` names its dataset in error messages.
+VALIDATION_SPLIT = "the validation split"
+
+
+def check_ground_truth(rr: RetrievalResults, what: str = "these retrieval results") -> None:
+    """Check that retrieval metrics of ``rr`` are defined: it has ground truth, queries, and at least one query
+    with a relevant gallery item.
+
+    A query without any relevant gallery item among others is fine: the metrics score it by their documented
+    rules (:mod:`oml_core.functional.metrics`: ``1`` when nothing is retrieved either, else ``0``). Only when
+    no query has one is every metric undefined, and this is an error rather than a table of meaningless
+    numbers.
+
+    Args:
+        rr: Retrieval results.
+        what: How the error messages name the results (``"the validation split"``).
+
+    Raises:
+        ValueError: ``rr.gt_ids`` is ``None``, ``rr`` has no queries, or no query has a relevant gallery item;
+            the message names ``what``.
+    """
+    if rr.gt_ids is None:
+        raise ValueError(f"retrieval metrics need ground truth, but there is none in {what} (gt_ids=None)")
+    if rr.n_queries == 0:
+        raise ValueError(f"there are no queries in {what}: every retrieval metric would be undefined")
+    if not bool(rr.gt_ids.lengths.any()):
+        raise ValueError(
+            f"none of the {rr.n_queries} queries in {what} has a ground truth (a gallery item of its label, "
+            "other than itself and the items of its sequence): every retrieval metric would be undefined"
+        )
 
 
 def calc_retrieval_metrics_rr(
@@ -73,12 +109,10 @@ def calc_retrieval_metrics_rr(
         ``[n_query]`` tensors); with ``query_categories``, ``{"OVERALL": {...}, category: {...}, ...}``.
 
     Raises:
-        ValueError: ``rr`` has no ground truth; see ``calc_retrieval_metrics``.
+        ValueError: ``rr`` has no ground truth, no queries, or no query with a relevant gallery item
+            (:func:`check_ground_truth`: every metric would be undefined); see ``calc_retrieval_metrics``.
     """
-    if rr.gt_ids is None:
-        raise ValueError(
-            "retrieval metrics need ground truth, but these retrieval results have none (gt_ids=None)"
-        )
+    check_ground_truth(rr)
     return calc_retrieval_metrics(
         retrieved_ids=rr.retrieved_ids,
         gt_ids=rr.gt_ids,
@@ -272,7 +306,12 @@ class EmbeddingMetrics(IMetricVisualisable):
         self._queries_of_category: dict[Any, LongTensor] = {}
 
     def setup(self, num_samples: int | None = None) -> None:
-        """Forget everything collected and computed; expect ``num_samples`` items (``len(dataset)``)."""
+        """Forget everything collected and computed; expect ``num_samples`` items (``len(dataset)``).
+
+        Raises:
+            ValueError: the dataset has no queries or no gallery items (before any embedding is collected).
+        """
+        get_query_gallery_ids(self.dataset, VALIDATION_SPLIT)
         self.retrieval_results = None
         self.metrics = None
         self.metrics_unreduced = None
@@ -340,8 +379,16 @@ class EmbeddingMetrics(IMetricVisualisable):
             "pcf": {0.5: tensor}}, category1: {...}, ...}`` with 0-d tensors; the category entries are present
             when the dataset has categories and ``return_only_overall_category`` is ``False``.
 
+        Float16 and bfloat16 embeddings give the metrics of their float32 values (distances are computed in
+        float32).
+
         Raises:
-            ValueError: not every item of the dataset has been collected.
+            ValueError: not every item of the dataset has been collected; the dataset has no queries or no
+                gallery items ("the validation split has no queries (is_query is False for every row)"); no
+                query has a ground truth in the gallery while retrieval metrics or ``fnmr@fmr`` are asked
+                for (:func:`check_ground_truth`); an embedding is not finite (the message names its row).
+            ~oml_core.functional.knn.NonFiniteDistanceError: (a ``ValueError``) the embeddings are so large
+                that a distance overflows float32; the message names the query and the gallery item.
         """
         if self._collected is None or self._embeddings is None:
             raise ValueError(
@@ -354,15 +401,16 @@ class EmbeddingMetrics(IMetricVisualisable):
                 f"{self.num_samples} samples."
             )
         embeddings = self._embeddings
+        query_ids, gallery_ids = get_query_gallery_ids(self.dataset, VALIDATION_SPLIT)
         rr = RetrievalResults.from_embeddings(
             embeddings, self.dataset, n_items=self._n_items_to_retrieve(), distance=self.distance
         )
+        if self.top_k or self.fmr_vals:
+            check_ground_truth(rr, VALIDATION_SPLIT)
         if self.postprocessor is not None:
             rr = self.postprocessor.process(rr, self.dataset)
         self.retrieval_results = rr
 
-        query_ids = torch.as_tensor(self.dataset.get_query_ids(), dtype=torch.long).cpu()
-        gallery_ids = torch.as_tensor(self.dataset.get_gallery_ids(), dtype=torch.long).cpu()
         categories = get_categories(self.dataset)
         query_categories = None if categories is None else categories[query_ids.numpy()]
         self._queries_of_category = {OVERALL_CATEGORIES_KEY: torch.arange(len(query_ids))}
@@ -406,6 +454,19 @@ class EmbeddingMetrics(IMetricVisualisable):
             print("\nMetrics:")
             pprint(output)
         return output
+
+    def metric_keys(self) -> list[str]:
+        """The flat keys (``OVERALL/cmc/1``, ``<category>/map/5``, ``OVERALL/fnmr@fmr/0.1``,
+        ``OVERALL/pcf/0.5``) of the metrics :meth:`compute_metrics` will return, known before any embedding
+        is collected (a pipeline checks its ``metric_for_checkpointing`` against them)."""
+        categories = get_categories(self.dataset)
+        groups: list[Any] = [OVERALL_CATEGORIES_KEY]
+        if categories is not None and not self.return_only_overall_category:
+            query_ids, _ = get_query_gallery_ids(self.dataset, VALIDATION_SPLIT)
+            groups += list(unique_categories(categories[query_ids.numpy()]))
+        values: list[tuple[str, Any]] = [(name, k) for name, top_k in self.top_k.items() for k in top_k]
+        values += [("fnmr@fmr", v) for v in self.fmr_vals] + [("pcf", v) for v in self.pcf_variance]
+        return [f"{group}/{name}/{value}" for group in groups for name, value in values]
 
     # ---------------------------------------------------------------------------------- visualisation
     def _check_computed(self) -> None:
@@ -561,10 +622,12 @@ __all__ = [
     "LOG_TOPK_IMAGES_PER_ROW",
     "LOG_TOPK_ROWS_PER_METRIC",
     "N_GT_SHOW_EMBEDDING_METRICS",
+    "VALIDATION_SPLIT",
     "calc_fnmr_at_fmr_rr",
     "flatten_unreduced",
     "is_main_process",
     "calc_retrieval_metrics_rr",
+    "check_ground_truth",
     "flatten_metrics",
     "get_categories",
 ]

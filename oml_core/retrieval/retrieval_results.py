@@ -74,6 +74,29 @@ def get_sequence_ids(dataset: Any) -> LongTensor | None:
     return factorize(values)
 
 
+def get_query_gallery_ids(dataset: Any, what: str = "the dataset") -> tuple[LongTensor, LongTensor]:
+    """``(query_ids, gallery_ids)``: the dataset indices of the queries and of the gallery items of a dataset
+    with a query/gallery split (``get_query_ids()``, ``get_gallery_ids()``), as 1-D CPU LongTensors.
+
+    Args:
+        dataset: A dataset with a query/gallery split.
+        what: How the error messages name the dataset (``"the validation split"``).
+
+    Raises:
+        ValueError: the dataset has no queries, or no gallery items (nothing could be retrieved or measured);
+            the message names ``what`` and what is missing.
+    """
+    query_ids = torch.as_tensor(dataset.get_query_ids(), dtype=torch.long).reshape(-1).cpu()
+    gallery_ids = torch.as_tensor(dataset.get_gallery_ids(), dtype=torch.long).reshape(-1).cpu()
+    for ids, items, column in (
+        (query_ids, "queries", "is_query"),
+        (gallery_ids, "gallery items", "is_gallery"),
+    ):
+        if not len(ids):
+            raise ValueError(f"{what} has no {items} ({column} is False for every row)")
+    return query_ids, gallery_ids
+
+
 def _labels_of(dataset: Any) -> np.ndarray | None:
     get_labels = getattr(dataset, "get_labels", None)
     return np.asarray(get_labels()) if callable(get_labels) else None
@@ -306,17 +329,29 @@ class RetrievalResults:
                 1 GiB on accelerators). See :func:`~oml_core.functional.knn.iter_distance_blocks`.
             verbose: Set ``True`` to see a progress bar.
 
+        Float16 and bfloat16 embeddings give the distances that their float32 values give (they are computed
+        in float32, block by block).
+
         Returns:
             Retrieval results with ids as positions within ``dataset.get_gallery_ids()``; ``gt_ids`` is
             ``None`` for a dataset without labels; ``n_gallery`` is filled.
+
+        Raises:
+            ValueError: the number of embeddings is not ``len(dataset)``, the dataset has no queries or no
+                gallery items (:func:`get_query_gallery_ids`), an embedding is not finite (the message names
+                its row), and the errors of :func:`~oml_core.functional.knn.search_knn`.
+            ~oml_core.functional.knn.NonFiniteDistanceError: (a ``ValueError``) the embeddings are so large
+                that a distance overflows float32 (or their own float dtype when wider); the message names the
+                query and the gallery item and their rows of ``embeddings``.
         """
         if len(embeddings) != len(dataset):
             raise ValueError(f"got {len(embeddings)} embeddings for a dataset of {len(dataset)} items")
+        query_ids, gallery_ids = get_query_gallery_ids(dataset, f"the dataset ({type(dataset).__name__})")
         labels = _labels_of(dataset)
         result = search_knn(
             embeddings=embeddings,
-            ids_query=torch.as_tensor(dataset.get_query_ids(), dtype=torch.long),
-            ids_gallery=torch.as_tensor(dataset.get_gallery_ids(), dtype=torch.long),
+            ids_query=query_ids,
+            ids_gallery=gallery_ids,
             top_n=n_items,
             labels_gt=None if labels is None else factorize(labels),
             sequence_ids=get_sequence_ids(dataset),
@@ -360,6 +395,11 @@ class RetrievalResults:
 
         Returns:
             Retrieval results with ids as indices of ``dataset_gallery``, ``n_gallery`` filled.
+
+        Raises:
+            ValueError: numbers of embeddings that are not the datasets' lengths, an empty dataset, and the
+                errors of :func:`~oml_core.functional.knn.search_knn_qg` (non-finite embeddings, distances
+                that overflow: see :meth:`from_embeddings`).
         """
         for name, emb, ds in (
             ("query", embeddings_query, dataset_query),
@@ -367,6 +407,9 @@ class RetrievalResults:
         ):
             if len(emb) != len(ds):
                 raise ValueError(f"got {len(emb)} {name} embeddings for a {name} dataset of {len(ds)} items")
+            if not len(ds):
+                items = "queries" if name == "query" else "gallery items"
+                raise ValueError(f"dataset_{name} is empty: there are no {items}")
         labels = (_labels_of(dataset_query), _labels_of(dataset_gallery))
         sequences = (
             dataset_column(dataset_query, (SEQUENCE_COLUMN,)),
@@ -576,5 +619,6 @@ __all__ = [
     "TColor",
     "dataset_column",
     "factorize",
+    "get_query_gallery_ids",
     "get_sequence_ids",
 ]

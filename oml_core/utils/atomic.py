@@ -9,10 +9,11 @@ Until the rename, the previous file (if any) is untouched; on any error the temp
 from __future__ import annotations
 
 import contextlib
+import io
 import os
 from collections.abc import Iterator
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 #: The prefix of the temporary files, so that a file left by a process killed mid-write is recognisable.
 TEMPORARY_PREFIX = ".tmp-"
@@ -68,10 +69,24 @@ def atomic_write(path: str | os.PathLike[str]) -> Iterator[BinaryIO]:
         raise
 
 
-def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
+def atomic_write_bytes(path: str | os.PathLike[str], data: bytes | memoryview) -> None:
     """Write ``data`` to ``path`` atomically (see :func:`atomic_write`)."""
     with atomic_write(path) as file:
         file.write(data)
+
+
+def atomic_torch_save(obj: Any, path: str | os.PathLike[str]) -> None:
+    """``torch.save(obj, path)``, atomically (see :func:`atomic_write`).
+
+    ``obj`` is serialised in memory first: ``torch.save`` straight into a full disk hides the write's
+    ``OSError`` behind a ``RuntimeError`` of its zip writer, while here it is the :class:`AtomicWriteError`
+    that names the file.
+    """
+    import torch
+
+    buffer = io.BytesIO()
+    torch.save(obj, buffer)
+    atomic_write_bytes(path, buffer.getbuffer())
 
 
 def _fsync_directory(directory: Path) -> None:
@@ -88,4 +103,11 @@ def _fsync_directory(directory: Path) -> None:
         os.close(fd)
 
 
-__all__ = ["TEMPORARY_PREFIX", "AtomicWriteError", "atomic_write", "atomic_write_bytes", "temporary_path_for"]
+__all__ = [
+    "TEMPORARY_PREFIX",
+    "AtomicWriteError",
+    "atomic_torch_save",
+    "atomic_write",
+    "atomic_write_bytes",
+    "temporary_path_for",
+]

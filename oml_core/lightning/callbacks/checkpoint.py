@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import io
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +12,7 @@ from lightning_fabric.plugins import TorchCheckpointIO
 
 from oml_core.lightning.interrupts import InterruptRequest
 from oml_core.lightning.stops import NonFiniteLossError, TrainingInterrupted
-from oml_core.utils.atomic import atomic_write
+from oml_core.utils.atomic import atomic_torch_save
 
 #: The file name of the checkpoint of the latest epoch or step.
 LAST_CHECKPOINT_NAME = "last.ckpt"
@@ -22,9 +21,8 @@ LAST_CHECKPOINT_NAME = "last.ckpt"
 class AtomicCheckpointIO(TorchCheckpointIO):
     """Lightning's checkpoint IO for local files, with every write atomic (``oml_core.utils.atomic``): a
     temporary file in the same directory, flushed, ``fsync``-ed and renamed over the checkpoint. A kill or a
-    full disk while saving leaves the previous checkpoint whole under its name and no truncated file. The
-    checkpoint is serialised in memory first (as Lightning's own IO does), so that a failed write is the
-    ``OSError`` of the write.
+    full disk while saving leaves the previous checkpoint whole under its name and no truncated file
+    (:func:`~oml_core.utils.atomic.atomic_torch_save`).
 
     Give it to the Trainer: ``pl.Trainer(plugins=[AtomicCheckpointIO()])``; every checkpoint the Trainer
     writes (``ModelCheckpoint``'s ``best.ckpt``, :class:`LastCheckpoint`'s, ``trainer.save_checkpoint``) goes
@@ -44,10 +42,7 @@ class AtomicCheckpointIO(TorchCheckpointIO):
             )
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
-        buffer = io.BytesIO()  # torch.save straight into a full disk hides the OSError in a RuntimeError
-        torch.save(checkpoint, buffer)
-        with atomic_write(path) as file:
-            file.write(buffer.getbuffer())
+        atomic_torch_save(checkpoint, path)
 
 
 class LastCheckpoint(pl.Callback):

@@ -64,7 +64,7 @@ class CachedEmbeddings:
     Not in the key: the content of the image files themselves (replacing images under the same paths needs a
     new cache dir, or deleting the files), and the batch size and device (the embeddings do not depend on
     them beyond rounding). An unreadable file, or one written for another key, is computed again (a warning
-    says so).
+    says so) and replaced atomically.
 
     Args:
         registry: Builds the extractor.
@@ -139,7 +139,8 @@ class CachedEmbeddings:
             computed.append(True)
             return self._extract(dataset)
 
-        embeddings = cached_embeddings(path, key_text, len(dataset), compute)
+        # the file names in the cache folder are oml's: a file there that is not a cache is a damaged one
+        embeddings = cached_embeddings(path, key_text, len(dataset), compute, replace_foreign=True)
         from_cache = not computed
         print(f"{what} {'loaded from the cache' if from_cache else 'computed and cached to'} {path}")
         self.sources.append(EmbeddingsSource(split, path, from_cache=from_cache))
