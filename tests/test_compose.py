@@ -144,3 +144,63 @@ def test_key_null_sets_a_component_to_null_where_hydra_sees_a_config_group(regis
     assert compose_config(TRAIN, ["loss@criterion=null"], registry=registry).criterion is None
     with pytest.raises(ConfigError, match=r"^nokey=null: the config has no key 'nokey' to replace"):
         compose_config(TRAIN, ["nokey=null"], registry=registry)
+
+
+@pytest.mark.parametrize(
+    "overrides, message",
+    [
+        (
+            ["max_epoch=1"],
+            r"^unknown config key 'max_epoch'; did you mean 'max_epochs'\? \(known keys: accelerator, .*, "
+            r"valid_period; to add a new key: \+max_epoch=1\)$",
+        ),
+        (
+            ["extractor.args.archh=resnet18"],
+            r"^unknown config key 'extractor.args.archh'; did you mean 'extractor.args.arch'\? \(known keys under "
+            r"'extractor.args': arch, gem_p, normalise_features, remove_fc, weights; "
+            r"to add a new key: \+extractor.args.archh=resnet18\)$",
+        ),
+        (  # the keys of the composed config at that level: those of the replacing component
+            ["extractor@extractor=vit", "extractor.args.gem_p=3"],
+            r"^unknown config key 'extractor.args.gem_p' \(known keys under 'extractor.args': arch, "
+            r".*weights; to add a new key: \+extractor.args.gem_p=3\)$",
+        ),
+        (
+            ["max_epochs.x=1"],
+            r"^unknown config key 'max_epochs.x' \(there are no keys under 'max_epochs'; "
+            r"to add a new key: \+max_epochs.x=1\)$",
+        ),
+    ],
+)
+def test_an_unknown_key_gets_the_close_match_the_known_keys_and_last_the_plus_hint(
+    registry, overrides, message
+):
+    with pytest.raises(ConfigError, match=message):
+        compose_config(TRAIN, overrides, registry=registry)
+
+
+def test_a_bad_override_is_named_before_any_config_is_read(registry):
+    with pytest.raises(ConfigError, match=r"^bad override 'max_epochs=\[1,': .* \(see https://hydra.cc/"):
+        compose_config("no_such_config", ["bs_val=8", "max_epochs=[1,"], registry=registry)
+
+
+def test_a_yaml_error_names_the_file_line_and_column(tmp_path, registry):
+    (tmp_path / "loss").mkdir()
+    (tmp_path / "loss" / "mine.yaml").write_text("name: triplet\nargs:\n  margin: 0.5\n\tmiss: 1\n")
+    (tmp_path / "run.yaml").write_text("criterion: null\n")
+    with pytest.raises(
+        ConfigError,
+        match=rf"^cannot parse the config file '{tmp_path}/loss/mine.yaml': line 4, column 1: found character "
+        r"'\\t' that cannot start any token$",
+    ):
+        compose_config("run", ["loss@criterion=mine"], config_path=str(tmp_path), registry=registry)
+
+
+def test_a_missing_config_names_the_close_match_and_the_configs_there_are(tmp_path, registry):
+    for name in ("run", "other"):
+        (tmp_path / f"{name}.yaml").write_text("a: 1\n")
+    with pytest.raises(
+        ConfigError,
+        match=rf"^no config 'runn' in '{tmp_path}'; did you mean 'run'\? \(there are: other, run\)$",
+    ):
+        compose_config("runn", [], config_path=str(tmp_path), registry=registry)

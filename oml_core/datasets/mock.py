@@ -19,16 +19,22 @@ Files under the root::
 Generation is deterministic (the same seed gives byte-identical files) and, through
 :func:`get_mock_dataset_root` and :func:`download_mock_dataset`, atomic: it happens in a temporary folder next
 to the target, which is then renamed into place; a concurrent process that finished first wins.
+
+A target that cannot be written (no permission, a missing or read-only parent, a full disk) raises the
+``OSError`` of the system, of the same type and errno, with a message that names the target, the system's reason
+and the path that failed.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import shutil
 import tempfile
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -143,6 +149,19 @@ def _md5(path: Path) -> str:
     return hashlib.md5(path.read_bytes()).hexdigest()
 
 
+@contextlib.contextmanager
+def _writing_to(root: Path) -> Iterator[None]:
+    """Re-raise an ``OSError`` of the block as one of the same type and errno whose message names ``root`` and
+    the system's reason (and, as its ``filename``, the path that failed)."""
+    try:
+        yield
+    except OSError as e:
+        message = f"cannot write the mock dataset to {str(root)!r}: {e.strerror or e}"
+        if e.errno is None:
+            raise type(e)(message) from e
+        raise type(e)(e.errno, message, e.filename) from e
+
+
 def generate_mock_dataset(root: Path | str, seed: int = 0) -> None:
     """Write the mock figures dataset into ``root`` (created if needed; existing files of the same names are
     overwritten). Not atomic by itself: use :func:`get_mock_dataset_root` or :func:`download_mock_dataset` for
@@ -150,8 +169,17 @@ def generate_mock_dataset(root: Path | str, seed: int = 0) -> None:
 
     The output is a function of ``seed`` alone (a ``numpy.random.Generator``): the same seed gives
     byte-identical images, CSVs and manifest. See the module's docstring for the content.
+
+    Raises:
+        OSError: ``root`` cannot be written; the message names it and the system's reason.
     """
     root = Path(root)
+    with _writing_to(root):
+        _generate(root, seed)
+
+
+def _generate(root: Path, seed: int) -> None:
+    """:func:`generate_mock_dataset` without its error message."""
     (root / "images").mkdir(parents=True, exist_ok=True)
     rng = np.random.default_rng(seed)
     colour_names = list(MOCK_COLOURS)
@@ -233,11 +261,8 @@ def _materialise(root: Path, seed: int, check_md5: bool) -> None:
     """Make ``root`` hold the complete dataset of ``seed``, atomically for concurrent readers and writers."""
     if _is_complete(root, seed, check_md5):
         return
-    root.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{root.name}.tmp-", dir=root.parent))
+    tmp = _generate_next_to(root, seed)
     try:
-        os.chmod(tmp, 0o755)  # mkdtemp makes it private; the dataset is an ordinary folder
-        generate_mock_dataset(tmp, seed=seed)
         try:
             os.rename(tmp, root)  # atomic; succeeds when root is absent (or an empty folder on POSIX)
             return
@@ -261,6 +286,22 @@ def _materialise(root: Path, seed: int, check_md5: bool) -> None:
         shutil.rmtree(stale_images, ignore_errors=True)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _generate_next_to(root: Path, seed: int) -> Path:
+    """Generate the dataset of ``seed`` into a new temporary folder next to ``root`` and return that folder
+    (removed again on any error). A parent of ``root`` that cannot be written raises an ``OSError`` naming
+    ``root``, an error while generating one naming the temporary folder (see :func:`_writing_to`)."""
+    with _writing_to(root):
+        root.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{root.name}.tmp-", dir=root.parent))
+    try:
+        os.chmod(tmp, 0o755)  # mkdtemp makes it private; the dataset is an ordinary folder
+        generate_mock_dataset(tmp, seed=seed)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return tmp
 
 
 def get_mock_dataset_root(cache_dir: Path | str | None = None, seed: int = 0) -> Path:

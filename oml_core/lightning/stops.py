@@ -11,21 +11,18 @@ class TrainingStopped(RuntimeError):
     """A training run stopped early, on purpose; the checkpoints written before it are intact.
 
     Attributes:
-        checkpoint: The last good checkpoint (``last.ckpt``) to resume from, None when none was written.
+        checkpoint: The last good checkpoint (``last.ckpt``), None when none was written.
         exit_code: The exit status the command line gives it.
+        resumable: Whether resuming from ``checkpoint`` goes on with the run as it was (an interrupt), or
+            something must change first (a diverged loss).
     """
 
     exit_code = 1
+    resumable = False
 
     def __init__(self, message: str, checkpoint: Path | None = None) -> None:
         super().__init__(message)
         self.checkpoint = checkpoint
-
-    def resume_hint(self) -> str:
-        """``"; resume with resume=<checkpoint>"``, or that no checkpoint was written yet."""
-        if self.checkpoint is None:
-            return "; no checkpoint was written yet"
-        return f"; resume with resume={self.checkpoint}"
 
 
 class TrainingInterrupted(TrainingStopped):
@@ -33,6 +30,8 @@ class TrainingInterrupted(TrainingStopped):
 
     ``exit_code`` is ``128 + signal``: 130 for SIGINT, 143 for SIGTERM (the shell's convention).
     """
+
+    resumable = True
 
     def __init__(self, signum: int, checkpoint: Path | None, epoch: int, step: int) -> None:
         self.signum = signum
