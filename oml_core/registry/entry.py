@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from oml_core.registry.errors import PluginLoadError
+from oml_core.registry.errors import PluginLoadError, describe_error, is_plugin_failure
 
 
 @dataclass(frozen=True)
@@ -81,10 +81,12 @@ class Entry:
             obj: Any = importlib.import_module(module_name)
             for attr in attr_path.split(".") if attr_path else ():
                 obj = getattr(obj, attr)
-        except Exception as e:  # any import-time failure of a plugin's module is reported the same way
+        except BaseException as e:  # any import-time failure of a plugin's module (sys.exit too) is reported
+            if not is_plugin_failure(e):
+                raise
             raise PluginLoadError(
                 f"{self.kind} {self.name!r} of plugin {self.plugin.provider} cannot be imported from "
-                f"{self.factory!r}: {type(e).__name__}: {e}"
+                f"{self.factory!r}: {describe_error(e)}"
             ) from e
         if not callable(obj):
             raise PluginLoadError(

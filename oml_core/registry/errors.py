@@ -39,3 +39,22 @@ class DuplicateRegistrationError(RegistryError, ValueError):
 
 class PluginWarning(UserWarning):
     """Emitted when a broken plugin is skipped (``OML_STRICT_PLUGINS=1`` raises instead)."""
+
+
+#: Exceptions that pass through the guards around a plugin's import and hooks: they are not a plugin's fault
+#: (a user's Ctrl-C; a generator being closed). Every other ``BaseException``, ``SystemExit`` included, is.
+PROPAGATED_EXCEPTIONS: tuple[type[BaseException], ...] = (KeyboardInterrupt, GeneratorExit)
+
+
+def is_plugin_failure(error: BaseException) -> bool:
+    """True when ``error``, raised by a plugin's code, is the plugin's failure to report (and the host goes on);
+    False for :data:`PROPAGATED_EXCEPTIONS`, which the caller must re-raise."""
+    return not isinstance(error, PROPAGATED_EXCEPTIONS)
+
+
+def describe_error(error: BaseException) -> str:
+    """``Type: message`` of an ``Exception``; the ``repr`` (``SystemExit(3)``) of any other ``BaseException``,
+    whose ``str`` alone (``3``) would not say what happened."""
+    if isinstance(error, Exception):
+        return f"{type(error).__name__}: {error}"
+    return repr(error)

@@ -2,13 +2,17 @@
 
 Each entry point is loaded on its own inside ``try``: a broken plugin is skipped with a
 :class:`~oml_core.registry.errors.PluginWarning` naming it, its distribution and the error, or raises
-:class:`~oml_core.registry.errors.PluginLoadError` when strict (``OML_STRICT_PLUGINS=1``).
+:class:`~oml_core.registry.errors.PluginLoadError` when strict (``OML_STRICT_PLUGINS=1``). "Broken" means any
+``BaseException`` out of the plugin's import or hooks, ``SystemExit`` included (a plugin calling
+``sys.exit`` must not end the host's command), except :data:`PROPAGATED_EXCEPTIONS` (a user's Ctrl-C).
 ``OML_LOAD_PLUGINS`` is an allow-list of entry-point or distribution names (comma separated; set and empty
-means none); the built-ins of the core are always loaded.
+means none); a name in it that no installed entry point or distribution has is reported the same way. The
+built-ins of the core are always loaded.
 """
 
 from __future__ import annotations
 
+import difflib
 import os
 import warnings
 from collections.abc import Collection, Iterator
@@ -20,11 +24,17 @@ import pluggy
 from oml_core.markers import PROJECT_NAME
 from oml_core.registry import hookspecs
 from oml_core.registry.entry import PluginInfo
-from oml_core.registry.errors import PluginLoadError, PluginWarning
+from oml_core.registry.errors import (
+    PluginLoadError,
+    PluginWarning,
+    describe_error,
+    is_plugin_failure,
+)
 
 ENV_ALLOW = "OML_LOAD_PLUGINS"
 ENV_STRICT = "OML_STRICT_PLUGINS"
 BUILTINS_NAME = "oml_core"
+BUILTINS_DISTRIBUTION = "oml-core"
 
 
 @dataclass
@@ -81,8 +91,11 @@ def report_plugin_error(info: PluginInfo, what: str, error: BaseException, stric
 
     Returns:
         The one-line message, to be stored on the plugin's record.
+
+    Raises:
+        PluginLoadError: ``strict`` is true (chained to ``error``).
     """
-    message = f"oml plugin {info.provider}: {what}: {type(error).__name__}: {error}"
+    message = f"oml plugin {info.provider}: {what}: {describe_error(error)}"
     if strict:
         raise PluginLoadError(message) from error
     warnings.warn(f"{message} (skipped; set {ENV_STRICT}=1 to raise)", PluginWarning, stacklevel=3)
@@ -98,7 +111,9 @@ def register_plugin(
     try:
         pm.register(plugin, name=info.name)
         pm.check_pending()
-    except Exception as e:  # pluggy raises ValueError / PluginValidationError for bad plugins
+    except BaseException as e:  # pluggy raises ValueError / PluginValidationError for bad plugins
+        if not is_plugin_failure(e):
+            raise
         if pm.is_registered(plugin):
             pm.unregister(plugin)
         record.error = report_plugin_error(info, "invalid plugin", e, strict)
@@ -113,8 +128,15 @@ def load_entry_point_plugins(
     allow: Collection[str] | None,
     strict: bool,
 ) -> None:
-    """Import and register every allowed ``oml`` entry point, each guarded on its own."""
-    for ep in iter_entry_points():
+    """Import and register every allowed ``oml`` entry point, each guarded on its own.
+
+    A name of ``allow`` that is neither an installed entry point nor a distribution is reported (a warning, or
+    :class:`PluginLoadError` when ``strict``) with the installed names and the close matches.
+    """
+    installed = list(iter_entry_points())
+    if allow is not None:
+        report_unknown_allowed(allow, installed, strict)
+    for ep in installed:
         info = plugin_info_for(ep)
         if allow is not None and ep.name not in allow and info.distribution not in allow:
             continue
@@ -126,9 +148,41 @@ def load_entry_point_plugins(
             continue
         try:
             module = ep.load()
-        except Exception as e:  # an import error of a third-party plugin must not break the host
+        except BaseException as e:  # a third-party plugin's import (even sys.exit) must not end the host
+            if not is_plugin_failure(e):
+                raise
             records[ep.name] = PluginRecord(
                 info=info, error=report_plugin_error(info, "import failed", e, strict)
             )
             continue
         register_plugin(pm, module, info, records, strict)
+
+
+def report_unknown_allowed(allow: Collection[str], installed: Collection[EntryPoint], strict: bool) -> None:
+    """Warn (or raise :class:`PluginLoadError` when ``strict``) for each name of the allow-list ``allow`` that no
+    entry point of ``installed`` has as its name or its distribution's (the core's built-ins always count).
+
+    The message names the unknown name, the close matches (difflib) and the installed entry-point names.
+    """
+    ep_names = sorted({ep.name for ep in installed})
+    distributions = {info.distribution for info in map(plugin_info_for, installed) if info.distribution}
+    known = {BUILTINS_NAME, BUILTINS_DISTRIBUTION, *ep_names, *distributions}
+    # suggested: the entry-point names, and the distributions not spelled like one (oml-losses ~ oml_losses)
+    spelled = {_normalized(n) for n in ep_names}
+    suggestions = sorted({*ep_names, *(d for d in distributions if _normalized(d) not in spelled)})
+    for name in sorted(set(allow) - known):
+        close = difflib.get_close_matches(name, suggestions, n=3, cutoff=0.6)
+        hint = f" Did you mean: {', '.join(close)}?" if close else ""
+        message = (
+            f"The plugin allow-list ({ENV_ALLOW}) names {name!r}, which is no installed oml plugin "
+            f"(entry point or distribution).{hint} "
+            f"Installed oml entry points: {', '.join(ep_names) if ep_names else '(none)'}."
+        )
+        if strict:
+            raise PluginLoadError(message)
+        warnings.warn(f"{message} (set {ENV_STRICT}=1 to raise)", PluginWarning, stacklevel=3)
+
+
+def _normalized(name: str) -> str:
+    """``name`` lower-cased with ``-`` and ``.`` as ``_`` (how a distribution's name maps to a module's)."""
+    return name.lower().replace("-", "_").replace(".", "_")

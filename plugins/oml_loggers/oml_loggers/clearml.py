@@ -63,6 +63,12 @@ class ClearMLPipelineLogger(PipelineLoggerBase):
     On Linux ClearML reports through a subprocess that it waits for when flushing (seconds); set
     ``sdk.development.report_use_subprocess: false`` in ``clearml.conf`` to report from a thread instead.
 
+    Offline, nothing leaves the machine with the default ``auto_connect_frameworks``. Turning the repository
+    detection on (``auto_connect_frameworks=True``, or a mapping without ``detect_repository: False``) makes
+    ClearML also ask ``https://updates.clear.ml/updates`` for a newer version
+    (``CheckPackageUpdates.check_new_package_available``, from ``Task._update_repository``), offline mode or not;
+    no ClearML setting turns that request off.
+
     Args:
         project_name: The ClearML project.
         task_name: The task's name.

@@ -1,18 +1,25 @@
-"""Access to the optional client libraries of the loggers: lazy imports, credentials, constructor arguments.
+"""Access to the optional client libraries of the loggers: lazy imports, credentials, constructor arguments,
+and the switches that keep an offline client offline.
 
 The client libraries (mlflow, wandb, neptune, clearml) are optional extras of ``oml-loggers``; each logger
 imports its own library only when it is constructed, through :func:`import_client`, so that loading the
 plugin imports none of them and a missing one is reported with the extra that installs it.
+
+A logger configured to log locally turns off its client's own reporting (usage telemetry, error reporting)
+with :func:`set_offline_environment`, through the client's documented environment variables.
 """
 
 from __future__ import annotations
 
 import importlib
 import inspect
+import logging
 import os
 from collections.abc import Callable, Iterable, Mapping
 from types import ModuleType
 from typing import Any
+
+_logger = logging.getLogger(__name__)
 
 
 class MissingCredentialsError(RuntimeError):
@@ -72,10 +79,29 @@ def check_client_kwargs(logger_name: str, function: Callable[..., Any], kwargs: 
         )
 
 
+def set_offline_environment(logger_name: str, variables: Mapping[str, str]) -> dict[str, str]:
+    """Set, for the whole process, each environment variable of ``variables`` that is not set yet.
+
+    A logger calls it when it logs locally, with the variables that turn its client's own network use off
+    (telemetry, error reporting), before the client reads them. A variable already in the environment is the
+    user's choice and is left as it is, whatever its value; the variables stay set after the logger is done
+    (the clients read them at any time, from any thread).
+
+    Returns:
+        The variables this call set, with their values.
+    """
+    added = {name: value for name, value in variables.items() if name not in os.environ}
+    os.environ.update(added)
+    if added:
+        _logger.debug("%s logs offline: set %s", logger_name, ", ".join(f"{k}={v}" for k, v in added.items()))
+    return added
+
+
 __all__ = [
     "MissingCredentialsError",
     "check_client_kwargs",
     "import_client",
     "missing_env",
     "require_credentials",
+    "set_offline_environment",
 ]

@@ -13,7 +13,7 @@ from pytorch_lightning.loggers import MLFlowLogger
 from pytorch_lightning.utilities.rank_zero import rank_zero_only
 
 from oml_loggers.base import PipelineLoggerBase
-from oml_loggers.clients import import_client
+from oml_loggers.clients import import_client, set_offline_environment
 from oml_loggers.pipeline_info import PipelineInfo
 
 #: File name of the sqlite database used when no tracking uri is given.
@@ -22,6 +22,13 @@ DATABASE_NAME = "mlflow.db"
 ARTIFACTS_DIR = "artifacts"
 #: Artifact folder of the figures: ``figures/<title>/<idx>.png``.
 FIGURES_DIR = "figures"
+#: Tracking-uri schemes of stores on this machine (``""``: a plain path).
+LOCAL_SCHEMES = frozenset({"", "file", "sqlite"})
+#: Tracking uris without a scheme that name a remote service, not a folder.
+REMOTE_NAMES = frozenset({"databricks", "databricks-uc", "uc"})
+#: Set (unless already set) when the store is local: MLflow's usage telemetry, which otherwise fetches its
+#: config from ``config.mlflow-telemetry.io`` when a run or an experiment is created and then posts events.
+OFFLINE_ENVIRONMENT = {"MLFLOW_DISABLE_TELEMETRY": "true"}
 
 
 class MLFlowPipelineLogger(MLFlowLogger, PipelineLoggerBase):
@@ -31,6 +38,10 @@ class MLFlowPipelineLogger(MLFlowLogger, PipelineLoggerBase):
     sqlite database ``save_dir/mlflow.db`` whose experiments keep their artifacts in ``save_dir/artifacts``
     (nothing leaves the machine). MLflow's file store (``file:./ml-runs``, as in OML's examples) works too
     where MLflow allows it: MLflow 3 asks for ``MLFLOW_ALLOW_FILE_STORE=true``.
+
+    With a local store (a ``file:`` or ``sqlite:`` uri, a path, or the default database) MLflow's usage
+    telemetry is turned off for the process: ``MLFLOW_DISABLE_TELEMETRY=true``, unless that variable is
+    already set (a value the user gave is kept).
 
     Logged: metrics (``log_metrics``), hyper-parameters (the config flattened with ``/``), figures as the
     artifacts ``figures/<title>/<idx>.png``, and by :meth:`log_pipeline_info` the artifacts ``config.yaml``,
@@ -66,8 +77,10 @@ class MLFlowPipelineLogger(MLFlowLogger, PipelineLoggerBase):
         run_id: str | None = None,
         synchronous: bool | None = None,
     ) -> None:
-        mlflow = import_client("mlflow", "mlflow", type(self).__name__)
         tracking_uri = tracking_uri or os.environ.get("MLFLOW_TRACKING_URI")
+        if tracking_uri is None or is_local_tracking_uri(tracking_uri):
+            set_offline_environment(type(self).__name__, OFFLINE_ENVIRONMENT)  # before mlflow reads it
+        mlflow = import_client("mlflow", "mlflow", type(self).__name__)
         local_dir: Path | None = None
         if tracking_uri:
             _check_file_store_allowed(mlflow, tracking_uri, type(self).__name__)
@@ -110,6 +123,15 @@ class MLFlowPipelineLogger(MLFlowLogger, PipelineLoggerBase):
             self.experiment.log_artifacts(self.run_id, str(folder))
 
 
+def is_local_tracking_uri(tracking_uri: str) -> bool:
+    """True for a tracking uri of a store on this machine: ``file:``, ``sqlite:`` or a plain path (a Windows
+    drive letter included); False for a server (``http(s)://``, ``databricks``, a database server)."""
+    if tracking_uri.strip().lower() in REMOTE_NAMES:
+        return False
+    scheme = urlparse(tracking_uri).scheme.lower()
+    return scheme in LOCAL_SCHEMES or len(scheme) == 1
+
+
 def _check_file_store_allowed(mlflow: ModuleType, tracking_uri: str, logger_name: str) -> None:
     """Raise ``ValueError`` when ``tracking_uri`` is a file store and this MLflow refuses file stores unless
     ``MLFLOW_ALLOW_FILE_STORE`` is true (MLflow 3; older versions have no such variable and allow them)."""
@@ -126,4 +148,4 @@ def _check_file_store_allowed(mlflow: ModuleType, tracking_uri: str, logger_name
     )
 
 
-__all__ = ["MLFlowPipelineLogger"]
+__all__ = ["MLFlowPipelineLogger", "is_local_tracking_uri"]

@@ -13,11 +13,22 @@ from pytorch_lightning.loggers import WandbLogger
 from pytorch_lightning.utilities.rank_zero import rank_zero_only
 
 from oml_loggers.base import PipelineLoggerBase
-from oml_loggers.clients import check_client_kwargs, import_client, missing_env, require_credentials
+from oml_loggers.clients import (
+    check_client_kwargs,
+    import_client,
+    missing_env,
+    require_credentials,
+    set_offline_environment,
+)
 from oml_loggers.pipeline_info import PipelineInfo
 
 #: W&B modes that need no account (``WANDB_MODE`` or the ``mode`` argument).
 LOCAL_MODES = frozenset({"offline", "dryrun", "disabled"})
+#: Set (unless already set) in a local mode, before W&B's service starts: W&B's error reporting and usage
+#: analytics. Without it an offline run still records OpenTelemetry metrics in the process (each
+#: ``run.log``), which are exported to W&B's server (``api.forge.coreweave.com``, the default ``base_url``)
+#: every minute and at exit; ``wandb-core`` also gets ``--no-observability`` from it.
+OFFLINE_ENVIRONMENT = {"WANDB_ERROR_REPORTING": "false"}
 
 
 class WandBPipelineLogger(WandbLogger, PipelineLoggerBase):
@@ -25,6 +36,8 @@ class WandBPipelineLogger(WandbLogger, PipelineLoggerBase):
 
     Online logging needs ``WANDB_API_KEY`` in the environment; ``offline=True`` (or ``mode="offline"``, or
     ``WANDB_MODE=offline``) keeps the run in ``save_dir/wandb/offline-run-*`` for a later ``wandb sync``.
+    In a local mode W&B's error reporting and usage analytics are turned off for the process
+    (``WANDB_ERROR_REPORTING=false``, unless that variable is already set: a value the user gave is kept).
 
     Logged: metrics with ``trainer/global_step`` (``log_metrics``), the config as the run's config,
     figures as images under their title (``log_figure``), the tags as the run's tags, and the artifacts
@@ -63,7 +76,9 @@ class WandBPipelineLogger(WandbLogger, PipelineLoggerBase):
         check_client_kwargs(type(self).__name__, wandb.init, kwargs)
         requested_mode = kwargs.pop("mode", None)
         mode = "offline" if offline else requested_mode or os.environ.get("WANDB_MODE")
-        if mode not in LOCAL_MODES:
+        if mode in LOCAL_MODES:
+            set_offline_environment(type(self).__name__, OFFLINE_ENVIRONMENT)
+        else:
             require_credentials(
                 type(self).__name__,
                 "Weights & Biases",

@@ -29,6 +29,14 @@ CLIENT_VARIABLES = (
     "CLEARML_API_SECRET_KEY",
     "CLEARML_API_HOST",
 )
+#: Variables set for the whole process by the loggers (the clients' switches they set when they log offline) or
+#: by the clients (ClearML's marker of the process that runs a task, which makes a child process's task a stub).
+PROCESS_VARIABLES = (
+    "MLFLOW_DISABLE_TELEMETRY",
+    "WANDB_ERROR_REPORTING",
+    "CLEARML_PROC_MASTER_ID",
+    "TRAINS_PROC_MASTER_ID",
+)
 LOCAL_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
 
 
@@ -41,6 +49,9 @@ def isolated_clients(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     clients.mkdir()
     for name in CLIENT_VARIABLES:
         monkeypatch.delenv(name, raising=False)
+    for name in PROCESS_VARIABLES:  # unset, and unset again after the test whatever was set meanwhile
+        monkeypatch.setenv(name, "")
+        monkeypatch.delenv(name)
     monkeypatch.setenv("HOME", str(clients / "home"))
     monkeypatch.setenv("XDG_CACHE_HOME", str(clients / "xdg_cache"))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(clients / "xdg_config"))
