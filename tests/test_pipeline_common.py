@@ -10,7 +10,6 @@ from pytorch_lightning.strategies import DDPStrategy
 
 from oml_core.lightning.pipelines.common import (
     RUN_DIR_ENV,
-    check_components,
     check_keys,
     format_metrics_table,
     is_ddp_devices,
@@ -54,17 +53,18 @@ def test_read_dataframe_checks_the_format_and_names_the_file(tmp_path):
         read_dataframe(tmp_path, "missing.csv")
 
 
-def test_check_components_fails_fast_on_unknown_names():
-    registry = Registry(load_entrypoints=False)
-    check_components(
-        {"optimizer": {"name": "adam"}, "scheduler": None},
-        registry,
-        {"optimizer": "optimizer", "scheduler": "scheduler"},
-    )
+def test_unknown_component_names_fail_before_anything_is_built():
+    from omegaconf import OmegaConf
+
+    from oml_core.compose import OML_CONFIGS_DIR
+    from oml_core.lightning.pipelines.schema import check_component_arguments, validate_config
+
+    cfg = OmegaConf.to_container(OmegaConf.load(OML_CONFIGS_DIR / "extractor_training_pipeline.yaml"))
+    registry = Registry()
+    check_component_arguments(validate_config(cfg, "extractor_training_pipeline"), registry)
+    cfg["optimizer"] = {"name": "adamm", "args": {}}
     with pytest.raises(UnknownNameError, match="Unknown optimizer 'adamm'"):
-        check_components({"optimizer": {"name": "adamm", "args": {}}}, registry, {"optimizer": "optimizer"})
-    with pytest.raises(ConfigError, match="config key 'optimizer' must be a \\{name, args\\} spec"):
-        check_components({"optimizer": {"args": {}}}, registry, {"optimizer": "optimizer"})
+        check_component_arguments(validate_config(cfg, "extractor_training_pipeline"), registry)
 
 
 def test_metrics_table_is_sorted_and_aligned():

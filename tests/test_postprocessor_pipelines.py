@@ -335,7 +335,7 @@ def test_the_pair_miner_is_the_configs_or_pairs_with_hard_pairs_mining():
         (
             "train-postprocessor",
             ["hard_pairs_mining=hard"],
-            "hard_pairs_mining must be true or false, got 'hard'",
+            "hard_pairs_mining: expected true or false, got 'hard'",
         ),
         (
             "train-postprocessor",

@@ -179,14 +179,14 @@ STEP = {"name": "step", "args": {"step_size": 1, "gamma": 0.5}}
         ),
         (
             {"scheduling": {"scheduler": STEP, "scheduler_interval": "batch"}},
-            r"scheduling.scheduler_interval must be 'step' or 'epoch', got 'batch'",
+            r"^scheduling.scheduler_interval: expected 'step' or 'epoch', got 'batch'$",
         ),
         ({"scheduler": STEP}, r"unknown config key 'scheduler'; did you mean 'scheduling'\?"),
         (
             {"mode_for_checkpointing": "maximum"},
-            r"mode_for_checkpointing must be 'min' or 'max', got 'maximum'",
+            r"^mode_for_checkpointing: expected 'min' or 'max', got 'maximum'$",
         ),
-        ({"freeze_n_epochs": -1}, r"freeze_n_epochs must be a non-negative integer, got -1"),
+        ({"freeze_n_epochs": -1}, r"^freeze_n_epochs: expected a non-negative int, got -1$"),
         (
             {"freeze_n_epochs": 1},
             r"freeze_n_epochs=1 needs an IFreezable extractor, but the extractor 'tiny_conv' \(TinyConvExtractor\)",
@@ -194,7 +194,7 @@ STEP = {"name": "step", "args": {"step_size": 1, "gamma": 0.5}}
         ({"sampler": None}, r"with sampler null the config needs bs_train"),
         (
             {"devices": 0},
-            r"devices must be null, a positive number of devices or a list of device ids, got 0",
+            r"^devices: expected a positive int, a non-empty list of non-negative ints or null, got 0$",
         ),
         (
             {"lightning_trainer_extra_args": {"max_epochs": 3}},

@@ -143,7 +143,9 @@ def test_validation_writes_the_worst_queries_and_the_config(registry, tmp_path, 
 def test_bad_metric_args_name_the_key(registry, tmp_path, four_greys):
     cfg = _config(VALIDATION, registry, tmp_path, f"dataset_root={four_greys}")
     cfg["metric_args"] = {"cmc_topk": [1]}
-    with pytest.raises(ConfigError, match="config key 'metric_args': unexpected keyword argument 'cmc_topk'"):
+    with pytest.raises(
+        ConfigError, match=r"^metric_args: unknown config key 'cmc_topk'; did you mean 'cmc_top_k'\?"
+    ):
         extractor_validation_pipeline(cfg, registry=registry)
 
 

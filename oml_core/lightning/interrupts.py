@@ -22,11 +22,17 @@ STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
 class InterruptRequest:
-    """The first stop signal received (``signum``, None until one is), set by :func:`graceful_interrupts`'s
-    handler and read by the checkpoint callback."""
+    """The first stop signal received (``signum``, None until one is), set by the handler that
+    :func:`graceful_interrupts` installs and read by the checkpoint callback.
+
+    Attributes:
+        active: Whether :func:`graceful_interrupts` has installed the handler (and may install it again, see
+            :meth:`take_over`).
+    """
 
     def __init__(self) -> None:
         self.signum: int | None = None
+        self.active = False
 
     @property
     def requested(self) -> bool:
@@ -48,6 +54,18 @@ class InterruptRequest:
         )
         sys.stderr.flush()
 
+    def take_over(self) -> None:
+        """Install :meth:`handle` for :data:`STOP_SIGNALS` again, when :func:`graceful_interrupts` is active.
+
+        Lightning installs a SIGTERM handler of its own when a fit starts, which makes the loop leave at the
+        end of the step with ``SystemExit`` (status 0) and nothing saved; the checkpoint callback calls this
+        once the fit has started, so that SIGTERM is handled as SIGINT is. Lightning puts back the handler it
+        found (this one) when the fit ends.
+        """
+        if self.active and threading.current_thread() is threading.main_thread():
+            for signum in STOP_SIGNALS:
+                signal.signal(signum, self.handle)
+
 
 @contextlib.contextmanager
 def graceful_interrupts(request: InterruptRequest) -> Iterator[InterruptRequest]:
@@ -58,9 +76,11 @@ def graceful_interrupts(request: InterruptRequest) -> Iterator[InterruptRequest]
         yield request
         return
     previous = {signum: signal.signal(signum, request.handle) for signum in STOP_SIGNALS}
+    request.active = True
     try:
         yield request
     finally:
+        request.active = False
         for signum, handler in previous.items():
             signal.signal(signum, handler)
 

@@ -19,6 +19,7 @@ import typing
 from collections.abc import Callable, Collection, Iterable, Mapping
 from typing import Any
 
+from oml_core.registry.arg_types import check_argument_types, type_hints
 from oml_core.registry.catalog import FIRST_PARTY_PROVIDERS
 from oml_core.registry.entry import Entry, PluginInfo
 from oml_core.registry.errors import (
@@ -29,6 +30,7 @@ from oml_core.registry.errors import (
     MissingArgumentError,
     UnexpectedArgumentError,
     UnknownNameError,
+    is_plugin_failure,
 )
 from oml_core.registry.kinds import ARGUMENT_ALIASES, KINDS, Kind, get_kind
 from oml_core.registry.manager import (
@@ -207,11 +209,14 @@ class Registry:
         return entries
 
     def _call_impl(self, impl: Any, register: Callable[..., None]) -> None:
-        """Call one plugin's hook with its own ``register`` callback; a failing hook is reported."""
+        """Call one plugin's hook with its own ``register`` callback; a failing hook is reported (any
+        ``BaseException``, ``SystemExit`` included; a ``KeyboardInterrupt`` or ``GeneratorExit`` propagates)."""
         record = self._records[impl.plugin_name]
         try:
             impl.function(**{arg: register for arg in impl.argnames})
-        except Exception as e:
+        except BaseException as e:
+            if not is_plugin_failure(e):
+                raise
             record.error = report_plugin_error(
                 record.info, f"hook {impl.function.__name__} failed", e, self.strict
             )
@@ -339,7 +344,9 @@ class Registry:
         library builds its own distances or reducers from such specs).
 
         Raises:
-            ConfigError: malformed spec, or an argument given both in ``args`` and at runtime.
+            ConfigError: malformed spec, an argument given both in ``args`` and at runtime, or an argument whose
+                value does not fit its annotation (``loss 'triplet_with_miner': argument margin: expected float,
+                got 'abc'``; see :mod:`oml_core.registry.arg_types`).
             UnexpectedArgumentError: an argument the factory does not accept (the accepted ones are listed).
             MissingArgumentError: a required argument not given.
             InterfaceError: the built object does not implement the kind's interface.
@@ -370,6 +377,7 @@ class Registry:
                 f"{kind} {entry.name!r}: argument(s) {sorted(clash)} are set by the pipeline at run time and "
                 f"must not be given in the config's args"
             )
+        check_argument_types(factory, args, f"{kind} {entry.name!r}: argument ")
         kwargs = self._build_nested(entry, factory, dict(args))
         kwargs.update(runtime)
         self._check_arguments(entry, factory, kwargs)
@@ -380,7 +388,7 @@ class Registry:
     def _build_nested(
         self, entry: Entry, factory: Callable[..., Any], args: dict[str, Any]
     ) -> dict[str, Any]:
-        hints = _type_hints(factory)
+        hints = type_hints(factory)
         self_built = getattr(factory, SELF_BUILT_ARGS_ATTR, frozenset())
         for key, value in args.items():
             if key in self_built or not is_spec(value):
@@ -445,14 +453,6 @@ def _signature_text(factory: Callable[..., Any]) -> str:
         return str(inspect.signature(factory, eval_str=True))
     except Exception:  # unresolvable forward references: show them as written
         return str(inspect.signature(factory))
-
-
-def _type_hints(factory: Callable[..., Any]) -> dict[str, Any]:
-    target = factory.__init__ if inspect.isclass(factory) else factory
-    try:
-        return typing.get_type_hints(target)
-    except Exception:  # unresolvable forward references: fall back to argument names only
-        return {}
 
 
 def _kind_of_argument(arg_name: str, annotation: Any) -> str | None:

@@ -82,6 +82,9 @@ class LastCheckpoint(pl.Callback):
         self.interrupt = interrupt or InterruptRequest()
         self.last_saved: Path | None = None
 
+    def on_train_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        self.interrupt.take_over()  # over the SIGTERM handler that Lightning installed for the fit
+
     def on_train_batch_end(
         self, trainer: pl.Trainer, pl_module: pl.LightningModule, outputs: Any, batch: Any, batch_idx: int
     ) -> None:

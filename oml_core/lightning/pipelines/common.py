@@ -55,19 +55,6 @@ def require(cfg: Mapping[str, Any], *keys: str, pipeline: str) -> None:
         raise ConfigError(f"{pipeline}: the config lacks the key(s) {missing}")
 
 
-def check_components(cfg: Mapping[str, Any], registry: Registry, kinds: Mapping[str, str]) -> None:
-    """Look up every component named by ``cfg`` (``{config key: kind}``) before any work is done, so that an
-    unknown or missing plugin fails at once with the registry's message, not after data loading."""
-    for key, kind in kinds.items():
-        spec = to_plain(cfg.get(key))
-        if spec is None:
-            continue
-        name = spec if isinstance(spec, str) else spec.get("name") if isinstance(spec, Mapping) else None
-        if not isinstance(name, str):
-            raise ConfigError(f"config key {key!r} must be a {{name, args}} spec of a {kind}, got {spec!r}")
-        registry.get(kind, name)
-
-
 def spec_of(value: Any) -> dict[str, Any]:
     """A component spec as a plain ``{name, args}`` dict (a bare name becomes ``{name: value}``)."""
     spec = to_plain(value)
@@ -127,6 +114,12 @@ def shared_run_dir(make: Callable[[], Path]) -> Path:
     """
     inherited = os.environ.get(RUN_DIR_ENV)
     return Path(inherited) if inherited else make()
+
+
+def is_ddp_child_process() -> bool:
+    """True in the DDP processes that Lightning starts for a run (see :func:`run_dir_for_ddp_processes`):
+    what the launching process checked before starting them (images, paths) they need not check again."""
+    return RUN_DIR_ENV in os.environ
 
 
 @contextlib.contextmanager
@@ -328,12 +321,12 @@ __all__ = [
     "as_config",
     "build_component",
     "build_logger",
-    "check_components",
     "check_keys",
     "check_one_device",
     "check_train_and_validation_rows",
     "embedding_metrics",
     "format_metrics_table",
+    "is_ddp_child_process",
     "is_ddp_devices",
     "log_dir_of",
     "make_run_dir",

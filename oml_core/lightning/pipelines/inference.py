@@ -4,12 +4,8 @@ check that every image can be read, and the extraction of embeddings in dataset 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
-
-from tqdm.auto import tqdm
 
 from oml_core.lightning.pipelines.common import (
     as_config,
@@ -17,13 +13,13 @@ from oml_core.lightning.pipelines.common import (
     check_keys,
     check_one_device,
     merge_trainer_args,
-    one_line,
     parse_engine_params,
     read_dataframe,
     require,
     resolve_dataset_root,
     split_dataframe,
 )
+from oml_core.lightning.pipelines.preflight import MAX_FILES_NAMED, check_images
 from oml_core.registry import ConfigError, Registry
 
 if TYPE_CHECKING:
@@ -31,15 +27,6 @@ if TYPE_CHECKING:
     from torch import Tensor
     from torch.utils.data import DataLoader
 
-#: Default values of the engine keys of the inference pipelines (when a config leaves them out).
-ENGINE_DEFAULTS: dict[str, Any] = {
-    "accelerator": None,
-    "devices": 1,
-    "precision": 32,
-    "seed": 42,
-    "num_workers": 0,
-    "lightning_trainer_extra_args": None,
-}
 #: Trainer arguments set by other config keys, so ``lightning_trainer_extra_args`` may not set them.
 TRAINER_ARGS_SET_BY_KEYS = {
     "accelerator": "the config key 'accelerator'",
@@ -52,30 +39,6 @@ TRAINER_ARGS_SET_BY_KEYS = {
     "default_root_dir": "the config keys 'logs_root' and 'logs_folder' (or 'save_dir')",
 }
 TRAINER_DEFAULTS = {"deterministic": True, "enable_model_summary": False, "enable_checkpointing": False}
-#: Default values of the optional keys of the validation pipelines (extractor and post-processor).
-VALIDATION_DEFAULTS: dict[str, Any] = {
-    **ENGINE_DEFAULTS,
-    "dataset_root": None,
-    "cache_size": 0,
-    "metric_args": {},
-    "postprocessor": None,
-    "log_images": False,
-    "logs_root": "logs",
-    "logs_folder": None,
-    "postfix": "validation",
-    "logger": None,
-    "tags": [],
-}
-#: The components of the validation pipelines: ``{config key: kind}``.
-VALIDATION_COMPONENT_KINDS = {
-    "extractor": "extractor",
-    "transforms_val": "transforms",
-    "postprocessor": "postprocessor",
-    "logger": "logger",
-}
-
-#: How many unreadable files an error message names (the rest are counted).
-MAX_FILES_NAMED = 5
 
 
 def inference_config(
@@ -135,40 +98,6 @@ def validation_dataset(cfg: Mapping[str, Any], registry: Registry, pipeline: str
     )
 
 
-def check_images(
-    paths: Sequence[Path],
-    f_imread: Callable[[Path], Any],
-    num_workers: int,
-    pipeline: str,
-    progress_bar: bool = True,
-) -> None:
-    """Read every image once (``num_workers`` threads at a time) before any model runs.
-
-    Raises:
-        ConfigError: files that are missing or cannot be read as images; one line that counts them and names
-            the first :data:`MAX_FILES_NAMED`, each with its error.
-    """
-
-    def problem(path: Path) -> str | None:
-        try:
-            f_imread(path)
-        except Exception as e:  # whatever the reader raises, the file is reported
-            return f"{str(path)!r} ({one_line(e)})"
-        return None
-
-    with ThreadPoolExecutor(max_workers=max(1, int(num_workers))) as pool:
-        results = tqdm(
-            pool.map(problem, paths), total=len(paths), desc="Checking images", disable=not progress_bar
-        )
-        problems = [p for p in results if p is not None]
-    if problems:
-        named = "; ".join(problems[:MAX_FILES_NAMED])
-        more = f"; and {len(problems) - MAX_FILES_NAMED} more" if len(problems) > MAX_FILES_NAMED else ""
-        raise ConfigError(
-            f"{pipeline}: {len(problems)} of {len(paths)} image files cannot be read: {named}{more}"
-        )
-
-
 def extract_embeddings(trainer: pl.Trainer, extractor: Any, loader: DataLoader) -> Tensor:
     """The float embeddings that ``extractor`` gives to the items of ``loader`` (``trainer.predict`` of an
     ``ExtractorModule``), on the CPU, in dataset order (row ``i``: item ``i``) whatever the batches' order."""
@@ -190,12 +119,9 @@ def _in_dataset_order(outputs: Sequence[Mapping[str, Any]]) -> Tensor:
 
 
 __all__ = [
-    "ENGINE_DEFAULTS",
     "MAX_FILES_NAMED",
     "TRAINER_ARGS_SET_BY_KEYS",
     "TRAINER_DEFAULTS",
-    "VALIDATION_COMPONENT_KINDS",
-    "VALIDATION_DEFAULTS",
     "check_images",
     "extract_embeddings",
     "inference_config",

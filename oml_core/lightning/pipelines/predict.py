@@ -14,31 +14,25 @@ from torch.utils.data import DataLoader
 
 from oml_core.lightning.pipelines.common import (
     build_component,
-    check_components,
     make_run_dir,
     resolve_dataset_root,
 )
 from oml_core.lightning.pipelines.inference import (
-    ENGINE_DEFAULTS,
     check_images,
     extract_embeddings,
     inference_config,
 )
+from oml_core.lightning.pipelines.schema import (
+    check_component_arguments,
+    optional_defaults,
+    required_keys,
+    validate_config,
+)
 from oml_core.registry import ConfigError, Registry, default_registry
 
 PIPELINE = "extractor_prediction_pipeline"
-REQUIRED_KEYS = ("bs", "transforms_predict", "extractor")
-DEFAULTS: dict[str, Any] = {
-    **ENGINE_DEFAULTS,
-    "data_dir": None,
-    "dataset_root": None,
-    "dataframe_name": None,
-    "save_dir": None,
-    "logs_root": "logs",
-    "logs_folder": None,
-    "postfix": "prediction",
-}
-COMPONENT_KINDS = {"extractor": "extractor", "transforms_predict": "transforms"}
+REQUIRED_KEYS = required_keys(PIPELINE)
+DEFAULTS = optional_defaults(PIPELINE)
 #: The file the features are written to, in ``save_dir`` (OML's name).
 PREDICTIONS_FILE = "predictions.json"
 #: Suffixes (any case) of the files taken from ``data_dir`` (OML's image extensions).
@@ -89,14 +83,16 @@ def extractor_prediction_pipeline(
         images (as strings), its values the feature vectors (lists of ``feat_dim`` floats).
 
     Raises:
-        ConfigError: an unknown or missing key, no or unreadable images, duplicate paths in the dataframe,
+        ConfigError: an unknown or missing key, a value of the wrong type or range (see
+            :mod:`~oml_core.lightning.pipelines.schema`), no or unreadable images, duplicate paths in the dataframe,
             bad extractor weights, an existing ``predictions.json``, ``devices`` other than one device (the
             message names the key or the file).
         RegistryError: an unknown component name.
     """
+    config = validate_config(cfg, PIPELINE)
     cfg, trainer_args = inference_config(cfg, REQUIRED_KEYS, DEFAULTS, PIPELINE)
     registry = registry or default_registry()
-    check_components(cfg, registry, COMPONENT_KINDS)
+    check_component_arguments(config, registry)
     if cfg["save_dir"] is not None:
         _check_not_written(Path(cfg["save_dir"]).expanduser().resolve() / PREDICTIONS_FILE)
     pl.seed_everything(cfg["seed"], workers=True, verbose=False)

@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import time
+import warnings
 from collections.abc import Mapping
 from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
+import numpy as np
 import pytorch_lightning as pl
 from pytorch_lightning.utilities import rank_zero_only
 from torch.utils.data import DataLoader
 
+from oml_core.datasets.dataframe_format import dataframe_warnings
 from oml_core.interfaces.models import IFreezable
 from oml_core.lightning.callbacks.metric import MetricValCallback, MetricValCallbackDDP
 from oml_core.lightning.callbacks.rng import RNGStateCallback
@@ -23,25 +27,38 @@ from oml_core.lightning.pipelines.common import (
     as_config,
     build_component,
     build_logger,
-    check_components,
-    check_keys,
     check_train_and_validation_rows,
     format_metrics_table,
+    is_ddp_child_process,
     is_ddp_devices,
     log_dir_of,
     make_run_dir,
     parse_engine_params,
     read_dataframe,
-    require,
     resolve_dataset_root,
     run_dir_for_ddp_processes,
     shared_run_dir,
     split_dataframe,
 )
+from oml_core.lightning.pipelines.preflight import (
+    check_engine,
+    check_images,
+    check_logs_root,
+    check_metric_for_checkpointing,
+    check_resume_checkpoint,
+    check_validation_ground_truth,
+    checkpoint_size,
+)
+from oml_core.lightning.pipelines.schema import (
+    ExtractorTrainingConfig,
+    check_component_arguments,
+    optional_defaults,
+    required_keys,
+    validate_config,
+)
 from oml_core.lightning.pipelines.training import (
     build_train_loader,
     check_criterion_fits,
-    check_training_options,
     checkpoint_callbacks,
     checkpoint_paths,
     fit_keeping_checkpoints,
@@ -52,53 +69,9 @@ from oml_core.lightning.pipelines.training import (
 from oml_core.registry import ConfigError, Registry, default_registry
 
 PIPELINE = "extractor_training_pipeline"
-COMPONENT_KINDS = {
-    "extractor": "extractor",
-    "criterion": "loss",
-    "optimizer": "optimizer",
-    "sampler": "sampler",
-    "transforms_train": "transforms",
-    "transforms_val": "transforms",
-    "logger": "logger",
-}
-REQUIRED_KEYS = (
-    "postfix",
-    "seed",
-    "dataframe_name",
-    "logs_root",
-    "transforms_train",
-    "transforms_val",
-    "extractor",
-    "criterion",
-    "optimizer",
-    "max_epochs",
-    "bs_val",
-    "metric_for_checkpointing",
-)
-OPTIONAL_KEYS = (
-    "precision",
-    "accelerator",
-    "devices",
-    "find_unused_parameters",
-    "dataset_root",
-    "logs_folder",
-    "num_workers",
-    "cache_size",
-    "sampler",
-    "bs_train",
-    "valid_period",
-    "metric_args",
-    "log_images",
-    "mode_for_checkpointing",
-    "scheduling",
-    "logger",
-    "freeze_n_epochs",
-    "lightning_trainer_extra_args",
-    "tags",
-    "resume",
-    "checkpoint_every_n_steps",
-    "nan_policy",
-)
+#: The keys of the pipeline's schema (:class:`~oml_core.lightning.pipelines.schema.ExtractorTrainingConfig`).
+REQUIRED_KEYS = required_keys(PIPELINE)
+OPTIONAL_KEYS = tuple(optional_defaults(PIPELINE))
 
 
 @dataclass
@@ -172,22 +145,32 @@ def extractor_training_pipeline(
             (``NonFiniteLossError``); both name the last good checkpoint.
     """
     cfg = as_config(cfg)
-    _check_config(cfg)
+    config = _check_config(cfg)
     registry = registry or default_registry()
-    check_components(cfg, registry, COMPONENT_KINDS)
-    if cfg.get("scheduling"):
-        check_components(cfg["scheduling"], registry, {"scheduler": "scheduler"})
+    check_component_arguments(config, registry)
     engine = parse_engine_params(cfg)
     is_ddp = is_ddp_devices(engine["devices"])
     trainer_args = training_trainer_args(cfg, engine)
+    launching = not is_ddp_child_process()  # the DDP processes skip what the launching process checked
+    if launching:
+        check_engine(engine, cfg.get("precision", 32))
     pl.seed_everything(cfg["seed"], workers=True, verbose=False)
 
     dataset_root = resolve_dataset_root(cfg)
-    df_train, df_val = split_dataframe(read_dataframe(dataset_root, cfg["dataframe_name"]))
+    df = read_dataframe(dataset_root, cfg["dataframe_name"])
+    df_train, df_val = split_dataframe(df)
     train_dataset, val_dataset = _build_datasets(cfg, registry, dataset_root, df_train, df_val)
+    if launching:
+        _check_data(cfg, dataset_root / cfg["dataframe_name"], df, train_dataset, val_dataset)
     train_loader, generators, resumable = build_train_loader(cfg, registry, train_dataset, PIPELINE)
     val_loader = DataLoader(val_dataset, batch_size=cfg["bs_val"], num_workers=cfg.get("num_workers", 0))
     module_args = _module_args(cfg, registry, train_dataset)
+    metric = _embedding_metrics(cfg, registry, val_dataset, is_ddp)
+    if launching:
+        check_metric_for_checkpointing(cfg["metric_for_checkpointing"], metric.metric_keys())
+        check_logs_root(
+            cfg["logs_root"], checkpoint_size([module_args["extractor"], module_args["criterion"]])
+        )
     if is_ddp:
         module: ExtractorModule = ExtractorModuleDDP(
             loaders_train=train_loader, loaders_val=val_loader, **module_args
@@ -195,7 +178,10 @@ def extractor_training_pipeline(
     else:
         module = ExtractorModule(**module_args)
     run_dir = shared_run_dir(lambda: make_run_dir(cfg["logs_root"], cfg["postfix"], cfg.get("logs_folder")))
-    metric_callback = _metric_callback(cfg, registry, val_dataset, is_ddp, run_dir / FIGURES_FOLDER)
+    callback_class = MetricValCallbackDDP if is_ddp else MetricValCallback
+    metric_callback = callback_class(
+        metric=metric, log_images=bool(cfg.get("log_images", False)), figures_dir=run_dir / FIGURES_FOLDER
+    )
     logger = build_logger(registry, cfg.get("logger"), run_dir)
     rank_zero_only(logger.log_pipeline_info)(cfg)
     interrupt = InterruptRequest()
@@ -221,14 +207,14 @@ def extractor_training_pipeline(
     return result
 
 
-def _check_config(cfg: Mapping[str, Any]) -> None:
-    """Fail at once, with one line naming the key, on an unknown, missing or malformed config key."""
-    check_keys(cfg, (*REQUIRED_KEYS, *OPTIONAL_KEYS), PIPELINE)
-    require(cfg, *REQUIRED_KEYS, pipeline=PIPELINE)
-    check_training_options(cfg, PIPELINE)
-    resume = cfg.get("resume")
-    if resume is not None and not Path(resume).is_file():
-        raise ConfigError(f"resume: the checkpoint {str(resume)!r} does not exist")
+def _check_config(cfg: Mapping[str, Any]) -> ExtractorTrainingConfig:
+    """The config checked against the pipeline's schema (see :func:`validate_config`) and its ``resume``
+    checkpoint readable (:func:`check_resume_checkpoint`): fail at once, with one line naming the key, on an
+    unknown, missing or malformed key."""
+    config = cast(ExtractorTrainingConfig, validate_config(cfg, PIPELINE))
+    if config.resume is not None:
+        check_resume_checkpoint(config.resume)
+    return config
 
 
 def _module_args(cfg: Mapping[str, Any], registry: Registry, train_dataset: Any) -> dict[str, Any]:
@@ -267,20 +253,46 @@ def _module_args(cfg: Mapping[str, Any], registry: Registry, train_dataset: Any)
     }
 
 
-def _metric_callback(
-    cfg: Mapping[str, Any], registry: Registry, val_dataset: Any, is_ddp: bool, figures_dir: Path
-) -> MetricValCallback:
-    """``MetricValCallback`` with ``EmbeddingMetrics`` of ``metric_args`` (their DDP versions in DDP); with
-    ``log_images`` the worst-query figures go to the logger and to ``figures_dir/epoch_<n>/`` as PNG."""
+def _embedding_metrics(cfg: Mapping[str, Any], registry: Registry, val_dataset: Any, is_ddp: bool) -> Any:
+    """``EmbeddingMetrics`` of ``metric_args`` (``EmbeddingMetricsDDP`` in DDP), not printing: the pipeline
+    prints its own table. With ``log_images`` its worst-query figures go to the logger and to
+    ``<run>/figures/epoch_<n>/`` as PNG (see ``MetricValCallback``)."""
     from oml_core.metrics import EmbeddingMetrics, EmbeddingMetricsDDP
 
-    metric_args = {"verbose": False, **(cfg.get("metric_args") or {})}  # the pipeline prints its own table
+    metric_args = {"verbose": False, **(cfg.get("metric_args") or {})}
     metric_class = EmbeddingMetricsDDP if is_ddp else EmbeddingMetrics
-    metric = metric_class(dataset=val_dataset, registry=registry, **metric_args)
-    callback_class = MetricValCallbackDDP if is_ddp else MetricValCallback
-    return callback_class(
-        metric=metric, log_images=bool(cfg.get("log_images", False)), figures_dir=figures_dir
+    return metric_class(dataset=val_dataset, registry=registry, **metric_args)
+
+
+def _check_data(cfg: Mapping[str, Any], csv: Path, df: Any, train_dataset: Any, val_dataset: Any) -> None:
+    """The checks of the data before training (see :mod:`~oml_core.lightning.pipelines.preflight`): the
+    validation split's ground truth; unless ``check_images`` is false, every image of both splits opens and
+    its box lies in it (named by csv row; the time it took is printed); warnings for boxes that cross their
+    images' edges, duplicated paths and labels shared by the splits."""
+    check_validation_ground_truth(
+        val_dataset.get_labels(), val_dataset.get_query_ids(), val_dataset.get_gallery_ids(), str(csv)
     )
+    found = dataframe_warnings(df, repr(str(csv)))
+    if cfg.get("check_images", True):
+        started = time.perf_counter()
+        paths = [*train_dataset.paths, *val_dataset.paths]
+        bboxes = None
+        if train_dataset.bboxes is not None or val_dataset.bboxes is not None:
+            bboxes = [
+                *(train_dataset.bboxes or [None] * len(train_dataset)),
+                *(val_dataset.bboxes or [None] * len(val_dataset)),
+            ]
+        rows = [*np.flatnonzero(df["split"] == "train"), *np.flatnonzero(df["split"] == "validation")]
+        progress = bool((cfg.get("lightning_trainer_extra_args") or {}).get("enable_progress_bar", True))
+        images = check_images(
+            paths, train_dataset.f_imread, cfg.get("num_workers", 0), PIPELINE, progress, bboxes, rows
+        )
+        found += [f"{str(csv)!r}: {message}" for message in images]
+        print(
+            f"Checked {len(paths)} images in {time.perf_counter() - started:.1f} s (check_images=false skips it)"
+        )
+    for message in found:
+        warnings.warn(message, stacklevel=3)
 
 
 def _build_datasets(

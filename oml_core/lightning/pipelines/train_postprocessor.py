@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytorch_lightning as pl
 import torch
@@ -22,8 +22,6 @@ from oml_core.lightning.pipelines.common import (
     as_config,
     build_component,
     build_logger,
-    check_components,
-    check_keys,
     check_one_device,
     check_train_and_validation_rows,
     embedding_metrics,
@@ -31,7 +29,6 @@ from oml_core.lightning.pipelines.common import (
     make_run_dir,
     parse_engine_params,
     read_dataframe,
-    require,
     resolve_dataset_root,
     spec_of,
     split_dataframe,
@@ -49,9 +46,15 @@ from oml_core.lightning.pipelines.postprocessing import (
     metrics_of_embeddings,
     report_metrics,
 )
+from oml_core.lightning.pipelines.schema import (
+    PostprocessorTrainingConfig,
+    check_component_arguments,
+    optional_defaults,
+    required_keys,
+    validate_config,
+)
 from oml_core.lightning.pipelines.training import (
     build_train_loader,
-    check_training_options,
     checkpoint_callbacks,
     checkpoint_paths,
     fit_keeping_checkpoints,
@@ -61,57 +64,10 @@ from oml_core.lightning.pipelines.training import (
 from oml_core.registry import ConfigError, Registry, default_registry
 
 PIPELINE = "postprocessor_training_pipeline"
-REQUIRED_KEYS = (
-    "postfix",
-    "seed",
-    "dataframe_name",
-    "logs_root",
-    "extractor",
-    "transforms_extraction",
-    "transforms_train",
-    "pairwise_model",
-    "optimizer",
-    "max_epochs",
-    "batch_size_inference",
-    "postprocessor",
-    "metric_for_checkpointing",
-)
-DEFAULTS: dict[str, Any] = {
-    "precision": 32,
-    "accelerator": None,
-    "devices": 1,
-    "dataset_root": None,
-    "logs_folder": None,
-    "num_workers": 0,
-    "cache_size": 0,
-    "embeddings_cache_dir": None,
-    "hard_pairs_mining": True,
-    "pairs_miner": None,
-    "sampler": None,
-    "bs_train": None,
-    "valid_period": 1,
-    "metric_args": {},
-    "log_images": False,
-    "mode_for_checkpointing": "max",
-    "scheduling": None,
-    "freeze_n_epochs": 0,
-    "logger": None,
-    "lightning_trainer_extra_args": None,
-    "tags": [],
-}
+REQUIRED_KEYS = required_keys(PIPELINE)
+DEFAULTS = optional_defaults(PIPELINE)
 #: The pair miner of a config whose ``pairs_miner`` is null (its ``hard_mining`` is ``hard_pairs_mining``).
 DEFAULT_PAIRS_MINER = "pairs"
-COMPONENT_KINDS = {
-    "extractor": "extractor",
-    "pairwise_model": "pairwise_model",
-    "postprocessor": "postprocessor",
-    "optimizer": "optimizer",
-    "sampler": "sampler",
-    "pairs_miner": "pairs_miner",
-    "transforms_extraction": "transforms",
-    "transforms_train": "transforms",
-    "logger": "logger",
-}
 
 
 @dataclass
@@ -187,14 +143,12 @@ def postprocessor_training_pipeline(
             the key); RegistryError: an unknown component name or argument.
     """
     cfg = as_config(cfg)
-    _check_config(cfg)
+    config = _check_config(cfg)
     cfg = {**DEFAULTS, **cfg}
     registry = registry or default_registry()
-    check_components(cfg, registry, COMPONENT_KINDS)
+    check_component_arguments(config, registry)
     if cfg["pairs_miner"] is None:
         registry.get("pairs_miner", DEFAULT_PAIRS_MINER)
-    if cfg["scheduling"]:
-        check_components(cfg["scheduling"], registry, {"scheduler": "scheduler"})
     engine = parse_engine_params(cfg)
     check_one_device(cfg, engine, PIPELINE)
     trainer_args = training_trainer_args(cfg, engine)
@@ -254,13 +208,10 @@ def postprocessor_training_pipeline(
     return result
 
 
-def _check_config(cfg: Mapping[str, Any]) -> None:
-    """Fail at once, with one line naming the key, on an unknown, missing or malformed config key."""
-    check_keys(cfg, (*REQUIRED_KEYS, *DEFAULTS), PIPELINE)
-    require(cfg, *REQUIRED_KEYS, pipeline=PIPELINE)
-    check_training_options(cfg, PIPELINE)
-    if not isinstance(cfg.get("hard_pairs_mining", True), bool):
-        raise ConfigError(f"hard_pairs_mining must be true or false, got {cfg['hard_pairs_mining']!r}")
+def _check_config(cfg: Mapping[str, Any]) -> PostprocessorTrainingConfig:
+    """The config checked against the pipeline's schema (see :func:`validate_config`): fail at once, with one
+    line naming the key, on an unknown, missing or malformed key."""
+    return cast(PostprocessorTrainingConfig, validate_config(cfg, PIPELINE))
 
 
 def _datasets_with_embeddings(

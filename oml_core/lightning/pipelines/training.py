@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from oml_core.lightning.pipelines.common import build_component, check_keys, merge_trainer_args, require
+from oml_core.lightning.pipelines.common import build_component, merge_trainer_args
 from oml_core.registry import ConfigError, Registry
 
 if TYPE_CHECKING:
@@ -23,8 +23,6 @@ if TYPE_CHECKING:
     from oml_core.lightning.interrupts import InterruptRequest
     from oml_core.lightning.resumable import ResumableBatchSampler
 
-#: The keys of a training config's ``scheduling`` block.
-SCHEDULING_KEYS = ("scheduler", "scheduler_interval", "scheduler_frequency", "monitor_metric")
 #: Trainer arguments of the training pipelines set by config keys, so ``lightning_trainer_extra_args`` may not
 #: set them.
 TRAINING_TRAINER_ARGS_SET_BY_KEYS = {
@@ -47,36 +45,6 @@ TRAINING_TRAINER_DEFAULTS = {
     "log_every_n_steps": 1,
     "enable_model_summary": False,
 }
-
-
-def check_training_options(cfg: Mapping[str, Any], pipeline: str) -> None:
-    """Fail at once, with one line naming the key, on a malformed option of a training pipeline's config:
-    ``mode_for_checkpointing`` (``min`` or ``max``), ``freeze_n_epochs`` (a non-negative integer), ``bs_train``
-    (needed when ``sampler`` is null) or ``scheduling`` (null, or a mapping of :data:`SCHEDULING_KEYS` with a
-    ``scheduler`` and a ``scheduler_interval`` of ``step`` or ``epoch``).
-
-    Raises:
-        ConfigError: the first malformed option.
-    """
-    if cfg.get("mode_for_checkpointing", "max") not in ("min", "max"):
-        raise ConfigError(
-            f"mode_for_checkpointing must be 'min' or 'max', got {cfg['mode_for_checkpointing']!r}"
-        )
-    freeze = cfg.get("freeze_n_epochs", 0)
-    if isinstance(freeze, bool) or not isinstance(freeze, int) or freeze < 0:
-        raise ConfigError(f"freeze_n_epochs must be a non-negative integer, got {freeze!r}")
-    if cfg.get("sampler") is None and cfg.get("bs_train") is None:
-        raise ConfigError(f"{pipeline}: with sampler null the config needs bs_train")
-    scheduling = cfg.get("scheduling")
-    if scheduling:
-        if not isinstance(scheduling, Mapping):
-            raise ConfigError(f"scheduling must be null or a mapping, got {scheduling!r}")
-        check_keys(scheduling, SCHEDULING_KEYS, f"{pipeline}: scheduling")
-        require(scheduling, "scheduler", pipeline=f"{pipeline}: scheduling")
-        if scheduling.get("scheduler_interval", "step") not in ("step", "epoch"):
-            raise ConfigError(
-                f"scheduling.scheduler_interval must be 'step' or 'epoch', got {scheduling['scheduler_interval']!r}"
-            )
 
 
 def training_trainer_args(cfg: Mapping[str, Any], engine: Mapping[str, Any]) -> dict[str, Any]:
@@ -282,12 +250,10 @@ def check_criterion_fits(
 
 
 __all__ = [
-    "SCHEDULING_KEYS",
     "TRAINING_TRAINER_ARGS_SET_BY_KEYS",
     "TRAINING_TRAINER_DEFAULTS",
     "build_train_loader",
     "check_criterion_fits",
-    "check_training_options",
     "checkpoint_callbacks",
     "checkpoint_paths",
     "fit_keeping_checkpoints",

@@ -16,23 +16,27 @@ from oml_core.lightning.pipelines.common import (
     FIGURES_FOLDER,
     build_component,
     build_logger,
-    check_components,
     embedding_metrics,
     format_metrics_table,
     log_dir_of,
     make_run_dir,
 )
 from oml_core.lightning.pipelines.inference import (
-    VALIDATION_COMPONENT_KINDS,
-    VALIDATION_DEFAULTS,
     check_images,
     inference_config,
     validation_dataset,
 )
+from oml_core.lightning.pipelines.schema import (
+    check_component_arguments,
+    optional_defaults,
+    required_keys,
+    validate_config,
+)
 from oml_core.registry import Registry, default_registry
 
 PIPELINE = "extractor_validation_pipeline"
-REQUIRED_KEYS = ("dataframe_name", "transforms_val", "bs_val", "extractor")
+REQUIRED_KEYS = required_keys(PIPELINE)
+DEFAULTS = optional_defaults(PIPELINE)
 
 
 @dataclass
@@ -82,13 +86,16 @@ def extractor_validation_pipeline(
         A :class:`ValidationResult`.
 
     Raises:
-        ConfigError: an unknown or missing key, a bad dataframe, unreadable images, bad extractor weights, bad
-            ``metric_args``, ``devices`` other than one device (the message names the key, file or argument).
+        ConfigError: an unknown or missing key, a value of the wrong type or range (see
+            :mod:`~oml_core.lightning.pipelines.schema`), a bad dataframe, unreadable images, bad extractor
+            weights, bad ``metric_args``, ``devices`` other than one device (the message names the key, file or
+            argument).
         RegistryError: an unknown component name.
     """
-    cfg, trainer_args = inference_config(cfg, REQUIRED_KEYS, VALIDATION_DEFAULTS, PIPELINE)
+    config = validate_config(cfg, PIPELINE)
+    cfg, trainer_args = inference_config(cfg, REQUIRED_KEYS, DEFAULTS, PIPELINE)
     registry = registry or default_registry()
-    check_components(cfg, registry, VALIDATION_COMPONENT_KINDS)
+    check_component_arguments(config, registry)
     pl.seed_everything(cfg["seed"], workers=True, verbose=False)
 
     dataset = validation_dataset(cfg, registry, PIPELINE)

@@ -17,7 +17,6 @@ from oml_core.lightning.pipelines.common import (
     FIGURES_FOLDER,
     build_component,
     build_logger,
-    check_components,
     embedding_metrics,
     log_dir_of,
     make_run_dir,
@@ -30,8 +29,6 @@ from oml_core.lightning.pipelines.embeddings_cache import (
     EmbeddingsSource,
 )
 from oml_core.lightning.pipelines.inference import (
-    VALIDATION_COMPONENT_KINDS,
-    VALIDATION_DEFAULTS,
     check_images,
     inference_config,
     validation_dataset,
@@ -42,15 +39,17 @@ from oml_core.lightning.pipelines.postprocessing import (
     metrics_of_embeddings,
     report_metrics,
 )
+from oml_core.lightning.pipelines.schema import (
+    check_component_arguments,
+    optional_defaults,
+    required_keys,
+    validate_config,
+)
 from oml_core.registry import ConfigError, Registry, default_registry
 
 PIPELINE = "postprocessor_validation_pipeline"
-REQUIRED_KEYS = ("dataframe_name", "transforms_val", "bs_val", "extractor", "postprocessor")
-DEFAULTS: dict[str, Any] = {
-    **{k: v for k, v in VALIDATION_DEFAULTS.items() if k != "postprocessor"},
-    "postfix": "postprocessor_validation",
-    "embeddings_cache_dir": None,
-}
+REQUIRED_KEYS = required_keys(PIPELINE)
+DEFAULTS = optional_defaults(PIPELINE)
 
 
 @dataclass
@@ -101,14 +100,16 @@ def postprocessor_validation_pipeline(
         A :class:`PostprocessorValidationResult`.
 
     Raises:
-        ConfigError: an unknown or missing key, a post-processor without a ``pairwise_model``, a bad dataframe,
-            unreadable images, bad weights, bad ``metric_args``, ``devices`` other than one device (one line
-            naming the key, file or argument).
+        ConfigError: an unknown or missing key, a value of the wrong type or range (see
+            :mod:`~oml_core.lightning.pipelines.schema`), a post-processor without a ``pairwise_model``, a bad
+            dataframe, unreadable images, bad weights, bad ``metric_args``, ``devices`` other than one device (one
+            line naming the key, file or argument).
         RegistryError: an unknown component name.
     """
+    config = validate_config(cfg, PIPELINE)
     cfg, trainer_args = inference_config(cfg, REQUIRED_KEYS, DEFAULTS, PIPELINE)
     registry = registry or default_registry()
-    check_components(cfg, registry, VALIDATION_COMPONENT_KINDS)
+    check_component_arguments(config, registry)
     pl.seed_everything(cfg["seed"], workers=True, verbose=False)
 
     dataset = validation_dataset(cfg, registry, PIPELINE)

@@ -1,0 +1,318 @@
+"""Checks made before any model runs, so that bad input fails in seconds with one line instead of after an
+epoch: the images (and their boxes), the validation split's ground truth, the checkpointing metric, the logs
+folder and its free space, and the accelerator, devices and precision of the machine.
+
+Every check raises ``ConfigError`` (one line naming the file, row, key or value at fault) or returns the
+warnings it has (problems that are likely mistakes but allowed).
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import tempfile
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from tqdm.auto import tqdm
+
+from oml_core.lightning.pipelines.common import one_line
+from oml_core.registry import ConfigError
+
+#: How many files (or rows) at fault an error message names (the rest are counted).
+MAX_FILES_NAMED = 5
+#: How many checkpoints of the trained model ``logs_root`` must have room for: ``best.ckpt``, ``last.ckpt`` and
+#: the temporary copy that an atomic save writes beside them.
+CHECKPOINTS_ROOM = 3
+
+
+def check_images(
+    paths: Sequence[Path],
+    f_imread: Callable[[Path], Any],
+    num_workers: int,
+    pipeline: str,
+    progress_bar: bool = True,
+    bboxes: Sequence[tuple[int, int, int, int] | None] | None = None,
+    rows: Sequence[int] | None = None,
+) -> list[str]:
+    """Read every image once (``num_workers`` threads at a time) before any model runs: a missing, unreadable,
+    truncated or empty file, or a decompression bomb (PIL's limit), fails; with ``bboxes`` (``(x1, y1, x2,
+    y2)`` or None per image) a box that lies wholly outside its image fails too, and one that crosses the
+    image's edge (it is cropped to the image) is a warning.
+
+    Args:
+        paths: The image files.
+        f_imread: The dataset's reader (it decodes the whole image).
+        num_workers: Threads to read with.
+        pipeline: Names the pipeline in the message.
+        progress_bar: Show a progress bar.
+        bboxes: The box of every image, or None.
+        rows: The dataframe row of every image (0-based data rows, as ``oml check-dataframe`` names them),
+            named in the messages instead of the paths alone.
+
+    Returns:
+        The warnings (boxes cropped to their images), one line each.
+
+    Raises:
+        ConfigError: files that cannot be read or boxes outside their images; one line that counts them and
+            names the first :data:`MAX_FILES_NAMED`, each with its row and error.
+    """
+
+    def where(i: int) -> str:
+        return f"row {rows[i]} {str(paths[i])!r}" if rows is not None else repr(str(paths[i]))
+
+    def problem(i: int) -> tuple[str, str] | None:
+        """``(what, message)``: ``what`` is ``unreadable``, ``outside`` or ``crossing``; None for a good image."""
+        try:
+            image = f_imread(paths[i])
+        except Exception as e:  # whatever the reader raises (a decompression bomb too), the file is reported
+            return "unreadable", f"{where(i)} ({one_line(e)})"
+        box = bboxes[i] if bboxes is not None else None
+        if box is None:
+            return None
+        width, height = _width_height(image)
+        x1, y1, x2, y2 = box
+        if x1 >= width or y1 >= height:
+            return "outside", f"{where(i)}: ({x1}, {y1}, {x2}, {y2}) in a {width}x{height} image"
+        if x2 > width or y2 > height:
+            return "crossing", f"{where(i)}: ({x1}, {y1}, {x2}, {y2}) in a {width}x{height} image"
+        return None
+
+    with ThreadPoolExecutor(max_workers=max(1, int(num_workers))) as pool:
+        found = [
+            p
+            for p in tqdm(
+                pool.map(problem, range(len(paths))),
+                total=len(paths),
+                desc="Checking images",
+                disable=not progress_bar,
+            )
+            if p is not None
+        ]
+    unreadable, outside, crossing = (
+        [m for w, m in found if w == what] for what in ("unreadable", "outside", "crossing")
+    )
+    if unreadable:
+        raise ConfigError(
+            f"{pipeline}: {len(unreadable)} of {len(paths)} image files cannot be read: {_named(unreadable)}"
+        )
+    if outside:
+        raise ConfigError(f"{pipeline}: {len(outside)} boxes lie outside their images: {_named(outside)}")
+    return (
+        [f"{len(crossing)} boxes cross the edge of their images (cropped to them): {_named(crossing)}"]
+        if crossing
+        else []
+    )
+
+
+def check_validation_ground_truth(
+    labels: Sequence[int] | np.ndarray, query_ids: Sequence[int], gallery_ids: Sequence[int], source: str
+) -> None:
+    """Fail unless the validation split has queries, gallery items, and at least one query with a gallery
+    item of its label other than itself (else every retrieval metric is undefined).
+
+    Args:
+        labels: The labels of the validation items.
+        query_ids, gallery_ids: The positions of its queries and of its gallery items.
+        source: Names the data in the message (the csv).
+
+    Raises:
+        ConfigError: naming ``source`` and what is missing.
+    """
+    labels = np.asarray(labels)
+    queries = np.zeros(len(labels), dtype=bool)
+    gallery = np.zeros(len(labels), dtype=bool)
+    queries[np.asarray(query_ids, dtype=np.int64)] = True
+    gallery[np.asarray(gallery_ids, dtype=np.int64)] = True
+    if not queries.any() or not gallery.any():
+        raise ConfigError(
+            f"{source}: the validation rows have {int(queries.sum())} queries and {int(gallery.sum())} gallery "
+            f"items; both are needed (columns 'is_query' and 'is_gallery')"
+        )
+    gallery_counts = dict(zip(*np.unique(labels[gallery], return_counts=True)))
+    matches = np.array([gallery_counts.get(label, 0) for label in labels[queries]]) - gallery[queries]
+    if not (matches > 0).any():
+        raise ConfigError(
+            f"{source}: none of the {int(queries.sum())} validation queries has a gallery item with its label "
+            f"(other than itself): every retrieval metric would be undefined"
+        )
+
+
+def check_resume_checkpoint(path: str | Path) -> None:
+    """Fail unless ``path`` (the config key ``resume``) is a training checkpoint that loads with
+    ``torch.load(weights_only=True)``: it exists, is whole, holds tensors and plain data only (a pickle that
+    would run code is refused, never run) and has the training state (``state_dict``, ``optimizer_states``,
+    ``loops``) that Lightning resumes from.
+
+    Raises:
+        ConfigError: naming ``resume``, the file and the cause.
+    """
+    import pickle
+
+    import torch
+
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"resume: the checkpoint {str(path)!r} does not exist")
+    try:
+        checkpoint = torch.load(path, map_location="cpu", weights_only=True)
+    except pickle.UnpicklingError:
+        raise ConfigError(
+            f"resume: {str(path)!r} holds objects other than tensors and plain data; it is refused "
+            f"(checkpoints are loaded with torch.load(weights_only=True), which never runs their code)"
+        ) from None
+    except Exception as e:  # a truncated or foreign file: torch's zip reader says why
+        reason = str(e).strip().splitlines()[0] if str(e).strip() else ""
+        raise ConfigError(
+            f"resume: cannot read the checkpoint {str(path)!r}: {type(e).__name__}: {reason}"
+        ) from None
+    missing = [
+        key
+        for key in ("state_dict", "optimizer_states", "loops")
+        if not isinstance(checkpoint, Mapping) or key not in checkpoint
+    ]
+    if missing:
+        raise ConfigError(
+            f"resume: {str(path)!r} is not a training checkpoint (it lacks {', '.join(missing)}); resume from "
+            f"a run's checkpoints/last.ckpt, or give a model's weights as extractor.args.weights"
+        )
+
+
+def check_metric_for_checkpointing(name: str, metric_keys: Iterable[str]) -> None:
+    """Fail unless ``name`` is among ``metric_keys`` (the validation metrics the run will log), with the
+    closest keys. A name without ``/`` is taken for a training log (``loss_epoch``, a loss's own logs), whose
+    names are only known once training runs, and is not checked.
+
+    Raises:
+        ConfigError: naming ``metric_for_checkpointing``, the value and the metrics that will be logged.
+    """
+    import difflib
+
+    keys = sorted(metric_keys)
+    if "/" not in name or name in keys:
+        return
+    close = difflib.get_close_matches(name, keys, n=3)
+    hint = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+    raise ConfigError(
+        f"metric_for_checkpointing: {name!r} is not among the validation metrics of this config{hint} "
+        f"(they are: {', '.join(keys)})"
+    )
+
+
+def check_logs_root(logs_root: str | Path, checkpoint_bytes: int) -> Path:
+    """Make ``logs_root`` (with its parents) and check that a file can be written there and that its
+    filesystem has room for :data:`CHECKPOINTS_ROOM` checkpoints of ``checkpoint_bytes``.
+
+    Returns:
+        ``logs_root``, resolved.
+
+    Raises:
+        ConfigError: naming ``logs_root``, the path and the cause (not a directory, not writable, the free
+            space and the space needed).
+    """
+    path = Path(logs_root).expanduser().resolve()
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=path):
+            pass
+    except FileExistsError:
+        raise ConfigError(f"logs_root: {str(path)!r} is a file, not a directory") from None
+    except OSError as e:
+        raise ConfigError(f"logs_root: cannot write into {str(path)!r}: {e.strerror or e}") from None
+    free, needed = shutil.disk_usage(path).free, CHECKPOINTS_ROOM * checkpoint_bytes
+    if free < needed:
+        raise ConfigError(
+            f"logs_root: {str(path)!r} has {_size(free)} free, but the checkpoints of this model need "
+            f"{_size(needed)} ({CHECKPOINTS_ROOM} x {_size(checkpoint_bytes)}: best.ckpt, last.ckpt and the "
+            f"temporary copy of a save)"
+        )
+    return path
+
+
+def checkpoint_size(modules: Iterable[Any], optimizer_states: int = 2) -> int:
+    """An upper estimate of a training checkpoint's bytes: the parameters and buffers of ``modules``, plus
+    ``optimizer_states`` tensors per parameter (Adam keeps 2, SGD with momentum 1)."""
+    total = 0
+    for module in modules:
+        params = sum(p.numel() * p.element_size() for p in module.parameters())
+        buffers = sum(b.numel() * b.element_size() for b in module.buffers())
+        total += params * (1 + optimizer_states) + buffers
+    return total
+
+
+def check_engine(engine: Mapping[str, Any], precision: Any) -> None:
+    """Fail unless this machine has the ``accelerator`` and the number of ``devices`` of ``engine`` (see
+    :func:`~oml_core.lightning.pipelines.common.parse_engine_params`), and Lightning accepts ``precision`` on it.
+
+    Raises:
+        ConfigError: naming the key (``accelerator``, ``devices``, ``precision``), its value and what this
+            machine has.
+    """
+    import pytorch_lightning as pl
+    import torch
+
+    accelerator, devices = engine["accelerator"], engine["devices"]
+    if accelerator in ("gpu", "cuda"):
+        available = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        if available == 0:
+            raise ConfigError(f"accelerator: {accelerator!r}, but this machine has no CUDA GPU (use cpu)")
+        wanted = len(devices) if isinstance(devices, list | tuple) else devices
+        if isinstance(wanted, int) and wanted > available:
+            raise ConfigError(f"devices: {devices!r}, but this machine has {available} CUDA GPU(s)")
+    rank_zero_logger = logging.getLogger("pytorch_lightning.utilities.rank_zero")
+    level = rank_zero_logger.level
+    rank_zero_logger.setLevel(logging.WARNING)  # the throwaway Trainer's "GPU available: ..." lines
+    try:
+        pl.Trainer(
+            accelerator=accelerator,
+            devices=devices,
+            precision=precision,
+            logger=False,
+            enable_checkpointing=False,
+            enable_progress_bar=False,
+            enable_model_summary=False,
+        )
+    except Exception as e:  # Lightning's MisconfigurationException / ValueError name the problem
+        raise ConfigError(
+            f"accelerator={accelerator!r}, devices={devices!r}, precision={precision!r}: {one_line(e)}"
+        ) from None
+    finally:
+        rank_zero_logger.setLevel(level)
+
+
+def _width_height(image: Any) -> tuple[int, int]:
+    """``(width, height)`` of a PIL image or of a ``[height, width, ...]`` array."""
+    if hasattr(image, "shape"):
+        return int(image.shape[1]), int(image.shape[0])
+    return image.size
+
+
+def _named(items: Sequence[str]) -> str:
+    more = f"; and {len(items) - MAX_FILES_NAMED} more" if len(items) > MAX_FILES_NAMED else ""
+    return "; ".join(items[:MAX_FILES_NAMED]) + more
+
+
+def _size(n_bytes: float) -> str:
+    """``"1.5 MB"``."""
+    unit = "B"
+    for unit in ("B", "KB", "MB", "GB", "TB"):
+        if n_bytes < 1024 or unit == "TB":
+            break
+        n_bytes /= 1024
+    return f"{n_bytes:.1f} {unit}"
+
+
+__all__ = [
+    "CHECKPOINTS_ROOM",
+    "MAX_FILES_NAMED",
+    "check_engine",
+    "check_images",
+    "check_logs_root",
+    "check_metric_for_checkpointing",
+    "check_resume_checkpoint",
+    "check_validation_ground_truth",
+    "checkpoint_size",
+]

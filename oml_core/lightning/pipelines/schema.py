@@ -1,0 +1,627 @@
+"""The schema of every pipeline's config: the keys it accepts, the type and range of every value and the defaults
+of the optional keys, checked in one go before the pipeline does any work.
+
+One dataclass per pipeline (hydra's structured configs, stored in hydra's ``ConfigStore`` as
+``oml_schema/<pipeline name>``) has a field per top-level key: a required key has no default (``MISSING``), an
+optional key the default the pipeline uses. Every field carries a :class:`Rule`, a small reusable validator (``a
+positive int``, ``a list of positive ints``, ``a {name, args} spec of a loss``, ...). :func:`validate_config`
+checks a config against its pipeline's schema and reports the first problem in one line naming the key, the
+value and what is expected::
+
+    validate_config({..., "max_epochs": "abc"}, "extractor_training_pipeline")
+    # ConfigError: max_epochs: expected a positive int, got 'abc'
+    validate_config({..., "metric_args": {"cmc_top_k": [0]}}, "extractor_validation_pipeline")
+    # ConfigError: metric_args.cmc_top_k: expected a list of positive ints, got [0]
+
+The arguments of the components are checked against the annotations of their factories by
+:func:`check_component_arguments`, which needs the registry (``criterion.args.margin: expected float, got
+'abc'``, see :mod:`oml_core.registry.arg_types`).
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import inspect
+import os
+import typing
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field, fields, is_dataclass
+from types import MappingProxyType
+from typing import Any, ClassVar, TypeVar
+
+from omegaconf import MISSING
+
+from oml_core.functional.metrics import TOP_K_SUFFIX
+from oml_core.lightning.modules.optimization import NAN_POLICIES, SCHEDULER_INTERVALS
+from oml_core.lightning.pipelines.common import as_config, check_keys, require
+from oml_core.registry import ConfigError, Registry
+from oml_core.registry.arg_types import check_argument_types, check_spec_argument_types, fits
+
+#: The ``ConfigStore`` group of the schemas (``oml_schema/extractor_training_pipeline``, ...).
+SCHEMA_GROUP = "oml_schema"
+
+_RULE = "oml_rule"  # a field's metadata key: its Rule
+_KIND = "oml_kind"  # a field's metadata key: the kind of the component it holds
+
+T = TypeVar("T")
+
+
+# ------------------------------------------------------------------------------------------------- rules
+def _as_is(value: Any, key: str) -> Any:
+    return value
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A validator of one config value.
+
+    Attributes:
+        expected: What the value must be, as messages say it: ``"a positive int"``.
+        plural: The same said of the items of a list: ``"positive ints"``.
+        accepts: Whether a value has the right type and range (the parts of a mapping are ``convert``'s).
+        convert: ``(value, key) -> value as the schema holds it`` for an accepted value; it checks the parts of
+            the value, whose messages name their keys under ``key`` (``metric_args.cmc_top_k``).
+    """
+
+    expected: str
+    plural: str
+    accepts: Callable[[Any], bool]
+    convert: Callable[[Any, str], Any] = _as_is
+
+    def check(self, value: Any, key: str) -> Any:
+        """``value`` (of the config key ``key``) as the schema holds it.
+
+        Raises:
+            ConfigError: ``<key>: expected <expected>, got <value>``, or the problem of a part of the value.
+        """
+        if not self.accepts(value):
+            raise ConfigError(f"{key}: expected {self.expected}, got {value!r}")
+        return self.convert(value, key)
+
+
+def _is_list(value: Any) -> bool:
+    return isinstance(value, list | tuple)
+
+
+def integer(low: int | None = None, high: int | None = None) -> Rule:
+    """An int (never a bool) in ``[low, high]`` (a bound that is None is open): ``a positive int``."""
+    if high is not None:
+        noun = f"int in [{low}, {high}]"
+    else:
+        noun = {None: "int", 0: "non-negative int", 1: "positive int"}.get(low, f"int >= {low}")
+    return Rule(
+        f"an {noun}" if noun[0] in "aeiou" else f"a {noun}",
+        noun.replace("int", "ints", 1),
+        lambda v: fits(int, v) and (low is None or v >= low) and (high is None or v <= high),
+    )
+
+
+def number(low: float, high: float) -> Rule:
+    """A number (an int or a float, never a bool) in ``[low, high]``."""
+    return Rule(
+        f"a number in [{low}, {high}]",
+        f"numbers in [{low}, {high}]",
+        lambda v: fits(float, v) and low <= v <= high,
+    )
+
+
+def one_of(*options: Any) -> Rule:
+    """One of ``options`` (of the same type: ``16`` is not ``"16"``, ``True`` is not ``1``)."""
+    said = [repr(option) for option in options]
+    expected = f"{said[0]} or {said[1]}" if len(said) == 2 else f"one of {', '.join(said)}"
+    return Rule(
+        expected,
+        f"values among {', '.join(said)}",
+        lambda v: any(type(v) is type(o) and v == o for o in options),
+    )
+
+
+def either(*rules: Rule) -> Rule:
+    """A value that one of ``rules`` accepts (converted by the first of them that does)."""
+
+    def convert(value: Any, key: str) -> Any:
+        return next(rule for rule in rules if rule.accepts(value)).convert(value, key)
+
+    return Rule(
+        _alternatives([rule.expected for rule in rules]),
+        _alternatives([rule.plural for rule in rules]),
+        lambda v: any(rule.accepts(v) for rule in rules),
+        convert,
+    )
+
+
+def nullable(*rules: Rule) -> Rule:
+    """Null, or a value that one of ``rules`` accepts."""
+    return either(*rules, NULL)
+
+
+def list_of(item: Rule, non_empty: bool = False) -> Rule:
+    """A list (or tuple) whose every item ``item`` accepts, held as a list; the message names the whole list."""
+    noun = f"{'non-empty ' if non_empty else ''}list of {item.plural}"
+
+    def convert(value: Any, key: str) -> list[Any]:
+        return [item.convert(v, f"{key}[{i}]") for i, v in enumerate(value)]
+
+    return Rule(
+        f"a {noun}",
+        noun.replace("list", "lists", 1),
+        lambda v: _is_list(v) and (len(v) > 0 or not non_empty) and all(item.accepts(x) for x in v),
+        convert,
+    )
+
+
+def _alternatives(said: list[str]) -> str:
+    return said[0] if len(said) == 1 else f"{', '.join(said[:-1])} or {said[-1]}"
+
+
+NULL = Rule("null", "nulls", lambda v: v is None)
+BOOL = Rule("true or false", "booleans", lambda v: isinstance(v, bool))
+STRING = Rule("a string", "strings", lambda v: isinstance(v, str))
+#: A name (the run's ``postfix``): a string, or an int as hydra reads ``postfix=1``, held as a string.
+NAME = Rule("a string", "strings", lambda v: isinstance(v, str) or fits(int, v), lambda v, key: str(v))
+#: A file or folder: a string (or an ``os.PathLike`` given in code), held as a string.
+PATH = Rule("a path", "paths", lambda v: isinstance(v, str | os.PathLike), lambda v, key: os.fspath(v))
+MAPPING = Rule("a mapping", "mappings", lambda v: isinstance(v, Mapping), lambda v, key: dict(v))
+#: ``tags``: a list, one tag or null (none), held as a list.
+TAGS = Rule(
+    "a list, a string or null",
+    "tag lists",
+    lambda v: v is None or isinstance(v, str) or _is_list(v),
+    lambda v, key: [v] if isinstance(v, str) else list(v or []),
+)
+#: A component's ``args``: a mapping (null: none), held as a dict.
+ARGS = Rule(
+    "a mapping", "mappings", lambda v: v is None or isinstance(v, Mapping), lambda v, key: dict(v or {})
+)
+POSITIVE_INT = integer(1)
+NON_NEGATIVE_INT = integer(0)
+FRACTION = number(0, 1)
+
+
+def _seed_rule() -> Rule:
+    from lightning_fabric.utilities.seed import max_seed_value, min_seed_value
+
+    return integer(min_seed_value, max_seed_value)
+
+
+def _precision_rule() -> Rule:
+    """The ``precision`` values that the installed Lightning accepts (``16``, ``"16-mixed"``, ``"bf16"``, ...)."""
+    try:
+        from lightning_fabric.connector import _PRECISION_INPUT
+    except ImportError:  # another Lightning: let the Trainer judge the value
+        return either(integer(), STRING)
+
+    def flat(annotation: Any) -> Iterator[Any]:
+        for argument in typing.get_args(annotation):
+            yield from flat(argument) if typing.get_args(argument) else (argument,)
+
+    options = list(dict.fromkeys(flat(_PRECISION_INPUT)))
+    return one_of(*sorted(options, key=lambda o: (isinstance(o, str), o)))
+
+
+#: Lightning's seeds (numpy's range).
+SEED = _seed_rule()
+PRECISION = _precision_rule()
+#: ``devices``: null (every GPU, or 1 on the CPU), a number of devices or a list of device indices.
+DEVICES = nullable(POSITIVE_INT, list_of(NON_NEGATIVE_INT, non_empty=True))
+
+
+# ----------------------------------------------------------------------------------------------- fields
+def setting(rule: Rule, default: Any = MISSING) -> Any:
+    """A schema field checked by ``rule``; without ``default`` the key is required (hydra's ``MISSING``)."""
+    if isinstance(default, list | dict):
+        return field(default_factory=functools.partial(copy.deepcopy, default), metadata={_RULE: rule})
+    return field(default=default, metadata={_RULE: rule})
+
+
+def spec(kind: str, optional: bool = False) -> Any:
+    """A schema field holding a component of ``kind``: required, or null by default when ``optional``."""
+    rule = nullable(component(kind)) if optional else component(kind)
+    return field(default=None if optional else MISSING, metadata={_RULE: rule, _KIND: kind})
+
+
+# ---------------------------------------------------------------------------------------- nested values
+@dataclass(eq=False)
+class ComponentSpec(Mapping[str, Any]):
+    """A component's config: its registered ``name`` and the ``args`` of its factory (nested specs among them).
+
+    It is a mapping of ``name`` and ``args``, so that it goes wherever a ``{name, args}`` dict goes
+    (``registry.build(kind, spec)``) and equals such a dict.
+    """
+
+    name: str = setting(STRING)
+    args: dict[str, Any] = setting(ARGS, {})
+
+    def __getitem__(self, key: str) -> Any:
+        if key not in ("name", "args"):
+            raise KeyError(key)
+        return getattr(self, key)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(("name", "args"))
+
+    def __len__(self) -> int:
+        return 2
+
+
+def component(kind: str) -> Rule:
+    """A ``{name, args}`` spec of a component of ``kind``, or just its name, held as a :class:`ComponentSpec`."""
+    article = "an" if kind[0] in "aeiou" else "a"
+
+    def convert(value: Any, key: str) -> ComponentSpec:
+        return ComponentSpec(name=value) if isinstance(value, str) else validated(ComponentSpec, value, key)
+
+    return Rule(
+        f"a {{name, args}} spec of {article} {kind}",
+        f"{{name, args}} specs of {kind}s",
+        lambda v: isinstance(v, str | Mapping),
+        convert,
+    )
+
+
+@dataclass
+class SchedulingConfig:
+    """The ``scheduling`` block of a training config: the scheduler and when Lightning steps it."""
+
+    scheduler: ComponentSpec = spec("scheduler")
+    scheduler_interval: str = setting(one_of(*SCHEDULER_INTERVALS), "step")
+    scheduler_frequency: int = setting(POSITIVE_INT, 1)
+    monitor_metric: str | None = setting(nullable(STRING), None)
+
+
+#: ``scheduling``: null (or an empty mapping: no scheduler) or a :class:`SchedulingConfig`.
+SCHEDULING = Rule(
+    "null or a mapping of scheduler, scheduler_interval, scheduler_frequency and monitor_metric",
+    "scheduling blocks",
+    lambda v: v is None or isinstance(v, Mapping),
+    lambda v, key: validated(SchedulingConfig, v, key) if v else None,
+)
+
+#: ``EmbeddingMetrics``' arguments that the pipelines set themselves.
+_METRIC_ARGS_SET_BY_PIPELINE = ("dataset", "postprocessor", "registry")
+#: ``metric_args`` whose values are lists of fractions.
+_FRACTION_METRIC_ARGS = ("fmr_vals", "pcf_variance")
+TOP_K = list_of(POSITIVE_INT)
+FRACTIONS = list_of(FRACTION)
+
+
+def _metric_args(value: Mapping[str, Any] | None, key: str) -> dict[str, Any]:
+    """``metric_args`` checked: every ``<metric>_top_k`` a list of positive ints, ``fmr_vals`` and
+    ``pcf_variance`` lists of numbers in ``[0, 1]``, the other keys ``EmbeddingMetrics``' arguments of the types
+    of its annotations."""
+    from oml_core.metrics import EmbeddingMetrics
+
+    parameters = inspect.signature(EmbeddingMetrics).parameters
+    known = [
+        name
+        for name, p in parameters.items()
+        if p.kind is not p.VAR_KEYWORD and name not in _METRIC_ARGS_SET_BY_PIPELINE
+    ]
+    args = dict(value or {})
+    for name, item in args.items():
+        if str(name).endswith(TOP_K_SUFFIX) and name != TOP_K_SUFFIX:
+            TOP_K.check(item, f"{key}.{name}")
+            continue
+        check_keys({name: item}, known, key)
+        if name in _FRACTION_METRIC_ARGS:
+            FRACTIONS.check(item, f"{key}.{name}")
+        else:
+            check_argument_types(EmbeddingMetrics, {name: item}, f"{key}.")
+    return args
+
+
+#: ``metric_args``: the arguments of :class:`~oml_core.metrics.EmbeddingMetrics` (null: none).
+METRIC_ARGS = Rule(
+    "a mapping of EmbeddingMetrics' arguments",
+    "mappings",
+    lambda v: v is None or isinstance(v, Mapping),
+    _metric_args,
+)
+
+
+# ---------------------------------------------------------------------------------------------- schemas
+@dataclass
+class PipelineConfig:
+    """The keys every pipeline has: the run's name, seed and engine, where it writes, its data loading.
+
+    A pipeline's schema is a subclass naming the pipeline in ``pipeline``; :func:`validate_config` gives an
+    instance of it whose fields hold checked values (specs as :class:`ComponentSpec`, paths as strings).
+    """
+
+    pipeline: ClassVar[str] = ""
+
+    postfix: str = setting(NAME)
+    seed: int = setting(SEED, 42)
+    precision: int | str = setting(PRECISION, 32)
+    accelerator: str | None = setting(nullable(STRING), None)
+    devices: Any = setting(DEVICES, 1)  # null, an int or a list of ints (an omegaconf field cannot say so)
+    dataset_root: str | None = setting(nullable(PATH), None)
+    logs_root: str = setting(PATH, "logs")
+    logs_folder: str | None = setting(nullable(PATH), None)
+    num_workers: int = setting(NON_NEGATIVE_INT, 0)
+    lightning_trainer_extra_args: dict[str, Any] | None = setting(nullable(MAPPING), None)
+
+    def check_combination(self) -> None:
+        """Raise a ``ConfigError`` when values that are right one by one do not go together (none here)."""
+
+
+@dataclass
+class ExtractorValidationConfig(PipelineConfig):
+    """The config of ``extractor_validation_pipeline``."""
+
+    pipeline: ClassVar[str] = "extractor_validation_pipeline"
+
+    postfix: str = setting(NAME, "validation")
+    dataframe_name: str = setting(PATH)
+    cache_size: int = setting(NON_NEGATIVE_INT, 0)
+    transforms_val: ComponentSpec = spec("transforms")
+    bs_val: int = setting(POSITIVE_INT)
+    metric_args: dict[str, Any] = setting(METRIC_ARGS, {})
+    postprocessor: ComponentSpec | None = spec("postprocessor", optional=True)
+    log_images: bool = setting(BOOL, False)
+    extractor: ComponentSpec = spec("extractor")
+    logger: ComponentSpec | None = spec("logger", optional=True)
+    tags: list[Any] = setting(TAGS, [])
+
+
+@dataclass
+class PostprocessorValidationConfig(ExtractorValidationConfig):
+    """The config of ``postprocessor_validation_pipeline``: that of the extractor's validation, a pairwise
+    ``postprocessor`` required, and the embeddings' cache."""
+
+    pipeline: ClassVar[str] = "postprocessor_validation_pipeline"
+
+    postfix: str = setting(NAME, "postprocessor_validation")
+    postprocessor: ComponentSpec = spec("postprocessor")
+    embeddings_cache_dir: str | None = setting(nullable(PATH), None)
+
+
+@dataclass
+class ExtractorPredictionConfig(PipelineConfig):
+    """The config of ``extractor_prediction_pipeline``."""
+
+    pipeline: ClassVar[str] = "extractor_prediction_pipeline"
+
+    postfix: str = setting(NAME, "prediction")
+    data_dir: str | None = setting(nullable(PATH), None)
+    dataframe_name: str | None = setting(nullable(PATH), None)
+    save_dir: str | None = setting(nullable(PATH), None)
+    bs: int = setting(POSITIVE_INT)
+    transforms_predict: ComponentSpec = spec("transforms")
+    extractor: ComponentSpec = spec("extractor")
+
+
+@dataclass
+class TrainingConfig(PipelineConfig):
+    """The keys of both training pipelines (extractor and post-processor)."""
+
+    seed: int = setting(SEED)
+    logs_root: str = setting(PATH)
+    dataframe_name: str = setting(PATH)
+    cache_size: int = setting(NON_NEGATIVE_INT, 0)
+    transforms_train: ComponentSpec = spec("transforms")
+    sampler: ComponentSpec | None = spec("sampler", optional=True)
+    bs_train: int | None = setting(nullable(POSITIVE_INT), None)
+    max_epochs: int = setting(POSITIVE_INT)
+    valid_period: int = setting(POSITIVE_INT, 1)
+    metric_args: dict[str, Any] = setting(METRIC_ARGS, {})
+    log_images: bool = setting(BOOL, False)
+    metric_for_checkpointing: str = setting(STRING)
+    mode_for_checkpointing: str = setting(one_of("min", "max"), "max")
+    optimizer: ComponentSpec = spec("optimizer")
+    scheduling: SchedulingConfig | None = setting(SCHEDULING, None)
+    freeze_n_epochs: int = setting(NON_NEGATIVE_INT, 0)
+    logger: ComponentSpec | None = spec("logger", optional=True)
+    tags: list[Any] = setting(TAGS, [])
+
+    def check_combination(self) -> None:
+        """Raise a ``ConfigError`` for ``sampler`` null without ``bs_train`` (the batch size of plain batches)."""
+        if self.sampler is None and self.bs_train is None:
+            raise ConfigError(f"{self.pipeline}: with sampler null the config needs bs_train")
+
+
+@dataclass
+class ExtractorTrainingConfig(TrainingConfig):
+    """The config of ``extractor_training_pipeline``."""
+
+    pipeline: ClassVar[str] = "extractor_training_pipeline"
+
+    devices: Any = setting(DEVICES, None)
+    find_unused_parameters: bool = setting(BOOL, False)
+    transforms_val: ComponentSpec = spec("transforms")
+    bs_val: int = setting(POSITIVE_INT)
+    checkpoint_every_n_steps: int | None = setting(nullable(POSITIVE_INT), None)
+    nan_policy: str = setting(one_of(*NAN_POLICIES), "stop")
+    check_images: bool = setting(BOOL, True)
+    extractor: ComponentSpec = spec("extractor")
+    criterion: ComponentSpec = spec("loss")
+    resume: str | None = setting(nullable(PATH), None)
+
+
+@dataclass
+class PostprocessorTrainingConfig(TrainingConfig):
+    """The config of ``postprocessor_training_pipeline``."""
+
+    pipeline: ClassVar[str] = "postprocessor_training_pipeline"
+
+    embeddings_cache_dir: str | None = setting(nullable(PATH), None)
+    extractor: ComponentSpec = spec("extractor")
+    transforms_extraction: ComponentSpec = spec("transforms")
+    batch_size_inference: int = setting(POSITIVE_INT)
+    pairwise_model: ComponentSpec = spec("pairwise_model")
+    hard_pairs_mining: bool = setting(BOOL, True)
+    pairs_miner: ComponentSpec | None = spec("pairs_miner", optional=True)
+    postprocessor: ComponentSpec = spec("postprocessor")
+
+
+#: The schema of every pipeline, by the pipeline's name.
+SCHEMAS: Mapping[str, type[PipelineConfig]] = MappingProxyType(
+    {
+        schema.pipeline: schema
+        for schema in (
+            ExtractorTrainingConfig,
+            ExtractorValidationConfig,
+            ExtractorPredictionConfig,
+            PostprocessorTrainingConfig,
+            PostprocessorValidationConfig,
+        )
+    }
+)
+
+
+# ------------------------------------------------------------------------------------------------ checks
+def schema_of(pipeline: str) -> type[PipelineConfig]:
+    """The schema of ``pipeline`` (see :data:`SCHEMAS`).
+
+    Raises:
+        ValueError: no pipeline has that name.
+    """
+    try:
+        return SCHEMAS[pipeline]
+    except KeyError:
+        raise ValueError(f"no pipeline {pipeline!r}; the pipelines are {', '.join(SCHEMAS)}") from None
+
+
+def required_keys(pipeline: str) -> tuple[str, ...]:
+    """The keys a config of ``pipeline`` must have, in the schema's order."""
+    return tuple(f.name for f in fields(schema_of(pipeline)) if _is_required(f))
+
+
+def optional_defaults(pipeline: str) -> dict[str, Any]:
+    """``{key: default}`` of the optional keys of ``pipeline`` (fresh copies of mutable defaults)."""
+    return {f.name: _default(f) for f in fields(schema_of(pipeline)) if not _is_required(f)}
+
+
+def validate_config(cfg: Mapping[str, Any] | Any, pipeline: str) -> PipelineConfig:
+    """Check a config (a dict or ``DictConfig``) of ``pipeline`` against its schema, before anything is built.
+
+    In order: every top-level key is one the pipeline knows, every required key is there (the messages of
+    :func:`~oml_core.lightning.pipelines.common.check_keys` and
+    :func:`~oml_core.lightning.pipelines.common.require`), every value fits its field's rule (in the schema's
+    order; inside a mapping value, its keys likewise), then the rules across keys (``check_combination``).
+    Component arguments are :func:`check_component_arguments`'s business.
+
+    Returns:
+        An instance of the pipeline's schema (a :class:`PipelineConfig`): every key, the defaults filling the
+        optional ones the config leaves out; specs as :class:`ComponentSpec`, paths as strings.
+
+    Raises:
+        ConfigError: the first problem, in one line naming the key, the value and what is expected
+            (``max_epochs: expected a positive int, got 'abc'``).
+        ValueError: no pipeline is called ``pipeline``.
+    """
+    config = validated(schema_of(pipeline), as_config(cfg))
+    config.check_combination()
+    return config
+
+
+def validated(schema: type[T], values: Mapping[str, Any], key: str = "") -> T:
+    """An instance of the dataclass ``schema`` of ``values`` (the value of the config key ``key``; ``""``: the
+    whole config), each value checked by its field's rule.
+
+    Raises:
+        ConfigError: an unknown key, a missing required key (a value ``???``, omegaconf's missing value, is
+            missing too) or a value its rule refuses; the message names the key under ``key``.
+    """
+    where = key or getattr(schema, "pipeline", "") or schema.__name__
+    schema_fields = fields(schema)  # type: ignore[arg-type]
+    check_keys(values, [f.name for f in schema_fields], where)
+    given = {k: v for k, v in values.items() if not (isinstance(v, str) and v == MISSING)}
+    require(given, *(f.name for f in schema_fields if _is_required(f)), pipeline=where)
+    prefix = f"{key}." if key else ""
+    checked = {
+        f.name: f.metadata[_RULE].check(given[f.name], f"{prefix}{f.name}")
+        for f in schema_fields
+        if f.name in given
+    }
+    return schema(**checked)
+
+
+def check_component_arguments(config: Any, registry: Registry, key: str = "") -> None:
+    """Check the argument types of every component of a checked ``config`` (:func:`validate_config`'s result),
+    nested specs included, against the annotations of their factories in ``registry``, before any is built.
+
+    Raises:
+        ConfigError: ``<key>.args.<argument>: expected <annotation>, got <value>``
+            (``criterion.args.margin: expected float, got 'abc'``); see
+            :func:`~oml_core.registry.arg_types.check_spec_argument_types`.
+        RegistryError: an unknown component name (the registry's message).
+    """
+    for f in fields(config):
+        value = getattr(config, f.name)
+        if value is None:
+            continue
+        if _KIND in f.metadata:
+            check_spec_argument_types(registry, f.metadata[_KIND], value, f"{key}{f.name}")
+        elif is_dataclass(value) and not isinstance(value, ComponentSpec):
+            check_component_arguments(value, registry, f"{key}{f.name}.")
+
+
+def store_schemas() -> None:
+    """Store every pipeline's schema in hydra's ``ConfigStore``: group :data:`SCHEMA_GROUP`, the pipeline's name
+    (e.g. a primary config may start from ``defaults: [oml_schema/extractor_training_pipeline, _self_]``)."""
+    from hydra.core.config_store import ConfigStore
+
+    store = ConfigStore.instance()
+    for name, schema in SCHEMAS.items():
+        store.store(group=SCHEMA_GROUP, name=name, node=schema)
+
+
+def _is_required(f: Any) -> bool:
+    return isinstance(f.default, str) and f.default == MISSING
+
+
+def _default(f: Any) -> Any:
+    return f.default_factory() if callable(f.default_factory) else copy.deepcopy(f.default)
+
+
+store_schemas()
+
+__all__ = [
+    "ARGS",
+    "BOOL",
+    "DEVICES",
+    "FRACTION",
+    "FRACTIONS",
+    "MAPPING",
+    "NAME",
+    "METRIC_ARGS",
+    "NON_NEGATIVE_INT",
+    "NULL",
+    "PATH",
+    "POSITIVE_INT",
+    "PRECISION",
+    "SCHEDULING",
+    "SCHEMAS",
+    "SCHEMA_GROUP",
+    "SEED",
+    "STRING",
+    "TAGS",
+    "TOP_K",
+    "ComponentSpec",
+    "ExtractorPredictionConfig",
+    "ExtractorTrainingConfig",
+    "ExtractorValidationConfig",
+    "PipelineConfig",
+    "PostprocessorTrainingConfig",
+    "PostprocessorValidationConfig",
+    "Rule",
+    "SchedulingConfig",
+    "check_component_arguments",
+    "component",
+    "either",
+    "integer",
+    "list_of",
+    "number",
+    "nullable",
+    "one_of",
+    "optional_defaults",
+    "required_keys",
+    "schema_of",
+    "setting",
+    "spec",
+    "store_schemas",
+    "validate_config",
+    "validated",
+]

@@ -1,0 +1,267 @@
+"""The types of a component's config arguments, checked against its factory's annotations before it is built.
+
+A config gives plain values (numbers, strings, booleans, null, lists, mappings). An argument whose parameter is
+annotated with such a type, or with ``Optional``/``Union``/``Literal``/``list[...]``/``Sequence[...]``/
+``tuple[...]``/``Mapping[...]`` of such types, must get a value of that type; ``int`` is accepted where
+``float`` is expected, ``bool`` is never taken for a number. Not checked: unannotated and ``Any`` parameters,
+annotations that cannot be resolved (a forward reference to a name that does not exist), parameters annotated
+with a class alone (a ``Path``, an interface: a config cannot hold one, so its value is the factory's business),
+``None`` given to a parameter whose default is ``None``, and nested ``{name, args}`` specs (the registry builds
+those, and checks their own arguments). In a ``Union``, a class that a config cannot hold (``Tensor`` in
+``float | Tensor``) accepts its instances only.
+
+Example::
+
+    check_argument_types(TripletLossWithMiner, {"margin": "abc"}, "criterion.args.")
+    # ConfigError: criterion.args.margin: expected float, got 'abc'
+"""
+
+from __future__ import annotations
+
+import collections.abc
+import inspect
+import numbers
+import types
+import typing
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from oml_core.registry.errors import ConfigError
+
+if TYPE_CHECKING:
+    from oml_core.registry.registry import Registry
+
+#: Origins of the annotations whose values a config gives as a list.
+_SEQUENCE_ORIGINS = (
+    list,
+    tuple,
+    set,
+    frozenset,
+    collections.abc.Sequence,
+    collections.abc.MutableSequence,
+    collections.abc.Set,
+    collections.abc.MutableSet,
+)
+#: Origins of the annotations that any iterable but a string or a mapping fits.
+_ITERABLE_ORIGINS = (collections.abc.Iterable, collections.abc.Collection)
+#: Origins of the annotations whose values a config gives as a mapping.
+_MAPPING_ORIGINS = (dict, collections.abc.Mapping, collections.abc.MutableMapping)
+_UNION_ORIGINS = (typing.Union, types.UnionType)
+
+
+def check_argument_types(factory: Callable[..., Any], args: Mapping[str, Any], where: str) -> None:
+    """Raise a ``ConfigError`` for the first argument of ``args`` whose value does not fit the annotation of
+    its parameter of ``factory`` (see the module's docstring for what is checked).
+
+    Args:
+        factory: A class (its ``__init__``'s annotations are read) or a function.
+        args: The config's arguments, by name; names that are not parameters are not checked here (the
+            registry reports them as unexpected).
+        where: The start of the message, followed by the argument's name: ``"criterion.args."`` (a config key
+            path) or ``"loss 'triplet_with_miner': argument "``.
+
+    Raises:
+        ConfigError: ``<where><name>: expected <annotation>, got <value>``, e.g.
+            ``criterion.args.margin: expected float, got 'abc'``.
+    """
+    from oml_core.registry.registry import is_spec  # the registry imports this module
+
+    try:
+        parameters = inspect.signature(factory).parameters
+    except (TypeError, ValueError):  # no signature (some builtins): nothing to check against
+        return
+    hints = type_hints(factory)
+    var_keyword = next((p for p in parameters.values() if p.kind is p.VAR_KEYWORD), None)
+    for name, value in args.items():
+        parameter = parameters.get(name)
+        if parameter is not None and parameter.kind in (parameter.POSITIONAL_ONLY, parameter.VAR_POSITIONAL):
+            continue
+        if parameter is None or parameter.kind is parameter.VAR_KEYWORD:
+            parameter = var_keyword
+        if parameter is None or parameter.name not in hints or is_spec(value):
+            continue
+        if value is None and parameter.default is None:  # the default restated (`x: float = None` included)
+            continue
+        annotation = hints[parameter.name]
+        if not fits(annotation, value):
+            raise ConfigError(f"{where}{name}: expected {describe(annotation)}, got {value!r}")
+
+
+def check_spec_argument_types(registry: Registry, kind: str, spec: Any, key: str) -> None:
+    """Check the argument types of the component spec ``spec`` (of ``kind``, at the config key ``key``) and of
+    the specs nested in its arguments, before anything is built (:func:`check_argument_types`).
+
+    The kind of a nested spec is told as the registry tells it when it builds (the argument's name or its
+    annotation); a nested spec whose kind cannot be told, and the arguments the factory builds itself
+    (``SELF_BUILT_ARGS_ATTR``), are left to the registry. A malformed spec is left to the registry too.
+
+    Raises:
+        ConfigError: ``<key>.args.<name>: expected <annotation>, got <value>`` (``<key>.args.miner.args.<name>``
+            for a nested spec).
+        RegistryError: an unknown or ambiguous component name (the registry's message).
+    """
+    from oml_core.registry.registry import SELF_BUILT_ARGS_ATTR, _kind_of_argument, is_spec, to_plain
+
+    spec = to_plain(spec)
+    if isinstance(spec, str):
+        spec = {"name": spec}
+    if not is_spec(spec) or not isinstance(spec.get("args") or {}, Mapping):
+        return
+    factory = registry.get(kind, spec["name"]).load()
+    args = spec.get("args") or {}
+    check_argument_types(factory, args, f"{key}.args.")
+    hints = type_hints(factory)
+    self_built = getattr(factory, SELF_BUILT_ARGS_ATTR, frozenset())
+    for name, value in args.items():
+        if name in self_built or not is_spec(value):
+            continue
+        nested_kind = _kind_of_argument(name, hints.get(name))
+        if nested_kind is not None:
+            check_spec_argument_types(registry, nested_kind, value, f"{key}.args.{name}")
+
+
+def type_hints(factory: Callable[..., Any]) -> dict[str, Any]:
+    """The resolved annotations of ``factory``'s parameters (of ``__init__`` for a class), string annotations
+    (``from __future__ import annotations``) evaluated; one that cannot be evaluated is left out."""
+    target = factory.__init__ if inspect.isclass(factory) else factory  # type: ignore[misc]
+    try:
+        return typing.get_type_hints(target)
+    except Exception:  # one unresolvable annotation: resolve the others one by one
+        pass
+    namespace = getattr(inspect.unwrap(target), "__globals__", {})
+    hints: dict[str, Any] = {}
+    for name, annotation in getattr(target, "__annotations__", {}).items():
+        if isinstance(annotation, str):
+            try:
+                annotation = eval(annotation, namespace)  # what typing.get_type_hints does, one at a time
+            except Exception:
+                continue
+        hints[name] = annotation
+    return hints
+
+
+def fits(annotation: Any, value: Any) -> bool:
+    """Whether a config ``value`` fits ``annotation``; True for an annotation that is not checked."""
+    annotation = _unwrapped(annotation)
+    if annotation is None or annotation is type(None):
+        return value is None
+    primitive = _primitive(annotation)
+    if primitive is not None:
+        return primitive(value)
+    origin = typing.get_origin(annotation) or annotation
+    arguments = typing.get_args(annotation)
+    if origin is typing.Literal:
+        return any(type(value) is type(option) and value == option for option in arguments)
+    if origin in _UNION_ORIGINS:
+        if not any(_is_checked(member) for member in arguments if member is not type(None)):
+            return True
+        return any(_member_fits(member, value) for member in arguments)
+    if origin in _MAPPING_ORIGINS:
+        if not isinstance(value, Mapping):
+            return False
+        key_type, value_type = arguments if len(arguments) == 2 else (Any, Any)
+        return all(fits(key_type, k) and fits(value_type, v) for k, v in value.items())
+    if origin in _SEQUENCE_ORIGINS or origin in _ITERABLE_ORIGINS:
+        if isinstance(value, str | bytes | Mapping):
+            return False
+        if isinstance(value, list | tuple | set | frozenset):
+            return _items_fit(origin, arguments, list(value))
+        # another iterable (a range, a generator given in code): its items are not looked at
+        wanted = collections.abc.Iterable if origin in _ITERABLE_ORIGINS else collections.abc.Sequence
+        return isinstance(value, wanted)
+    return True  # a class a config cannot hold, a callable, a type variable, ...
+
+
+def describe(annotation: Any) -> str:
+    """``annotation`` as messages name it: ``float``, ``int or None``, ``list[int]``, ``'mean' or 'sum'``."""
+    annotation = _unwrapped(annotation)
+    origin = typing.get_origin(annotation)
+    arguments = typing.get_args(annotation)
+    if origin is typing.Literal:
+        return " or ".join(repr(option) for option in arguments)
+    if origin in _UNION_ORIGINS:
+        return " or ".join(describe(member) for member in arguments)
+    if annotation is None or annotation is type(None):
+        return "None"
+    if origin is not None and arguments:
+        inner = ", ".join("..." if a is Ellipsis else describe(a).replace(" or ", " | ") for a in arguments)
+        return f"{getattr(origin, '__name__', str(origin))}[{inner}]"
+    return getattr(annotation, "__name__", str(annotation))
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
+
+_PRIMITIVES: dict[Any, Callable[[Any], bool]] = {
+    bool: lambda value: isinstance(value, bool),
+    int: _is_int,
+    float: _is_number,
+    str: lambda value: isinstance(value, str),
+    Any: lambda value: True,
+    object: lambda value: True,
+}
+
+
+def _primitive(annotation: Any) -> Callable[[Any], bool] | None:
+    """The check of a primitive annotation (``int``, ``float``, ``bool``, ``str``, ``Any``), else None."""
+    try:
+        return _PRIMITIVES.get(annotation)
+    except TypeError:  # an unhashable annotation
+        return None
+
+
+def _unwrapped(annotation: Any) -> Any:
+    """``Annotated[X, ...]`` and ``NewType``s as ``X``."""
+    while True:
+        if typing.get_origin(annotation) is typing.Annotated:
+            annotation = typing.get_args(annotation)[0]
+        elif hasattr(annotation, "__supertype__"):
+            annotation = annotation.__supertype__
+        else:
+            return annotation
+
+
+def _is_checked(annotation: Any) -> bool:
+    """Whether :func:`fits` checks values of ``annotation`` (a type a config holds), rather than accepting all."""
+    annotation = _unwrapped(annotation)
+    if _primitive(annotation) is not None:
+        return annotation not in (Any, object)
+    origin = typing.get_origin(annotation) or annotation
+    if origin is typing.Literal or origin in _MAPPING_ORIGINS:
+        return True
+    if origin in _SEQUENCE_ORIGINS or origin in _ITERABLE_ORIGINS:
+        return True
+    if origin in _UNION_ORIGINS:
+        return any(_is_checked(member) for member in typing.get_args(annotation))
+    return annotation is None or annotation is type(None)
+
+
+def _member_fits(member: Any, value: Any) -> bool:
+    """Whether ``value`` fits one member of a checked union: a class a config cannot hold takes its instances."""
+    if _is_checked(member):
+        return fits(member, value)
+    origin = typing.get_origin(member) or member
+    if inspect.isclass(origin):
+        try:
+            return isinstance(value, origin)
+        except TypeError:  # a class that refuses isinstance (a protocol without runtime checks)
+            return True
+    return True
+
+
+def _items_fit(origin: Any, arguments: tuple[Any, ...], items: list[Any]) -> bool:
+    """Whether the items of a list fit the arguments of a sequence annotation (``tuple[X, Y]`` by position)."""
+    if origin is tuple and arguments and not (len(arguments) == 2 and arguments[1] is Ellipsis):
+        if arguments == ((),):  # tuple[()]
+            return not items
+        return len(items) == len(arguments) and all(fits(a, item) for a, item in zip(arguments, items))
+    item_type = arguments[0] if arguments else Any
+    return all(fits(item_type, item) for item in items)
+
+
+__all__ = ["check_argument_types", "check_spec_argument_types", "describe", "fits", "type_hints"]
