@@ -138,10 +138,13 @@ def test_sigkill_in_the_middle_of_an_epoch_then_resume_gives_the_uninterrupted_w
     assert_same_training_state(final, straight)
 
 
-@pytest.mark.parametrize(("signum", "exit_code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+@pytest.mark.parametrize(
+    ("signum", "exit_code", "resume"), [(signal.SIGINT, 130, True), (signal.SIGTERM, 143, False)]
+)
 def test_an_interrupt_saves_the_step_prints_the_resume_command_and_the_resumed_run_ends_the_same(
-    workspace, env, straight, signum, exit_code
+    workspace, env, straight, signum, exit_code, resume
 ):
+    """(The resumed run of SIGTERM is that of SIGINT: its checkpoint is the same kind, it is not run again.)"""
     config_dir = workspace / "configs"
     folder = f"interrupted_{signum}"
     last = workspace / "logs" / folder / "checkpoints" / "last.ckpt"
@@ -158,6 +161,9 @@ def test_an_interrupt_saves_the_step_prints_the_resume_command_and_the_resumed_r
     assert command.group(1) == expected
     at_stop = torch.load(last, weights_only=False)
     assert at_stop["epoch"] == 1 and STEPS_PER_EPOCH < at_stop["global_step"] < 2 * STEPS_PER_EPOCH
+    assert "oml_mid_epoch_loader" in at_stop
+    if not resume:
+        return
 
     resumed = subprocess.run(  # the printed command, as printed: a new run directory, <folder>_1
         [*OML, *shlex.split(command.group(1))[1:]], env=env, capture_output=True, text=True, timeout=600

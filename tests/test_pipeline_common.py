@@ -114,21 +114,19 @@ def test_more_than_one_device_means_ddp(devices, expected):
 
 
 def test_engine_params_follow_oml():
-    single = parse_engine_params({"accelerator": "cpu", "devices": None})
+    single = parse_engine_params("cpu", None)
     assert single == {
         "accelerator": "cpu",
         "devices": 1,
         "strategy": "auto",
         "use_distributed_sampler": False,
     }
-    ddp = parse_engine_params({"accelerator": "cpu", "devices": [0, 1, 2], "find_unused_parameters": True})
+    ddp = parse_engine_params("cpu", [0, 1, 2], find_unused_parameters=True)
     assert ddp["devices"] == 3 and isinstance(ddp["strategy"], DDPStrategy)
     assert ddp["strategy"]._ddp_kwargs == {"find_unused_parameters": True}
-    assert not parse_engine_params({"accelerator": "cpu", "devices": 2})["strategy"]._ddp_kwargs[
-        "find_unused_parameters"
-    ]
+    assert not parse_engine_params("cpu", 2)["strategy"]._ddp_kwargs["find_unused_parameters"]
     with pytest.raises(ConfigError, match="^devices must be null, a positive number .* got -1$"):
-        parse_engine_params({"accelerator": "cpu", "devices": -1})
+        parse_engine_params("cpu", -1)
 
 
 def test_extra_trainer_args_win_over_the_defaults_but_not_over_config_keys():

@@ -290,10 +290,10 @@ def test_the_pair_miner_is_the_configs_or_pairs_with_hard_pairs_mining():
     from oml_losses import PairsMiner
 
     registry = Registry([PairMinerPlugin()], allow=["oml_losses"])
-    default = build_pairs_miner({"pairs_miner": None, "hard_pairs_mining": False}, registry)
+    default = build_pairs_miner(None, False, registry)
     assert type(default) is PairsMiner and default.hard_mining is False
     spec = {"name": "first_pair", "args": {"negative_label_offset": 1}}
-    own = build_pairs_miner({"pairs_miner": spec, "hard_pairs_mining": True}, registry)
+    own = build_pairs_miner(spec, True, registry)
     assert type(own) is FirstPairMiner and own.offset == 1
     ids1, ids2, is_negative = own.sample(torch.zeros(2, 3), torch.tensor([4, 3]))
     assert (ids1.tolist(), ids2.tolist(), is_negative.tolist()) == ([0], [1], [False])  # 4 == 3 + 1

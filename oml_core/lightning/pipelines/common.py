@@ -140,12 +140,15 @@ def is_ddp_devices(devices: Any) -> bool:
     return isinstance(devices, int) and not isinstance(devices, bool) and devices > 1
 
 
-def parse_engine_params(cfg: Mapping[str, Any]) -> dict[str, Any]:
-    """The ``pl.Trainer`` arguments ``accelerator, devices, strategy, use_distributed_sampler`` of a config.
+def parse_engine_params(
+    accelerator: str | None, devices: Any, find_unused_parameters: bool = False
+) -> dict[str, Any]:
+    """The ``pl.Trainer`` arguments ``accelerator, devices, strategy, use_distributed_sampler`` of a config's
+    keys ``accelerator``, ``devices`` and ``find_unused_parameters``.
 
     ``accelerator`` null: ``gpu`` when CUDA is available, else ``cpu``; ``devices`` null: every GPU (``gpu``)
     or 1. On the CPU a list of devices means that many processes. More than one device (see
-    :func:`is_ddp_devices`) runs DDP: ``DDPStrategy(find_unused_parameters=cfg["find_unused_parameters"])``;
+    :func:`is_ddp_devices`) runs DDP: ``DDPStrategy(find_unused_parameters=find_unused_parameters)``;
     one device runs the plain ``"auto"`` strategy. ``use_distributed_sampler`` is always ``False``: the DDP
     modules patch their loaders themselves.
 
@@ -155,8 +158,7 @@ def parse_engine_params(cfg: Mapping[str, Any]) -> dict[str, Any]:
     import torch
     from pytorch_lightning.strategies import DDPStrategy
 
-    accelerator = cfg.get("accelerator") or ("gpu" if torch.cuda.is_available() else "cpu")
-    devices = cfg.get("devices")
+    accelerator = accelerator or ("gpu" if torch.cuda.is_available() else "cpu")
     if devices is None:
         devices = torch.cuda.device_count() if accelerator == "gpu" and torch.cuda.is_available() else 1
     valid_int = isinstance(devices, int) and not isinstance(devices, bool) and devices > 0
@@ -168,7 +170,7 @@ def parse_engine_params(cfg: Mapping[str, Any]) -> dict[str, Any]:
         devices = len(devices)
     strategy: Any = "auto"
     if is_ddp_devices(devices):
-        strategy = DDPStrategy(find_unused_parameters=bool(cfg.get("find_unused_parameters", False)))
+        strategy = DDPStrategy(find_unused_parameters=bool(find_unused_parameters))
     return {
         "accelerator": accelerator,
         "devices": devices,
@@ -222,14 +224,18 @@ def merge_trainer_args(
     return {**defaults, **extra}
 
 
-def resolve_dataset_root(cfg: Mapping[str, Any]) -> Path:
-    """``cfg["dataset_root"]``, or the built-in mock dataset (generated on first use) when it is null."""
-    root = cfg.get("dataset_root")
-    if root is None:
+def resolve_dataset_root(dataset_root: str | os.PathLike[str] | None) -> Path:
+    """The config key ``dataset_root`` as an absolute folder, or the built-in mock dataset (generated on first
+    use) when it is null.
+
+    Raises:
+        ConfigError: ``dataset_root`` is not a directory.
+    """
+    if dataset_root is None:
         from oml_core.datasets.mock import get_mock_dataset_root
 
         return get_mock_dataset_root()
-    path = Path(root).expanduser().resolve()
+    path = Path(dataset_root).expanduser().resolve()
     if not path.is_dir():
         raise ConfigError(f"dataset_root {str(path)!r} is not a directory")
     return path

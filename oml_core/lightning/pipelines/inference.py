@@ -67,7 +67,7 @@ def inference_config(
     check_keys(cfg, {*required, *defaults}, pipeline)
     require(cfg, *required, pipeline=pipeline)
     cfg = {**defaults, **cfg}
-    engine = parse_engine_params(cfg)
+    engine = parse_engine_params(cfg["accelerator"], cfg["devices"])
     check_one_device(cfg, engine, pipeline)
     trainer_args = merge_trainer_args(
         {**TRAINER_DEFAULTS, **engine, "precision": cfg["precision"]},
@@ -86,7 +86,7 @@ def validation_dataset(cfg: Mapping[str, Any], registry: Registry, pipeline: str
     """
     from oml_core.datasets import ImageQueryGalleryLabeledDataset
 
-    dataset_root = resolve_dataset_root(cfg)
+    dataset_root = resolve_dataset_root(cfg["dataset_root"])
     _, df_val = split_dataframe(read_dataframe(dataset_root, cfg["dataframe_name"]))
     if len(df_val) == 0:
         raise ConfigError(f"{dataset_root / cfg['dataframe_name']}: has no rows with split=validation")

@@ -145,7 +145,7 @@ def _prediction_dataset(cfg: Mapping[str, Any], registry: Registry) -> Any:
                 f"{PIPELINE}: give either data_dir (a folder of images) or dataframe_name (a csv under "
                 f"dataset_root), not both"
             )
-        root = resolve_dataset_root(cfg)
+        root = resolve_dataset_root(cfg["dataset_root"])
         paths, bboxes = _read_paths(root / cfg["dataframe_name"])
         return ImageBaseDataset(paths, dataset_root=root, bboxes=bboxes, transform=transform)
     if cfg["dataset_root"] is not None:

@@ -148,28 +148,28 @@ def extractor_training_pipeline(
     config = _check_config(cfg)
     registry = registry or default_registry()
     check_component_arguments(config, registry)
-    engine = parse_engine_params(cfg)
+    engine = parse_engine_params(config.accelerator, config.devices, config.find_unused_parameters)
     is_ddp = is_ddp_devices(engine["devices"])
-    trainer_args = training_trainer_args(cfg, engine)
+    trainer_args = training_trainer_args(config, engine)
     launching = not is_ddp_child_process()  # the DDP processes skip what the launching process checked
     if launching:
-        check_engine(engine, cfg.get("precision", 32))
-    pl.seed_everything(cfg["seed"], workers=True, verbose=False)
+        check_engine(engine, config.precision)
+    pl.seed_everything(config.seed, workers=True, verbose=False)
 
-    dataset_root = resolve_dataset_root(cfg)
-    df = read_dataframe(dataset_root, cfg["dataframe_name"])
+    dataset_root = resolve_dataset_root(config.dataset_root)
+    df = read_dataframe(dataset_root, config.dataframe_name)
     df_train, df_val = split_dataframe(df)
-    train_dataset, val_dataset = _build_datasets(cfg, registry, dataset_root, df_train, df_val)
+    train_dataset, val_dataset = _build_datasets(config, registry, dataset_root, df_train, df_val)
     if launching:
-        _check_data(cfg, dataset_root / cfg["dataframe_name"], df, train_dataset, val_dataset)
-    train_loader, generators, resumable = build_train_loader(cfg, registry, train_dataset, PIPELINE)
-    val_loader = DataLoader(val_dataset, batch_size=cfg["bs_val"], num_workers=cfg.get("num_workers", 0))
-    module_args = _module_args(cfg, registry, train_dataset)
-    metric = _embedding_metrics(cfg, registry, val_dataset, is_ddp)
+        _check_data(config, dataset_root / config.dataframe_name, df, train_dataset, val_dataset)
+    train_loader, generators, resumable = build_train_loader(config, registry, train_dataset, PIPELINE)
+    val_loader = DataLoader(val_dataset, batch_size=config.bs_val, num_workers=config.num_workers)
+    module_args = _module_args(config, registry, train_dataset)
+    metric = _embedding_metrics(config, registry, val_dataset, is_ddp)
     if launching:
-        check_metric_for_checkpointing(cfg["metric_for_checkpointing"], metric.metric_keys())
+        check_metric_for_checkpointing(config.metric_for_checkpointing, metric.metric_keys())
         check_logs_root(
-            cfg["logs_root"], checkpoint_size([module_args["extractor"], module_args["criterion"]])
+            config.logs_root, checkpoint_size([module_args["extractor"], module_args["criterion"]])
         )
     if is_ddp:
         module: ExtractorModule = ExtractorModuleDDP(
@@ -177,22 +177,22 @@ def extractor_training_pipeline(
         )
     else:
         module = ExtractorModule(**module_args)
-    run_dir = shared_run_dir(lambda: make_run_dir(cfg["logs_root"], cfg["postfix"], cfg.get("logs_folder")))
+    run_dir = shared_run_dir(lambda: make_run_dir(config.logs_root, config.postfix, config.logs_folder))
     callback_class = MetricValCallbackDDP if is_ddp else MetricValCallback
     metric_callback = callback_class(
-        metric=metric, log_images=bool(cfg.get("log_images", False)), figures_dir=run_dir / FIGURES_FOLDER
+        metric=metric, log_images=config.log_images, figures_dir=run_dir / FIGURES_FOLDER
     )
-    logger = build_logger(registry, cfg.get("logger"), run_dir)
-    rank_zero_only(logger.log_pipeline_info)(cfg)
+    logger = build_logger(registry, config.logger, run_dir)
+    rank_zero_only(logger.log_pipeline_info)(cfg)  # the config as it was given
     interrupt = InterruptRequest()
-    best, last = checkpoint_callbacks(cfg, run_dir / CHECKPOINTS_FOLDER, interrupt)
+    best, last = checkpoint_callbacks(config, run_dir / CHECKPOINTS_FOLDER, interrupt)
     callbacks = [metric_callback, best, last, RNGStateCallback(generators, resumable)]
     trainer = pl.Trainer(**trainer_args, logger=logger, callbacks=callbacks, default_root_dir=str(run_dir))
-    fit_args = {"ckpt_path": cfg.get("resume"), "weights_only": True}
+    fit_args = {"ckpt_path": config.resume, "weights_only": True}
     if not is_ddp:
         fit_args.update(train_dataloaders=train_loader, val_dataloaders=val_loader)
     with run_dir_for_ddp_processes(run_dir) if is_ddp else nullcontext(), graceful_interrupts(interrupt):
-        fit_keeping_checkpoints(trainer, module, last, cfg.get("resume"), **fit_args)
+        fit_keeping_checkpoints(trainer, module, last, config.resume, **fit_args)
 
     best_checkpoint, last_checkpoint = checkpoint_paths(best, last)
     result = TrainingResult(
@@ -203,7 +203,7 @@ def extractor_training_pipeline(
         last_checkpoint=last_checkpoint,
     )
     if trainer.is_global_zero:
-        _report(result, cfg.get("resume"))
+        _report(result, config.resume)
     return result
 
 
@@ -217,54 +217,56 @@ def _check_config(cfg: Mapping[str, Any]) -> ExtractorTrainingConfig:
     return config
 
 
-def _module_args(cfg: Mapping[str, Any], registry: Registry, train_dataset: Any) -> dict[str, Any]:
-    """``ExtractorModule``'s arguments: the extractor, criterion, optimizer, scheduling and freezing."""
-    extractor = build_component(registry, "extractor", cfg["extractor"], "extractor", PIPELINE)
-    freeze_n_epochs = cfg.get("freeze_n_epochs", 0)
-    if freeze_n_epochs > 0 and not isinstance(extractor, IFreezable):
+def _module_args(config: ExtractorTrainingConfig, registry: Registry, train_dataset: Any) -> dict[str, Any]:
+    """``ExtractorModule``'s arguments: the extractor, criterion, optimizer, scheduling, freezing and
+    ``nan_policy``."""
+    extractor = build_component(registry, "extractor", config.extractor, "extractor", PIPELINE)
+    if config.freeze_n_epochs > 0 and not isinstance(extractor, IFreezable):
         raise ConfigError(
-            f"freeze_n_epochs={freeze_n_epochs} needs an IFreezable extractor, but the extractor "
-            f"{cfg['extractor']['name']!r} ({type(extractor).__name__}) cannot be frozen"
+            f"freeze_n_epochs={config.freeze_n_epochs} needs an IFreezable extractor, but the extractor "
+            f"{config.extractor.name!r} ({type(extractor).__name__}) cannot be frozen"
         )
+    offers = {"label2category": train_dataset.get_label2category}
     criterion = build_component(
         registry,
         "loss",
-        cfg["criterion"],
+        config.criterion,
         "criterion",
         PIPELINE,
-        **offered_args(
-            registry, "loss", cfg["criterion"], {"label2category": train_dataset.get_label2category}
-        ),
+        **offered_args(registry, "loss", config.criterion, offers),
     )
     check_criterion_fits(
         criterion, getattr(extractor, "feat_dim", None), train_dataset.get_labels(), PIPELINE
     )
     params = list(extractor.parameters()) + list(criterion.parameters())
-    optimizer = build_component(registry, "optimizer", cfg["optimizer"], "optimizer", PIPELINE, params=params)
+    optimizer = build_component(registry, "optimizer", config.optimizer, "optimizer", PIPELINE, params=params)
     return {
         "extractor": extractor,
         "criterion": criterion,
         "optimizer": optimizer,
         "input_tensors_key": train_dataset.input_tensors_key,
         "labels_key": train_dataset.labels_key,
-        "freeze_n_epochs": freeze_n_epochs,
-        "nan_policy": cfg.get("nan_policy", "stop"),
-        **scheduler_args(cfg.get("scheduling"), registry, optimizer, PIPELINE),
+        "freeze_n_epochs": config.freeze_n_epochs,
+        "nan_policy": config.nan_policy,
+        **scheduler_args(config.scheduling, registry, optimizer, PIPELINE),
     }
 
 
-def _embedding_metrics(cfg: Mapping[str, Any], registry: Registry, val_dataset: Any, is_ddp: bool) -> Any:
+def _embedding_metrics(
+    config: ExtractorTrainingConfig, registry: Registry, val_dataset: Any, is_ddp: bool
+) -> Any:
     """``EmbeddingMetrics`` of ``metric_args`` (``EmbeddingMetricsDDP`` in DDP), not printing: the pipeline
     prints its own table. With ``log_images`` its worst-query figures go to the logger and to
     ``<run>/figures/epoch_<n>/`` as PNG (see ``MetricValCallback``)."""
     from oml_core.metrics import EmbeddingMetrics, EmbeddingMetricsDDP
 
-    metric_args = {"verbose": False, **(cfg.get("metric_args") or {})}
     metric_class = EmbeddingMetricsDDP if is_ddp else EmbeddingMetrics
-    return metric_class(dataset=val_dataset, registry=registry, **metric_args)
+    return metric_class(dataset=val_dataset, registry=registry, **{"verbose": False, **config.metric_args})
 
 
-def _check_data(cfg: Mapping[str, Any], csv: Path, df: Any, train_dataset: Any, val_dataset: Any) -> None:
+def _check_data(
+    config: ExtractorTrainingConfig, csv: Path, df: Any, train_dataset: Any, val_dataset: Any
+) -> None:
     """The checks of the data before training (see :mod:`~oml_core.lightning.pipelines.preflight`): the
     validation split's ground truth; unless ``check_images`` is false, every image of both splits opens and
     its box lies in it (named by csv row; the time it took is printed); warnings for boxes that cross their
@@ -273,7 +275,7 @@ def _check_data(cfg: Mapping[str, Any], csv: Path, df: Any, train_dataset: Any, 
         val_dataset.get_labels(), val_dataset.get_query_ids(), val_dataset.get_gallery_ids(), str(csv)
     )
     found = dataframe_warnings(df, repr(str(csv)))
-    if cfg.get("check_images", True):
+    if config.check_images:
         started = time.perf_counter()
         paths = [*train_dataset.paths, *val_dataset.paths]
         bboxes = None
@@ -283,9 +285,9 @@ def _check_data(cfg: Mapping[str, Any], csv: Path, df: Any, train_dataset: Any, 
                 *(val_dataset.bboxes or [None] * len(val_dataset)),
             ]
         rows = [*np.flatnonzero(df["split"] == "train"), *np.flatnonzero(df["split"] == "validation")]
-        progress = bool((cfg.get("lightning_trainer_extra_args") or {}).get("enable_progress_bar", True))
+        progress = bool((config.lightning_trainer_extra_args or {}).get("enable_progress_bar", True))
         images = check_images(
-            paths, train_dataset.f_imread, cfg.get("num_workers", 0), PIPELINE, progress, bboxes, rows
+            paths, train_dataset.f_imread, config.num_workers, PIPELINE, progress, bboxes, rows
         )
         found += [f"{str(csv)!r}: {message}" for message in images]
         print(
@@ -296,24 +298,18 @@ def _check_data(cfg: Mapping[str, Any], csv: Path, df: Any, train_dataset: Any, 
 
 
 def _build_datasets(
-    cfg: Mapping[str, Any], registry: Registry, dataset_root: Path, df_train: Any, df_val: Any
+    config: ExtractorTrainingConfig, registry: Registry, dataset_root: Path, df_train: Any, df_val: Any
 ) -> tuple[Any, Any]:
     from oml_core.datasets import ImageLabeledDataset, ImageQueryGalleryLabeledDataset
 
-    common = {"dataset_root": dataset_root, "cache_size": cfg.get("cache_size", 0)}
-    train = ImageLabeledDataset(
-        df_train,
-        transform=build_component(
-            registry, "transforms", cfg["transforms_train"], "transforms_train", PIPELINE
-        ),
-        **common,
+    common = {"dataset_root": dataset_root, "cache_size": config.cache_size}
+    train_transform = build_component(
+        registry, "transforms", config.transforms_train, "transforms_train", PIPELINE
     )
-    val = ImageQueryGalleryLabeledDataset(
-        df_val,
-        transform=build_component(registry, "transforms", cfg["transforms_val"], "transforms_val", PIPELINE),
-        **common,
-    )
-    check_train_and_validation_rows(dataset_root / cfg["dataframe_name"], len(train), len(val))
+    val_transform = build_component(registry, "transforms", config.transforms_val, "transforms_val", PIPELINE)
+    train = ImageLabeledDataset(df_train, transform=train_transform, **common)
+    val = ImageQueryGalleryLabeledDataset(df_val, transform=val_transform, **common)
+    check_train_and_validation_rows(dataset_root / config.dataframe_name, len(train), len(val))
     return train, val
 
 

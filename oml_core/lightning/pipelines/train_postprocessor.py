@@ -149,24 +149,24 @@ def postprocessor_training_pipeline(
     check_component_arguments(config, registry)
     if cfg["pairs_miner"] is None:
         registry.get("pairs_miner", DEFAULT_PAIRS_MINER)
-    engine = parse_engine_params(cfg)
+    engine = parse_engine_params(config.accelerator, config.devices)
     check_one_device(cfg, engine, PIPELINE)
-    trainer_args = training_trainer_args(cfg, engine)
+    trainer_args = training_trainer_args(config, engine)
     pl.seed_everything(cfg["seed"], workers=True, verbose=False)
 
-    module = _pairwise_module(cfg, registry)
+    module = _pairwise_module(config, registry)
     postprocessor = _postprocessor(cfg, registry, module.model)
     extraction = CachedEmbeddings(
         registry,
         cfg,
         transforms_spec=cfg["transforms_extraction"],
-        dataframe_path=resolve_dataset_root(cfg) / cfg["dataframe_name"],
+        dataframe_path=resolve_dataset_root(cfg["dataset_root"]) / cfg["dataframe_name"],
         trainer_args=_extraction_trainer_args(engine, cfg),
         batch_size=cfg["batch_size_inference"],
         pipeline=PIPELINE,
     )
     train_dataset, val_dataset, emb_val = _datasets_with_embeddings(cfg, registry, extraction)
-    train_loader, _, _ = build_train_loader(cfg, registry, train_dataset, PIPELINE)
+    train_loader, _, _ = build_train_loader(config, registry, train_dataset, PIPELINE)
     val_loader = DataLoader(EmbeddingsDataset(emb_val), batch_size=cfg["batch_size_inference"])
     metrics_before = metrics_of_embeddings(
         embedding_metrics(val_dataset, cfg["metric_args"], registry, None, PIPELINE), emb_val
@@ -180,7 +180,7 @@ def postprocessor_training_pipeline(
     metric_callback = MetricValCallback(
         metric=metric, log_images=bool(cfg["log_images"]), figures_dir=run_dir / FIGURES_FOLDER
     )
-    best, last = checkpoint_callbacks(cfg, run_dir / CHECKPOINTS_FOLDER)
+    best, last = checkpoint_callbacks(config, run_dir / CHECKPOINTS_FOLDER)
     trainer = pl.Trainer(
         **trainer_args, logger=logger, callbacks=[metric_callback, best, last], default_root_dir=str(run_dir)
     )
@@ -222,7 +222,7 @@ def _datasets_with_embeddings(
     post-processor re-ranks) and its embeddings."""
     from oml_core.datasets import ImageLabeledDataset, ImageQueryGalleryLabeledDataset
 
-    dataset_root = resolve_dataset_root(cfg)
+    dataset_root = resolve_dataset_root(cfg["dataset_root"])
     df_train, df_val = split_dataframe(read_dataframe(dataset_root, cfg["dataframe_name"]))
     check_train_and_validation_rows(dataset_root / cfg["dataframe_name"], len(df_train), len(df_val))
     common = {"dataset_root": dataset_root, "cache_size": cfg["cache_size"]}
@@ -243,37 +243,40 @@ def _datasets_with_embeddings(
     return train_dataset, val_dataset, emb_val
 
 
-def _pairwise_module(cfg: Mapping[str, Any], registry: Registry) -> PairwiseModule:
+def _pairwise_module(config: PostprocessorTrainingConfig, registry: Registry) -> PairwiseModule:
     """The pairwise model of ``pairwise_model`` in a :class:`PairwiseModule` with ``PairsMiner``, BCE, the
-    optimizer, scheduling and freezing of the config."""
+    optimizer, scheduling, freezing and ``nan_policy`` of the config."""
     pairwise_model = build_component(
-        registry, "pairwise_model", cfg["pairwise_model"], "pairwise_model", PIPELINE
+        registry, "pairwise_model", config.pairwise_model, "pairwise_model", PIPELINE
     )
-    if cfg["freeze_n_epochs"] > 0 and not isinstance(pairwise_model, IFreezable):
+    if config.freeze_n_epochs > 0 and not isinstance(pairwise_model, IFreezable):
         raise ConfigError(
-            f"freeze_n_epochs={cfg['freeze_n_epochs']} needs an IFreezable pairwise model, but "
-            f"{spec_of(cfg['pairwise_model'])['name']!r} ({type(pairwise_model).__name__}) cannot be frozen"
+            f"freeze_n_epochs={config.freeze_n_epochs} needs an IFreezable pairwise model, but "
+            f"{config.pairwise_model.name!r} ({type(pairwise_model).__name__}) cannot be frozen"
         )
     optimizer = build_component(
-        registry, "optimizer", cfg["optimizer"], "optimizer", PIPELINE, params=pairwise_model.parameters()
+        registry, "optimizer", config.optimizer, "optimizer", PIPELINE, params=pairwise_model.parameters()
     )
     return PairwiseModule(
         pairwise_model=pairwise_model,
-        pairs_miner=build_pairs_miner(cfg, registry),
+        pairs_miner=build_pairs_miner(config.pairs_miner, config.hard_pairs_mining, registry),
         criterion=torch.nn.BCEWithLogitsLoss(),
         optimizer=optimizer,
         embeddings_key=EMBEDDINGS_KEY,
-        freeze_n_epochs=cfg["freeze_n_epochs"],
-        **scheduler_args(cfg["scheduling"], registry, optimizer, PIPELINE),
+        freeze_n_epochs=config.freeze_n_epochs,
+        nan_policy=config.nan_policy,
+        **scheduler_args(config.scheduling, registry, optimizer, PIPELINE),
     )
 
 
-def build_pairs_miner(cfg: Mapping[str, Any], registry: Registry) -> Any:
-    """The pair miner of ``pairs_miner``, or by default OML's ``pairs`` (``PairsMiner`` of the ``oml_losses``
-    plugin) with ``hard_mining=hard_pairs_mining``."""
-    if cfg["pairs_miner"] is not None:
-        return build_component(registry, "pairs_miner", cfg["pairs_miner"], "pairs_miner", PIPELINE)
-    spec = {"name": DEFAULT_PAIRS_MINER, "args": {"hard_mining": cfg["hard_pairs_mining"]}}
+def build_pairs_miner(
+    pairs_miner: Mapping[str, Any] | None, hard_pairs_mining: bool, registry: Registry
+) -> Any:
+    """The pair miner of the config key ``pairs_miner`` (a ``{name, args}`` spec), or when it is None OML's
+    ``pairs`` (``PairsMiner`` of the ``oml_losses`` plugin) with ``hard_mining=hard_pairs_mining``."""
+    if pairs_miner is not None:
+        return build_component(registry, "pairs_miner", pairs_miner, "pairs_miner", PIPELINE)
+    spec = {"name": DEFAULT_PAIRS_MINER, "args": {"hard_mining": hard_pairs_mining}}
     return build_component(registry, "pairs_miner", spec, "hard_pairs_mining", PIPELINE)
 
 

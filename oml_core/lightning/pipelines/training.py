@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 
     from oml_core.lightning.callbacks.checkpoint import LastCheckpoint
     from oml_core.lightning.interrupts import InterruptRequest
+    from oml_core.lightning.pipelines.schema import SchedulingConfig, TrainingConfig
     from oml_core.lightning.resumable import ResumableBatchSampler
 
 #: Trainer arguments of the training pipelines set by config keys, so ``lightning_trainer_extra_args`` may not
@@ -47,7 +48,7 @@ TRAINING_TRAINER_DEFAULTS = {
 }
 
 
-def training_trainer_args(cfg: Mapping[str, Any], engine: Mapping[str, Any]) -> dict[str, Any]:
+def training_trainer_args(config: TrainingConfig, engine: Mapping[str, Any]) -> dict[str, Any]:
     """The ``pl.Trainer`` arguments of a training pipeline, but the logger, callbacks and root dir of the run:
     :data:`TRAINING_TRAINER_DEFAULTS`, the ``engine`` (:func:`parse_engine_params`), ``max_epochs``,
     ``valid_period`` (1), ``precision`` (32) and ``lightning_trainer_extra_args`` (see
@@ -65,11 +66,11 @@ def training_trainer_args(cfg: Mapping[str, Any], engine: Mapping[str, Any]) -> 
         {
             **TRAINING_TRAINER_DEFAULTS,
             **engine,
-            "max_epochs": cfg["max_epochs"],
-            "check_val_every_n_epoch": cfg.get("valid_period", 1),
-            "precision": cfg.get("precision", 32),
+            "max_epochs": config.max_epochs,
+            "check_val_every_n_epoch": config.valid_period,
+            "precision": config.precision,
         },
-        cfg.get("lightning_trainer_extra_args"),
+        config.lightning_trainer_extra_args,
         TRAINING_TRAINER_ARGS_SET_BY_KEYS,
     )
     plugins = args.get("plugins") or []
@@ -84,7 +85,7 @@ def training_trainer_args(cfg: Mapping[str, Any], engine: Mapping[str, Any]) -> 
 
 
 def checkpoint_callbacks(
-    cfg: Mapping[str, Any], dirpath: Path, interrupt: InterruptRequest | None = None
+    config: TrainingConfig, dirpath: Path, interrupt: InterruptRequest | None = None
 ) -> tuple[ModelCheckpoint, LastCheckpoint]:
     """``best.ckpt`` (the best ``metric_for_checkpointing``, by ``mode_for_checkpointing``, after validation)
     and ``last.ckpt`` (after every epoch, every ``checkpoint_every_n_steps`` steps when set, and when
@@ -98,12 +99,12 @@ def checkpoint_callbacks(
     best = ModelCheckpoint(
         dirpath=dirpath,
         filename="best",
-        monitor=cfg["metric_for_checkpointing"],
-        mode=cfg.get("mode_for_checkpointing", "max"),
+        monitor=config.metric_for_checkpointing,
+        mode=config.mode_for_checkpointing,
         save_top_k=1,
         auto_insert_metric_name=False,
     )
-    last = LastCheckpoint(dirpath, every_n_steps=cfg.get("checkpoint_every_n_steps"), interrupt=interrupt)
+    last = LastCheckpoint(dirpath, every_n_steps=config.checkpoint_every_n_steps, interrupt=interrupt)
     return best, last
 
 
@@ -134,25 +135,20 @@ def fit_keeping_checkpoints(
 
 
 def scheduler_args(
-    scheduling: Mapping[str, Any] | None, registry: Registry, optimizer: Any, pipeline: str
+    scheduling: SchedulingConfig | None, registry: Registry, optimizer: Any, pipeline: str
 ) -> dict[str, Any]:
     """A training module's scheduler arguments (``scheduler``, ``scheduler_interval``,
     ``scheduler_frequency``, ``scheduler_monitor_metric``) from a config's ``scheduling`` block; only
     ``scheduler=None`` when it is null."""
-    if not scheduling:
+    if scheduling is None:
         return {"scheduler": None}
     return {
         "scheduler": build_component(
-            registry,
-            "scheduler",
-            scheduling["scheduler"],
-            "scheduling.scheduler",
-            pipeline,
-            optimizer=optimizer,
+            registry, "scheduler", scheduling.scheduler, "scheduling.scheduler", pipeline, optimizer=optimizer
         ),
-        "scheduler_interval": scheduling.get("scheduler_interval", "step"),
-        "scheduler_frequency": scheduling.get("scheduler_frequency", 1),
-        "scheduler_monitor_metric": scheduling.get("monitor_metric"),
+        "scheduler_interval": scheduling.scheduler_interval,
+        "scheduler_frequency": scheduling.scheduler_frequency,
+        "scheduler_monitor_metric": scheduling.monitor_metric,
     }
 
 
@@ -167,7 +163,7 @@ def offered_args(
 
 
 def build_train_loader(
-    cfg: Mapping[str, Any], registry: Registry, dataset: Any, pipeline: str
+    config: TrainingConfig, registry: Registry, dataset: Any, pipeline: str
 ) -> tuple[DataLoader, dict[str, Generator], ResumableBatchSampler]:
     """The training loader of a training config, the generators its randomness comes from (by name, for
     the checkpoints), and its batch sampler, a
@@ -184,16 +180,17 @@ def build_train_loader(
 
     from oml_core.lightning.resumable import ResumableBatchSampler
 
-    num_workers = cfg.get("num_workers", 0)
-    generator = torch.Generator().manual_seed(cfg["seed"])
-    if cfg.get("sampler") is None:
-        batches = BatchSampler(RandomSampler(dataset, generator=generator), cfg["bs_train"], drop_last=True)
+    generator = torch.Generator().manual_seed(config.seed)
+    if config.sampler is None:
+        batches = BatchSampler(RandomSampler(dataset, generator=generator), config.bs_train, drop_last=True)
         resumable = ResumableBatchSampler(batches, {"train_loader": generator})
-        loader = DataLoader(dataset, batch_sampler=resumable, generator=generator, num_workers=num_workers)
+        loader = DataLoader(
+            dataset, batch_sampler=resumable, generator=generator, num_workers=config.num_workers
+        )
         return loader, {"train_loader": generator}, resumable
-    if cfg.get("bs_train") is not None:
+    if config.bs_train is not None:
         warnings.warn(
-            f"bs_train={cfg['bs_train']} is ignored: the sampler {cfg['sampler']['name']!r} makes the batches",
+            f"bs_train={config.bs_train} is ignored: the sampler {config.sampler.name!r} makes the batches",
             stacklevel=3,
         )
     offers = {
@@ -201,20 +198,20 @@ def build_train_loader(
         "generator": lambda: generator,
         "label2category": dataset.get_label2category,
     }
-    if "seed" in (cfg["sampler"].get("args") or {}):  # the config's seed replaces the pipeline's generator
+    if "seed" in config.sampler.args:  # the config's seed replaces the pipeline's generator
         offers.pop("generator")
     sampler = build_component(
         registry,
         "sampler",
-        cfg["sampler"],
+        config.sampler,
         "sampler",
         pipeline,
-        **offered_args(registry, "sampler", cfg["sampler"], offers),
+        **offered_args(registry, "sampler", config.sampler, offers),
     )
     own = getattr(sampler, "generator", None)
     generators = {"sampler": own} if isinstance(own, torch.Generator) else {}
     resumable = ResumableBatchSampler(sampler, generators)
-    return DataLoader(dataset, batch_sampler=resumable, num_workers=num_workers), generators, resumable
+    return DataLoader(dataset, batch_sampler=resumable, num_workers=config.num_workers), generators, resumable
 
 
 def check_criterion_fits(

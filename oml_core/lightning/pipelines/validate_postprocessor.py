@@ -125,7 +125,7 @@ def postprocessor_validation_pipeline(
         registry,
         cfg,
         transforms_spec=cfg["transforms_val"],
-        dataframe_path=resolve_dataset_root(cfg) / cfg["dataframe_name"],
+        dataframe_path=resolve_dataset_root(cfg["dataset_root"]) / cfg["dataframe_name"],
         trainer_args=trainer_args,
         batch_size=cfg["bs_val"],
         pipeline=PIPELINE,
