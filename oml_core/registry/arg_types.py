@@ -100,7 +100,7 @@ def check_spec_argument_types(registry: Registry, kind: str, spec: Any, key: str
             for a nested spec).
         RegistryError: an unknown or ambiguous component name (the registry's message).
     """
-    from oml_core.registry.registry import SELF_BUILT_ARGS_ATTR, _kind_of_argument, is_spec, to_plain
+    from oml_core.registry.registry import is_spec, nested_specs, to_plain
 
     spec = to_plain(spec)
     if isinstance(spec, str):
@@ -110,12 +110,7 @@ def check_spec_argument_types(registry: Registry, kind: str, spec: Any, key: str
     factory = registry.get(kind, spec["name"]).load()
     args = spec.get("args") or {}
     check_argument_types(factory, args, f"{key}.args.")
-    hints = type_hints(factory)
-    self_built = getattr(factory, SELF_BUILT_ARGS_ATTR, frozenset())
-    for name, value in args.items():
-        if name in self_built or not is_spec(value):
-            continue
-        nested_kind = _kind_of_argument(name, hints.get(name))
+    for name, nested_kind, value in nested_specs(factory, args):
         if nested_kind is not None:
             check_spec_argument_types(registry, nested_kind, value, f"{key}.args.{name}")
 

@@ -16,7 +16,7 @@ import difflib
 import functools
 import inspect
 import typing
-from collections.abc import Callable, Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from typing import Any
 
 from oml_core.registry.arg_types import check_argument_types, type_hints
@@ -388,12 +388,7 @@ class Registry:
     def _build_nested(
         self, entry: Entry, factory: Callable[..., Any], args: dict[str, Any]
     ) -> dict[str, Any]:
-        hints = type_hints(factory)
-        self_built = getattr(factory, SELF_BUILT_ARGS_ATTR, frozenset())
-        for key, value in args.items():
-            if key in self_built or not is_spec(value):
-                continue
-            sub_kind = _kind_of_argument(key, hints.get(key))
+        for key, sub_kind, value in nested_specs(factory, args):
             if sub_kind is None:
                 raise ConfigError(
                     f"{entry.kind} {entry.name!r}: argument {key!r} is a {{name, args}} spec but its kind cannot be "
@@ -453,6 +448,19 @@ def _signature_text(factory: Callable[..., Any]) -> str:
         return str(inspect.signature(factory, eval_str=True))
     except Exception:  # unresolvable forward references: show them as written
         return str(inspect.signature(factory))
+
+
+def nested_specs(
+    factory: Callable[..., Any], args: Mapping[str, Any]
+) -> Iterator[tuple[str, str | None, Any]]:
+    """The arguments among ``args`` that are ``{name, args}`` specs for the registry to build (those a factory
+    builds itself, its ``SELF_BUILT_ARGS_ATTR``, aside): ``(argument, kind, spec)``, the kind told by the
+    argument's name or the interface of its annotation (None when neither tells it)."""
+    hints = type_hints(factory)
+    self_built = getattr(factory, SELF_BUILT_ARGS_ATTR, frozenset())
+    for name, value in args.items():
+        if name not in self_built and is_spec(value):
+            yield name, _kind_of_argument(name, hints.get(name)), value
 
 
 def _kind_of_argument(arg_name: str, annotation: Any) -> str | None:
