@@ -156,13 +156,18 @@ def test_checkpoint_size_counts_parameters_optimizer_states_and_buffers():
     assert checkpoint_size([model], optimizer_states=0) == params + buffers
 
 
-def test_an_accelerator_this_machine_lacks_is_refused():
-    if torch.cuda.is_available():
-        pytest.skip("this machine has a GPU: the refusal is for machines without one")
-    with pytest.raises(
-        ConfigError, match=r"^accelerator: 'gpu', but this machine has no CUDA GPU \(use cpu\)$"
-    ):
-        check_engine({"accelerator": "gpu", "devices": 1}, 32)
+def test_an_accelerator_or_devices_this_machine_lacks_is_refused():
+    if not torch.cuda.is_available():
+        with pytest.raises(
+            ConfigError, match=r"^accelerator: 'gpu', but this machine has no CUDA GPU \(use cpu\)$"
+        ):
+            check_engine({"accelerator": "gpu", "devices": 1}, 32)
+    else:  # a GPU machine: ask for one GPU more than it has
+        wanted = torch.cuda.device_count() + 1
+        with pytest.raises(
+            ConfigError, match=rf"^devices: {wanted}, but this machine has {wanted - 1} CUDA GPU"
+        ):
+            check_engine({"accelerator": "gpu", "devices": wanted}, 32)
 
 
 def test_a_precision_lightning_refuses_on_this_accelerator_names_the_keys():
