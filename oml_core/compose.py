@@ -321,9 +321,10 @@ def _omegaconf_message(error: BaseException | None) -> str:
     return f"config key {error.full_key!r}: {message}" if error.full_key else message
 
 
-def one_line(text: str) -> str:
-    """``text`` with its white space (new lines, tabs) folded into single spaces."""
-    return " ".join(text.split())
+def one_line(text: object) -> str:
+    """``str(text)`` (a message, an exception) with its white space (new lines, tabs) folded into single spaces,
+    for the one-line errors of the command line and the pipelines."""
+    return " ".join(str(text).split())
 
 
 __all__ = [

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+from oml_core.compose import one_line
 from oml_core.datasets.dataframe_format import read_dataframe
 from oml_core.registry import ConfigError, Registry, RegistryError, to_plain
 
@@ -59,11 +60,6 @@ def spec_of(value: Any) -> dict[str, Any]:
     """A component spec as a plain ``{name, args}`` dict (a bare name becomes ``{name: value}``)."""
     spec = to_plain(value)
     return {"name": spec} if isinstance(spec, str) else dict(spec)
-
-
-def one_line(error: BaseException) -> str:
-    """The message of ``error`` on one line (its white space folded), for the one-line errors of the pipelines."""
-    return " ".join(str(error).split())
 
 
 def build_component(registry: Registry, kind: str, spec: Any, key: str, pipeline: str, **runtime: Any) -> Any:

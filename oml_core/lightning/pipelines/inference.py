@@ -19,7 +19,6 @@ from oml_core.lightning.pipelines.common import (
     resolve_dataset_root,
     split_dataframe,
 )
-from oml_core.lightning.pipelines.preflight import MAX_FILES_NAMED, check_images
 from oml_core.registry import ConfigError, Registry
 
 if TYPE_CHECKING:
@@ -119,10 +118,8 @@ def _in_dataset_order(outputs: Sequence[Mapping[str, Any]]) -> Tensor:
 
 
 __all__ = [
-    "MAX_FILES_NAMED",
     "TRAINER_ARGS_SET_BY_KEYS",
     "TRAINER_DEFAULTS",
-    "check_images",
     "extract_embeddings",
     "inference_config",
     "validation_dataset",

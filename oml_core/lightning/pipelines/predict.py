@@ -18,10 +18,10 @@ from oml_core.lightning.pipelines.common import (
     resolve_dataset_root,
 )
 from oml_core.lightning.pipelines.inference import (
-    check_images,
     extract_embeddings,
     inference_config,
 )
+from oml_core.lightning.pipelines.preflight import check_images
 from oml_core.lightning.pipelines.schema import (
     check_component_arguments,
     optional_defaults,

@@ -22,10 +22,10 @@ from oml_core.lightning.pipelines.common import (
     make_run_dir,
 )
 from oml_core.lightning.pipelines.inference import (
-    check_images,
     inference_config,
     validation_dataset,
 )
+from oml_core.lightning.pipelines.preflight import check_images
 from oml_core.lightning.pipelines.schema import (
     check_component_arguments,
     optional_defaults,

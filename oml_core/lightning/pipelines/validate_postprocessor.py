@@ -29,7 +29,6 @@ from oml_core.lightning.pipelines.embeddings_cache import (
     EmbeddingsSource,
 )
 from oml_core.lightning.pipelines.inference import (
-    check_images,
     inference_config,
     validation_dataset,
 )
@@ -39,6 +38,7 @@ from oml_core.lightning.pipelines.postprocessing import (
     metrics_of_embeddings,
     report_metrics,
 )
+from oml_core.lightning.pipelines.preflight import check_images
 from oml_core.lightning.pipelines.schema import (
     check_component_arguments,
     optional_defaults,
