@@ -1,9 +1,13 @@
 """The pretrained zoo of the core: registration, download to the cache (file:// urls: no network), md5,
-offline errors, conversion and ``IExtractor.from_pretrained``."""
+the check of cached files (hashed once, remembered in a sidecar), offline errors, conversion and
+``IExtractor.from_pretrained``."""
 
 from __future__ import annotations
 
 import hashlib
+import json
+import logging
+import os
 import socket
 import time
 from functools import partial
@@ -15,12 +19,14 @@ from PIL import Image
 from torch import nn
 
 import oml_core.registry
+import oml_core.zoo.store as store
 from oml_core import hookimpl
 from oml_core.interfaces.models import IExtractor
 from oml_core.registry import Registry, UnknownNameError
 from oml_core.utils.checkpoints import CheckpointError
 from oml_core.utils.images import imread_pil
 from oml_core.zoo import (
+    PretrainedChecksumError,
     PretrainedDownloadError,
     PretrainedModel,
     download_checkpoint,
@@ -30,6 +36,7 @@ from oml_core.zoo import (
     pretrained_keys,
     weights_cache_dir,
 )
+from oml_core.zoo.store import check_cached_checkpoint, digests_sidecar
 
 
 class TinyExtractor(IExtractor):
@@ -107,7 +114,8 @@ def test_download_once_then_from_the_cache_without_network(
     registry = make_registry(remote, md5)
     path = pretrained_checkpoint("tiny_v1", registry)
     assert path == weights_dir / "tiny_v1.pth" and path.read_bytes() == remote.read_bytes()
-    assert [p.name for p in weights_dir.iterdir()] == ["tiny_v1.pth"]  # no temporary file left
+    # no temporary file left; the digests checked after the download are remembered next to the file
+    assert sorted(p.name for p in weights_dir.iterdir()) == ["tiny_v1.pth", "tiny_v1.pth.digests.json"]
 
     remote.unlink()  # the "server" is gone, and so is the network: the cache is enough
 
@@ -243,3 +251,161 @@ def test_bad_entries_are_rejected() -> None:
         PretrainedModel(init_args={}, md5=None, sha256="f" * 65, **args)
     with pytest.raises(ValueError, match="imread must be one of"):
         PretrainedModel(init_args={}, md5=None, imread="cv2", **args)
+
+
+# ------------------------------------------------------------------- the digests of cached checkpoints
+@pytest.fixture()
+def hashing(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
+    """The files hashed by the zoo (every call of ``file_digests``), in order."""
+    calls: list[Path] = []
+    original = store.file_digests
+
+    def counted(path: Path) -> dict[str, str]:
+        calls.append(Path(path))
+        return original(path)
+
+    monkeypatch.setattr(store, "file_digests", counted)
+    return calls
+
+
+def test_a_cached_file_is_hashed_once_and_its_digests_remembered(
+    weights_dir: Path, tmp_path: Path, hashing: list[Path]
+) -> None:
+    weights_dir.mkdir()
+    path = weights_dir / "tiny_v1.pth"
+    tensors, md5 = write_upstream(path, seed=2)  # put there by hand: never checked yet
+    registry = make_registry(tmp_path / "never_there.pth", md5)
+    assert pretrained_checkpoint("tiny_v1", registry) == path
+    assert hashing == [path]
+    sidecar = digests_sidecar(path)
+    assert sidecar == weights_dir / "tiny_v1.pth.digests.json"
+    record = json.loads(sidecar.read_text())
+    assert record["file"] == "tiny_v1.pth" and record["size"] == path.stat().st_size
+    assert record["mtime_ns"] == path.stat().st_mtime_ns
+    assert record["md5"] == md5 and record["sha256"] == hashlib.sha256(path.read_bytes()).hexdigest()
+    # the next uses take the digests from the sidecar: no hashing
+    assert pretrained_checkpoint("tiny_v1", registry) == path
+    model = TinyExtractor.from_pretrained("tiny_v1", registry=registry)
+    torch.testing.assert_close(model.linear.weight, tensors["w"])
+    assert hashing == [path]
+    assert sorted(p.name for p in weights_dir.iterdir()) == ["tiny_v1.pth", "tiny_v1.pth.digests.json"]
+
+
+def test_a_downloaded_file_is_not_hashed_again(
+    weights_dir: Path, tmp_path: Path, hashing: list[Path]
+) -> None:
+    remote = tmp_path / "remote.pth"
+    _, md5 = write_upstream(remote)
+    registry = make_registry(remote, md5)
+    path = pretrained_checkpoint("tiny_v1", registry)
+    assert len(hashing) == 1 and hashing[0].name.endswith(".part")  # the download, before its rename
+    assert json.loads(digests_sidecar(path).read_text())["md5"] == md5
+    for _ in range(2):
+        assert pretrained_checkpoint("tiny_v1", registry) == path
+    assert len(hashing) == 1
+
+
+def _rewrite_keeping_size_and_mtime(path: Path) -> None:
+    """Change one byte of ``path`` in place and put its modification time back (size, mtime, inode kept)."""
+    st = path.stat()
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    time.sleep(0.01)
+    path.write_bytes(bytes(data))
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert (path.stat().st_size, path.stat().st_mtime_ns) == (st.st_size, st.st_mtime_ns)
+
+
+@pytest.mark.parametrize("change", ["rewrite", "same size and mtime"])
+def test_a_file_changed_after_its_check_is_checked_again_and_refused(
+    weights_dir: Path, tmp_path: Path, hashing: list[Path], change: str
+) -> None:
+    weights_dir.mkdir()
+    path = weights_dir / "tiny_v1.pth"
+    _, md5 = write_upstream(path, seed=3)
+    registry = make_registry(tmp_path / "remote.pth", md5)
+    pretrained_checkpoint("tiny_v1", registry)
+    assert hashing == [path]
+    if change == "rewrite":
+        write_upstream(path, seed=4, dim=4)  # another checkpoint under the same name
+    else:
+        _rewrite_keeping_size_and_mtime(path)  # its change time and content differ only
+    actual = hashlib.md5(path.read_bytes()).hexdigest()
+    assert actual != md5
+    with pytest.raises(PretrainedChecksumError) as info:
+        pretrained_checkpoint("tiny_v1", registry)
+    assert hashing == [path, path]  # hashed again
+    message = str(info.value)
+    assert f"the cached checkpoint {path} has md5 {actual}, expected {md5}" in message
+    assert f"delete it to download it again from {(tmp_path / 'remote.pth').as_uri()}" in message
+    assert isinstance(info.value, PretrainedDownloadError)  # the zoo's error type, as a download's
+
+
+def test_a_wrong_file_is_refused_every_time_and_hashed_once(
+    weights_dir: Path, tmp_path: Path, hashing: list[Path]
+) -> None:
+    weights_dir.mkdir()
+    path = weights_dir / "tiny_v1.pth"
+    path.write_bytes(b"not a checkpoint")  # a truncated or foreign file
+    actual = hashlib.md5(b"not a checkpoint").hexdigest()
+    expected = "0123456789abcdef0123456789abcdef"
+    registry = make_registry(tmp_path / "remote.pth", expected)
+    for _ in range(2):
+        with pytest.raises(
+            PretrainedChecksumError,
+            match=rf"the cached checkpoint {path} has md5 {actual}, expected {expected}: .*delete it to download "
+            r"it again from file://.*remote\.pth, or put the right file there",
+        ):
+            TinyExtractor.from_pretrained("tiny_v1", registry=registry)
+    assert hashing == [path]  # the second refusal used the remembered digest
+    # a fixed file (the right one put in its place) is accepted
+    remote = tmp_path / "remote.pth"
+    _, md5 = write_upstream(remote, seed=6)
+    path.write_bytes(remote.read_bytes())
+    assert pretrained_checkpoint("tiny_v1", make_registry(remote, md5[:8])) == path
+    assert hashing == [path, path]
+
+
+def test_sha256_of_a_cached_file_is_checked(weights_dir: Path) -> None:
+    weights_dir.mkdir()
+    path = weights_dir / "a.pth"
+    path.write_bytes(b"weights")
+    sha256 = hashlib.sha256(b"weights").hexdigest()
+    assert check_cached_checkpoint(path, sha256=sha256[:8]) == path
+    wrong = ("0" if sha256[0] != "0" else "1") + sha256[1:8]
+    with pytest.raises(PretrainedChecksumError, match=f"has sha256 {sha256}, expected {wrong}"):
+        check_cached_checkpoint(path, sha256=wrong)
+    assert check_cached_checkpoint(path) == path  # no digest known: nothing to check
+
+
+def test_skip_variable_bad_sidecars_and_unwritable_sidecars(
+    weights_dir: Path,
+    tmp_path: Path,
+    hashing: list[Path],
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    weights_dir.mkdir()
+    path = weights_dir / "tiny_v1.pth"
+    _, md5 = write_upstream(path, seed=7)
+    wrong = make_registry(tmp_path / "remote.pth", "abcdef01")
+    monkeypatch.setenv("OML_SKIP_WEIGHTS_CHECK", "1")
+    assert pretrained_checkpoint("tiny_v1", wrong) == path and hashing == []
+    monkeypatch.delenv("OML_SKIP_WEIGHTS_CHECK")
+    # a sidecar that cannot be parsed is ignored and rewritten
+    digests_sidecar(path).write_text("{not json")
+    right = make_registry(tmp_path / "remote.pth", md5)
+    pretrained_checkpoint("tiny_v1", right)
+    assert hashing == [path] and json.loads(digests_sidecar(path).read_text())["md5"] == md5
+    # a sidecar that cannot be written is logged: the file is used, and hashed again next time
+    digests_sidecar(path).unlink()
+
+    def read_only(*args: object, **kwargs: object) -> None:
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(store, "atomic_write_bytes", read_only)
+    with caplog.at_level(logging.WARNING, logger="oml_core.zoo.store"):
+        assert pretrained_checkpoint("tiny_v1", right) == path
+        assert pretrained_checkpoint("tiny_v1", right) == path
+    assert hashing == [path, path, path] and not digests_sidecar(path).exists()
+    assert f"cannot remember the digests of {path}" in caplog.text

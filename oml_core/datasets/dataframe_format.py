@@ -24,24 +24,25 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from oml_core.const import (
+    BBOXES_COLUMNS,
+    CATEGORIES_COLUMN,
+    IS_GALLERY_COLUMN,
+    IS_QUERY_COLUMN,
+    LABELS_COLUMN,
+    OBLIGATORY_COLUMNS,
+    PATHS_COLUMN,
+    SEQUENCE_COLUMN,
+    SPLIT_COLUMN,
+    X1_COLUMN,
+    X2_COLUMN,
+    Y1_COLUMN,
+    Y2_COLUMN,
+    TBBox,
+)
 from oml_core.registry.errors import ConfigError
 
-LABELS_COLUMN = "label"
-PATHS_COLUMN = "path"
-SPLIT_COLUMN = "split"
-IS_QUERY_COLUMN = "is_query"
-IS_GALLERY_COLUMN = "is_gallery"
-CATEGORIES_COLUMN = "category"
-SEQUENCE_COLUMN = "sequence"
-X1_COLUMN = "x_1"
-X2_COLUMN = "x_2"
-Y1_COLUMN = "y_1"
-Y2_COLUMN = "y_2"
-BBOXES_COLUMNS = (X1_COLUMN, X2_COLUMN, Y1_COLUMN, Y2_COLUMN)
-OBLIGATORY_COLUMNS = (LABELS_COLUMN, PATHS_COLUMN, SPLIT_COLUMN, IS_QUERY_COLUMN, IS_GALLERY_COLUMN)
 SPLITS = ("train", "validation")
-
-TBBox = tuple[int, int, int, int]
 
 
 class DataFrameFormatError(ValueError):

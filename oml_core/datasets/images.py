@@ -23,21 +23,38 @@ from PIL import Image, ImageDraw
 from torch import LongTensor
 
 from oml_core.builtins.transforms import IMAGENET_MEAN, IMAGENET_STD
-from oml_core.datasets.dataframe_format import (
+from oml_core.const import (
     BBOXES_COLUMNS,
+    BLACK,
     CATEGORIES_COLUMN,
+    CATEGORIES_KEY,
+    INDEX_KEY,
+    INPUT_TENSORS_KEY,
     IS_GALLERY_COLUMN,
+    IS_GALLERY_KEY,
     IS_QUERY_COLUMN,
+    IS_QUERY_KEY,
     LABELS_COLUMN,
+    LABELS_KEY,
+    MOCK_DATASET_DEFAULT_CSV,
     PATHS_COLUMN,
+    PATHS_KEY,
     SEQUENCE_COLUMN,
+    SEQUENCE_KEY,
     SPLIT_COLUMN,
     X1_COLUMN,
+    X1_KEY,
     X2_COLUMN,
+    X2_KEY,
     Y1_COLUMN,
+    Y1_KEY,
     Y2_COLUMN,
-    DataFrameFormatError,
+    Y2_KEY,
     TBBox,
+    TColor,
+)
+from oml_core.datasets.dataframe_format import (
+    DataFrameFormatError,
     check_retrieval_dataframe_format,
     empty_mask,
     missing_columns_problem,
@@ -56,9 +73,6 @@ from oml_core.utils.images import imread_pil
 
 TImage = Image.Image | np.ndarray
 TImReader = Callable[[Path | str | bytes], TImage]
-TColor = tuple[int, int, int]
-
-BLACK: TColor = (0, 0, 0)
 
 
 class _LRUCache:
@@ -176,13 +190,13 @@ class ImageBaseDataset(IBaseDataset, IVisualizableDataset):
         transform: Callable[[Any], Any] | None = None,
         f_imread: TImReader | None = None,
         cache_size: int | None = 0,
-        input_tensors_key: str = "input_tensors",
-        index_key: str = "idx",
-        paths_key: str = "paths",
-        x1_key: str = "x1",
-        x2_key: str = "x2",
-        y1_key: str = "y1",
-        y2_key: str = "y2",
+        input_tensors_key: str = INPUT_TENSORS_KEY,
+        index_key: str = INDEX_KEY,
+        paths_key: str = PATHS_KEY,
+        x1_key: str = X1_KEY,
+        x2_key: str = X2_KEY,
+        y1_key: str = Y1_KEY,
+        y2_key: str = Y2_KEY,
     ):
         """
         Args:
@@ -414,16 +428,16 @@ class ImageLabeledDataset(_DataFrameImageDataset, ILabeledDataset):
         transform: Callable[[Any], Any] | None = None,
         f_imread: TImReader | None = None,
         cache_size: int | None = 0,
-        input_tensors_key: str = "input_tensors",
-        labels_key: str = "labels",
-        index_key: str = "idx",
-        paths_key: str = "paths",
-        categories_key: str | None = "categories",
-        sequence_key: str | None = "sequence",
-        x1_key: str = "x1",
-        x2_key: str = "x2",
-        y1_key: str = "y1",
-        y2_key: str = "y2",
+        input_tensors_key: str = INPUT_TENSORS_KEY,
+        labels_key: str = LABELS_KEY,
+        index_key: str = INDEX_KEY,
+        paths_key: str = PATHS_KEY,
+        categories_key: str | None = CATEGORIES_KEY,
+        sequence_key: str | None = SEQUENCE_KEY,
+        x1_key: str = X1_KEY,
+        x2_key: str = X2_KEY,
+        y1_key: str = Y1_KEY,
+        y2_key: str = Y2_KEY,
     ):
         """
         Args:
@@ -536,18 +550,18 @@ class ImageQueryGalleryLabeledDataset(_QueryGalleryMixin, ImageLabeledDataset, I
         transform: Callable[[Any], Any] | None = None,
         f_imread: TImReader | None = None,
         cache_size: int | None = 0,
-        input_tensors_key: str = "input_tensors",
-        labels_key: str = "labels",
-        paths_key: str = "paths",
-        categories_key: str | None = "categories",
-        sequence_key: str | None = "sequence",
-        x1_key: str = "x1",
-        x2_key: str = "x2",
-        y1_key: str = "y1",
-        y2_key: str = "y2",
-        is_query_key: str = "is_query",
-        is_gallery_key: str = "is_gallery",
-        index_key: str = "idx",
+        input_tensors_key: str = INPUT_TENSORS_KEY,
+        labels_key: str = LABELS_KEY,
+        paths_key: str = PATHS_KEY,
+        categories_key: str | None = CATEGORIES_KEY,
+        sequence_key: str | None = SEQUENCE_KEY,
+        x1_key: str = X1_KEY,
+        x2_key: str = X2_KEY,
+        y1_key: str = Y1_KEY,
+        y2_key: str = Y2_KEY,
+        is_query_key: str = IS_QUERY_KEY,
+        is_gallery_key: str = IS_GALLERY_KEY,
+        index_key: str = INDEX_KEY,
     ):
         """
         Args:
@@ -605,17 +619,17 @@ class ImageQueryGalleryDataset(_QueryGalleryMixin, _DataFrameImageDataset, IQuer
         transform: Callable[[Any], Any] | None = None,
         f_imread: TImReader | None = None,
         cache_size: int | None = 0,
-        input_tensors_key: str = "input_tensors",
-        paths_key: str = "paths",
-        categories_key: str | None = "categories",
-        sequence_key: str | None = "sequence",
-        x1_key: str = "x1",
-        x2_key: str = "x2",
-        y1_key: str = "y1",
-        y2_key: str = "y2",
-        is_query_key: str = "is_query",
-        is_gallery_key: str = "is_gallery",
-        index_key: str = "idx",
+        input_tensors_key: str = INPUT_TENSORS_KEY,
+        paths_key: str = PATHS_KEY,
+        categories_key: str | None = CATEGORIES_KEY,
+        sequence_key: str | None = SEQUENCE_KEY,
+        x1_key: str = X1_KEY,
+        x2_key: str = X2_KEY,
+        y1_key: str = Y1_KEY,
+        y2_key: str = Y2_KEY,
+        is_query_key: str = IS_QUERY_KEY,
+        is_gallery_key: str = IS_GALLERY_KEY,
+        index_key: str = INDEX_KEY,
     ):
         """
         Args:
@@ -655,7 +669,7 @@ def get_retrieval_images_datasets(
     transforms_val: Callable[[Any], Any] | None = None,
     f_imread_train: TImReader | None = None,
     f_imread_val: TImReader | None = None,
-    dataframe_name: str = "df.csv",
+    dataframe_name: str = MOCK_DATASET_DEFAULT_CSV,
     cache_size: int | None = 0,
     verbose: bool = True,
 ) -> tuple[ImageLabeledDataset, ImageQueryGalleryLabeledDataset]:

@@ -41,10 +41,27 @@ import numpy as np
 import pandas as pd
 from PIL import Image, ImageDraw
 
+from oml_core.const import (
+    BBOXES_COLUMNS,
+    CATEGORIES_COLUMN,
+    IS_GALLERY_COLUMN,
+    IS_QUERY_COLUMN,
+    LABELS_COLUMN,
+    MOCK_DATASET_DEFAULT_CSV,
+    MOCK_DATASET_NAME,
+    MOCK_DATASET_VERSION,
+    OBLIGATORY_COLUMNS,
+    PATHS_COLUMN,
+    SEQUENCE_COLUMN,
+    SPLIT_COLUMN,
+    X1_COLUMN,
+    X2_COLUMN,
+    Y1_COLUMN,
+    Y2_COLUMN,
+    mock_dataset_dirname,
+)
 from oml_core.utils.cache import get_cache_dir
 
-MOCK_DATASET_NAME = "mock_figures"
-MOCK_DATASET_VERSION = 1
 MOCK_IMAGE_SIZE = 64
 MOCK_N_IMAGES_PER_LABEL = 8
 MOCK_SHAPES = ("circle", "square", "triangle", "star", "cross", "diamond")
@@ -54,7 +71,12 @@ MOCK_COLOURS: dict[str, tuple[int, int, int]] = {
     "blue": (35, 65, 205),
     "purple": (135, 45, 165),
 }
-MOCK_DF_NAMES = ("df.csv", "df_with_category.csv", "df_with_bboxes.csv", "df_with_sequence.csv")
+MOCK_DF_NAMES = (
+    MOCK_DATASET_DEFAULT_CSV,
+    "df_with_category.csv",
+    "df_with_bboxes.csv",
+    "df_with_sequence.csv",
+)
 MANIFEST_NAME = "manifest.json"
 _SEQUENCE_LENGTHS = (3, 3, 2)
 _MARGIN = 3  # white pixels kept between a figure and the image border
@@ -196,33 +218,33 @@ def _generate(root: Path, seed: int) -> None:
             is_val = split == "validation"
             rows.append(
                 {
-                    "label": label,
-                    "path": rel_path,
-                    "split": split,
-                    "is_query": True if is_val else None,
-                    "is_gallery": True if is_val else None,
-                    "category": shape,
-                    "x_1": x1,
-                    "x_2": x2,
-                    "y_1": y1,
-                    "y_2": y2,
-                    "sequence": f"seq_{label:02d}_{sequence_of[k]}",
+                    LABELS_COLUMN: label,
+                    PATHS_COLUMN: rel_path,
+                    SPLIT_COLUMN: split,
+                    IS_QUERY_COLUMN: True if is_val else None,
+                    IS_GALLERY_COLUMN: True if is_val else None,
+                    CATEGORIES_COLUMN: shape,
+                    X1_COLUMN: x1,
+                    X2_COLUMN: x2,
+                    Y1_COLUMN: y1,
+                    Y2_COLUMN: y2,
+                    SEQUENCE_COLUMN: f"seq_{label:02d}_{sequence_of[k]}",
                 }
             )
             index += 1
 
     df = pd.DataFrame(rows)
-    base = ["label", "path", "split", "is_query", "is_gallery"]
+    base = list(OBLIGATORY_COLUMNS)
     tables = {
-        "df.csv": base,
-        "df_with_category.csv": [*base, "category"],
-        "df_with_bboxes.csv": [*base, "x_1", "x_2", "y_1", "y_2"],
-        "df_with_sequence.csv": [*base, "sequence"],
+        MOCK_DATASET_DEFAULT_CSV: base,
+        "df_with_category.csv": [*base, CATEGORIES_COLUMN],
+        "df_with_bboxes.csv": [*base, *BBOXES_COLUMNS],
+        "df_with_sequence.csv": [*base, SEQUENCE_COLUMN],
     }
     for name, columns in tables.items():
         df[columns].to_csv(root / name, index=False, lineterminator="\n")
 
-    files = sorted([*tables, *(row["path"] for row in rows)])
+    files = sorted([*tables, *(row[PATHS_COLUMN] for row in rows)])
     manifest = {
         "name": MOCK_DATASET_NAME,
         "version": MOCK_DATASET_VERSION,
@@ -304,15 +326,24 @@ def _generate_next_to(root: Path, seed: int) -> Path:
     return tmp
 
 
+def get_mock_dataset_path(cache_dir: Path | str | None = None, seed: int = 0) -> Path:
+    """The folder of the mock dataset of ``seed`` in the cache, ``<cache>/mock_figures_v<version>_seed<seed>``,
+    where ``<cache>`` is ``cache_dir`` or, when it is ``None``, :func:`~oml_core.utils.cache.get_cache_dir`.
+
+    Only the path: nothing is created or generated (see :func:`get_mock_dataset_root`). With the defaults it is
+    :data:`oml_core.const.MOCK_DATASET_PATH`.
+    """
+    cache = Path(cache_dir).expanduser() if cache_dir is not None else get_cache_dir()
+    return cache / mock_dataset_dirname(seed)
+
+
 def get_mock_dataset_root(cache_dir: Path | str | None = None, seed: int = 0) -> Path:
     """Return the folder of the mock dataset of ``seed`` in the cache, generating it there on first use.
 
-    The folder is ``<cache>/mock_figures_v<version>_seed<seed>``, where ``<cache>`` is ``cache_dir`` or, when
-    it is ``None``, :func:`~oml_core.utils.cache.get_cache_dir`. Generation is atomic (see the module's docstring), so
-    concurrent callers all get a complete dataset.
+    The folder is :func:`get_mock_dataset_path` ``(cache_dir, seed)``. Generation is atomic (see the module's
+    docstring), so concurrent callers all get a complete dataset.
     """
-    cache = Path(cache_dir).expanduser() if cache_dir is not None else get_cache_dir()
-    root = cache / f"{MOCK_DATASET_NAME}_v{MOCK_DATASET_VERSION}_seed{seed}"
+    root = get_mock_dataset_path(cache_dir, seed)
     _materialise(root, seed=seed, check_md5=False)
     return root
 
@@ -320,7 +351,7 @@ def get_mock_dataset_root(cache_dir: Path | str | None = None, seed: int = 0) ->
 def download_mock_dataset(
     dataset_root: Path | str,
     check_md5: bool = True,
-    df_name: str = "df.csv",
+    df_name: str = MOCK_DATASET_DEFAULT_CSV,
     global_paths: bool = False,
     seed: int = 0,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -346,11 +377,11 @@ def download_mock_dataset(
     _materialise(dataset_root, seed=seed, check_md5=check_md5)
     df = pd.read_csv(dataset_root / df_name, index_col=False)
     if global_paths:
-        df["path"] = [str(dataset_root / p) for p in df["path"]]
-    df_train = df[df["split"] == "train"].reset_index(drop=True)
-    df_val = df[df["split"] == "validation"].reset_index(drop=True)
-    df_val["is_query"] = df_val["is_query"].astype(bool)
-    df_val["is_gallery"] = df_val["is_gallery"].astype(bool)
+        df[PATHS_COLUMN] = [str(dataset_root / p) for p in df[PATHS_COLUMN]]
+    df_train = df[df[SPLIT_COLUMN] == "train"].reset_index(drop=True)
+    df_val = df[df[SPLIT_COLUMN] == "validation"].reset_index(drop=True)
+    df_val[IS_QUERY_COLUMN] = df_val[IS_QUERY_COLUMN].astype(bool)
+    df_val[IS_GALLERY_COLUMN] = df_val[IS_GALLERY_COLUMN].astype(bool)
     return df_train, df_val
 
 
@@ -362,5 +393,6 @@ __all__ = [
     "MOCK_SHAPES",
     "download_mock_dataset",
     "generate_mock_dataset",
+    "get_mock_dataset_path",
     "get_mock_dataset_root",
 ]

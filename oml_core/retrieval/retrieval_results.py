@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -10,22 +11,37 @@ import torch
 from matplotlib.figure import Figure
 from torch import FloatTensor, LongTensor, Tensor
 
+from oml_core.const import (
+    BLACK,
+    BLUE,
+    GRAY,
+    GREEN,
+    INPUT_TENSORS_KEY,
+    IS_GALLERY_COLUMN,
+    IS_QUERY_COLUMN,
+    N_GT_SHOW_EMBEDDING_METRICS,
+    RED,
+    SEQUENCE_COLUMN,
+    TColor,
+)
 from oml_core.functional.knn import KnnResult, search_knn, search_knn_qg
 from oml_core.interfaces.datasets import IBaseDataset, IQueryGalleryDataset, IQueryGalleryLabeledDataset
 from oml_core.utils.ragged import Ragged
 
-#: Column (or ``extra_data`` key) of a dataset holding sequence ids: items sharing a sequence never match.
-SEQUENCE_COLUMN = "sequence"
-
-TColor = tuple[int, int, int]
-#: Frame colours of :meth:`RetrievalResults.visualize` (RGB, 0..255).
-QUERY_COLOR: TColor = (128, 128, 128)
-RELEVANT_COLOR: TColor = (0, 160, 0)
-IRRELEVANT_COLOR: TColor = (220, 0, 0)
-UNKNOWN_COLOR: TColor = (0, 0, 0)
-GT_COLOR: TColor = (0, 0, 220)
+# Frame colours of :meth:`RetrievalResults.visualize` and :meth:`RetrievalResults.visualize_as_html`, the
+# manual's convention with OML's colours (:mod:`oml_core.const`, RGB 0..255):
+#: The query: blue.
+QUERY_COLOR: TColor = BLUE
+#: A retrieved item relevant to the query: green.
+RELEVANT_COLOR: TColor = GREEN
+#: A retrieved item not relevant to the query: red.
+IRRELEVANT_COLOR: TColor = RED
+#: A retrieved item when the ground truth is unknown: black.
+UNKNOWN_COLOR: TColor = BLACK
+#: A ground-truth item of the query, shown for reference: grey.
+GT_COLOR: TColor = GRAY
 #: Ground-truth items shown per query by :meth:`RetrievalResults.visualize` by default.
-N_GT_TO_SHOW = 2
+N_GT_TO_SHOW = N_GT_SHOW_EMBEDDING_METRICS
 
 
 def factorize(values: Any) -> LongTensor:
@@ -89,8 +105,8 @@ def get_query_gallery_ids(dataset: Any, what: str = "the dataset") -> tuple[Long
     query_ids = torch.as_tensor(dataset.get_query_ids(), dtype=torch.long).reshape(-1).cpu()
     gallery_ids = torch.as_tensor(dataset.get_gallery_ids(), dtype=torch.long).reshape(-1).cpu()
     for ids, items, column in (
-        (query_ids, "queries", "is_query"),
-        (gallery_ids, "gallery items", "is_gallery"),
+        (query_ids, "queries", IS_QUERY_COLUMN),
+        (gallery_ids, "gallery items", IS_GALLERY_COLUMN),
     ):
         if not len(ids):
             raise ValueError(f"{what} has no {items} ({column} is False for every row)")
@@ -117,7 +133,7 @@ def _image_of(dataset: Any, item: int, color: TColor) -> np.ndarray:
     draw = getattr(dataset, "visualize", None)
     if callable(draw):
         return np.asarray(draw(item, color))
-    image = dataset[item].get(getattr(dataset, "input_tensors_key", "input_tensors"))
+    image = dataset[item].get(getattr(dataset, "input_tensors_key", INPUT_TENSORS_KEY))
     if not isinstance(image, Tensor) or image.ndim not in (2, 3):
         raise TypeError(
             f"{type(dataset).__name__} can neither visualize its items nor gives image tensors [C, H, W]"
@@ -445,11 +461,13 @@ class RetrievalResults:
     ) -> Figure:
         """Draw the queries ``query_ids`` with their closest retrieved items and some of their ground truth.
 
-        One row per query: the query (grey frame), its first ``n_galleries_to_show`` retrieved items framed
-        green (relevant) or red (not; black when the ground truth is unknown), titled with their gallery
-        position and distance, then its first ``n_gt_to_show`` ground-truth items (blue frame). Images come
-        from ``dataset.visualize(item, color)`` when the dataset can draw its items (which draws the item's
-        bounding box in the colour), else from its input tensors.
+        One row per query, in the manual's colours (OML's :data:`~oml_core.const.BLUE`, ``GREEN``, ``RED``,
+        ``GRAY``, ``BLACK``): the query (blue frame, :data:`QUERY_COLOR`), its first ``n_galleries_to_show``
+        retrieved items framed green (relevant, :data:`RELEVANT_COLOR`) or red (not, :data:`IRRELEVANT_COLOR`;
+        black, :data:`UNKNOWN_COLOR`, when the ground truth is unknown), titled ``#<gallery position>:
+        <distance>``, then its first ``n_gt_to_show`` ground-truth items (grey frame, :data:`GT_COLOR`), titled
+        ``GT #<gallery position>``. Images come from ``dataset.visualize(item, color)`` when the dataset can
+        draw its items (which draws the item's bounding box in the colour), else from its input tensors.
 
         Args:
             query_ids: Positions among the queries (``0..n_query-1``).
@@ -462,12 +480,7 @@ class RetrievalResults:
         Raises:
             ValueError: the dataset's number of queries differs, or a query id is out of range.
         """
-        query_ids_ds = torch.as_tensor(dataset.get_query_ids(), dtype=torch.long)
-        gallery_ids_ds = torch.as_tensor(dataset.get_gallery_ids(), dtype=torch.long)
-        if len(query_ids_ds) != self.n_queries:
-            raise ValueError(
-                f"{type(dataset).__name__} has {len(query_ids_ds)} queries, these results {self.n_queries}"
-            )
+        query_ids_ds, gallery_ids_ds = self._dataset_query_gallery_ids(dataset)
         return self.visualize_with_functions(
             query_ids,
             lambda i, color: _image_of(dataset, int(query_ids_ds[i]), color),
@@ -477,6 +490,155 @@ class RetrievalResults:
             verbose=verbose,
             show=show,
         )
+
+    def _dataset_query_gallery_ids(self, dataset: IQueryGalleryDataset) -> tuple[LongTensor, LongTensor]:
+        """The dataset indices of the queries and gallery items; ``ValueError`` when the dataset has another
+        number of queries than these results."""
+        query_ids_ds = torch.as_tensor(dataset.get_query_ids(), dtype=torch.long)
+        gallery_ids_ds = torch.as_tensor(dataset.get_gallery_ids(), dtype=torch.long)
+        if len(query_ids_ds) != self.n_queries:
+            raise ValueError(
+                f"{type(dataset).__name__} has {len(query_ids_ds)} queries, these results {self.n_queries}"
+            )
+        return query_ids_ds, gallery_ids_ds
+
+    def _shown(
+        self, query_ids: Sequence[int], n_galleries_to_show: int, n_gt_to_show: int
+    ) -> tuple[list[int], int, int]:
+        """``(query_ids, n_shown, n_gt_shown)``: the checked query positions and the numbers of retrieved and
+        ground-truth columns, clipped by the most any of those queries has (no ground truth: 0).
+
+        Raises:
+            ValueError: a count that is not an int (``n_galleries_to_show >= 1``, ``n_gt_to_show >= 0``), no
+                query, or a query position out of range.
+        """
+        query_ids = [int(i) for i in query_ids]
+        for name, value, least in (
+            ("n_galleries_to_show", n_galleries_to_show, 1),
+            ("n_gt_to_show", n_gt_to_show, 0),
+        ):
+            if isinstance(value, bool) or not isinstance(value, int) or value < least:
+                raise ValueError(f"{name} must be an integer >= {least}, got {value!r}")
+        bad = [i for i in query_ids if not 0 <= i < self.n_queries]
+        if not query_ids or bad:
+            raise ValueError(
+                f"query_ids must be non-empty positions in [0, {self.n_queries - 1}], got {bad or query_ids}"
+            )
+        n_shown = min(n_galleries_to_show, max(len(self._retrieved_ids[i]) for i in query_ids))
+        n_gt_shown = (
+            0 if self._gt_ids is None else min(n_gt_to_show, max(len(self._gt_ids[i]) for i in query_ids))
+        )
+        return query_ids, n_shown, n_gt_shown
+
+    def _relevance(self, query: int, position: int) -> bool | None:
+        """Whether gallery ``position`` is relevant to ``query`` (``None``: the ground truth is unknown)."""
+        if self._gt_ids is None:
+            return None
+        return bool((self._gt_ids[query] == position).any())
+
+    def visualize_as_html(
+        self,
+        query_ids: Sequence[int],
+        dataset: IQueryGalleryDataset,
+        n_galleries_to_show: int = 3,
+        n_gt_to_show: int = N_GT_TO_SHOW,
+        show: bool = False,
+        save_path: str | Path | None = None,
+    ) -> str:
+        """The queries ``query_ids``, their closest retrieved items and some of their ground truth as HTML.
+
+        The HTML counterpart of :meth:`visualize` (OML's method of this name), self-contained: every image is
+        embedded as a base64 PNG (``<img src="data:image/png;base64,...">``), so the string (or the file) can
+        be shown anywhere, e.g. in a notebook with ``show=True``. The images are those of :meth:`visualize`
+        (``dataset.visualize(item, color)``, else the input tensors), in blocks framed by a CSS border of the
+        same colours: the query blue (:data:`QUERY_COLOR`), a retrieved item green when relevant
+        (:data:`RELEVANT_COLOR`), red when not (:data:`IRRELEVANT_COLOR`), black when the ground truth is
+        unknown (:data:`UNKNOWN_COLOR`), a ground-truth item grey (:data:`GT_COLOR`). A dataset with OML's
+        ``visualize_as_html(item, title, color)`` (``IHTMLVisualizableDataset``: audio) gives its own blocks.
+
+        Layout: ``<div class="oml-retrieval-results">`` holding one ``<div class="oml-row" data-query="i">``
+        per query (``display: flex``), whose blocks ``<div class="oml-item" data-kind=...>`` are, in order:
+
+        - the query: ``data-kind="query"``, title ``Query #i``;
+        - its first ``n_galleries_to_show`` retrieved items: ``data-kind="retrieved"``, ``data-position`` (the
+          gallery position), ``data-distance`` (the distance, full precision), ``data-relevant`` (``true``,
+          ``false`` or ``unknown``), title ``#<position>: <distance to 3 decimals>``; then, so that the columns
+          line up, ``data-kind="placeholder"`` blocks for a query that retrieved fewer than the others;
+        - its first ``n_gt_to_show`` ground-truth items: ``data-kind="gt"``, ``data-position``, title
+          ``GT #<position>``.
+
+        Both counts are clipped by the most any of the shown queries has, as in :meth:`visualize`.
+
+        Args:
+            query_ids: Positions among the queries (``0..n_query-1``).
+            dataset: The dataset the results were computed on (query/gallery split).
+            n_galleries_to_show: Retrieved items per query (OML's default: 3).
+            n_gt_to_show: Ground-truth items per query (none when unknown).
+            show: Set ``True`` to display the HTML in a notebook (needs IPython) as well as return it.
+            save_path: Where to also write it as a whole HTML page (UTF-8, written atomically), or ``None``.
+
+        Returns:
+            The HTML fragment (without ``<html>``/``<body>``, as OML's).
+
+        Raises:
+            ValueError: the dataset's number of queries differs, a query id is out of range, a bad count.
+            ImportError: ``show=True`` without IPython installed (checked before any work).
+        """
+        if show:
+            try:
+                from IPython.display import HTML, display
+            except ImportError as error:
+                raise ImportError(
+                    "visualize_as_html(show=True) needs IPython (pip install ipython); without it, use the "
+                    "returned string or save_path"
+                ) from error
+        query_ids, n_shown, n_gt_shown = self._shown(query_ids, n_galleries_to_show, n_gt_to_show)
+        query_ids_ds, gallery_ids_ds = self._dataset_query_gallery_ids(dataset)
+
+        def block(item: int, color: TColor, title: str, attributes: dict[str, Any]) -> str:
+            own_html = getattr(dataset, "visualize_as_html", None)
+            inner = (
+                str(own_html(item=item, title=title, color=color))
+                if callable(own_html)
+                else _image_block_html(_image_of(dataset, item, color), color, title)
+            )
+            return _item_html(inner, attributes)
+
+        rows = []
+        for i in query_ids:
+            blocks = [block(int(query_ids_ds[i]), QUERY_COLOR, f"Query #{i}", {"kind": "query"})]
+            retrieved = self._retrieved_ids[i][:n_shown].tolist()
+            for position, dist in zip(retrieved, self._distances[i][:n_shown].tolist()):
+                relevant = self._relevance(i, position)
+                color = _relevance_color(relevant)
+                attributes = {
+                    "kind": "retrieved",
+                    "position": position,
+                    "distance": repr(float(dist)),
+                    "relevant": "unknown" if relevant is None else str(relevant).lower(),
+                }
+                blocks.append(
+                    block(int(gallery_ids_ds[position]), color, f"#{position}: {dist:.3f}", attributes)
+                )
+            blocks += [_placeholder_html()] * (n_shown - len(retrieved))
+            gts = [] if self._gt_ids is None else self._gt_ids[i][:n_gt_shown].tolist()
+            for position in gts:
+                attributes = {"kind": "gt", "position": position}
+                blocks.append(block(int(gallery_ids_ds[position]), GT_COLOR, f"GT #{position}", attributes))
+            rows.append(
+                f'<div class="oml-row" data-query="{i}" style="display: flex; justify-content: left;">'
+                + "".join(blocks)
+                + "</div>"
+            )
+        fragment = '<div class="oml-retrieval-results">\n' + "\n".join(rows) + "\n</div>"
+
+        if save_path is not None:
+            from oml_core.utils.atomic import atomic_write_bytes
+
+            atomic_write_bytes(Path(save_path), _html_page(fragment).encode("utf-8"))
+        if show:
+            display(HTML(fragment))
+        return fragment
 
     def visualize_qg(
         self,
@@ -526,22 +688,7 @@ class RetrievalResults:
         Axes are created only for the images drawn (``len(fig.axes)`` is their number); every image keeps a
         frame (its axes' spines) in its colour.
         """
-        query_ids = [int(i) for i in query_ids]
-        for name, value, least in (
-            ("n_galleries_to_show", n_galleries_to_show, 1),
-            ("n_gt_to_show", n_gt_to_show, 0),
-        ):
-            if isinstance(value, bool) or not isinstance(value, int) or value < least:
-                raise ValueError(f"{name} must be an integer >= {least}, got {value!r}")
-        bad = [i for i in query_ids if not 0 <= i < self.n_queries]
-        if not query_ids or bad:
-            raise ValueError(
-                f"query_ids must be non-empty positions in [0, {self.n_queries - 1}], got {bad or query_ids}"
-            )
-        n_shown = min(n_galleries_to_show, max(len(self._retrieved_ids[i]) for i in query_ids))
-        n_gt_shown = (
-            0 if self._gt_ids is None else min(n_gt_to_show, max(len(self._gt_ids[i]) for i in query_ids))
-        )
+        query_ids, n_shown, n_gt_shown = self._shown(query_ids, n_galleries_to_show, n_gt_to_show)
         if verbose:
             print(
                 f"Visualizing {n_shown} retrieved and {n_gt_shown} ground-truth items for queries {query_ids}"
@@ -561,11 +708,7 @@ class RetrievalResults:
             for j, (position, dist) in enumerate(
                 zip(self._retrieved_ids[i][:n_shown].tolist(), self._distances[i].tolist())
             ):
-                color = (
-                    UNKNOWN_COLOR
-                    if gt is None
-                    else (RELEVANT_COLOR if bool((gt == position).any()) else IRRELEVANT_COLOR)
-                )
+                color = _relevance_color(self._relevance(i, position))
                 title = f"#{position}: {dist:.3f}"
                 _draw(
                     fig,
@@ -607,8 +750,100 @@ def _draw(fig: Figure, where: tuple[int, int, int], image: np.ndarray, color: TC
         spine.set_linewidth(4)
 
 
+def _relevance_color(relevant: bool | None) -> TColor:
+    """:data:`RELEVANT_COLOR`, :data:`IRRELEVANT_COLOR`, or :data:`UNKNOWN_COLOR` for ``None``."""
+    if relevant is None:
+        return UNKNOWN_COLOR
+    return RELEVANT_COLOR if relevant else IRRELEVANT_COLOR
+
+
+#: Side of the square (CSS pixels) in which :meth:`RetrievalResults.visualize_as_html` shows every image.
+HTML_IMAGE_SIZE = 128
+#: Width of the coloured frame of every block of :meth:`RetrievalResults.visualize_as_html` (CSS pixels).
+HTML_FRAME_WIDTH = 5
+_BLOCK_STYLE = "margin: 10px; display: inline-block;"
+
+
+def css_color(color: TColor) -> str:
+    """``rgb(r, g, b)``: an RGB colour (``0..255``) as CSS."""
+    r, g, b = (int(c) for c in color)
+    return f"rgb({r}, {g}, {b})"
+
+
+def image_to_png_base64(image: np.ndarray) -> str:
+    """The base64 text of a PNG of ``image``: ``HxWx3`` / ``HxWx4`` / ``HxW``, uint8, or float in ``[0, 1]``
+    (scaled by 255, rounded, clipped)."""
+    import base64
+    import io
+
+    from PIL import Image
+
+    array = np.asarray(image)
+    if array.ndim == 3 and array.shape[2] == 1:
+        array = array[..., 0]
+    if array.ndim not in (2, 3) or (array.ndim == 3 and array.shape[2] not in (3, 4)):
+        raise ValueError(f"expected an image HxW, HxWx3 or HxWx4, got shape {array.shape}")
+    if array.dtype != np.uint8:
+        array = np.asarray(array, dtype=np.float64)
+        array = np.clip(np.rint(array * 255.0), 0, 255).astype(np.uint8)
+    buffer = io.BytesIO()
+    Image.fromarray(np.ascontiguousarray(array)).save(buffer, format="PNG")
+    return base64.b64encode(buffer.getvalue()).decode("ascii")
+
+
+def _image_block_html(image: np.ndarray, color: TColor, title: str) -> str:
+    """A titled image in a frame of ``color`` (the layout of OML's blocks)."""
+    from html import escape
+
+    size = HTML_IMAGE_SIZE
+    return (
+        f'<div style="text-align: center; font-weight: bold; margin-bottom: 5px;">{escape(title)}</div>'
+        f'<div class="oml-frame" style="border: {HTML_FRAME_WIDTH}px solid {css_color(color)}; padding: 3px;">'
+        f'<img src="data:image/png;base64,{image_to_png_base64(image)}" alt="{escape(title)}" '
+        f'style="width: {size}px; height: {size}px; object-fit: contain; display: block;"/></div>'
+    )
+
+
+def _item_html(inner: str, attributes: dict[str, Any]) -> str:
+    """``inner`` in an ``oml-item`` block with ``data-<key>`` attributes."""
+    from html import escape
+
+    data = "".join(f' data-{key}="{escape(str(value))}"' for key, value in attributes.items())
+    return f'<div class="oml-item"{data} style="{_BLOCK_STYLE}">{inner}</div>'
+
+
+def _placeholder_html() -> str:
+    """An empty block as wide as an image block: the missing retrieved items of a query."""
+    width = HTML_IMAGE_SIZE + 2 * (HTML_FRAME_WIDTH + 3)
+    return (
+        f'<div class="oml-item" data-kind="placeholder" style="{_BLOCK_STYLE}">'
+        f'<div style="width: {width}px; height: 0;"></div></div>'
+    )
+
+
+def _html_page(fragment: str) -> str:
+    """A whole HTML page around the fragment of :meth:`RetrievalResults.visualize_as_html`, with a legend."""
+    legend = " &middot; ".join(
+        f'<span style="color: {css_color(color)}; font-weight: bold;">&#9632;</span> {name}'
+        for name, color in (
+            ("query", QUERY_COLOR),
+            ("relevant", RELEVANT_COLOR),
+            ("not relevant", IRRELEVANT_COLOR),
+            ("relevance unknown", UNKNOWN_COLOR),
+            ("ground truth", GT_COLOR),
+        )
+    )
+    return (
+        '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n<title>Retrieval results</title>\n'
+        f'</head>\n<body style="font-family: sans-serif;">\n<p class="oml-legend">{legend}</p>\n{fragment}\n'
+        "</body>\n</html>\n"
+    )
+
+
 __all__ = [
     "GT_COLOR",
+    "HTML_FRAME_WIDTH",
+    "HTML_IMAGE_SIZE",
     "IRRELEVANT_COLOR",
     "N_GT_TO_SHOW",
     "QUERY_COLOR",
@@ -617,8 +852,10 @@ __all__ = [
     "UNKNOWN_COLOR",
     "RetrievalResults",
     "TColor",
+    "css_color",
     "dataset_column",
     "factorize",
     "get_query_gallery_ids",
     "get_sequence_ids",
+    "image_to_png_base64",
 ]

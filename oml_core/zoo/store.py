@@ -5,11 +5,21 @@ a zoo key is asked for and its file is missing; it is written to a temporary fil
 the zoo, then renamed into place (an interrupted download leaves nothing half-written behind). Without a
 network, the error says which url to fetch and where to put the file, within ``timeout`` seconds; with
 ``HF_HUB_OFFLINE=1`` or ``OML_OFFLINE=1`` it says so at once.
+
+A file already in the cache (downloaded earlier, or put there by hand) is checked against the zoo's md5 and
+sha256 too, but hashed once only: its digests are remembered in a sidecar file next to it,
+``<file>.digests.json`` (:func:`digests_sidecar`), with the file's size, modification and change times and
+inode. As long as these are unchanged the remembered digests are used; when any differs (the file was
+replaced or modified) the file is hashed again. A file whose digest differs from the zoo's is refused with a
+:class:`PretrainedChecksumError` naming the file, both digests and what to do. ``OML_SKIP_WEIGHTS_CHECK=1``
+turns the check of cached files off (a file of one's own under a zoo key's name, tests with fake weights).
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
+import logging
 import os
 import shutil
 import tempfile
@@ -19,6 +29,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from oml_core.utils.atomic import atomic_write_bytes
 from oml_core.utils.cache import get_cache_dir
 from oml_core.zoo.entry import IMREADERS, PretrainedModel
 
@@ -33,11 +44,25 @@ PRETRAINED_KIND = "pretrained"
 DOWNLOAD_TIMEOUT = 20.0
 #: Environment variables that forbid any download (``1``, ``true`` or ``yes``).
 OFFLINE_VARIABLES = ("OML_OFFLINE", "HF_HUB_OFFLINE")
+#: Environment variable that turns off the digest check of the files already in the cache (``1``, ``true``,
+#: ``yes``); downloads are always checked.
+SKIP_CHECK_VARIABLE = "OML_SKIP_WEIGHTS_CHECK"
+#: Suffix of the sidecar file that remembers the digests of a cached checkpoint (:func:`digests_sidecar`).
+DIGESTS_SUFFIX = ".digests.json"
+_SIDECAR_FORMAT = 1
 _CHUNK = 1 << 20
+
+logger = logging.getLogger(__name__)
 
 
 class PretrainedDownloadError(RuntimeError):
     """A checkpoint could not be downloaded; the message names the url and where to put the file."""
+
+
+class PretrainedChecksumError(PretrainedDownloadError):
+    """A checkpoint in the weights cache is not the zoo's file (another md5 or sha256); the message names the
+    file, the expected and the actual digest, and says to delete the file (it is then downloaded again) or to
+    put the right file there."""
 
 
 def weights_cache_dir() -> Path:
@@ -98,6 +123,104 @@ def file_digests(path: Path) -> dict[str, str]:
     return {name: digest.hexdigest() for name, digest in digests.items()}
 
 
+def digests_sidecar(path: Path) -> Path:
+    """The sidecar file that remembers the digests of ``path``: ``<path>.digests.json`` next to it."""
+    return path.with_name(path.name + DIGESTS_SUFFIX)
+
+
+def _file_state(path: Path) -> dict[str, int]:
+    """What tells whether the file changed: its size, modification and change times (ns) and inode."""
+    st = path.stat()
+    return {"size": st.st_size, "mtime_ns": st.st_mtime_ns, "ctime_ns": st.st_ctime_ns, "inode": st.st_ino}
+
+
+def _remembered_digests(path: Path, state: dict[str, int]) -> dict[str, str] | None:
+    """The digests of the sidecar of ``path`` when it describes the file in ``state``, else ``None`` (no
+    sidecar, an unreadable one, or the file changed since it was written)."""
+    try:
+        record = json.loads(digests_sidecar(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(record, dict) or record.get("format") != _SIDECAR_FORMAT:
+        return None
+    if record.get("file") != path.name or any(record.get(key) != value for key, value in state.items()):
+        return None
+    digests = {name: record.get(name) for name in ("md5", "sha256")}
+    if not all(isinstance(digest, str) and digest for digest in digests.values()):
+        return None
+    return digests  # type: ignore[return-value]
+
+
+def remember_digests(path: Path, digests: dict[str, str], state: dict[str, int] | None = None) -> None:
+    """Write the sidecar of ``path`` (:func:`digests_sidecar`) atomically: ``digests`` (``md5`` and
+    ``sha256``) and the file's ``state`` (its current one when ``None``). A sidecar that cannot be written (a
+    read-only cache) is logged and skipped: the file is then hashed again on its next use."""
+    sidecar = digests_sidecar(path)
+    try:
+        record = {
+            "format": _SIDECAR_FORMAT,
+            "file": path.name,
+            **(state if state is not None else _file_state(path)),
+            "md5": digests["md5"],
+            "sha256": digests["sha256"],
+        }
+        atomic_write_bytes(sidecar, (json.dumps(record, indent=1, sort_keys=True) + "\n").encode("utf-8"))
+    except OSError as error:
+        logger.warning(
+            "cannot remember the digests of %s in %s (%s): it will be hashed again", path, sidecar, error
+        )
+
+
+def cached_file_digests(path: Path) -> dict[str, str]:
+    """``{"md5": ..., "sha256": ...}`` of the file ``path``, hashed once: taken from its sidecar
+    (:func:`digests_sidecar`) while the file's size, modification and change times and inode are those the
+    sidecar records, else computed by :func:`file_digests` and remembered in the sidecar (unless the file
+    changed while it was read)."""
+    state = _file_state(path)
+    remembered = _remembered_digests(path, state)
+    if remembered is not None:
+        return remembered
+    digests = file_digests(path)
+    if _file_state(path) == state:
+        remember_digests(path, digests, state)
+    return digests
+
+
+def _skip_check() -> bool:
+    return os.environ.get(SKIP_CHECK_VARIABLE, "").lower() in ("1", "true", "yes")
+
+
+def check_cached_checkpoint(
+    path: Path, md5: str | None = None, sha256: str | None = None, url: str | None = None
+) -> Path:
+    """Check the file ``path`` of the weights cache against ``md5`` and ``sha256`` (digests, or their first
+    characters; ``None``: not checked), hashing it only when it is new or changed (:func:`cached_file_digests`).
+
+    Nothing is checked when both digests are ``None`` or ``OML_SKIP_WEIGHTS_CHECK`` is set.
+
+    Returns:
+        ``path``.
+
+    Raises:
+        PretrainedChecksumError: a digest differs; the message names the file, the expected and the actual
+            digest, and says to delete the file so that it is downloaded again (from ``url``), or to put the
+            right file there.
+    """
+    expected = {name: digest for name, digest in (("md5", md5), ("sha256", sha256)) if digest is not None}
+    if not expected or _skip_check():
+        return path
+    found = cached_file_digests(path)
+    for name, digest in expected.items():
+        if not found[name].startswith(digest):
+            source = f" from {url}" if url else ""
+            raise PretrainedChecksumError(
+                f"the cached checkpoint {path} has {name} {found[name]}, expected {digest}: it is corrupt, "
+                f"incomplete or another file; delete it to download it again{source}, or put the right file "
+                f"there ({SKIP_CHECK_VARIABLE}=1 uses it unchecked)"
+            )
+    return path
+
+
 def download_checkpoint(
     url: str,
     path: Path,
@@ -106,7 +229,8 @@ def download_checkpoint(
     sha256: str | None = None,
 ) -> Path:
     """Download ``url`` to ``path`` (through a temporary file in its folder), checking ``md5`` and ``sha256``
-    (digests, or their first characters) when given.
+    (digests, or their first characters) when given. The digests of a checked file are remembered in its
+    sidecar (:func:`digests_sidecar`), so that its next use does not hash it again.
 
     Raises:
         PretrainedDownloadError: downloads are forbidden (:func:`is_offline`), the server cannot be reached
@@ -138,23 +262,27 @@ def download_checkpoint(
         ) from e
     finally:
         tmp.unlink(missing_ok=True)
+    if found:
+        remember_digests(path, found)
     return path
 
 
 def pretrained_checkpoint(key: str, registry: Registry | None = None) -> Path:
     """The local file of the zoo checkpoint ``key``: from the cache, or downloaded there first.
 
-    A file already in the cache is used as it is, without network access (put a checkpoint there by hand to
-    work offline); a downloaded one is checked against the zoo's md5 and sha256.
+    A file already in the cache is used without network access (put a checkpoint there by hand to work
+    offline); a downloaded one and a cached one are both checked against the zoo's md5 and sha256, a cached
+    one hashed only once as long as it does not change (:func:`check_cached_checkpoint`).
 
     Raises:
         UnknownNameError: ``key`` is not in the zoo.
+        PretrainedChecksumError: the cached file is not the zoo's (see :func:`check_cached_checkpoint`).
         PretrainedDownloadError: the file is missing and cannot be downloaded (see :func:`download_checkpoint`).
     """
     model = get_pretrained(key, registry)
     path = weights_cache_dir() / model.filename
     if path.is_file():
-        return path
+        return check_cached_checkpoint(path, md5=model.md5, sha256=model.sha256, url=model.url)
     return download_checkpoint(model.url, path, md5=model.md5, sha256=model.sha256)
 
 
@@ -193,7 +321,14 @@ def get_transforms_for_pretrained(
 
 
 __all__ = [
+    "DIGESTS_SUFFIX",
     "DOWNLOAD_TIMEOUT",
+    "PretrainedChecksumError",
+    "SKIP_CHECK_VARIABLE",
+    "cached_file_digests",
+    "check_cached_checkpoint",
+    "digests_sidecar",
+    "remember_digests",
     "registry_or_default",
     "OFFLINE_VARIABLES",
     "PRETRAINED_KIND",

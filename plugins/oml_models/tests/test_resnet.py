@@ -305,6 +305,7 @@ def test_zoo_rows_of_oml() -> None:
 def offline_weights_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, no_network: None) -> Path:
     """An empty ``OML_WEIGHTS_DIR``; no network (``no_network`` of conftest.py)."""
     monkeypatch.setenv("OML_WEIGHTS_DIR", str(tmp_path))
+    monkeypatch.setenv("OML_SKIP_WEIGHTS_CHECK", "1")  # fake weights under real zoo names
     return tmp_path
 
 

@@ -63,6 +63,7 @@ def weights_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, no_network: Non
     folder = tmp_path / "weights"
     folder.mkdir()
     monkeypatch.setenv("OML_WEIGHTS_DIR", str(folder))
+    monkeypatch.setenv("OML_SKIP_WEIGHTS_CHECK", "1")  # fake weights under real zoo names
     return folder
 
 
