@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING, Any
 from oml_core.lightning.pipelines.common import (
     as_config,
     build_component,
-    check_keys,
     check_one_device,
     merge_trainer_args,
     parse_engine_params,
@@ -19,6 +18,7 @@ from oml_core.lightning.pipelines.common import (
     resolve_dataset_root,
     split_dataframe,
 )
+from oml_core.lightning.progress import PROGRESS_BAR_ARG, progress_bar_enabled
 from oml_core.registry import ConfigError, Registry
 
 if TYPE_CHECKING:
@@ -49,7 +49,9 @@ def inference_config(
     keys the config leaves out. The Trainer arguments are those of the engine keys ``accelerator`` (null: gpu
     when CUDA is available, else cpu), ``devices`` and ``precision``
     (:func:`~oml_core.lightning.pipelines.common.parse_engine_params`), :data:`TRAINER_DEFAULTS`, and
-    ``lightning_trainer_extra_args`` (any other ``pl.Trainer`` arguments, e.g. ``enable_progress_bar``).
+    ``lightning_trainer_extra_args`` (any other ``pl.Trainer`` arguments). Their ``enable_progress_bar`` is
+    always set: true or false as ``lightning_trainer_extra_args`` says, else (absent or null) a bar only on a
+    terminal (:func:`~oml_core.lightning.progress.progress_bar_enabled`).
 
     The inference pipelines run on one device: their metrics and predictions are gathered in one process
     (several devices are the training pipeline's business).
@@ -58,12 +60,14 @@ def inference_config(
         ``(config as a plain dict with the defaults, Trainer arguments without logger, callbacks and root dir)``.
 
     Raises:
-        ConfigError: a key that is not known (naming the closest known key), a missing required key, devices
+        ConfigError: a missing required key, devices
             other than one device, or ``lightning_trainer_extra_args`` that ``pl.Trainer`` does not take or
             that a config key sets.
     """
-    cfg = as_config(cfg)
-    check_keys(cfg, {*required, *defaults}, pipeline)
+    known = {*required, *defaults}
+    cfg = {
+        key: value for key, value in as_config(cfg).items() if key in known
+    }  # the rest: the user's variables
     require(cfg, *required, pipeline=pipeline)
     cfg = {**defaults, **cfg}
     engine = parse_engine_params(cfg["accelerator"], cfg["devices"])
@@ -73,6 +77,7 @@ def inference_config(
         cfg["lightning_trainer_extra_args"],
         TRAINER_ARGS_SET_BY_KEYS,
     )
+    trainer_args[PROGRESS_BAR_ARG] = progress_bar_enabled(trainer_args)
     return cfg, trainer_args
 
 

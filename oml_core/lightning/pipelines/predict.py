@@ -28,6 +28,8 @@ from oml_core.lightning.pipelines.schema import (
     required_keys,
     validate_config,
 )
+from oml_core.lightning.progress import PROGRESS_BAR_ARG
+from oml_core.lightning.quiet import quiet_lightning
 from oml_core.registry import ConfigError, Registry, default_registry
 
 PIPELINE = "extractor_prediction_pipeline"
@@ -54,6 +56,7 @@ class PredictionResult:
     feat_dim: int
 
 
+@quiet_lightning()
 def extractor_prediction_pipeline(
     cfg: Mapping[str, Any] | Any, registry: Registry | None = None
 ) -> PredictionResult:
@@ -73,8 +76,8 @@ def extractor_prediction_pipeline(
       (defaults ``logs`` and null: ``<date>_<time>_<postfix>``, ``postfix`` defaults to ``prediction``).
     - ``accelerator`` (null: gpu when CUDA is available, else cpu), ``devices`` (1: prediction runs on one
       device), ``precision`` (32), ``seed`` (42: seeds random weights), ``num_workers`` (0),
-      ``lightning_trainer_extra_args`` (null: any other ``pl.Trainer`` arguments, e.g.
-      ``enable_progress_bar: false``).
+      ``lightning_trainer_extra_args`` (null: any other ``pl.Trainer`` arguments; ``enable_progress_bar`` null
+      or absent: progress bars only on a terminal).
 
     Every image is read once before the extractor runs, so that an unreadable file fails the run at once.
 
@@ -99,7 +102,7 @@ def extractor_prediction_pipeline(
 
     dataset = _prediction_dataset(cfg, registry)
     extractor = build_component(registry, "extractor", cfg["extractor"], "extractor", PIPELINE)
-    progress_bar = trainer_args.get("enable_progress_bar", True)
+    progress_bar = trainer_args[PROGRESS_BAR_ARG]  # always set by inference_config
     check_images(dataset.paths, dataset.f_imread, cfg["num_workers"], PIPELINE, progress_bar)
 
     save_dir = _make_save_dir(cfg)

@@ -20,6 +20,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from oml_core.lightning.pipelines.common import one_line
+from oml_core.lightning.progress import on_terminal
 from oml_core.registry import ConfigError
 
 #: How many files (or rows) at fault an error message names (the rest are counted).
@@ -34,7 +35,7 @@ def check_images(
     f_imread: Callable[[Path], Any],
     num_workers: int,
     pipeline: str,
-    progress_bar: bool = True,
+    progress_bar: bool | None = None,
     bboxes: Sequence[tuple[int, int, int, int] | None] | None = None,
     rows: Sequence[int] | None = None,
 ) -> list[str]:
@@ -48,7 +49,8 @@ def check_images(
         f_imread: The dataset's reader (it decodes the whole image).
         num_workers: Threads to read with.
         pipeline: Names the pipeline in the message.
-        progress_bar: Show a progress bar.
+        progress_bar: Show a progress bar; None: only on a terminal (the pipelines' default, see
+            :func:`~oml_core.lightning.progress.progress_bar_enabled`).
         bboxes: The box of every image, or None.
         rows: The dataframe row of every image (0-based data rows, as ``oml check-dataframe`` names them),
             named in the messages instead of the paths alone.
@@ -81,6 +83,8 @@ def check_images(
             return "crossing", f"{where(i)}: ({x1}, {y1}, {x2}, {y2}) in a {width}x{height} image"
         return None
 
+    if progress_bar is None:
+        progress_bar = on_terminal()
     with ThreadPoolExecutor(max_workers=max(1, int(num_workers))) as pool:
         found = [
             p

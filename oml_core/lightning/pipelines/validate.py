@@ -32,6 +32,8 @@ from oml_core.lightning.pipelines.schema import (
     required_keys,
     validate_config,
 )
+from oml_core.lightning.progress import PROGRESS_BAR_ARG
+from oml_core.lightning.quiet import quiet_lightning
 from oml_core.registry import Registry, default_registry
 
 PIPELINE = "extractor_validation_pipeline"
@@ -56,6 +58,7 @@ class ValidationResult:
     figures: list[Path]
 
 
+@quiet_lightning()
 def extractor_validation_pipeline(
     cfg: Mapping[str, Any] | Any, registry: Registry | None = None
 ) -> ValidationResult:
@@ -74,7 +77,8 @@ def extractor_validation_pipeline(
       ``tags`` (logged with the config).
     - ``accelerator`` (null: gpu when CUDA is available, else cpu), ``devices`` (1: validation runs on one
       device), ``precision`` (32), ``seed`` (42: seeds random weights), ``lightning_trainer_extra_args``
-      (null: any other ``pl.Trainer`` arguments, e.g. ``enable_progress_bar: false``).
+      (null: any other ``pl.Trainer`` arguments; ``enable_progress_bar`` null or absent: progress bars only
+      on a terminal).
 
     Components are built by ``registry`` (the default registry when None).
 
@@ -106,7 +110,7 @@ def extractor_validation_pipeline(
         else None
     )
     metric = embedding_metrics(dataset, cfg["metric_args"], registry, postprocessor, PIPELINE)
-    progress_bar = trainer_args.get("enable_progress_bar", True)
+    progress_bar = trainer_args[PROGRESS_BAR_ARG]  # always set by inference_config
     check_images(dataset.paths, dataset.f_imread, cfg["num_workers"], PIPELINE, progress_bar)
     metric_callback = MetricValCallback(metric=metric)
 

@@ -45,6 +45,8 @@ from oml_core.lightning.pipelines.schema import (
     required_keys,
     validate_config,
 )
+from oml_core.lightning.progress import PROGRESS_BAR_ARG
+from oml_core.lightning.quiet import quiet_lightning
 from oml_core.registry import ConfigError, Registry, default_registry
 
 PIPELINE = "postprocessor_validation_pipeline"
@@ -73,6 +75,7 @@ class PostprocessorValidationResult:
     embeddings: EmbeddingsSource
 
 
+@quiet_lightning()
 def postprocessor_validation_pipeline(
     cfg: Mapping[str, Any] | Any, registry: Registry | None = None
 ) -> PostprocessorValidationResult:
@@ -119,7 +122,7 @@ def postprocessor_validation_pipeline(
     postprocessor = build_pairwise_postprocessor(registry, cfg["postprocessor"], pairwise_model, PIPELINE)
     metric_before = embedding_metrics(dataset, cfg["metric_args"], registry, None, PIPELINE)
     metric = embedding_metrics(dataset, cfg["metric_args"], registry, postprocessor, PIPELINE)
-    progress_bar = trainer_args.get("enable_progress_bar", True)
+    progress_bar = trainer_args[PROGRESS_BAR_ARG]  # always set by inference_config
     check_images(dataset.paths, dataset.f_imread, cfg["num_workers"], PIPELINE, progress_bar)
     extraction = CachedEmbeddings(
         registry,
