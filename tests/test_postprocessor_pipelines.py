@@ -13,6 +13,7 @@ from torch import Tensor, nn
 
 from oml_core import hookimpl
 from oml_core.cli import main
+from oml_core.compose import compose_config
 from oml_core.datasets import ImageQueryGalleryLabeledDataset
 from oml_core.datasets.mock import get_mock_dataset_root
 from oml_core.interfaces.miners import IPairsMiner
@@ -22,11 +23,16 @@ from oml_core.lightning.pipelines.common import read_dataframe, split_dataframe
 from oml_core.lightning.pipelines.embeddings_cache import CachedEmbeddings, EmbeddingsSource
 from oml_core.lightning.pipelines.inference import TRAINER_DEFAULTS
 from oml_core.lightning.pipelines.postprocessing import AFTER_TITLE, BEFORE_TITLE
-from oml_core.lightning.pipelines.train_postprocessor import build_pairs_miner
+from oml_core.lightning.pipelines.train_postprocessor import (
+    build_pairs_miner,
+    postprocessor_training_pipeline,
+)
 from oml_core.registry import Registry
 
 NO_PROGRESS_BAR = "lightning_trainer_extra_args.enable_progress_bar=false"
 METRIC_ROW = re.compile(r"^(OVERALL/\S+)\s+(\d+\.\d{4})$", re.MULTILINE)
+#: A row of a table with a column per stage (`oml train`'s: start, best, last): the metric and its last value.
+LAST_VALUE_ROW = re.compile(r"^(OVERALL/\S+)(?:\s+\d+\.\d{4})*\s+(\d+\.\d{4})$", re.MULTILINE)
 TINY = "32"
 
 
@@ -57,7 +63,7 @@ def test_train_extractor_then_postprocessor_twice_then_validate(run_oml, tmp_pat
     )
     (extractor_run,) = (tmp_path / "extractor").iterdir()
     extractor_ckpt = extractor_run / "checkpoints" / "best.ckpt"
-    extractor_metrics = dict(METRIC_ROW.findall(train))
+    extractor_metrics = dict(LAST_VALUE_ROW.findall(train))  # one epoch: the last is the best, in best.ckpt
     assert len(extractor_metrics) == 5
 
     postprocessing = [
@@ -88,8 +94,9 @@ def test_train_extractor_then_postprocessor_twice_then_validate(run_oml, tmp_pat
     assert best.is_file() and last.is_file()
     assert f"Best checkpoint:  {best}" in first
     state = torch.load(best, map_location="cpu", weights_only=True)["state_dict"]
-    assert all(key.startswith("model.") for key in state)
-    assert state["model.head.0.weight"].shape == (64, 512)  # ConcatSiamese's head: mlp_hidden_dims [64]
+    # the default re-ranker, a trivial_distance_siamese: its own ResNet18 only, fine-tuned
+    assert all(key.startswith("model.extractor.model.") for key in state)
+    assert state["model.extractor.model.conv1.weight"].shape == (64, 3, 7, 7)
     assert list(run_dir.rglob("events.out.tfevents.*"))
 
     # a second run reads the cache (the extractor does not run) and trains exactly as the first did
@@ -118,6 +125,19 @@ def test_train_extractor_then_postprocessor_twice_then_validate(run_oml, tmp_pat
     (validation_dir,) = (tmp_path / "postprocessing").glob("*_postprocessor_validation")
     figures = sorted(p.name for p in (validation_dir / "figures").glob("*.png"))
     assert figures == [f"top_5_worst_by_OVERALL_{m}.png" for m in ("cmc_1", "cmc_5", "map_5", "precision_5")]
+
+
+@pytest.mark.slow
+def test_the_default_demo_improves_cmc_1_over_the_extractor(tmp_path, oml_cache_dir, monkeypatch):
+    """`oml train-postprocessor` as it is (random extractor weights, 64 px images, 2 epochs): re-ranking the top 5
+    with the trained re-ranker lifts cmc@1 (0.4844 -> 0.6094; 0.4531 -> 0.5938 with seed 1 or 2). The former
+    default, a concat_siamese that learns nothing in 2 epochs on a CPU, shuffled the top 5 (0.4844 -> 0.2812)."""
+    monkeypatch.setenv("OML_CACHE_DIR", str(oml_cache_dir))
+    cfg = compose_config("postprocessor_training_pipeline", [f"logs_root={tmp_path}", NO_PROGRESS_BAR])
+    result = postprocessor_training_pipeline(cfg)
+    before, after = result.metrics_before, result.metrics
+    assert after["OVERALL/cmc/1"] > before["OVERALL/cmc/1"], (before, after)
+    assert after["OVERALL/cmc/5"] == before["OVERALL/cmc/5"]  # the top 5 reordered only
 
 
 # --------------------------------------------------------------------------------- the embeddings cache
@@ -317,8 +337,8 @@ def test_the_pair_miner_is_the_configs_or_pairs_with_hard_pairs_mining():
         (
             "train-postprocessor",
             ["pairwise_model.args.weights=/no/such/siamese.ckpt"],
-            "postprocessor_training_pipeline: config key 'pairwise_model' ('concat_siamese'): Checkpoint file "
-            "not found: '/no/such/siamese.ckpt'",
+            "postprocessor_training_pipeline: config key 'pairwise_model' ('trivial_distance_siamese'): "
+            "Checkpoint file not found: '/no/such/siamese.ckpt'",
         ),
         (
             "train-postprocessor",
@@ -363,7 +383,7 @@ def test_the_pair_miner_is_the_configs_or_pairs_with_hard_pairs_mining():
             "validate-postprocessor",
             ["postprocessor.args.pairwise_model.args.weights=/no/such/siamese.ckpt"],
             "postprocessor_validation_pipeline: config key 'postprocessor.args.pairwise_model' "
-            "('concat_siamese'): Checkpoint file not found: '/no/such/siamese.ckpt'",
+            "('trivial_distance_siamese'): Checkpoint file not found: '/no/such/siamese.ckpt'",
         ),
         (
             "validate-postprocessor",

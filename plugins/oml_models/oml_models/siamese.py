@@ -22,8 +22,8 @@ from oml_core.interfaces.models import IExtractor, IFreezable, IPairwiseModel
 from oml_core.utils.checkpoints import WRAPPER_PREFIXES, load_checkpoint
 from oml_core.utils.misc_torch import elementwise_dist
 
-#: Prefixes stripped from the keys of a :class:`ConcatSiamese` checkpoint: a Lightning module's ``model.``
-#: and DDP's ``module.``; never ``extractor.``, which is the start of the siamese's own keys.
+#: Prefixes stripped from the keys of a :class:`ConcatSiamese` or :class:`TrivialDistanceSiamese` checkpoint: a
+#: Lightning module's ``model.`` and DDP's ``module.``; never ``extractor.``, which starts the siamese's own keys.
 _SIAMESE_WRAPPERS = tuple(p for p in WRAPPER_PREFIXES if p != "extractor.")
 
 #: Dropout probability after every hidden layer of :class:`ConcatSiamese`'s head (OML's value).
@@ -102,21 +102,33 @@ class TrivialDistanceSiamese(IPairwiseModel):
     """The L2 distance of the embeddings that an extractor gives to two inputs (a tool for development).
 
     ``forward(x1, x2)[i] = ||extractor(x1)[i] - extractor(x2)[i]||_2 + output_bias``; ``predict`` is
-    ``forward``.
+    ``forward``. Trained with ``BCEWithLogitsLoss`` against ``is_negative_pair`` (as
+    ``postprocessor_training_pipeline`` does), the distance is the logit: the extractor is fine-tuned to bring
+    the images of a positive pair together and to push those of a negative pair apart.
 
     Args:
         extractor: Instance of ``IExtractor`` (e.g. ``ResnetExtractor``).
         output_bias: A constant added to every output (OML's newer argument; 0 leaves the distances as is).
+        weights: Path to a local checkpoint of the whole siamese (its ``extractor.*`` keys; a Lightning
+            checkpoint such as the ``best.ckpt`` of ``oml train-postprocessor``, or ``model.`` / ``module.``
+            prefixes, are handled), loaded strictly; ``None`` keeps the extractor's weights. An addition to
+            OML's signature, as :class:`ConcatSiamese`'s ``weights``.
 
     Raises:
         TypeError: ``extractor`` is not an ``IExtractor``, ``output_bias`` not a real number.
+        FileNotFoundError: ``weights`` is not an existing file.
+        oml_core.utils.checkpoints.CheckpointError: the checkpoint cannot be read or does not fit the model.
     """
 
-    def __init__(self, extractor: IExtractor, output_bias: float = 0) -> None:
+    def __init__(
+        self, extractor: IExtractor, output_bias: float = 0, weights: str | Path | None = None
+    ) -> None:
         _check_extractor(extractor)
         super().__init__()
         self.extractor = extractor
         self.output_bias = _check_real("output_bias", output_bias)
+        if weights is not None:
+            load_checkpoint(self, weights, prefixes=_SIAMESE_WRAPPERS)
 
     def forward(self, x1: Tensor, x2: Tensor) -> Tensor:
         """Distances ``[batch_size]`` between the embeddings of ``x1`` and ``x2`` (batches of inputs of the

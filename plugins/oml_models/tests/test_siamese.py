@@ -120,6 +120,24 @@ def test_trivial_rejects_bad_arguments() -> None:
         TrivialDistanceSiamese(TinyExtractor(2, 2), output_bias=None)  # type: ignore[arg-type]
 
 
+def test_trivial_loads_a_checkpoint_of_the_whole_siamese(tmp_path: Path) -> None:
+    torch.manual_seed(0)
+    model = TrivialDistanceSiamese(TinyExtractor(2, 3), output_bias=0.5)
+    x1, x2 = _images((4, 1, 1, 2), 1), _images((4, 1, 1, 2), 2)
+    expected = model(x1, x2)
+    plain, lightning = tmp_path / "siamese.pth", tmp_path / "pairwise.ckpt"
+    torch.save(model.state_dict(), plain)
+    torch.save({"state_dict": {f"model.{k}": v for k, v in model.state_dict().items()}}, lightning)
+    for path in (plain, str(lightning)):
+        torch.manual_seed(1)
+        loaded = TrivialDistanceSiamese(TinyExtractor(2, 3), output_bias=0.5, weights=path)
+        torch.testing.assert_close(loaded(x1, x2), expected, rtol=0, atol=0)
+    with pytest.raises(CheckpointError, match=r"siamese\.pth.*shape mismatch.*extractor\.model\.weight"):
+        TrivialDistanceSiamese(TinyExtractor(2, 5), weights=plain)
+    with pytest.raises(FileNotFoundError, match="missing.pth"):
+        TrivialDistanceSiamese(TinyExtractor(2, 3), weights=tmp_path / "missing.pth")
+
+
 # ---------------------------------------------------------------------------------------- ConcatSiamese
 def _hand_concat(use_tta: bool = False) -> ConcatSiamese:
     """Images [B, 1, 1, 2]; the pair is [B, 1, 2, 2], flattened [a1, a2, b1, b2] -> features [a1, b2];
