@@ -16,6 +16,15 @@ selects ``GROUP@KEY`` in its own defaults list, the override is hydra's own (it 
 
 ``KEY=null`` is a replacement too (by null): hydra takes ``sampler=null`` for a choice in the config group
 ``sampler``, which plugins register, and refuses it; OML's configs use it for plain batches of ``bs_train``.
+So are ``KEY={...}`` (hydra would merge the mapping into the value there, and refuse a key it lacks):
+``'extractor={name: my_net, args: {dim: 32}}'`` and ``'extractor.args={dim: 32}'`` set the value whole; and
+``KEY.name=OTHER`` where ``KEY`` holds the spec of another component: ``extractor.name=vit`` puts ``vit``'s
+default config at ``extractor`` (the arguments of ``resnet`` would not fit it), then the overrides under
+``extractor`` apply; a component without a default config is refused with the whole-spec form to use.
+
+The primary config's own ``hydra.searchpath`` is kept (OML's ``pkg://oml.configs`` read as
+``pkg://oml_core.configs``), before the plugins' config dirs, and its ``hydra:`` section is put back into the
+composed config as written (hydra drops it), so that the pipelines know which of the config's keys it uses.
 
 Every error of the composition is a :class:`~oml_core.registry.ConfigError` with a one-line message that names
 the override, key or file at fault, in oml's words rather than hydra's advice:
@@ -38,7 +47,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from oml_core.registry import ConfigError, Registry
+from oml_core.registry import ConfigError, Registry, RegistryError
 
 #: The directory of oml's own pipeline configs.
 OML_CONFIGS_DIR = Path(__file__).parent / "configs"
@@ -51,24 +60,32 @@ _OVERRIDDEN_KEY = re.compile(r"^(?:\+\+|\+|~)?(?P<key>[^=@~+]+?)(?:=|$)")
 _MISSING = object()
 #: Where hydra's override grammar is documented (the hint of a bad override).
 OVERRIDE_GRAMMAR_URL = "https://hydra.cc/docs/advanced/override_grammar/basic/"
+#: The key of a hydra defaults list.
+DEFAULTS_KEY = "defaults"
 #: The top-level key of hydra's own config, present while hydra composes; never a key of a pipeline config.
 _HYDRA_KEY = "hydra"
 
 
 @dataclass(frozen=True)
 class ComponentSelection:
-    """The override ``GROUP@KEY=OPTION``: the value of ``key`` becomes the config ``<group>/<option>.yaml``;
-    or ``KEY=null`` (``group`` and ``option`` None): it becomes null."""
+    """An override that sets the value of ``key`` whole (never merged into the value there):
+
+    - ``GROUP@KEY=OPTION``: the config ``<group>/<option>.yaml`` of the search path;
+    - ``KEY=null`` (``group`` and ``option`` None, ``value`` None): null;
+    - ``KEY={...}`` (``value`` the mapping): that mapping, e.g. ``extractor={name: my_net, args: {dim: 32}}``;
+    - ``KEY.name=OTHER`` where ``KEY`` holds a ``{name, args}`` spec of another component (``name_switch``): the
+      default config of ``OTHER``, see :func:`_switched_spec`.
+
+    Attributes:
+        override: The override as written on the command line.
+    """
 
     group: str | None
     key: str
     option: str | None
-
-    @property
-    def override(self) -> str:
-        if self.option is None:
-            return f"{self.key}=null" if self.group is None else f"{self.group}@{self.key}=null"
-        return f"{self.group}@{self.key}={self.option}"
+    value: Any = None
+    override: str = ""
+    name_switch: bool = False
 
 
 def compose_config(
@@ -81,21 +98,42 @@ def compose_config(
 
     Args:
         config_name: The primary config, without ``.yaml``.
-        overrides: Hydra overrides; ``GROUP@KEY=OPTION`` replaces the component at ``KEY`` and ``KEY=null``
-            sets it to null (see the module's docstring), any other is hydra's.
+        overrides: Hydra overrides; ``GROUP@KEY=OPTION``, ``KEY=null``, ``KEY={...}`` and ``KEY.name=OTHER``
+            (another component) replace the value at ``KEY`` whole (see the module's docstring), any other is
+            hydra's.
         config_path: The directory of the primary config (default: oml's own configs).
-        registry: Its plugins' config dirs (``oml_register_config_dirs``) are on the search path.
+        registry: Its plugins' config dirs (``oml_register_config_dirs``) are on the search path; it gives the
+            default config of a component switched by ``KEY.name=OTHER``.
 
     Returns:
-        The composed ``DictConfig`` (struct mode, interpolations unresolved).
+        The composed ``DictConfig`` (struct mode, interpolations unresolved). Hydra's composition drops the
+        primary config's ``hydra:`` section; it is put back as it is written (unresolved), so that the pipelines
+        know the variables it uses (OML's ``hydra_dir``), and ignore it.
 
     Raises:
         ConfigError: ``config_path`` is not a directory; an override that does not parse; a config or option
             that does not exist; a yaml file that does not parse; an override of a key that the config does not
-            have (with the close matches); a replacement of a key that the config does not have. The message is
-            one line (see the module's docstring).
+            have (with the close matches); a replacement of a key that the config does not have;
+            ``KEY.name=OTHER`` for an ``OTHER`` without a default config. The message is one line (see the
+            module's docstring).
+        RegistryError: ``KEY.name=OTHER`` names no registered component (with the close matches).
     """
     registry = registry or Registry()
+    cfg = _compose_pipeline_config(config_name, overrides, config_path, registry)
+    primary = OML_CONFIGS_DIR if config_path is None else Path(config_path).expanduser().resolve()
+    hydra_section = _primary_yaml(primary, config_name).get(_HYDRA_KEY)
+    if isinstance(hydra_section, dict) and _HYDRA_KEY not in cfg:
+        from omegaconf import open_dict
+
+        with open_dict(cfg):
+            cfg[_HYDRA_KEY] = hydra_section
+    return cfg
+
+
+def _compose_pipeline_config(
+    config_name: str, overrides: Sequence[str], config_path: str | None, registry: Registry
+) -> Any:
+    """:func:`compose_config` but the ``hydra:`` section."""
     check_override_syntax(overrides)
     if config_path is not None:
         primary = Path(config_path).expanduser().resolve()
@@ -103,35 +141,84 @@ def compose_config(
             raise ConfigError(f"--config-path {str(primary)!r} is not a directory")
     else:
         primary = OML_CONFIGS_DIR
-    search_path = f"hydra.searchpath=[{','.join(registry.config_dirs())}]"
+    search_dirs = _search_path(primary, config_name, registry)
+    search_path = f"hydra.searchpath=[{','.join(search_dirs)}]"
     overrides = list(overrides)
     candidates = [s for s in (_selection(o) for o in overrides) if s is not None]
     if not candidates:
         return _compose(primary, config_name, [*overrides, search_path])
-    choices = _compose(primary, config_name, [search_path], return_hydra_config=True).hydra.runtime.choices
+    choices: Any = {}
+    if DEFAULTS_KEY in _primary_yaml(primary, config_name):  # only a defaults list makes choices of groups
+        choices = _compose(
+            primary, config_name, [search_path], return_hydra_config=True
+        ).hydra.runtime.choices
     selections = [s for s in candidates if s.option is None or f"{s.group}@{s.key}" not in choices]
     if not selections:
         return _compose(primary, config_name, [*overrides, search_path])
 
-    replaced = {s.key for s in selections}
     own = {s.override for s in selections}
     rest = [o for o in overrides if o not in own]
+    replaced = {s.key for s in selections}
     later = [o for o in rest if _is_under(_overridden_key(o), replaced)]
     cfg = _compose(primary, config_name, [o for o in rest if o not in later] + [search_path])
     for selection in selections:
-        _replace(cfg, selection, primary, search_path)
+        if selection.name_switch and not _is_other_component(cfg, selection):
+            later.insert(0, selection.override)  # the same component, or no spec: hydra's override
+            continue
+        _replace(cfg, selection, [str(primary), *search_dirs], search_path, registry)
+    later = [o for o in overrides if o in set(later)]  # in their order on the command line
     if not later:
         return cfg
     return _compose_on(cfg, [*later, search_path])
 
 
+def _search_path(primary: Path, config_name: str | None, registry: Registry) -> list[str]:
+    """The config search path: the primary config's own ``hydra.searchpath`` (OML's ``pkg://oml.configs`` read
+    as ``pkg://oml_core.configs``), then the plugins' config dirs."""
+    own: list[str] = []
+    hydra_section = _primary_yaml(primary, config_name).get("hydra")
+    entries = hydra_section.get("searchpath") if isinstance(hydra_section, dict) else None
+    if isinstance(entries, list):
+        own = [str(e).replace("pkg://oml.configs", "pkg://oml_core.configs") for e in entries]
+    return list(dict.fromkeys([*own, *registry.config_dirs()]))
+
+
+def _primary_yaml(primary: Path, config_name: str | None) -> dict[str, Any]:
+    """The primary config file's top-level mapping as yaml reads it (empty when there is none or it does not
+    parse: hydra's composition then reports it, with the line and column)."""
+    import yaml
+
+    path = primary / f"{config_name}.yaml"
+    if config_name is None or not path.is_file():
+        return {}
+    try:
+        text = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError:
+        return {}
+    return text if isinstance(text, dict) else {}
+
+
 def _selection(override: str) -> ComponentSelection | None:
+    """The replacement ``override`` asks for (see :class:`ComponentSelection`), or None for hydra's own."""
     match = _SELECTION.match(override)
     if match:
         group, key, option = match.group("group", "key", "option")
-        return ComponentSelection(group, key, None if option == "null" else option)
+        return ComponentSelection(group, key, None if option == "null" else option, override=override)
     match = _NULL_VALUE.match(override)
-    return ComponentSelection(None, match.group("key"), None) if match else None
+    if match:
+        return ComponentSelection(None, match.group("key"), None, override=override)
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    (parsed,) = OverridesParser.create().parse_overrides([override])
+    if parsed.is_add() or parsed.is_force_add() or parsed.is_delete() or parsed.is_sweep_override():
+        return None
+    key, value = parsed.key_or_group, parsed.value()
+    if isinstance(value, dict):
+        return ComponentSelection(None, key, None, value=value, override=override)
+    parent, _, leaf = key.rpartition(".")
+    if leaf == "name" and parent and isinstance(value, str):
+        return ComponentSelection(None, parent, value, override=override, name_switch=True)
+    return None
 
 
 def _overridden_key(override: str) -> str | None:
@@ -144,9 +231,18 @@ def _is_under(key: str | None, roots: set[str]) -> bool:
     return key is not None and any(key == root or key.startswith(f"{root}.") for root in roots)
 
 
-def _replace(cfg: Any, selection: ComponentSelection, primary: Path, search_path: str) -> None:
-    """Set ``cfg[selection.key]`` to the option ``selection.group/selection.option`` of the search path (to
-    null for a null option)."""
+def _is_other_component(cfg: Any, selection: ComponentSelection) -> bool:
+    """Whether ``KEY.name=OTHER`` switches the ``{name, args}`` spec at ``KEY`` to another component."""
+    from omegaconf import DictConfig, OmegaConf
+
+    current = OmegaConf.select(cfg, selection.key, default=None)
+    return isinstance(current, DictConfig) and "name" in current and current.get("name") != selection.option
+
+
+def _replace(
+    cfg: Any, selection: ComponentSelection, search_dirs: list[str], search_path: str, registry: Registry
+) -> None:
+    """Set ``cfg[selection.key]`` whole to what ``selection`` asks for (see :class:`ComponentSelection`)."""
     from omegaconf import OmegaConf
 
     if OmegaConf.select(cfg, selection.key, default=_MISSING) is _MISSING:
@@ -154,11 +250,89 @@ def _replace(cfg: Any, selection: ComponentSelection, primary: Path, search_path
             f"{selection.override}: the config has no key {selection.key!r} to replace "
             f"(to add it: +{selection.override})"
         )
-    if selection.option is None:
-        OmegaConf.update(cfg, selection.key, None, merge=False)
-        return
-    option = _compose(primary, None, [search_path, f"+{selection.override}"])
-    OmegaConf.update(cfg, selection.key, OmegaConf.select(option, selection.key), merge=False)
+    if selection.name_switch:
+        current = OmegaConf.select(cfg, f"{selection.key}.name")
+        value: Any = _switched_spec(registry, selection, str(current))
+    elif selection.group is not None and selection.option is not None:
+        value = _plain_option(search_dirs, selection.group, selection.option)
+        if value is None:  # not a plain file: hydra composes it (its defaults list, package header, errors)
+            option = _compose(Path(search_dirs[0]), None, [search_path, f"+{selection.override}"])
+            value = OmegaConf.select(option, selection.key)
+    else:
+        value = selection.value
+    OmegaConf.update(cfg, selection.key, value, merge=False)
+
+
+def _plain_option(search_dirs: list[str], group: str, option: str) -> Any:
+    """The content of the first ``<group>/<option>.yaml`` on the search path (the primary config's dir first,
+    as hydra looks), when it is a plain mapping hydra would take as it is: no defaults list, no ``@package``
+    header. None otherwise (hydra then composes the option itself), which spares a composition per
+    ``GROUP@KEY=OPTION``."""
+    from omegaconf import DictConfig, OmegaConf
+
+    from oml_core.registry.registry import config_dir_path
+
+    for entry in search_dirs:
+        folder = config_dir_path(entry) if "://" in entry else Path(entry)
+        if folder is None:
+            continue
+        candidate = folder / group / f"{option}.yaml"
+        if not candidate.is_file():
+            continue
+        text = candidate.read_text(encoding="utf-8")
+        if "@package" in text:
+            return None
+        try:
+            value = OmegaConf.create(text)
+        except Exception:  # hydra's composition reports a yaml error with the line and column
+            return None
+        return value if isinstance(value, DictConfig) and DEFAULTS_KEY not in value else None
+    return None
+
+
+def _switched_spec(registry: Registry, selection: ComponentSelection, current: str) -> dict[str, Any]:
+    """The spec that ``KEY.name=OTHER`` puts at ``KEY`` in place of the component ``current``: the default
+    config of ``OTHER`` of the kind that ``current`` is registered as (``OTHER`` as written, qualified or not),
+    so that the arguments of two components are never mixed.
+
+    Raises:
+        RegistryError: no component of that kind is called ``OTHER`` (with the close matches).
+        ConfigError: ``OTHER`` has no default config; the message says how to give the whole spec.
+    """
+    from oml_core.registry import KINDS, RegistryError
+
+    other = str(selection.option)
+    kinds = [kind for kind in KINDS if _registers(registry, kind, current)]
+    kinds = kinds or [kind for kind in KINDS if _registers(registry, kind, other)]
+    if not kinds:
+        raise ConfigError(
+            f"{selection.override}: neither {current!r} nor {other!r} is a registered component "
+            "(see `oml registry`)"
+        )
+    kind = next((k for k in kinds if _registers(registry, k, other)), kinds[0])
+    entry = registry.get(kind, other)  # an unknown name: the registry's error, with the close matches
+    spec = registry.default_config(kind, entry.name)
+    if spec is None:
+        raise ConfigError(
+            f"{selection.override}: {kind} {other!r} has no default config, and {current!r}'s arguments do not fit "
+            f"it; give the whole spec: '{selection.key}={{name: {other}, args: {{...}}}}'"
+        )
+    if not isinstance(spec, dict):  # pragma: no cover - default_config returns a mapping or None
+        raise RegistryError(f"{kind} {other!r}: its default config is not a mapping")
+    return {**spec, "name": other}
+
+
+def _registers(registry: Registry, kind: str, name: str) -> bool:
+    """Whether ``registry`` has a component of ``kind`` called ``name`` (one, or several: ambiguous)."""
+    from oml_core.registry import UnknownNameError
+
+    try:
+        registry.get(kind, name)
+    except UnknownNameError:
+        return False
+    except RegistryError:
+        return True
+    return True
 
 
 def _compose_on(cfg: Any, overrides: list[str]) -> Any:

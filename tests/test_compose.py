@@ -152,7 +152,7 @@ def test_key_null_sets_a_component_to_null_where_hydra_sees_a_config_group(regis
         (
             ["max_epoch=1"],
             r"^unknown config key 'max_epoch'; did you mean 'max_epochs'\? \(known keys: accelerator, .*, "
-            r"valid_period; to add a new key: \+max_epoch=1\)$",
+            r"validate_before_training; to add a new key: \+max_epoch=1\)$",
         ),
         (
             ["extractor.args.archh=resnet18"],

@@ -280,7 +280,10 @@ def test_default_config_from_a_plugin_config_dir(tmp_path):
     assert spec == {"name": "fake", "args": {"margin": 0.3}}
     assert registry.build("loss", spec).margin == 0.3
     assert registry.default_config("loss", "annotated") is None  # no file: no default
-    assert registry.default_config("transforms", "norm_resize") is None  # the core dir has none
+    assert registry.default_config("transforms", "norm_resize") == {
+        "name": "norm_resize",
+        "args": {"im_size": 224},
+    }
     with pytest.raises(ConfigError, match=r"broken\.yaml: a default config must be a mapping \{name: broken"):
         registry.default_config("loss", "broken")
     with pytest.raises(KeyError, match="Unknown kind 'lossez'"):

@@ -258,9 +258,13 @@ def test_an_unknown_key_is_named_with_the_closest_known_one(registry, tmp_path, 
     [(VALIDATION, extractor_validation_pipeline), (PREDICTION, extractor_prediction_pipeline)],
 )
 def test_an_unknown_extractor_fails_before_any_work(registry, tmp_path, pipeline, run):
-    cfg = _config(pipeline, registry, tmp_path, "extractor.name=resnett")
+    cfg = _config(pipeline, registry, tmp_path)
+    cfg["extractor"]["name"] = "resnett"
     with pytest.raises(UnknownNameError, match="Unknown extractor 'resnett'. Did you mean: resnet"):
         run(cfg, registry=registry)
+    # on the command line the name is checked when the config is composed (extractor.name=OTHER)
+    with pytest.raises(UnknownNameError, match="Unknown extractor 'resnett'. Did you mean: resnet"):
+        _config(pipeline, registry, tmp_path, "extractor.name=resnett")
     assert not (tmp_path / "logs").exists()
 
 

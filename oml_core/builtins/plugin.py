@@ -13,7 +13,7 @@ OPTIMIZERS = {
 }
 
 SCHEDULERS = {
-    "lambda": "torch.optim.lr_scheduler:LambdaLR",
+    "lambda": "oml_core.builtins.schedules:lambda_lr",
     "step": "torch.optim.lr_scheduler:StepLR",
     "multi_step": "torch.optim.lr_scheduler:MultiStepLR",
     "exponential": "torch.optim.lr_scheduler:ExponentialLR",
@@ -34,7 +34,8 @@ def oml_register_optimizers(register):
 @hookimpl
 def oml_register_schedulers(register):
     for name, factory in SCHEDULERS.items():
-        register(name, factory, description=f"{factory.rpartition(':')[2]} from torch.optim.lr_scheduler")
+        described = "LambdaLR" if name == "lambda" else factory.rpartition(":")[2]
+        register(name, factory, description=f"{described} from torch.optim.lr_scheduler")
 
 
 @hookimpl

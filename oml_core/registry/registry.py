@@ -62,7 +62,7 @@ def to_plain(cfg: Any) -> Any:
     return cfg
 
 
-def _config_dir_path(config_dir: str) -> Any:
+def config_dir_path(config_dir: str) -> Any:
     """The folder of a hydra search-path entry: ``pkg://package.sub`` (a ``Traversable`` of the package) or
     ``file:///path``; ``None`` for another scheme or a package that cannot be imported."""
     scheme, _, location = config_dir.partition("://")
@@ -178,7 +178,7 @@ class Registry:
         """
         get_kind(kind)
         for config_dir in self.config_dirs():
-            path = _config_dir_path(config_dir)
+            path = config_dir_path(config_dir)
             if path is None:
                 continue
             candidate = path / kind / f"{name}.yaml"

@@ -7,7 +7,7 @@ torch; the classes are imported only when a config builds them.
 from __future__ import annotations
 
 from oml_core import hookimpl
-from oml_core.registry.hookspecs import RegisterCallback
+from oml_core.registry.hookspecs import RegisterCallback, RegisterConfigDirCallback
 
 
 @hookimpl
@@ -28,3 +28,10 @@ def oml_register_losses(register: RegisterCallback) -> None:
         "oml_plugin_example.loss:ContrastiveLoss",
         description="example plugin: classic contrastive loss over all pairs of the batch",
     )
+
+
+@hookimpl
+def oml_register_config_dirs(register: RegisterConfigDirCallback) -> None:
+    """Put the plugin's default configs (``configs/<kind>/<name>.yaml``) on hydra's search path, so that
+    ``oml train extractor@extractor=tiny_conv`` works."""
+    register("pkg://oml_plugin_example.configs")
