@@ -16,7 +16,8 @@ from oml_core.datasets.mock import get_mock_dataset_root
 from oml_core.utils.images import imread_pil
 
 NO_PROGRESS_BAR = "lightning_trainer_extra_args.enable_progress_bar=false"
-METRIC_ROW = re.compile(r"^(OVERALL/\S+)\s+(\d+\.\d{4})$", re.MULTILINE)
+#: A row of the end-of-training table (start, best, last columns) or of validation's: the metric, last value.
+METRIC_ROW = re.compile(r"^(OVERALL/\S+)\s+(?:\d+\.\d{4}\s+)*(\d+\.\d{4})$", re.MULTILINE)
 TINY = "32"
 
 

@@ -231,8 +231,8 @@ def test_a_bad_training_value_is_one_line_naming_the_key(registry, override, mes
         ),
         (
             TRAIN_POSTPROCESSOR,
-            "pairwise_model.args.mlp_hidden_dims=[a]",
-            "pairwise_model.args.mlp_hidden_dims: expected list[int], got ['a']",
+            "pairwise_model.args.output_bias=abc",
+            "pairwise_model.args.output_bias: expected float, got 'abc'",
         ),
         (
             TRAIN_POSTPROCESSOR,
@@ -251,8 +251,8 @@ def test_a_bad_training_value_is_one_line_naming_the_key(registry, override, mes
         ),
         (
             VALIDATE_POSTPROCESSOR,
-            "postprocessor.args.pairwise_model.args.use_tta=maybe",
-            "postprocessor.args.pairwise_model.args.use_tta: expected bool, got 'maybe'",
+            "postprocessor.args.pairwise_model.args.output_bias=maybe",
+            "postprocessor.args.pairwise_model.args.output_bias: expected float, got 'maybe'",
         ),
     ],
 )
@@ -308,11 +308,9 @@ def test_required_keys_and_defaults_are_the_pipelines():
         "logger": None,
         "tags": [],
     }
-    assert set(required_keys(TRAIN)) == {
-        "postfix",
+    assert set(required_keys(TRAIN)) == {  # OML's: postfix and logs_root are optional there
         "seed",
         "dataframe_name",
-        "logs_root",
         "transforms_train",
         "transforms_val",
         "extractor",
@@ -322,6 +320,9 @@ def test_required_keys_and_defaults_are_the_pipelines():
         "bs_val",
         "metric_for_checkpointing",
     }
+    assert optional_defaults(TRAIN)["postfix"] == "" and optional_defaults(TRAIN)["logs_root"] == "logs"
+    assert optional_defaults(TRAIN)["show_dataset_warnings"] is True
+    assert optional_defaults(TRAIN)["validate_before_training"] is True
     assert (
         optional_defaults(TRAIN)["devices"] is None and optional_defaults(TRAIN_POSTPROCESSOR)["devices"] == 1
     )

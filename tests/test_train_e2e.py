@@ -18,7 +18,8 @@ from oml_core.registry import ConfigError, Registry
 sys.path.insert(0, str(Path(__file__).parent / "scripts"))
 from tiny_training import tiny_config  # noqa: E402
 
-METRIC_ROW = re.compile(r"^(OVERALL/\S+)\s+(\d+\.\d{4})$", re.MULTILINE)
+#: A row of the end-of-training table (start, best, last columns) or of validation's: the metric, last value.
+METRIC_ROW = re.compile(r"^(OVERALL/\S+)\s+(?:\d+\.\d{4}\s+)*(\d+\.\d{4})$", re.MULTILINE)
 
 
 def _metrics_table(stdout: str) -> dict[str, str]:

@@ -9,6 +9,7 @@ from typing import Any
 import pytorch_lightning as pl
 import torch
 from lightning_fabric.plugins import TorchCheckpointIO
+from pytorch_lightning.callbacks import ModelCheckpoint
 
 from oml_core.lightning.interrupts import InterruptRequest
 from oml_core.lightning.stops import NonFiniteLossError, TrainingInterrupted
@@ -134,4 +135,24 @@ class LastCheckpoint(pl.Callback):
         raise TrainingInterrupted(signum, self.path, epoch=trainer.current_epoch, step=trainer.global_step)
 
 
-__all__ = ["LAST_CHECKPOINT_NAME", "AtomicCheckpointIO", "LastCheckpoint"]
+class BestCheckpoint(ModelCheckpoint):
+    """Lightning's ``ModelCheckpoint`` that goes on from the best checkpoint of the run it resumes.
+
+    A resumed run writes into a new directory (nothing of the run it resumes is overwritten). Lightning's
+    ``ModelCheckpoint`` then reloads only ``best_model_path`` and forgets the best score (with a warning that
+    "the dirpath has changed"), so the new run's ``best.ckpt`` would be the best of the epochs after the resume,
+    even when an earlier epoch was better. Here the best score and the best checkpoints are reloaded whatever the
+    directory: the resumed run writes ``best.ckpt`` in its own directory only for an epoch better than every
+    earlier one, and until then its best checkpoint is the file of the run it resumed (which is never deleted:
+    it lies outside this callback's directory).
+    """
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        self.best_model_score = state_dict["best_model_score"]
+        self.best_model_path = state_dict["best_model_path"]
+        self.kth_best_model_path = state_dict.get("kth_best_model_path", self.kth_best_model_path)
+        self.kth_value = state_dict.get("kth_value", self.kth_value)
+        self.best_k_models = state_dict.get("best_k_models", self.best_k_models)
+
+
+__all__ = ["LAST_CHECKPOINT_NAME", "AtomicCheckpointIO", "BestCheckpoint", "LastCheckpoint"]

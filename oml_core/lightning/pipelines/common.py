@@ -29,8 +29,22 @@ FIGURES_FOLDER = "figures"
 CHECKPOINTS_FOLDER = "checkpoints"
 
 
+#: Top-level keys that belong to hydra, not to a pipeline (OML's configs have a ``hydra:`` section).
+HYDRA_KEYS = ("hydra",)
+
+
 def as_config(cfg: Any) -> dict[str, Any]:
-    """A pipeline config (dict or ``DictConfig``) as a plain dict with interpolations resolved."""
+    """A pipeline config (dict or ``DictConfig``) as a plain dict with interpolations resolved, without hydra's
+    own section (:data:`HYDRA_KEYS`, whose interpolations such as ``${hydra:runtime.cwd}`` resolve only inside
+    a hydra run)."""
+    from omegaconf import DictConfig, OmegaConf
+
+    if isinstance(cfg, DictConfig):
+        if any(key in cfg for key in HYDRA_KEYS):
+            unresolved = OmegaConf.to_container(cfg, resolve=False)
+            cfg = OmegaConf.create({k: v for k, v in unresolved.items() if k not in HYDRA_KEYS})
+    elif isinstance(cfg, Mapping):
+        cfg = {k: v for k, v in cfg.items() if k not in HYDRA_KEYS}
     plain = to_plain(cfg)
     if not isinstance(plain, Mapping):
         raise ConfigError(f"a pipeline config must be a mapping, got {type(cfg).__name__}")
@@ -85,11 +99,12 @@ def build_component(registry: Registry, kind: str, spec: Any, key: str, pipeline
 
 def make_run_dir(logs_root: str | os.PathLike[str], postfix: str, folder: str | None = None) -> Path:
     """A new directory ``<logs_root>/<folder>``, by default ``<logs_root>/<YYYY-mm-dd_HH-MM-SS>_<postfix>``
-    (``_1``, ``_2`` ... appended if taken).
+    (``<YYYY-mm-dd_HH-MM-SS>`` for an empty postfix; ``_1``, ``_2`` ... appended if taken).
 
     Runs never write into the directory of an earlier run, so nothing already written is overwritten.
     """
-    name = folder if folder else f"{dt.datetime.now().strftime('%Y-%m-%d_%H-%M-%S')}_{postfix}"
+    stamp = dt.datetime.now().strftime("%Y-%m-%d_%H-%M-%S")
+    name = folder if folder else "_".join(filter(None, (stamp, postfix)))
     base = Path(logs_root).expanduser().resolve() / name
     candidate, n = base, 0
     while True:

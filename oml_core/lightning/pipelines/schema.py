@@ -21,11 +21,14 @@ The arguments of the components are checked against the annotations of their fac
 from __future__ import annotations
 
 import copy
+import difflib
 import functools
 import inspect
 import os
+import re
 import typing
-from collections.abc import Callable, Iterator, Mapping
+import warnings
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, fields, is_dataclass
 from types import MappingProxyType
 from typing import Any, ClassVar, TypeVar
@@ -34,7 +37,7 @@ from omegaconf import MISSING
 
 from oml_core.functional.metrics import TOP_K_SUFFIX
 from oml_core.lightning.modules.optimization import NAN_POLICIES, SCHEDULER_INTERVALS
-from oml_core.lightning.pipelines.common import as_config, check_keys, require
+from oml_core.lightning.pipelines.common import HYDRA_KEYS, as_config, check_keys, require
 from oml_core.registry import ConfigError, Registry
 from oml_core.registry.arg_types import check_argument_types, check_spec_argument_types, fits
 
@@ -331,7 +334,7 @@ class PipelineConfig:
 
     pipeline: ClassVar[str] = ""
 
-    postfix: str = setting(NAME)
+    postfix: str = setting(NAME, "")
     seed: int = setting(SEED, 42)
     precision: int | str = setting(PRECISION, 32)
     accelerator: str | None = setting(nullable(STRING), None)
@@ -397,9 +400,9 @@ class TrainingConfig(PipelineConfig):
     """The keys of both training pipelines (extractor and post-processor)."""
 
     seed: int = setting(SEED)
-    logs_root: str = setting(PATH)
     dataframe_name: str = setting(PATH)
     cache_size: int = setting(NON_NEGATIVE_INT, 0)
+    show_dataset_warnings: bool = setting(BOOL, True)
     transforms_train: ComponentSpec = spec("transforms")
     sampler: ComponentSpec | None = spec("sampler", optional=True)
     bs_train: int | None = setting(nullable(POSITIVE_INT), None)
@@ -434,6 +437,7 @@ class ExtractorTrainingConfig(TrainingConfig):
     transforms_val: ComponentSpec = spec("transforms")
     bs_val: int = setting(POSITIVE_INT)
     check_images: bool = setting(BOOL, True)
+    validate_before_training: bool = setting(BOOL, True)
     extractor: ComponentSpec = spec("extractor")
     criterion: ComponentSpec = spec("loss")
     resume: str | None = setting(nullable(PATH), None)
@@ -444,6 +448,10 @@ class PostprocessorTrainingConfig(TrainingConfig):
     """The config of ``postprocessor_training_pipeline``."""
 
     pipeline: ClassVar[str] = "postprocessor_training_pipeline"
+
+    find_unused_parameters: bool = setting(
+        BOOL, False
+    )  # OML's configs have it; the pipeline runs on one device
 
     embeddings_cache_dir: str | None = setting(nullable(PATH), None)
     extractor: ComponentSpec = spec("extractor")
@@ -496,7 +504,8 @@ def optional_defaults(pipeline: str) -> dict[str, Any]:
 def validate_config(cfg: Mapping[str, Any] | Any, pipeline: str) -> PipelineConfig:
     """Check a config (a dict or ``DictConfig``) of ``pipeline`` against its schema, before anything is built.
 
-    In order: every top-level key is one the pipeline knows, every required key is there (the messages of
+    In order: every top-level key is one the pipeline knows (or a variable of the user's, see
+    :func:`without_user_variables`), every required key is there (the messages of
     :func:`~oml_core.lightning.pipelines.common.check_keys` and
     :func:`~oml_core.lightning.pipelines.common.require`), every value fits its field's rule (in the schema's
     order; inside a mapping value, its keys likewise), then the rules across keys (``check_combination``).
@@ -511,9 +520,105 @@ def validate_config(cfg: Mapping[str, Any] | Any, pipeline: str) -> PipelineConf
             (``max_epochs: expected a positive int, got 'abc'``).
         ValueError: no pipeline is called ``pipeline``.
     """
-    config = validated(schema_of(pipeline), as_config(cfg))
+    schema = schema_of(pipeline)
+    values = without_user_variables(cfg, [f.name for f in fields(schema)], pipeline)
+    config = validated(schema, values)
     config.check_combination()
     return config
+
+
+#: How alike (difflib's ratio) an unknown top-level key and a known one must be for the unknown key to be taken
+#: for a misspelling of the known one (``max_epoch``, ``valid_perod``, ``scheduler``: errors) rather than a variable of the
+#: user's (``hydra_dir``, ``extractor_weights`` in OML's configs: ignored).
+MISSPELLING_CUTOFF = 0.7
+#: A hydra defaults list, applied only when hydra composes the config.
+DEFAULTS_KEY = "defaults"
+_INTERPOLATION = re.compile(r"\$\{\s*([A-Za-z_][\w-]*)")
+
+
+def without_user_variables(
+    cfg: Mapping[str, Any] | Any, known: Sequence[str], pipeline: str
+) -> dict[str, Any]:
+    """The config as a plain dict (interpolations resolved) of the keys that are ``pipeline``'s own, after
+    the checks of the keys that are not.
+
+    OML's pipelines read the keys they know and ignore the others, and OML's configs use that: ``hydra_dir``
+    (used by the ``hydra:`` section), ``extractor_weights`` (interpolated into two specs). So a top-level key
+    that the pipeline does not know is:
+
+    - an error (one line, ``did you mean``) when it looks like a misspelling of a known key (difflib's ratio at
+      least :data:`MISSPELLING_CUTOFF`: ``max_epoch``, ``valid_perod``) and no interpolation refers to it;
+    - ignored without a word when it is hydra's (:data:`HYDRA_KEYS`) or an interpolation of the config refers to
+      it (``${extractor_weights}``): a variable of the user's;
+    - ignored with a warning naming it otherwise; a ``defaults`` list with a warning that only hydra's
+      composition applies it (``oml COMMAND --config-path DIR --config-name NAME``).
+
+    Raises:
+        ConfigError: a misspelt key; the config is not a mapping.
+    """
+    from omegaconf import OmegaConf
+
+    is_omegaconf = OmegaConf.is_config(cfg)
+    if is_omegaconf or isinstance(cfg, Mapping):
+        unresolved = OmegaConf.to_container(cfg, resolve=False) if is_omegaconf else dict(cfg)
+    else:
+        unresolved = as_config(cfg)  # not a mapping: as_config names what it is
+    own = {key: value for key, value in unresolved.items() if key not in HYDRA_KEYS}
+    unknown = [str(key) for key in own if key not in known]
+    if unknown:
+        referenced = _interpolated_keys(unresolved)  # the hydra section's references too (hydra_dir)
+        for key in unknown:
+            if key in referenced:
+                continue
+            if key == DEFAULTS_KEY:
+                warnings.warn(
+                    f"{pipeline}: the config's defaults list is ignored: only hydra's composition applies it "
+                    "(oml COMMAND --config-path DIR --config-name NAME)",
+                    stacklevel=4,
+                )
+                continue
+            close = difflib.get_close_matches(key, sorted(known), n=1, cutoff=MISSPELLING_CUTOFF)
+            if close:
+                check_keys({key: None}, known, pipeline)
+            warnings.warn(
+                f"{pipeline}: the config key {key!r} is not one of the pipeline's; it is ignored",
+                stacklevel=4,
+            )
+    if not is_omegaconf:
+        return {key: value for key, value in as_config(own).items() if key in known}
+    full = OmegaConf.create(
+        own
+    )  # the user's variables stay for the interpolations, but only known keys resolve
+    return {key: _resolved(full, key) for key in full if key in known}
+
+
+def _resolved(cfg: Any, key: str) -> Any:
+    """The value of ``cfg[key]`` with its interpolations resolved, as plain containers."""
+    from omegaconf import OmegaConf
+
+    node = cfg._get_node(key)
+    if OmegaConf.is_config(node):
+        return OmegaConf.to_container(node, resolve=True)
+    return cfg[key]
+
+
+def _interpolated_keys(cfg: Any) -> set[str]:
+    """The top-level keys that interpolations (``${key}``, ``${key.sub}``) anywhere in ``cfg`` refer to (a
+    ``DictConfig`` is read without resolving)."""
+    from omegaconf import OmegaConf
+
+    plain = OmegaConf.to_container(cfg, resolve=False) if OmegaConf.is_config(cfg) else cfg
+    found: set[str] = set()
+    stack = [plain]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, Mapping):
+            stack.extend(item.values())
+        elif isinstance(item, list | tuple):
+            stack.extend(item)
+        elif isinstance(item, str):
+            found.update(_INTERPOLATION.findall(item))
+    return found
 
 
 def validated(schema: type[T], values: Mapping[str, Any], key: str = "") -> T:

@@ -6,7 +6,7 @@ import time
 import warnings
 from collections.abc import Mapping
 from contextlib import nullcontext
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
@@ -19,6 +19,7 @@ from oml_core.datasets.dataframe_format import dataframe_warnings
 from oml_core.interfaces.models import IFreezable
 from oml_core.lightning.callbacks.metric import MetricValCallback, MetricValCallbackDDP
 from oml_core.lightning.callbacks.rng import RNGStateCallback
+from oml_core.lightning.callbacks.validation import ValidateAfterLastEpoch, ValidationHistory
 from oml_core.lightning.interrupts import InterruptRequest, graceful_interrupts
 from oml_core.lightning.modules.extractor import ExtractorModule, ExtractorModuleDDP
 from oml_core.lightning.pipelines.common import (
@@ -28,7 +29,6 @@ from oml_core.lightning.pipelines.common import (
     build_component,
     build_logger,
     check_train_and_validation_rows,
-    format_metrics_table,
     is_ddp_child_process,
     is_ddp_devices,
     log_dir_of,
@@ -49,6 +49,7 @@ from oml_core.lightning.pipelines.preflight import (
     check_validation_ground_truth,
     checkpoint_size,
 )
+from oml_core.lightning.pipelines.report import format_training_table, regression_note
 from oml_core.lightning.pipelines.schema import (
     ExtractorTrainingConfig,
     check_component_arguments,
@@ -63,9 +64,12 @@ from oml_core.lightning.pipelines.training import (
     checkpoint_paths,
     fit_keeping_checkpoints,
     offered_args,
+    progress_callbacks,
     scheduler_args,
     training_trainer_args,
 )
+from oml_core.lightning.progress import progress_bar_enabled
+from oml_core.lightning.quiet import quiet_lightning
 from oml_core.registry import ConfigError, Registry, default_registry
 
 PIPELINE = "extractor_training_pipeline"
@@ -79,11 +83,14 @@ class TrainingResult:
     """What a training run produced.
 
     Attributes:
-        metrics: The last validation metrics, flat (``{"OVERALL/cmc/1": 0.75, ...}``).
+        metrics: The metrics of the last validation (after the last epoch), flat (``{"OVERALL/cmc/1": 0.75}``).
         run_dir: The run's own directory under ``logs_root``.
         log_dir: Where the logger wrote (the TensorBoard event files, or the local folder of another logger).
         best_checkpoint: The checkpoint with the best ``metric_for_checkpointing``.
         last_checkpoint: The checkpoint of the last epoch.
+        epochs: The metrics of every validation by epoch: ``0`` before training (``validate_before_training``),
+            ``n`` after the ``n``-th epoch (a resumed run has those of the run it resumed too).
+        best_epoch: The epoch ``best_checkpoint`` holds (None when no epoch was validated).
     """
 
     metrics: dict[str, float]
@@ -91,8 +98,21 @@ class TrainingResult:
     log_dir: Path | None
     best_checkpoint: Path | None
     last_checkpoint: Path | None
+    epochs: dict[int, dict[str, float]] = field(default_factory=dict)
+    best_epoch: int | None = None
+
+    @property
+    def start_metrics(self) -> dict[str, float] | None:
+        """The metrics of the initial weights (validated before training), or None."""
+        return self.epochs.get(0)
+
+    @property
+    def best_metrics(self) -> dict[str, float] | None:
+        """The metrics of the epoch ``best_checkpoint`` holds, or None."""
+        return None if self.best_epoch is None else self.epochs.get(self.best_epoch)
 
 
+@quiet_lightning()
 def extractor_training_pipeline(
     cfg: Mapping[str, Any] | Any, registry: Registry | None = None
 ) -> TrainingResult:
@@ -101,17 +121,21 @@ def extractor_training_pipeline(
     The config (a dict or ``DictConfig``) has OML's keys; components are ``{name, args}`` specs built by
     ``registry`` (the default registry when None):
 
-    - ``postfix, seed``: the run's name suffix; the seed of everything (global RNGs and the sampler's).
+    - ``postfix, seed``: the run's name suffix (optional, as in OML: none by default); the seed of everything
+      (global RNGs and the sampler's).
     - ``precision, accelerator, devices, find_unused_parameters``: the Trainer's engine (see
       :func:`~oml_core.lightning.pipelines.common.parse_engine_params`); more than one device runs DDP
       (``ExtractorModuleDDP``, ``MetricValCallbackDDP``, every batch split among the processes, so that the
       batch of ``sampler``/``bs_train`` is the global batch).
     - ``dataset_root`` (null: the built-in mock dataset), ``dataframe_name``, ``num_workers``, ``cache_size``,
       ``transforms_train``, ``transforms_val``: the data.
-    - ``logs_root, logs_folder``: the run writes into a new directory ``logs_root/logs_folder`` (null:
+    - ``logs_root`` (``logs``), ``logs_folder``: the run writes into a new directory ``logs_root/logs_folder`` (null:
       ``<date>_<time>_<postfix>``; ``_1``, ``_2`` ... appended when taken: nothing is overwritten).
     - ``sampler`` (null: shuffled batches of ``bs_train``, the last incomplete one dropped), ``bs_train``,
-      ``bs_val``, ``max_epochs``, ``valid_period`` (validate every that many epochs).
+      ``bs_val``, ``max_epochs``, ``valid_period`` (validate every that many epochs, and always after the last
+      one, so that ``best.ckpt`` exists), ``validate_before_training`` (true: validate the initial weights
+      first, as epoch 0, so that the report shows whether training made the embedding better).
+    - ``show_dataset_warnings``: warn about doubtful rows of the dataframe (OML's key; true).
     - ``metric_args, log_images``: ``EmbeddingMetrics``' arguments; log the worst queries' figures.
     - ``metric_for_checkpointing, mode_for_checkpointing`` (``max``/``min``): ``checkpoints/best.ckpt`` keeps
       the best epoch; ``checkpoints/last.ckpt`` is written after every epoch and, with
@@ -133,7 +157,9 @@ def extractor_training_pipeline(
     :class:`~oml_core.lightning.stops.TrainingInterrupted` (a second signal exits at once), see
     :mod:`oml_core.lightning.interrupts`.
 
-    Prints the validation metrics table and where the logs and checkpoints were written (main process).
+    Prints the metrics of the start (epoch 0), best and last epochs side by side, a warning when training made
+    ``metric_for_checkpointing`` worse than the initial weights, and where the logs and checkpoints were written
+    (main process).
 
     Returns:
         A :class:`TrainingResult`.
@@ -144,8 +170,8 @@ def extractor_training_pipeline(
         TrainingStopped: the run was interrupted (``TrainingInterrupted``) or its loss became NaN or infinite
             (``NonFiniteLossError``); both name the last good checkpoint.
     """
-    cfg = as_config(cfg)
     config = _check_config(cfg)
+    cfg = as_config(cfg)
     registry = registry or default_registry()
     check_component_arguments(config, registry)
     engine = parse_engine_params(config.accelerator, config.devices, config.find_unused_parameters)
@@ -186,24 +212,40 @@ def extractor_training_pipeline(
     rank_zero_only(logger.log_pipeline_info)(cfg)  # the config as it was given
     interrupt = InterruptRequest()
     best, last = checkpoint_callbacks(config, run_dir / CHECKPOINTS_FOLDER, interrupt)
-    callbacks = [metric_callback, best, last, RNGStateCallback(generators, resumable)]
+    history = ValidationHistory(metric_callback)
+    callbacks = [
+        metric_callback,
+        history,
+        ValidateAfterLastEpoch(),
+        *progress_callbacks(
+            trainer_args, config.metric_for_checkpointing
+        ),  # its line before last.ckpt's save
+        best,
+        last,
+        RNGStateCallback(generators, resumable),
+    ]
     trainer = pl.Trainer(**trainer_args, logger=logger, callbacks=callbacks, default_root_dir=str(run_dir))
     fit_args = {"ckpt_path": config.resume, "weights_only": True}
     if not is_ddp:
         fit_args.update(train_dataloaders=train_loader, val_dataloaders=val_loader)
     with run_dir_for_ddp_processes(run_dir) if is_ddp else nullcontext(), graceful_interrupts(interrupt):
+        if config.validate_before_training and config.resume is None:
+            # the initial weights' metrics (epoch 0): a run that makes them worse says so in its report
+            trainer.validate(module, dataloaders=None if is_ddp else val_loader, verbose=False)
         fit_keeping_checkpoints(trainer, module, last, config.resume, **fit_args)
 
     best_checkpoint, last_checkpoint = checkpoint_paths(best, last)
     result = TrainingResult(
-        metrics=dict(metric_callback.last_metrics),
+        metrics=dict(history.epochs.get(history.last_epoch, {})) if history.last_epoch else {},
         run_dir=run_dir,
         log_dir=log_dir_of(logger),
         best_checkpoint=best_checkpoint,
         last_checkpoint=last_checkpoint,
+        epochs={epoch: dict(metrics) for epoch, metrics in history.epochs.items()},
+        best_epoch=history.best_epoch(config.metric_for_checkpointing, config.mode_for_checkpointing),
     )
     if trainer.is_global_zero:
-        _report(result, config.resume)
+        _report(result, config)
     return result
 
 
@@ -274,7 +316,7 @@ def _check_data(
     check_validation_ground_truth(
         val_dataset.get_labels(), val_dataset.get_query_ids(), val_dataset.get_gallery_ids(), str(csv)
     )
-    found = dataframe_warnings(df, repr(str(csv)))
+    found = dataframe_warnings(df, repr(str(csv))) if config.show_dataset_warnings else []
     if config.check_images:
         started = time.perf_counter()
         paths = [*train_dataset.paths, *val_dataset.paths]
@@ -285,7 +327,7 @@ def _check_data(
                 *(val_dataset.bboxes or [None] * len(val_dataset)),
             ]
         rows = [*np.flatnonzero(df["split"] == "train"), *np.flatnonzero(df["split"] == "validation")]
-        progress = bool((config.lightning_trainer_extra_args or {}).get("enable_progress_bar", True))
+        progress = progress_bar_enabled(config.lightning_trainer_extra_args)
         images = check_images(
             paths, train_dataset.f_imread, config.num_workers, PIPELINE, progress, bboxes, rows
         )
@@ -313,14 +355,23 @@ def _build_datasets(
     return train, val
 
 
-def _report(result: TrainingResult, resumed_from: str | None) -> None:
+def _report(result: TrainingResult, config: ExtractorTrainingConfig) -> None:
+    """Print the metrics of the start, best and last epochs, a warning line when training made
+    ``metric_for_checkpointing`` worse than the initial weights, and where the run wrote."""
+    last_epoch = max((epoch for epoch in result.epochs if epoch > 0), default=None)
     print()
-    print(format_metrics_table(result.metrics))
-    if resumed_from:
-        print(f"Resumed from:     {resumed_from}")
+    print(format_training_table(result.epochs, result.best_epoch, last_epoch))
+    note = regression_note(
+        result.epochs, result.best_epoch, config.metric_for_checkpointing, config.mode_for_checkpointing
+    )
+    if note:
+        print(note)
+    if config.resume:
+        print(f"Resumed from:     {config.resume}")
+    best_epoch = f" (epoch {result.best_epoch})" if result.best_checkpoint and result.best_epoch else ""
     print(f"Run directory:    {result.run_dir}")
     print(f"Logs:             {result.log_dir}")
-    print(f"Best checkpoint:  {result.best_checkpoint}")
+    print(f"Best checkpoint:  {result.best_checkpoint}{best_epoch}")
     print(f"Last checkpoint:  {result.last_checkpoint}")
 
 

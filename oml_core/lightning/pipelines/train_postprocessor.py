@@ -58,14 +58,19 @@ from oml_core.lightning.pipelines.training import (
     checkpoint_callbacks,
     checkpoint_paths,
     fit_keeping_checkpoints,
+    progress_callbacks,
     scheduler_args,
     training_trainer_args,
 )
+from oml_core.lightning.progress import PROGRESS_BAR_ARG, progress_bar_enabled
+from oml_core.lightning.quiet import quiet_lightning
 from oml_core.registry import ConfigError, Registry, default_registry
 
 PIPELINE = "postprocessor_training_pipeline"
 REQUIRED_KEYS = required_keys(PIPELINE)
 DEFAULTS = optional_defaults(PIPELINE)
+#: Every key of the pipeline's config; any other is a variable of the user's (see ``without_user_variables``).
+KNOWN_KEYS = frozenset({*REQUIRED_KEYS, *DEFAULTS})
 #: The pair miner of a config whose ``pairs_miner`` is null (its ``hard_mining`` is ``hard_pairs_mining``).
 DEFAULT_PAIRS_MINER = "pairs"
 
@@ -93,6 +98,7 @@ class PostprocessorTrainingResult:
     embeddings: list[EmbeddingsSource]
 
 
+@quiet_lightning()
 def postprocessor_training_pipeline(
     cfg: Mapping[str, Any] | Any, registry: Registry | None = None
 ) -> PostprocessorTrainingResult:
@@ -122,7 +128,8 @@ def postprocessor_training_pipeline(
     ``hard_pairs_mining`` is not used), ``sampler`` (null: shuffled batches of ``bs_train``; OML's configs use
     ``balance``, which makes every batch hold positive pairs), ``bs_train`` (null), ``valid_period`` (1),
     ``metric_args`` ({}), ``log_images`` (false), ``mode_for_checkpointing`` (max), ``scheduling`` (null),
-    ``freeze_n_epochs`` (0), ``logger`` (null: TensorBoard), ``lightning_trainer_extra_args`` (null),
+    ``freeze_n_epochs`` (0), ``logger`` (null: TensorBoard), ``lightning_trainer_extra_args`` (null; its
+    ``enable_progress_bar`` null or absent: progress bars only on a terminal, else a line per epoch),
     ``tags`` ([]).
 
     Steps: (a) the embeddings of the train and validation splits by the extractor (``transforms_extraction``),
@@ -133,7 +140,8 @@ def postprocessor_training_pipeline(
     results of the validation embeddings re-ranked by the post-processor, which holds the model as trained so
     far, its images read with ``transforms_extraction``. The metrics of the embeddings alone (before) are
     computed once. ``checkpoints/best.ckpt`` and ``checkpoints/last.ckpt`` hold the pairwise model (its
-    ``weights`` argument loads them). Both metric tables and the paths are printed.
+    ``weights`` argument loads them). Both metric tables and the paths are printed. The run is quiet (see
+    :func:`~oml_core.lightning.quiet.quiet_lightning`).
 
     Returns:
         A :class:`PostprocessorTrainingResult`.
@@ -142,9 +150,8 @@ def postprocessor_training_pipeline(
         ConfigError: an unknown, missing or malformed key, bad weights, more than one device (one line naming
             the key); RegistryError: an unknown component name or argument.
     """
-    cfg = as_config(cfg)
     config = _check_config(cfg)
-    cfg = {**DEFAULTS, **cfg}
+    cfg = {**DEFAULTS, **{key: value for key, value in as_config(cfg).items() if key in KNOWN_KEYS}}
     registry = registry or default_registry()
     check_component_arguments(config, registry)
     if cfg["pairs_miner"] is None:
@@ -181,9 +188,13 @@ def postprocessor_training_pipeline(
         metric=metric, log_images=bool(cfg["log_images"]), figures_dir=run_dir / FIGURES_FOLDER
     )
     best, last = checkpoint_callbacks(config, run_dir / CHECKPOINTS_FOLDER)
-    trainer = pl.Trainer(
-        **trainer_args, logger=logger, callbacks=[metric_callback, best, last], default_root_dir=str(run_dir)
-    )
+    callbacks = [
+        metric_callback,
+        best,
+        last,
+        *progress_callbacks(trainer_args, config.metric_for_checkpointing),
+    ]
+    trainer = pl.Trainer(**trainer_args, logger=logger, callbacks=callbacks, default_root_dir=str(run_dir))
     # the training's randomness (dropout, augmentations) must not depend on whether the extractor ran
     pl.seed_everything(cfg["seed"], workers=True, verbose=False)
     fit_keeping_checkpoints(
@@ -293,13 +304,13 @@ def _postprocessor(cfg: Mapping[str, Any], registry: Registry, pairwise_model: A
 
 def _extraction_trainer_args(engine: Mapping[str, Any], cfg: Mapping[str, Any]) -> dict[str, Any]:
     """The ``pl.Trainer`` arguments of the extraction: the engine, ``precision`` and the progress bar of
-    ``lightning_trainer_extra_args`` (its other arguments are the training's)."""
-    extra = cfg["lightning_trainer_extra_args"] or {}
+    ``lightning_trainer_extra_args`` (see :func:`~oml_core.lightning.progress.progress_bar_enabled`; its other
+    arguments are the training's)."""
     return {
         **INFERENCE_TRAINER_DEFAULTS,
         **engine,
         "precision": cfg["precision"],
-        "enable_progress_bar": extra.get("enable_progress_bar", True),
+        PROGRESS_BAR_ARG: progress_bar_enabled(cfg["lightning_trainer_extra_args"]),
     }
 
 

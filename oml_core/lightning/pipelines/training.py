@@ -1,5 +1,5 @@
 """Pieces shared by the training pipelines (extractor and post-processor): their options, Trainer arguments,
-scheduler, training loader and checkpoints."""
+progress report, scheduler, training loader and checkpoints."""
 
 from __future__ import annotations
 
@@ -12,14 +12,17 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from oml_core.lightning.pipelines.common import build_component, merge_trainer_args
+from oml_core.lightning.progress import PROGRESS_BAR_ARG, progress_bar_enabled
+from oml_core.lightning.quiet import quiet_lightning
 from oml_core.registry import ConfigError, Registry
 
 if TYPE_CHECKING:
+    import pytorch_lightning as pl
     from pytorch_lightning.callbacks import ModelCheckpoint
     from torch import Generator
     from torch.utils.data import DataLoader
 
-    from oml_core.lightning.callbacks.checkpoint import LastCheckpoint
+    from oml_core.lightning.callbacks.checkpoint import BestCheckpoint, LastCheckpoint
     from oml_core.lightning.interrupts import InterruptRequest
     from oml_core.lightning.pipelines.schema import SchedulingConfig, TrainingConfig
     from oml_core.lightning.resumable import ResumableBatchSampler
@@ -54,6 +57,8 @@ def training_trainer_args(config: TrainingConfig, engine: Mapping[str, Any]) -> 
     ``valid_period`` (1), ``precision`` (32) and ``lightning_trainer_extra_args`` (see
     :func:`merge_trainer_args`); its ``plugins`` always include an
     :class:`~oml_core.lightning.callbacks.checkpoint.AtomicCheckpointIO` (every checkpoint is written atomically).
+    Its ``enable_progress_bar`` is always set: true or false as ``lightning_trainer_extra_args`` says, else
+    (absent or null) a bar only on a terminal (see :func:`progress_callbacks` for the runs without).
 
     Raises:
         ConfigError: ``lightning_trainer_extra_args.plugins`` has a checkpoint IO of its own.
@@ -81,22 +86,31 @@ def training_trainer_args(config: TrainingConfig, engine: Mapping[str, Any]) -> 
             "AtomicCheckpointIO; remove the checkpoint IO plugin"
         )
     args["plugins"] = [*plugins, AtomicCheckpointIO()]
+    args[PROGRESS_BAR_ARG] = progress_bar_enabled(args)
     return args
+
+
+def progress_callbacks(trainer_args: Mapping[str, Any], monitor: str | None = None) -> list[pl.Callback]:
+    """The callbacks that report a training run's progress besides the Trainer's own: none when the Trainer
+    draws a progress bar (``trainer_args["enable_progress_bar"]``, see :func:`training_trainer_args`), else an
+    :class:`~oml_core.lightning.callbacks.epoch_summary.EpochSummary` (a line per epoch, with ``monitor``'s value
+    after a validation: the config's ``metric_for_checkpointing``)."""
+    from oml_core.lightning.callbacks.epoch_summary import EpochSummary
+
+    return [] if trainer_args.get(PROGRESS_BAR_ARG, True) else [EpochSummary(monitor)]
 
 
 def checkpoint_callbacks(
     config: TrainingConfig, dirpath: Path, interrupt: InterruptRequest | None = None
-) -> tuple[ModelCheckpoint, LastCheckpoint]:
+) -> tuple[BestCheckpoint, LastCheckpoint]:
     """``best.ckpt`` (the best ``metric_for_checkpointing``, by ``mode_for_checkpointing``, after validation)
     and ``last.ckpt`` (after every epoch, every ``checkpoint_every_n_steps`` steps when set, and when
     ``interrupt`` is set: see :class:`~oml_core.lightning.callbacks.checkpoint.LastCheckpoint`), in
     ``dirpath``. Both are written atomically by the Trainer's
     :class:`~oml_core.lightning.callbacks.checkpoint.AtomicCheckpointIO` (:func:`training_trainer_args`)."""
-    from pytorch_lightning.callbacks import ModelCheckpoint
+    from oml_core.lightning.callbacks.checkpoint import BestCheckpoint, LastCheckpoint
 
-    from oml_core.lightning.callbacks.checkpoint import LastCheckpoint
-
-    best = ModelCheckpoint(
+    best = BestCheckpoint(
         dirpath=dirpath,
         filename="best",
         monitor=config.metric_for_checkpointing,
@@ -120,12 +134,14 @@ def fit_keeping_checkpoints(
     """``trainer.fit(module, **fit_args)``; a :class:`~oml_core.lightning.stops.NonFiniteLossError` on the way
     is raised again naming the last good checkpoint: the last one ``last`` wrote, else ``resumed_from``.
 
-    Lightning's warning that a loader is not resumable is silenced: the training loaders of the pipelines are
-    (their position is in the checkpoint, see :class:`~oml_core.lightning.resumable.ResumableBatchSampler`).
+    Quiet (:func:`~oml_core.lightning.quiet.quiet_lightning`), and Lightning's warning that a loader is not
+    resumable is silenced: the training loaders of the pipelines are (their position is in the checkpoint, see
+    :class:`~oml_core.lightning.resumable.ResumableBatchSampler`). On a resume into a new directory ``best.ckpt``
+    goes on from the resumed run's best (:class:`~oml_core.lightning.callbacks.checkpoint.BestCheckpoint`).
     """
     from oml_core.lightning.stops import NonFiniteLossError
 
-    with warnings.catch_warnings():
+    with quiet_lightning(), warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=r".*your dataloader is not resumable.*")
         try:
             trainer.fit(module, **fit_args)
@@ -255,6 +271,7 @@ __all__ = [
     "checkpoint_paths",
     "fit_keeping_checkpoints",
     "offered_args",
+    "progress_callbacks",
     "scheduler_args",
     "training_trainer_args",
 ]
