@@ -1,25 +1,32 @@
 """The ``oml`` console script.
 
-    oml train [--config-path DIR] [--config-name NAME] [hydra overrides ...]
-    oml validate [--config-path DIR] [--config-name NAME] [hydra overrides ...]
-    oml predict [--config-path DIR] [--config-name NAME] [hydra overrides ...]
-    oml train-postprocessor [--config-path DIR] [--config-name NAME] [hydra overrides ...]
-    oml validate-postprocessor [--config-path DIR] [--config-name NAME] [hydra overrides ...]
+    oml --version
+    oml train|validate|predict|train-postprocessor|validate-postprocessor
+        [--config-path DIR] [--config-name NAME] [--show-config | --cfg job] [hydra overrides ...]
     oml plugins [--all] [--format table|json] [--check]
-    oml registry [KIND] [--format table|json]
+    oml registry [KIND [NAME]] [--format table|json]
     oml mock-dataset DIR [--seed N]
     oml check-dataframe CSV [--dataset-root DIR] [--sep SEP]
 
-``GROUP@KEY=OPTION`` among the overrides replaces a component whole (``loss@criterion=arcface``), see
-:mod:`oml_core.compose`.
+``oml --version`` prints ``oml-core <version>``, then one line per installed plugin distribution, ``<distribution>
+<version>``. ``oml COMMAND --help`` explains a pipeline's overrides (hydra's ``KEY=VALUE``; ``GROUP@KEY=OPTION``
+among them replaces a component whole, ``loss@criterion=arcface``, see :mod:`oml_core.compose`) and names its
+default config file; ``--show-config`` (hydra's ``--cfg job``, ``-c job``) prints the config as the pipeline
+would run it, composed with the overrides and its interpolations resolved, as yaml, and runs nothing.
+``oml registry KIND NAME`` shows one component: its provider, its factory's arguments with their defaults and
+its default config. ``oml plugins --check`` imports every component and ends with a verdict, ``OK: <n> plugins,
+<m> components load`` or ``FAILED: <p> problems in <q> plugins (see above)``, on stdout; with ``--format json``
+stdout is the json report alone and the verdict goes to stderr.
 
 Every command takes ``--traceback`` (before or after the command's name). Errors are printed on one line of
 stderr, never as a traceback (``OML_TRACEBACK=1`` or ``--traceback`` re-raises them, for debugging):
 
-- an error a user can fix exits with status 2, ``oml COMMAND: error: <message>``: a bad config, override or
-  yaml file, an unknown or missing component (:class:`~oml_core.registry.RegistryError`), a bad dataframe,
-  checkpoint or download, and an ``OSError`` on a user's path (permission, missing file or folder, a file
-  where a folder should be, a full disk), which names the path and the system's reason;
+- an error a user can fix exits with status 2, ``oml COMMAND: error: <message>``: a bad command line (an
+  unknown command, ``oml: error: unknown command 'trian'; did you mean 'train'? (commands: ...)``, an unknown
+  option or choice, without argparse's usage), a bad config, override or yaml file, an unknown or missing
+  component (:class:`~oml_core.registry.RegistryError`), a bad dataframe, checkpoint or download, and an
+  ``OSError`` on a user's path (permission, missing file or folder, a file where a folder should be, a full
+  disk), which names the path and the system's reason;
 - a run stopped on purpose exits with its own status: Ctrl-C or SIGTERM during training 130 or 143, ``oml
   train: <why>; to go on: oml train <the same arguments> resume=<last checkpoint>``; a loss gone NaN 1,
   ``oml train: <the step, loss and learning rate>; last good checkpoint: <path>``;
@@ -34,18 +41,22 @@ with status 1, as Python's documentation recommends (see :func:`_stdout_closed`)
 from __future__ import annotations
 
 import argparse
+import difflib
 import errno
+import inspect
 import json
 import os
 import shlex
 import sys
-import warnings
+import textwrap
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from oml_core.compose import compose_config, one_line
+from oml_core.compose import OML_CONFIGS_DIR, OVERRIDE_GRAMMAR_URL, compose_config, one_line
+from oml_core.lightning.quiet import silence_upstream_warnings
 from oml_core.registry import KINDS, ConfigError, Registry, RegistryError
+from oml_core.registry.manager import BUILTINS_NAME
 
 EXIT_USAGE = 2
 #: The status of a bug (an exception that is no user error), and of a closed stdout (Python's own for EPIPE).
@@ -86,17 +97,72 @@ PIPELINE_HELP = {
     "validate-postprocessor": "compute the retrieval metrics before and after a pairwise re-ranker "
     "(defaults: the mock dataset)",
 }
-
-
-#: Warnings of the libraries under oml that its users cannot act on, hidden from the command line's output:
-#: ``(category, message regex)``. PyTorch Lightning builds torch's deprecated ``LeafSpec`` in every step.
-UPSTREAM_WARNINGS = ((FutureWarning, r"`isinstance\(treespec, LeafSpec\)` is deprecated"),)
-
-
-def silence_upstream_warnings() -> None:
-    """Ignore the warnings of :data:`UPSTREAM_WARNINGS` (only those: any other warning is still shown)."""
-    for category, message in UPSTREAM_WARNINGS:
-        warnings.filterwarnings("ignore", message=message, category=category)
+#: The examples of a pipeline's ``--help`` (keys of its own default config, so that each one composes):
+#: ``value``, ``nested``, ``list``, ``null``: one override each; ``replace``: command lines that replace a
+#: component (``GROUP@KEY=OPTION``, then overrides under KEY); ``switch``: ``KEY.name=OTHER``.
+PIPELINE_EXAMPLES: dict[str, dict[str, Any]] = {
+    "train": {
+        "value": "max_epochs=3",
+        "nested": "optimizer.args.lr=0.5",
+        "list": "tags=[a,b]",
+        "null": "sampler=null",
+        "replace": (
+            "loss@criterion=arcface criterion.args.in_features=512 criterion.args.num_classes=16",
+            "miner@criterion.args.miner=hard_triplets",
+            "optimizer@optimizer=sgd optimizer.args.lr=0.01",
+        ),
+        "switch": "extractor.name=vit",
+        "inline": "optimizer={name: sgd, args: {lr: 0.01, momentum: 0.9}}",
+    },
+    "validate": {
+        "value": "bs_val=32",
+        "nested": "extractor.args.arch=resnet50",
+        "list": "tags=[a,b]",
+        "null": "logger=null",
+        "replace": (
+            "extractor@extractor=vit extractor.args.arch=vits8",
+            "postprocessor@postprocessor=pairwise_reranker",
+        ),
+        "switch": "extractor.name=vit",
+        "inline": "transforms_val={name: norm_resize, args: {im_size: 64}}",
+    },
+    "predict": {
+        "value": "bs=32",
+        "nested": "extractor.args.arch=resnet50",
+        "list": "devices=[0]",
+        "null": "extractor.args.weights=null",
+        "replace": (
+            "extractor@extractor=vit extractor.args.arch=vits8",
+            "transforms@transforms_predict=norm_resize_torch",
+        ),
+        "switch": "extractor.name=vit",
+        "inline": "transforms_predict={name: norm_resize, args: {im_size: 64}}",
+    },
+    "train-postprocessor": {
+        "value": "max_epochs=3",
+        "nested": "optimizer.args.lr=0.5",
+        "list": "tags=[a,b]",
+        "null": "sampler=null",
+        "replace": (
+            "pairwise_model@pairwise_model=linear_siamese pairwise_model.args.feat_dim=512",
+            "sampler@sampler=category_balance",
+        ),
+        "switch": "pairwise_model.name=linear_siamese",
+        "inline": "optimizer={name: sgd, args: {lr: 0.01, momentum: 0.9}}",
+    },
+    "validate-postprocessor": {
+        "value": "bs_val=32",
+        "nested": "postprocessor.args.top_n=3",
+        "list": "tags=[a,b]",
+        "null": "logger=null",
+        "replace": (
+            "pairwise_model@postprocessor.args.pairwise_model=linear_siamese",
+            "extractor@extractor=vit extractor.args.arch=vits8",
+        ),
+        "switch": "extractor.name=vit",
+        "inline": "transforms_val={name: norm_resize, args: {im_size: 64}}",
+    },
+}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -104,13 +170,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     silence_upstream_warnings()
     parser = _parser()
     argv = list(sys.argv[1:] if argv is None else argv)
-    args, rest = parser.parse_known_args(argv)
-    if args.command is None:
+    unknown = _unknown_command(argv, parser.commands)
+    if unknown is not None:
+        print(f"oml: error: {unknown}", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        args, rest = parser.parse_known_args(argv)
+    except SystemExit as e:  # --help (0) or a bad command line (2, reported on one line by _Parser.error)
+        return _flushed(e.code if isinstance(e.code, int) else EXIT_USAGE)
+    except BrokenPipeError:  # --help into a closed pipe
+        return _stdout_closed()
+    if args.version:
+        args.handler, args.command = _cmd_version, None
+    elif args.command is None:
         parser.print_help()
         return EXIT_USAGE
-    if rest and args.command not in PIPELINE_CONFIGS:
-        parser.error(f"unrecognized arguments: {' '.join(rest)}")
-    command = f"oml {args.command}"
+    elif rest and args.command not in PIPELINE_CONFIGS:
+        print(f"oml {args.command}: error: unrecognized arguments: {' '.join(rest)}", file=sys.stderr)
+        return EXIT_USAGE
+    command = "oml" if args.command is None else f"oml {args.command}"
     try:
         status = args.handler(args, rest)
         sys.stdout.flush()  # a closed stdout shows here, not at exit
@@ -128,6 +206,26 @@ def main(argv: Sequence[str] | None = None) -> int:
         message, status = error_report(e, argv)
         print(f"{command}: {message}", file=sys.stderr)
         return status
+
+
+def _flushed(status: int) -> int:
+    """``status``, after flushing stdout (the help argparse printed); a closed stdout ends quietly."""
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        return _stdout_closed()
+    return status
+
+
+def _unknown_command(argv: Sequence[str], commands: Sequence[str]) -> str | None:
+    """The message for a command line whose command (its first argument that is no option) is not one of
+    ``commands``: ``unknown command 'trian'; did you mean 'train'? (commands: ...)``; None for a known one."""
+    given = next((arg for arg in argv if not arg.startswith("-")), None)
+    if given is None or given in commands:
+        return None
+    close = difflib.get_close_matches(given, commands, n=1)
+    hint = f"; did you mean {close[0]!r}?" if close else ""
+    return f"unknown command {given!r}{hint} (commands: {', '.join(commands)})"
 
 
 def wants_traceback(args: argparse.Namespace) -> bool:
@@ -197,7 +295,17 @@ def _stdout_closed() -> int:
     return EXIT_INTERNAL
 
 
-def _parser() -> argparse.ArgumentParser:
+class _Parser(argparse.ArgumentParser):
+    """argparse's parser whose errors are one line, ``oml COMMAND: error: <message>``, exit status 2 (no usage:
+    ``oml COMMAND --help`` shows it); ``commands`` are the names of the commands (set on the top parser)."""
+
+    commands: list[str]
+
+    def error(self, message: str) -> Any:  # argparse's signature: NoReturn
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {one_line(message)}\n")
+
+
+def _parser() -> _Parser:
     common = argparse.ArgumentParser(add_help=False)
     # SUPPRESS: a command that is not given the flag leaves the one given before the command's name as it is
     common.add_argument(
@@ -206,15 +314,44 @@ def _parser() -> argparse.ArgumentParser:
         default=argparse.SUPPRESS,
         help=f"show the traceback of an error (as {TRACEBACK_ENV}=1 does)",
     )
-    parser = argparse.ArgumentParser(
-        prog="oml", description="oml: metric learning with plugins", parents=[common]
+    parser = _Parser(prog="oml", description="oml: metric learning with plugins", parents=[common])
+    parser.add_argument(
+        "--version",
+        action="store_true",
+        help="print the versions of oml-core and of the installed plugin distributions",
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     for command, config_name in PIPELINE_CONFIGS.items():
-        pipeline = sub.add_parser(command, help=PIPELINE_HELP[command], parents=[common])
-        pipeline.add_argument("--config-path", help="directory of your yaml configs (default: oml's own)")
-        pipeline.add_argument("--config-name", default=config_name, help="config name without .yaml")
+        pipeline = sub.add_parser(
+            command,
+            help=PIPELINE_HELP[command],
+            description=f"oml {command}: {PIPELINE_HELP[command]}. Options, then hydra overrides.",
+            epilog=pipeline_epilog(command),
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+            parents=[common],
+        )
+        pipeline.add_argument(
+            "--config-path", "-cp", metavar="DIR", help="directory of your yaml configs (default: oml's own)"
+        )
+        pipeline.add_argument(
+            "--config-name",
+            "-cn",
+            metavar="NAME",
+            default=config_name,
+            help=f"config name without .yaml (default: {config_name})",
+        )
+        pipeline.add_argument(
+            "--show-config",
+            action="store_true",
+            help="print the config composed with the overrides (interpolations resolved) as yaml; run nothing",
+        )
+        pipeline.add_argument(
+            "--cfg",
+            "-c",
+            choices=("job",),
+            help="hydra's spelling of --show-config (--cfg job)",
+        )
         if command == "train":
             pipeline.add_argument(
                 "--skip-image-check",
@@ -228,11 +365,25 @@ def _parser() -> argparse.ArgumentParser:
     )
     plugins.add_argument("--all", action="store_true", help="include the core's built-in plugin")
     plugins.add_argument("--format", choices=("table", "json"), default="table")
-    plugins.add_argument("--check", action="store_true", help="import every component; exit 1 on any failure")
+    plugins.add_argument(
+        "--check",
+        action="store_true",
+        help="import every component and end with a verdict (with --format json: on stderr); "
+        "exit 1 on any failure",
+    )
     plugins.set_defaults(handler=_cmd_plugins)
 
-    registry = sub.add_parser("registry", help="list registered names, by kind", parents=[common])
-    registry.add_argument("kind", nargs="?", choices=list(KINDS), help="only this kind, with details")
+    registry = sub.add_parser(
+        "registry",
+        help="list registered names, by kind; or show one component",
+        description="oml registry: the registered names of every kind, of one KIND (with details), or one "
+        "component (KIND NAME): its provider, its factory's arguments with their defaults, its default config.",
+        parents=[common],
+    )
+    registry.add_argument(
+        "kind", nargs="?", type=_kind, metavar="KIND", help=f"only this kind: {', '.join(KINDS)}"
+    )
+    registry.add_argument("name", nargs="?", metavar="NAME", help="one component of KIND (or an alias)")
     registry.add_argument("--format", choices=("table", "json"), default="table")
     registry.set_defaults(handler=_cmd_registry)
 
@@ -256,21 +407,127 @@ def _parser() -> argparse.ArgumentParser:
     )
     check.add_argument("--sep", default=",", help="the csv's separator (default: ',')")
     check.set_defaults(handler=_cmd_check_dataframe)
+    parser.commands = list(sub.choices)
     return parser
+
+
+def _kind(value: str) -> str:
+    """A kind's name (argparse's type of ``oml registry KIND``), with the close match of an unknown one."""
+    if value in KINDS:
+        return value
+    close = difflib.get_close_matches(value, list(KINDS), n=1)
+    hint = f"; did you mean {close[0]!r}?" if close else ""
+    raise argparse.ArgumentTypeError(f"unknown kind {value!r}{hint} (kinds: {', '.join(KINDS)})")
+
+
+def pipeline_epilog(command: str) -> str:
+    """The epilog of ``oml COMMAND --help`` for a pipeline: hydra's overrides, how to replace or switch a
+    component (with examples on the pipeline's own keys, :data:`PIPELINE_EXAMPLES`), where the names are
+    listed, and the pipeline's default config file."""
+    ex = PIPELINE_EXAMPLES[command]
+    default = default_config_file(command)
+    replace = "\n".join(f"{'':27}oml {command} {line}" for line in ex["replace"])
+    rows = (
+        ("KEY=VALUE", "set a value", ex["value"]),
+        ("A.B.C=VALUE", "set a nested value", ex["nested"]),
+        ("KEY=[1,2]", "a list", ex["list"]),
+        ("+KEY=VALUE", "add a key the config does not have", ""),
+        ("~KEY", "remove a key", ""),
+        ("KEY=null", "null (a component: none)", ex["null"]),
+    )
+    kinds = textwrap.fill(", ".join(KINDS), width=105, initial_indent=" " * 25, subsequent_indent=" " * 25)
+    table = "\n".join(f"  {a:<23}{b:<37}{c}".rstrip() for a, b, c in rows)
+    return f"""\
+overrides: hydra's, after the options ({OVERRIDE_GRAMMAR_URL})
+{table}
+
+components (the {{name: ..., args: {{...}}}} specs of the config):
+  GROUP@KEY=OPTION       KEY becomes the default config of the component OPTION of the kind GROUP,
+                         whole (nothing of the old component's args is kept); the overrides under KEY
+                         then apply to it, e.g.
+{replace}
+  'KEY={{name: NAME, args: {{ARG: VALUE}}}}'
+                         a whole spec inline (quoted for the shell), e.g.
+                           oml {command} '{ex["inline"]}'
+  KEY.name=OTHER         switch to OTHER with OTHER's default config (the args are reset, never
+                         mixed with the old component's), e.g. oml {command} {ex["switch"]}
+  oml registry KIND      the names of a kind; the kinds (the GROUPs):
+{kinds}
+  oml registry KIND NAME one component: its arguments with their defaults and its default config
+
+config:
+  the default config     {default}
+  --config-path DIR --config-name NAME
+                         your own yaml instead (DIR/NAME.yaml)
+  --show-config          print the config as composed with the overrides (interpolations resolved)
+                         and exit without running, e.g. oml {command} --show-config {ex["value"]}
+"""
+
+
+def default_config_file(command: str) -> Path:
+    """The absolute path of the default config of the pipeline ``oml COMMAND``."""
+    return (OML_CONFIGS_DIR / f"{PIPELINE_CONFIGS[command]}.yaml").resolve()
+
+
+# ---------------------------------------------------------------------------------------------- version
+def _cmd_version(_: argparse.Namespace, __: list[str]) -> int:
+    from oml_core import __version__
+
+    print(f"oml-core {__version__}")
+    for line in plugin_versions(Registry()):
+        print(line)
+    return 0
+
+
+def plugin_versions(registry: Registry) -> list[str]:
+    """``<distribution> <version>``, one line per plugin distribution of ``registry`` (in load order; one that
+    failed to load says so), the core's own built-in plugin and plugins added in code aside."""
+    lines: dict[str, str] = {}
+    for record in registry.plugins():
+        info = record.info
+        if info.distribution is None or info.name == BUILTINS_NAME:
+            continue
+        line = f"{info.distribution} {info.version or '?'}"
+        if record.error:
+            line += f" (plugin {info.name} failed to load; see `oml plugins`)"
+        lines.setdefault(info.distribution, line)
+    return list(lines.values())
 
 
 # -------------------------------------------------------------------------------------------- pipelines
 def _cmd_pipeline(args: argparse.Namespace, overrides: list[str]) -> int:
     """Run the pipeline of ``args.command`` on its config composed with ``overrides`` (composed first, so that
-    a bad config or override fails before Lightning is imported)."""
+    a bad config or override fails before Lightning is imported); with ``--show-config`` (``--cfg job``) print
+    that config instead (:func:`config_yaml`) and run nothing."""
     registry = Registry()
     if getattr(args, "skip_image_check", False):
-        overrides = [*overrides, "check_images=false"]
+        overrides = [*overrides, "++check_images=false"]  # set, or add to a config without it
     cfg = compose_config(args.config_name, overrides, args.config_path, registry)
+    if args.show_config or args.cfg == "job":
+        print(config_yaml(cfg), end="")
+        return 0
     from oml_core.lightning import pipelines
 
     getattr(pipelines, PIPELINE_CONFIGS[args.command])(cfg, registry=registry)
     return 0
+
+
+def config_yaml(cfg: Any) -> str:
+    """The composed config ``cfg`` as yaml, its interpolations resolved, without the primary config's ``hydra:``
+    section (hydra's settings, which the pipelines do not read).
+
+    Raises:
+        ConfigError: an interpolation does not resolve (one line: the key and omegaconf's reason).
+    """
+    from omegaconf import OmegaConf
+    from omegaconf.errors import OmegaConfBaseException
+
+    try:
+        return OmegaConf.to_yaml(OmegaConf.masked_copy(cfg, [k for k in cfg if k != "hydra"]), resolve=True)
+    except OmegaConfBaseException as e:
+        reason = str(e).partition("\n")[0]
+        key = f"config key {e.full_key!r}: " if e.full_key else ""
+        raise ConfigError(one_line(f"cannot resolve the config: {key}{reason}")) from e
 
 
 # ---------------------------------------------------------------------------------------------- plugins
@@ -284,7 +541,7 @@ def plugins_report(
     report = []
     for record in registry.plugins():
         info = record.info
-        if info.name == "oml_core" and not include_builtins:
+        if info.name == BUILTINS_NAME and not include_builtins:
             continue
         row: dict[str, Any] = {
             "name": info.name,
@@ -318,8 +575,30 @@ def _cmd_plugins(args: argparse.Namespace, _: list[str]) -> int:
         print(json.dumps(report, indent=2))
     else:
         print(_plugins_table(report))
-    failed = any(row["error"] or row.get("broken") for row in report)
-    return 1 if args.check and failed else 0
+    if not args.check:
+        return 0
+    ok, verdict = check_verdict(report)
+    # the json report stays pure json on stdout: its verdict goes to stderr
+    print(verdict, file=sys.stderr if args.format == "json" else sys.stdout)
+    return 0 if ok else 1
+
+
+def check_verdict(report: list[dict[str, Any]]) -> tuple[bool, str]:
+    """Whether every plugin of a checked ``report`` (:func:`plugins_report` with ``check``) loads with all its
+    components, and the last line of ``oml plugins --check``: ``OK: 7 plugins, 123 components load`` or
+    ``FAILED: 2 problems in 1 plugin (see above)``, a problem being a plugin that does not load or a component
+    that does not import."""
+    problems = {row["name"]: int(bool(row["error"])) + len(row.get("broken", [])) for row in report}
+    failed = {name: count for name, count in problems.items() if count}
+    if failed:
+        total = sum(failed.values())
+        return False, (f"FAILED: {_count(total, 'problem')} in {_count(len(failed), 'plugin')} (see above)")
+    components = sum(len(names) for row in report for names in row["provides"].values())
+    return True, f"OK: {_count(len(report), 'plugin')}, {_count(components, 'component')} load"
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
 def _plugins_table(report: list[dict[str, Any]]) -> str:
@@ -341,6 +620,8 @@ def _plugins_table(report: list[dict[str, Any]]) -> str:
 # --------------------------------------------------------------------------------------------- registry
 def _cmd_registry(args: argparse.Namespace, _: list[str]) -> int:
     registry = Registry()
+    if args.name is not None:  # argparse fills KIND first: there is a KIND
+        return _show_component(registry, args.kind, args.name, args.format)
     kinds = [args.kind] if args.kind else list(KINDS)
     rows = [
         {
@@ -365,6 +646,115 @@ def _cmd_registry(args: argparse.Namespace, _: list[str]) -> int:
             detail = f" - {r['description']}" if args.kind and r["description"] else ""
             print(f"    {r['name']:<32} {r['plugin']}{detail}")
     return 0
+
+
+def component_report(registry: Registry, kind: str, name: str) -> dict[str, Any]:
+    """What ``oml registry KIND NAME`` shows: :meth:`Registry.describe` (kind, name, qualified name, aliases,
+    plugin, distribution, version, factory, signature, description), ``provider``, the factory's
+    ``arguments`` (``name``, ``kind``, ``annotation``, ``required``, ``default``: a json value, else its repr;
+    empty when the factory does not import) and the ``default_config`` (None when there is none).
+
+    Raises:
+        RegistryError: ``name`` is not a component of ``kind`` (with the close matches), or two plugins give it.
+    """
+    entry = registry.get(kind, name)
+    report = registry.describe(kind, name)
+    report["provider"] = entry.plugin.provider
+    try:
+        factory = entry.load()
+    except RegistryError:  # described as unavailable in the signature
+        report["arguments"] = []
+    else:
+        report["arguments"] = [_argument(p) for p in _parameters(factory)]
+    report["default_config"] = registry.default_config(kind, entry.name)
+    return report
+
+
+def _parameters(factory: Any) -> list[inspect.Parameter]:
+    """The parameters of ``factory`` (a class: of its constructor), string annotations evaluated where they
+    resolve."""
+    try:
+        signature = inspect.signature(factory, eval_str=True)
+    except Exception:  # unresolvable forward references: as written
+        try:
+            signature = inspect.signature(factory)
+        except (TypeError, ValueError):  # no signature (a builtin)
+            return []
+    return list(signature.parameters.values())
+
+
+def _argument(parameter: inspect.Parameter) -> dict[str, Any]:
+    empty = inspect.Parameter.empty
+    annotation = parameter.annotation
+    row: dict[str, Any] = {
+        "name": parameter.name,
+        "kind": parameter.kind.name.lower(),
+        "annotation": None if annotation is empty else inspect.formatannotation(annotation),
+        "required": parameter.default is empty
+        and parameter.kind not in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD),
+        "text": str(parameter),
+    }
+    if parameter.default is not empty:
+        row["default"] = _json_value(parameter.default)
+    return row
+
+
+def _json_value(value: Any) -> Any:
+    """``value`` where json writes it as it is (None, bool, numbers, strings, lists and dicts of them), else
+    its repr."""
+    try:
+        json.dumps(value, allow_nan=False)
+    except (TypeError, ValueError):
+        return repr(value)
+    return value
+
+
+def _show_component(registry: Registry, kind: str, name: str, fmt: str) -> int:
+    report = component_report(registry, kind, name)
+    if fmt == "json":
+        report = {
+            **report,
+            "arguments": [{k: v for k, v in a.items() if k != "text"} for a in report["arguments"]],
+        }
+        print(json.dumps(report, indent=2))
+        return 0
+    print(_component_text(report))
+    return 0
+
+
+def _component_text(report: dict[str, Any]) -> str:
+    """The table form of :func:`component_report`."""
+    from omegaconf import OmegaConf
+
+    rows = [
+        ("kind", report["kind"]),
+        ("name", f"{report['name']} (qualified: {report['qualified_name']})"),
+        ("aliases", ", ".join(report["aliases"]) or "(none)"),
+        (
+            "provider",
+            f"plugin {report['plugin']}, distribution "
+            f"{report['distribution'] or '(none, added in code)'} {report['version'] or ''}".rstrip(),
+        ),
+        ("description", report["description"] or "(none)"),
+        ("factory", report["factory"]),
+    ]
+    lines = [f"{label + ':':<13}{value}" for label, value in rows]
+    lines.append("arguments:")
+    if not report["arguments"]:
+        lines.append(f"    {report['signature']}" if report["signature"].startswith("<") else "    (none)")
+    for argument in report["arguments"]:
+        required = "  (required)" if argument["required"] else ""
+        lines.append(f"    {argument['text']}{required}")
+    config = report["default_config"]
+    if config is None:
+        lines.append("default config: (no default config)")
+    else:
+        lines.append(
+            f"default config ({report['kind']}/{report['name']}.yaml; on the command line "
+            f"{report['kind']}@KEY={report['name']}):"
+        )
+        lines.extend(f"    {line}" for line in OmegaConf.to_yaml(config).splitlines())
+    return "\n".join(lines)
 
 
 # ----------------------------------------------------------------------------------------- mock dataset

@@ -6,6 +6,7 @@ run here (the zoo and plugin loading have their own tests)."""
 from __future__ import annotations
 
 import re
+import shlex
 import shutil
 from pathlib import Path
 
@@ -64,3 +65,66 @@ def test_the_python_snippets_run_as_written(tmp_path, monkeypatch):
     n_train, n_val = len(namespace["df_train"]), len(namespace["df_val"])
     assert namespace["emb_train"].shape == (n_train, 512) and namespace["emb_val"].shape == (n_val, 512)
     assert (tmp_path / "embeddings.pt").is_file()
+
+
+SHELL_BLOCK = re.compile(r"^```bash\n(.*?)^```", re.MULTILINE | re.DOTALL)
+#: The section whose commands set up a machine (``make run``, ``make test``): CI runs ``make test`` itself.
+SETUP_SECTION = "The two commands"
+#: Commands that train: run with ``max_epochs=1`` unless they set it.
+TRAINING_COMMANDS = {"train", "train-postprocessor"}
+
+
+def shell_commands() -> list[str]:
+    """Every command line of the README's ```bash blocks, but the set-up section's, in order."""
+    commands = []
+    for section in re.split(r"^## ", README.read_text(encoding="utf-8"), flags=re.MULTILINE)[1:]:
+        if section.startswith(SETUP_SECTION):
+            continue
+        for block in SHELL_BLOCK.findall(section):
+            commands += [line for line in block.splitlines() if line.strip()]
+    return commands
+
+
+def test_the_readme_has_the_shell_commands_this_test_runs():
+    commands = shell_commands()
+    assert len(commands) == 20
+    assert all(shlex.split(command, comments=True)[0] == "oml" for command in commands)
+    setup = SHELL_BLOCK.findall(README.read_text(encoding="utf-8"))[0]
+    assert [line.split()[:2] for line in setup.splitlines()] == [["make", "run"], ["make", "test"]]
+
+
+@pytest.mark.slow
+def test_every_shell_command_runs_as_written(tmp_path, oml_cache_dir, monkeypatch, capsys):
+    """Each command of the README, top to bottom in one folder as a user types them (``oml ARGS`` is
+    ``oml_core.cli.main(ARGS)``), with ``max_epochs=1`` added to the ones that train and set no epochs; what
+    each one says it does is checked."""
+    from oml_core.cli import main
+
+    monkeypatch.setenv("OML_CACHE_DIR", str(oml_cache_dir))
+    monkeypatch.chdir(tmp_path)
+    outputs = {}
+    for command in shell_commands():
+        argv = shlex.split(command, comments=True)[1:]
+        if argv and argv[0] in TRAINING_COMMANDS and not any(a.startswith("max_epochs=") for a in argv):
+            argv.append("max_epochs=1")
+        status = main(argv)
+        captured = capsys.readouterr()
+        assert status == 0, f"{command}\n{captured.out[-2000:]}\n{captured.err[-2000:]}"
+        assert "Traceback" not in captured.err, command
+        outputs[command] = captured.out
+
+    def out(start: str) -> str:
+        return next(text for command, text in outputs.items() if command.startswith(start))
+
+    assert (tmp_path / "my_dataset" / "df.csv").is_file()
+    first_run = tmp_path / "logs" / "first_run" / "checkpoints"
+    assert (first_run / "best.ckpt").is_file() and (first_run / "last.ckpt").is_file()
+    assert "name: sgd" in out("oml train --show-config") and "momentum: 0.9" in out("oml train --show-config")
+    assert "Resumed from:     logs/first_run/checkpoints/last.ckpt" in out("oml train resume=")
+    assert "OVERALL/cmc/1" in out("oml validate ")
+    (predictions,) = tmp_path.glob("logs/*_prediction/predictions.json")
+    assert predictions.is_file()
+    assert (tmp_path / "logs" / "reranker" / "checkpoints" / "best.ckpt").is_file()
+    assert "OK: " in out("oml plugins --check")
+    assert "in_features" in out("oml registry loss arcface")
+    assert out("oml --version").startswith("oml-core ")
