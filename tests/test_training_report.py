@@ -144,3 +144,31 @@ def test_a_run_that_makes_the_embedding_worse_says_so(tmp_path, oml_cache_dir, m
     start, best = table["OVERALL/cmc/1"][0], table["OVERALL/cmc/1"][1]
     assert best < start
     assert f"Training made OVERALL/cmc/1 worse than the initial weights: {start:.4f} before training" in out
+
+
+def test_best_checkpoint_goes_on_from_the_resumed_runs_best_in_a_new_directory(tmp_path):
+    """Lightning's ModelCheckpoint forgets the best score when the resumed run writes elsewhere (then a worse
+    epoch would become best.ckpt); BestCheckpoint keeps it, and the earlier run's file as the best one."""
+    from pytorch_lightning.callbacks import ModelCheckpoint
+
+    from oml_core.lightning.callbacks.checkpoint import BestCheckpoint
+
+    earlier = tmp_path / "run_1" / "checkpoints"
+    state = {
+        "dirpath": str(earlier),
+        "best_model_score": torch.tensor(0.75),
+        "best_model_path": str(earlier / "best.ckpt"),
+        "kth_best_model_path": str(earlier / "best.ckpt"),
+        "kth_value": torch.tensor(0.75),
+        "best_k_models": {str(earlier / "best.ckpt"): torch.tensor(0.75)},
+    }
+    kwargs = {"dirpath": tmp_path / "run_2" / "checkpoints", "filename": "best", "monitor": "m", "mode": "max"}
+    lightning = ModelCheckpoint(**kwargs)
+    with pytest.warns(UserWarning, match="dirpath has changed"):
+        lightning.load_state_dict(state)
+    assert lightning.best_model_score is None  # what BestCheckpoint fixes
+    best = BestCheckpoint(**kwargs)
+    best.load_state_dict(state)
+    assert float(best.best_model_score) == 0.75 and best.best_model_path == str(earlier / "best.ckpt")
+    assert best.best_k_models == {str(earlier / "best.ckpt"): torch.tensor(0.75)}
+    assert float(best.kth_value) == 0.75
