@@ -162,7 +162,12 @@ def test_best_checkpoint_goes_on_from_the_resumed_runs_best_in_a_new_directory(t
         "kth_value": torch.tensor(0.75),
         "best_k_models": {str(earlier / "best.ckpt"): torch.tensor(0.75)},
     }
-    kwargs = {"dirpath": tmp_path / "run_2" / "checkpoints", "filename": "best", "monitor": "m", "mode": "max"}
+    kwargs = {
+        "dirpath": tmp_path / "run_2" / "checkpoints",
+        "filename": "best",
+        "monitor": "m",
+        "mode": "max",
+    }
     lightning = ModelCheckpoint(**kwargs)
     with pytest.warns(UserWarning, match="dirpath has changed"):
         lightning.load_state_dict(state)

@@ -528,8 +528,8 @@ def validate_config(cfg: Mapping[str, Any] | Any, pipeline: str) -> PipelineConf
 
 
 #: How alike (difflib's ratio) an unknown top-level key and a known one must be for the unknown key to be taken
-#: for a misspelling of the known one (``max_epoch``, ``valid_perod``, ``scheduler``: errors) rather than a variable of the
-#: user's (``hydra_dir``, ``extractor_weights`` in OML's configs: ignored).
+#: for a misspelling of the known one (``max_epoch``, ``valid_perod``, ``scheduler``: errors) rather than a
+#: variable of the user's (``hydra_dir``, ``extractor_weights`` in OML's configs: ignored).
 MISSPELLING_CUTOFF = 0.7
 #: A hydra defaults list, applied only when hydra composes the config.
 DEFAULTS_KEY = "defaults"
