@@ -217,9 +217,8 @@ def extractor_training_pipeline(
         metric_callback,
         history,
         ValidateAfterLastEpoch(),
-        *progress_callbacks(
-            trainer_args, config.metric_for_checkpointing
-        ),  # its line before last.ckpt's save
+        # the epoch's summary line (without a progress bar) comes before last.ckpt's save
+        *progress_callbacks(trainer_args, config.metric_for_checkpointing),
         best,
         last,
         RNGStateCallback(generators, resumable),
