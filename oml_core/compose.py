@@ -270,24 +270,19 @@ def _plain_option(search_dirs: list[str], group: str, option: str) -> Any:
     ``GROUP@KEY=OPTION``."""
     from omegaconf import DictConfig, OmegaConf
 
-    from oml_core.registry.registry import config_dir_path
+    from oml_core.registry.registry import find_option_file
 
-    for entry in search_dirs:
-        folder = config_dir_path(entry) if "://" in entry else Path(entry)
-        if folder is None:
-            continue
-        candidate = folder / group / f"{option}.yaml"
-        if not candidate.is_file():
-            continue
-        text = candidate.read_text(encoding="utf-8")
-        if "@package" in text:
-            return None
-        try:
-            value = OmegaConf.create(text)
-        except Exception:  # hydra's composition reports a yaml error with the line and column
-            return None
-        return value if isinstance(value, DictConfig) and DEFAULTS_KEY not in value else None
-    return None
+    candidate = find_option_file(search_dirs, group, option)
+    if candidate is None:
+        return None
+    text = candidate.read_text(encoding="utf-8")
+    if "@package" in text:
+        return None
+    try:
+        value = OmegaConf.create(text)
+    except Exception:  # hydra's composition reports a yaml error with the line and column
+        return None
+    return value if isinstance(value, DictConfig) and DEFAULTS_KEY not in value else None
 
 
 def _switched_spec(registry: Registry, selection: ComponentSelection, current: str) -> dict[str, Any]:

@@ -16,7 +16,7 @@ import difflib
 import functools
 import inspect
 import typing
-from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from oml_core.registry.arg_types import check_argument_types, type_hints
@@ -77,6 +77,21 @@ def config_dir_path(config_dir: str) -> Any:
         from pathlib import Path
 
         return Path(location)
+    return None
+
+
+def find_option_file(search_dirs: Sequence[str], group: str, option: str) -> Any:
+    """The first ``<group>/<option>.yaml`` in the hydra search-path entries ``search_dirs`` (``pkg://...``,
+    ``file://...`` or a plain folder), in their order, as a ``Path`` or ``Traversable``; None when none has it."""
+    from pathlib import Path
+
+    for entry in search_dirs:
+        folder = config_dir_path(entry) if "://" in entry else Path(entry)
+        if folder is None:
+            continue
+        candidate = folder / group / f"{option}.yaml"
+        if candidate.is_file():
+            return candidate
     return None
 
 
@@ -177,22 +192,17 @@ class Registry:
             ConfigError: the file is not a ``{name, args}`` mapping naming ``name``.
         """
         get_kind(kind)
-        for config_dir in self.config_dirs():
-            path = config_dir_path(config_dir)
-            if path is None:
-                continue
-            candidate = path / kind / f"{name}.yaml"
-            if not candidate.is_file():
-                continue
-            from omegaconf import OmegaConf
+        candidate = find_option_file(self.config_dirs(), kind, name)
+        if candidate is None:
+            return None
+        from omegaconf import OmegaConf
 
-            spec = to_plain(OmegaConf.load(str(candidate)))
-            if not is_spec(spec) or spec["name"].rpartition(":")[2] != name:
-                raise ConfigError(
-                    f"{candidate}: a default config must be a mapping {{name: {name}, args: {{...}}}}, got {spec!r}"
-                )
-            return spec
-        return None
+        spec = to_plain(OmegaConf.load(str(candidate)))
+        if not is_spec(spec) or spec["name"].rpartition(":")[2] != name:
+            raise ConfigError(
+                f"{candidate}: a default config must be a mapping {{name: {name}, args: {{...}}}}, got {spec!r}"
+            )
+        return spec
 
     # ------------------------------------------------------------------------------------- collection
     def _collect(self) -> dict[str, list[Entry]]:
