@@ -31,6 +31,16 @@ def test_the_readme_has_the_snippets_this_test_runs():
     assert len(blocks["Quick start in Python"]) == 1
     assert len(blocks["Validation and metrics in Python"]) == 1
     assert len(blocks["Pretrained models"]) == 2  # from_pretrained (a download), then the inference functions
+    assert len(blocks["Coming from OML"]) == 1
+
+
+def test_the_coming_from_oml_snippet_runs_as_written(capsys):
+    import oml_losses
+
+    namespace: dict = {}
+    exec(compile(python_blocks()["Coming from OML"][0], "README: coming from OML", "exec"), namespace)
+    assert isinstance(namespace["criterion"], oml_losses.TripletLossWithMiner)
+    assert "'norm_resize'" in capsys.readouterr().out
 
 
 @pytest.mark.slow

@@ -161,6 +161,19 @@ class Registry:
         )
         self._entries = None
 
+    def remove_plugin(self, name: str) -> None:
+        """Unregister the plugin ``name`` (added in code or loaded) and forget what it registered.
+
+        Raises:
+            KeyError: no plugin of that name.
+        """
+        if name not in self._records:
+            raise KeyError(f"no plugin named {name!r}; plugins: {sorted(self._records)}")
+        if self.pm.get_plugin(name) is not None:
+            self.pm.unregister(name=name)
+        del self._records[name]
+        self._entries = None
+
     def plugins(self) -> list[PluginRecord]:
         """Every plugin seen, loaded or failed, in load order (built-ins first)."""
         self._collect()

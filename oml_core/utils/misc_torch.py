@@ -1,4 +1,8 @@
-"""Torch helpers shared by the core and the plugins (distances, chunking)."""
+"""Torch helpers shared by the core and the plugins (distances, chunking).
+
+``PCA`` is importable from here too, as in OML (``from oml_core.utils.misc_torch import PCA``); it lives in
+:mod:`oml_core.utils.pca`, which imports this module, so it is exported lazily.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +10,10 @@ from collections.abc import Iterator
 
 import torch
 from torch import Tensor
+
+from oml_core.utils.lazy import lazy_exports
+
+__getattr__, __dir__ = lazy_exports(__name__, {"PCA": "oml_core.utils.pca"})
 
 #: Norms below this are clamped when dividing by them (zero vectors get cosine distance 1 to everything).
 NORM_EPS = 1e-12

@@ -1,0 +1,249 @@
+"""OML's import paths that have no module of their own in the core: ``oml_core.losses.triplet`` and the like.
+
+oml's import paths mirror OML's with ``oml_core`` for ``oml``. Most of OML's modules are real modules of the
+core. The rest name things that live in plugins here (OML's ``oml.losses``, ``oml.miners``, ``oml.samplers``,
+``oml.models``, ``oml.transforms``, ``oml.lightning.pipelines.logging``, ``oml.retrieval.postprocessors.pairwise``)
+or in a core module of another name (``oml.utils.download_mock_dataset``, ``oml.registry.models``, ...). For
+these paths the core provides *forwarding modules*, so that code written for OML runs with only the
+``oml`` -> ``oml_core`` change::
+
+    from oml_core.losses.triplet import TripletLossWithMiner      # the class of the oml-losses plugin
+    from oml_core.models import ViTExtractor                       # the class of the oml-models plugin
+    from oml_core.utils.download_mock_dataset import download_mock_dataset
+
+Each path of :data:`OML_MODULES` is a :class:`ForwardingModule` created on first import by
+:class:`OmlModuleFinder` (a ``sys.meta_path`` finder installed by ``import oml_core``, consulted after the
+regular finders, so a real module always wins). A forwarding module imports nothing when it is imported. Its
+attribute ``name`` is looked up, on first access, in this order:
+
+1. the core modules listed for the path (``core``);
+2. the components of the path's registry kinds (``kinds``) in :func:`~oml_core.registry.default_registry`, whose
+   factory is called ``name`` (a lazy ``"module:attr"`` factory is matched on ``attr``, without importing);
+3. the top-level exports of the packages of the plugins that register components of those kinds (every plugin
+   package exports its public classes at its top level: ``from oml_losses import TripletLossWithMiner``).
+
+The first of these steps that finds ``name`` gives it, and it is cached in the module. The core imports no
+plugin by name: which packages are searched follows from the installed plugins. Two different objects of one
+name within a step (two plugins exporting ``ResnetExtractor``) are an error naming both, never a silent choice.
+A public name found nowhere raises :class:`OmlNameError` (an ``ImportError``, so that ``from ... import``
+shows its message) naming the packages searched; a name starting with ``_`` raises ``AttributeError``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.abc
+import importlib.machinery
+import importlib.util
+import sys
+import types
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+#: The package whose submodules this module provides.
+CORE_PACKAGE = "oml_core"
+
+
+@dataclass(frozen=True)
+class OmlModule:
+    """Where the names of one of OML's modules come from.
+
+    Attributes:
+        core: Core modules searched first, in order.
+        kinds: Registry kinds whose components, and whose plugins' packages, are searched next.
+    """
+
+    core: tuple[str, ...] = ()
+    kinds: tuple[str, ...] = ()
+
+
+def _same(paths: Iterable[str], source: OmlModule) -> dict[str, OmlModule]:
+    return dict.fromkeys(paths, source)
+
+
+_MODELS = OmlModule(kinds=("extractor", "pairwise_model"))
+_LOSSES = OmlModule(kinds=("loss",))
+_MINERS = OmlModule(kinds=("miner", "pairs_miner"))
+_SAMPLERS = OmlModule(kinds=("sampler",))
+_TRANSFORMS = OmlModule(kinds=("transforms",))
+_OML_REGISTRIES = OmlModule(core=("oml_core.registry.oml_registries",))
+
+#: OML 4.0's module paths (relative to the package) that the core provides as forwarding modules.
+OML_MODULES: dict[str, OmlModule] = {
+    **_same(
+        (
+            "models",
+            "models.meta",
+            "models.meta.projection",
+            "models.meta.siamese",
+            "models.resnet",
+            "models.resnet.extractor",
+            "models.resnet.pooling",
+            "models.vit_clip",
+            "models.vit_clip.extractor",
+            "models.vit_dino",
+            "models.vit_dino.extractor",
+            "models.vit_unicom",
+            "models.vit_unicom.extractor",
+        ),
+        _MODELS,
+    ),
+    **_same(("losses", "losses.arcface", "losses.surrogate_precision", "losses.triplet"), _LOSSES),
+    "functional.losses": _LOSSES,
+    **_same(
+        (
+            "miners",
+            "miners.cross_batch",
+            "miners.inbatch_all_tri",
+            "miners.inbatch_hard_cluster",
+            "miners.inbatch_hard_tri",
+            "miners.inbatch_nhard_tri",
+            "miners.miner_with_bank",
+            "miners.pairs",
+        ),
+        _MINERS,
+    ),
+    **_same(
+        ("samplers", "samplers.balance", "samplers.category_balance", "samplers.distinct_category_balance"),
+        _SAMPLERS,
+    ),
+    **_same(("transforms", "transforms.images", "transforms.images.torchvision"), _TRANSFORMS),
+    "lightning.pipelines.logging": OmlModule(kinds=("logger",)),
+    "retrieval.postprocessors.algo": OmlModule(core=("oml_core.retrieval.postprocessors.thresholding",)),
+    "retrieval.postprocessors.pairwise": OmlModule(kinds=("postprocessor",)),
+    "utils.download_mock_dataset": OmlModule(core=("oml_core.datasets.mock",)),
+    **_same(
+        (
+            "registry.loggers",
+            "registry.losses",
+            "registry.miners",
+            "registry.models",
+            "registry.optimizers",
+            "registry.postprocessors",
+            "registry.samplers",
+            "registry.schedulers",
+            "registry.transforms",
+        ),
+        _OML_REGISTRIES,
+    ),
+}
+
+
+class OmlNameError(ImportError):
+    """A public name that a forwarding module cannot find (or finds twice)."""
+
+
+def _factory_attr(factory: Any) -> str | None:
+    if isinstance(factory, str):
+        return factory.rpartition(":")[2].rpartition(".")[2]
+    return getattr(factory, "__name__", None)
+
+
+def _plugin_package(module: str | None) -> str | None:
+    """The package of a plugin's module (``oml_losses.plugin`` -> ``oml_losses``); ``None`` for a top-level module."""
+    if not module or "." not in module:
+        return None
+    return module.rpartition(".")[0]
+
+
+def _one(found: Sequence[tuple[str, Any]], module: str, name: str) -> Any:
+    distinct: list[tuple[str, Any]] = []
+    for where, value in found:
+        if all(value is not other for _, other in distinct):
+            distinct.append((where, value))
+    if len(distinct) > 1:
+        raise OmlNameError(
+            f"{module}.{name} is ambiguous: it is given by {', '.join(w for w, _ in distinct)}; "
+            f"import it from one of these directly"
+        )
+    return distinct[0][1]
+
+
+def find_forwarded(module: str, source: OmlModule, name: str) -> Any:
+    """Look ``name`` up for the forwarding module ``module`` (see the module's docstring for the order).
+
+    Raises:
+        OmlNameError: ``name`` is found nowhere, or two different objects are found in one step.
+    """
+    found: list[tuple[str, Any]] = []
+    for core_module in source.core:
+        imported = importlib.import_module(core_module)
+        if hasattr(imported, name):
+            found.append((core_module, getattr(imported, name)))
+    if found:
+        return _one(found, module, name)
+    if not source.kinds:
+        raise OmlNameError(f"{module} has no {name!r} (looked in {', '.join(source.core)})")
+
+    from oml_core.registry import default_registry
+
+    registry = default_registry()
+    entries = [entry for kind in source.kinds for entry in registry.entries(kind)]
+    found = [(e.factory_path, e.load()) for e in entries if _factory_attr(e.factory) == name]
+    if found:
+        return _one(found, module, name)
+    packages = list(dict.fromkeys(p for e in entries if (p := _plugin_package(e.plugin.module)) is not None))
+    for package in packages:
+        imported = importlib.import_module(package)
+        if hasattr(imported, name):
+            found.append((package, getattr(imported, name)))
+    if found:
+        return _one(found, module, name)
+    raise OmlNameError(
+        f"{module} (OML's {module.replace(CORE_PACKAGE, 'oml', 1)}) has no {name!r}: no registered "
+        f"{' or '.join(source.kinds)} component is called so and the packages of the plugins that provide them "
+        f"({', '.join(packages) or 'none installed'}) do not export it. Run `oml plugins` to see what is installed."
+    )
+
+
+class ForwardingModule(types.ModuleType):
+    """A module of :data:`OML_MODULES`: its attributes are looked up by :func:`find_forwarded` and cached."""
+
+    def __init__(self, name: str, source: OmlModule) -> None:
+        super().__init__(
+            name, f"OML's {name.replace(CORE_PACKAGE, 'oml', 1)}, forwarded (oml_core.oml_modules)"
+        )
+        self.__oml_source__ = source
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):
+            raise AttributeError(f"module {self.__name__!r} has no attribute {name!r}")
+        value = find_forwarded(self.__name__, self.__oml_source__, name)
+        setattr(self, name, value)
+        return value
+
+
+class OmlModuleFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Creates the forwarding modules of :data:`OML_MODULES` (``oml_core.<path>``) when they are imported."""
+
+    def find_spec(
+        self, fullname: str, path: Sequence[str] | None, target: types.ModuleType | None = None
+    ) -> importlib.machinery.ModuleSpec | None:
+        package, _, relative = fullname.partition(".")
+        if package != CORE_PACKAGE or relative not in OML_MODULES:
+            return None
+        return importlib.util.spec_from_loader(fullname, self, is_package=True)
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> types.ModuleType:
+        return ForwardingModule(spec.name, OML_MODULES[spec.name.partition(".")[2]])
+
+    def exec_module(self, module: types.ModuleType) -> None:
+        """Nothing to run: a forwarding module finds its names on access."""
+
+
+def install_oml_module_finder() -> None:
+    """Append an :class:`OmlModuleFinder` to ``sys.meta_path`` unless one is there (called by ``import oml_core``)."""
+    if not any(isinstance(finder, OmlModuleFinder) for finder in sys.meta_path):
+        sys.meta_path.append(OmlModuleFinder())
+
+
+__all__ = [
+    "OML_MODULES",
+    "ForwardingModule",
+    "OmlModule",
+    "OmlModuleFinder",
+    "OmlNameError",
+    "find_forwarded",
+    "install_oml_module_finder",
+]

@@ -1,0 +1,174 @@
+"""OML's registry modules (``oml.registry.models``, ``oml.registry.losses``, ...) as views of oml's registry.
+
+OML keeps one module-level dict per kind (``EXTRACTORS_REGISTRY = {"vit": ViTExtractor, ...}``) and a pair of
+functions per kind (``get_extractor(name, **kwargs)``, ``get_extractor_by_cfg(cfg, **kwargs)``). oml has no
+module-level registries: components come from plugins through :class:`~oml_core.registry.Registry`. This
+module gives OML's names over the registry of :func:`~oml_core.registry.default_registry`, so that code
+written for OML runs with ``oml`` -> ``oml_core``::
+
+    from oml_core.registry.models import EXTRACTORS_REGISTRY
+    from oml_core.registry.transforms import TRANSFORMS_REGISTRY
+
+    TRANSFORMS_REGISTRY["custom_augmentations"] = get_custom_augs    # registers in default_registry()
+    EXTRACTORS_REGISTRY["custom_extractor"] = CustomExtractor
+    extractor_training_pipeline(cfg)                                   # cfg.extractor.name: custom_extractor
+
+A view (:class:`KindRegistryView`) holds no components of its own: reading looks the name up in the registry,
+iterating lists the registry's names, and assigning registers the factory through a plugin added in code
+(``add_plugin``), checked like any other plugin's, so the interface check and the duplicate-name rule apply.
+``oml_core.registry.models``, ``oml_core.registry.losses`` and the other OML registry module paths are this
+module (see :mod:`oml_core.oml_modules`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, MutableMapping
+from typing import Any
+
+from oml_core.markers import hookimpl
+from oml_core.registry.errors import UnknownNameError
+from oml_core.registry.kinds import get_kind
+from oml_core.registry.registry import Registry, default_registry, to_plain
+from oml_core.zoo.store import get_transforms_for_pretrained
+
+
+class KindRegistryView(MutableMapping[str, Any]):
+    """OML's ``<KIND>S_REGISTRY`` dict over one kind of a :class:`Registry` (``default_registry()`` if none).
+
+    - ``view[name]`` is the component's factory (a lazy ``"module:attr"`` factory is imported); an unknown name
+      raises a ``KeyError`` with the registry's message (close matches, known names), so ``view.get(name)`` is
+      ``None`` for it, as on a dict.
+    - ``view[name] = factory`` registers ``factory`` (a callable or a ``"module:attr"`` string) under ``name``
+      through a plugin added in code and named ``user-<kind>-<name>``. The factory is checked at once (a class
+      must implement the kind's interface). Assigning the same name again replaces the earlier assignment;
+      assigning a name that an installed plugin registers makes the name ambiguous, as with any two plugins
+      (``plugin:name`` chooses).
+    - ``del view[name]`` is refused: a plugin's registrations cannot be taken back one by one.
+    """
+
+    def __init__(self, kind: str, registry: Registry | None = None) -> None:
+        self.kind = get_kind(kind).name
+        self._registry = registry
+
+    @property
+    def registry(self) -> Registry:
+        """The registry this view reads and registers into."""
+        return self._registry if self._registry is not None else default_registry()
+
+    def __getitem__(self, name: str) -> Any:
+        try:
+            entry = self.registry.get(self.kind, name)
+        except UnknownNameError as e:  # a dict's KeyError, so that get(), pop() and `in` work as on a dict
+            raise KeyError(str(e)) from e
+        return entry.load()
+
+    def __setitem__(self, name: str, factory: Callable[..., Any] | str) -> None:
+        hook = get_kind(self.kind).hook
+
+        def register_one(register: Callable[..., None]) -> None:
+            register(name, factory)
+
+        plugin = type(f"register_{self.kind}_{name}", (), {hook: staticmethod(hookimpl(register_one))})
+        plugin_name = f"user-{self.kind}-{name}"
+        # checked on its own first, strictly: a bad name or a class that is not of the kind's interface raises
+        # here, at the assignment, instead of being skipped with a warning when the registry is next read
+        Registry([(plugin_name, plugin)], load_entrypoints=False, builtins=False, strict=True).entries(
+            self.kind
+        )
+        registry = self.registry
+        if any(record.info.name == plugin_name for record in registry.plugins()):
+            registry.remove_plugin(plugin_name)  # assigning the same name again replaces, as in a dict
+        registry.add_plugin(plugin, name=plugin_name)
+
+    def __delitem__(self, name: str) -> None:
+        raise TypeError(f"{self.kind} {name!r}: a registered component cannot be removed from the registry")
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and any(
+            name in (e.name, *e.aliases, e.qualified_name) for e in self.registry.entries(self.kind)
+        )
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.registry.names(self.kind))
+
+    def __len__(self) -> int:
+        return len(self.registry.names(self.kind))
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.kind!r}, names={list(self)})"
+
+
+def _builders(kind: str) -> tuple[Callable[..., Any], Callable[..., Any]]:
+    """OML's ``get_<kind>(name, **kwargs)`` and ``get_<kind>_by_cfg(cfg, **kwargs)`` for one kind."""
+
+    def get(name: str, **kwargs: Any) -> Any:
+        return default_registry().build(kind, {"name": name, "args": {}}, **kwargs)
+
+    def get_by_cfg(cfg: Any, **kwargs: Any) -> Any:
+        return default_registry().build(kind, to_plain(cfg), **kwargs)
+
+    get.__doc__ = (
+        f"Build the {kind} ``name`` of ``default_registry()`` with ``kwargs`` as its arguments (OML's name)."
+    )
+    get_by_cfg.__doc__ = (
+        f"Build a {kind} from its ``{{name, args}}`` config; ``kwargs`` are runtime arguments (OML's name)."
+    )
+    return get, get_by_cfg
+
+
+EXTRACTORS_REGISTRY = KindRegistryView("extractor")
+PAIRWISE_MODELS_REGISTRY = KindRegistryView("pairwise_model")
+LOSSES_REGISTRY = KindRegistryView("loss")
+MINERS_REGISTRY = KindRegistryView("miner")
+SAMPLERS_REGISTRY = KindRegistryView("sampler")
+OPTIMIZERS_REGISTRY = KindRegistryView("optimizer")
+SCHEDULERS_REGISTRY = KindRegistryView("scheduler")
+TRANSFORMS_REGISTRY = KindRegistryView("transforms")
+LOGGERS_REGISTRY = KindRegistryView("logger")
+POSTPROCESSORS_REGISTRY = KindRegistryView("postprocessor")
+
+get_extractor, get_extractor_by_cfg = _builders("extractor")
+get_pairwise_model, get_pairwise_model_by_cfg = _builders("pairwise_model")
+get_criterion, get_criterion_by_cfg = _builders("loss")
+get_miner, get_miner_by_cfg = _builders("miner")
+get_sampler, get_sampler_by_cfg = _builders("sampler")
+get_optimizer, get_optimizer_by_cfg = _builders("optimizer")
+get_scheduler, get_scheduler_by_cfg = _builders("scheduler")
+get_transforms, get_transforms_by_cfg = _builders("transforms")
+get_logger, get_logger_by_cfg = _builders("logger")
+get_postprocessor, get_postprocessor_by_cfg = _builders("postprocessor")
+
+__all__ = [
+    "EXTRACTORS_REGISTRY",
+    "LOGGERS_REGISTRY",
+    "LOSSES_REGISTRY",
+    "MINERS_REGISTRY",
+    "OPTIMIZERS_REGISTRY",
+    "PAIRWISE_MODELS_REGISTRY",
+    "POSTPROCESSORS_REGISTRY",
+    "SAMPLERS_REGISTRY",
+    "SCHEDULERS_REGISTRY",
+    "TRANSFORMS_REGISTRY",
+    "KindRegistryView",
+    "get_criterion",
+    "get_criterion_by_cfg",
+    "get_extractor",
+    "get_extractor_by_cfg",
+    "get_logger",
+    "get_logger_by_cfg",
+    "get_miner",
+    "get_miner_by_cfg",
+    "get_optimizer",
+    "get_optimizer_by_cfg",
+    "get_pairwise_model",
+    "get_pairwise_model_by_cfg",
+    "get_postprocessor",
+    "get_postprocessor_by_cfg",
+    "get_sampler",
+    "get_sampler_by_cfg",
+    "get_scheduler",
+    "get_scheduler_by_cfg",
+    "get_transforms",
+    "get_transforms_by_cfg",
+    "get_transforms_for_pretrained",
+]
