@@ -37,6 +37,7 @@ SPEC_KINDS = {
     "pairwise_model": (TRAIN_POSTPROCESSOR, "pairwise_model", []),
     "pairs_miner": (TRAIN_POSTPROCESSOR, "pairs_miner", []),
     "postprocessor": (VALIDATE, "postprocessor", []),
+    "knn_backend": (VALIDATE, "metric_args.knn_backend", []),
 }
 #: The kinds that are no ``{name, args}`` specs: metrics are asked for by ``<name>_top_k``, zoo entries by key.
 NOT_SPEC_KINDS = {"retrieval_metric", "pretrained"}

@@ -18,7 +18,9 @@ from oml_core.interfaces.datasets import (
     IQueryGalleryDataset,
     IQueryGalleryLabeledDataset,
 )
+from oml_core.metrics import EmbeddingMetrics
 from oml_core.retrieval import RetrievalResults
+from oml_core.retrieval.knn_backends import ExactKnnIndex
 
 
 class FakeQGDataset(IQueryGalleryLabeledDataset):
@@ -451,3 +453,46 @@ def test_cuda_embeddings_give_the_same_results(distance: str) -> None:
     assert [r.tolist() for r in on_gpu.retrieved_ids] == [r.tolist() for r in on_cpu.retrieved_ids]
     assert [g.tolist() for g in on_gpu.gt_ids] == [g.tolist() for g in on_cpu.gt_ids]
     assert all(d.device.type == "cpu" for d in on_gpu.distances)
+
+
+@pytest.mark.parametrize("distance", ["l2", "cosine"])
+@pytest.mark.parametrize("with_sequence", [False, True])
+def test_through_the_exact_knn_backend_matches_naive(distance: str, with_sequence: bool) -> None:
+    embeddings, dataset = random_dataset(seed=5, with_sequence=with_sequence)
+    for n_items in (1, 5, 1000):
+        default = RetrievalResults.from_embeddings(embeddings, dataset, n_items=n_items, distance=distance)
+        for backend in ("exact", {"name": "exact", "args": {"chunk_size": 3}}, ExactKnnIndex(distance)):
+            rr = RetrievalResults.from_embeddings(
+                embeddings, dataset, n_items=n_items, distance=distance, knn_backend=backend
+            )
+            assert_same_as_naive(rr, naive_retrieval(embeddings, dataset, n_items, distance))
+            assert torch.equal(rr.n_gallery, default.n_gallery)
+
+
+def test_a_knn_backend_of_another_distance_or_not_empty_is_refused() -> None:
+    embeddings, dataset = random_dataset(seed=5)
+    with pytest.raises(ValueError, match="searches by 'cosine' distance, the retrieval by 'l2'"):
+        RetrievalResults.from_embeddings(embeddings, dataset, knn_backend=ExactKnnIndex("cosine"))
+    used = ExactKnnIndex()
+    used.add(torch.zeros(2, 5))
+    with pytest.raises(ValueError, match="must be given empty, it holds 2 items"):
+        RetrievalResults.from_embeddings(embeddings, dataset, knn_backend=used)
+    with pytest.raises(LookupError, match="Unknown knn_backend 'faiss_flatt'"):
+        RetrievalResults.from_embeddings(embeddings, dataset, knn_backend="faiss_flatt")
+
+
+def test_embedding_metrics_through_a_knn_backend_are_the_exact_ones() -> None:
+    embeddings, dataset = random_dataset(seed=6, n=60, with_sequence=True)
+    results = []
+    for backend in (None, {"name": "exact", "args": {"memory_budget": 64}}):
+        calculator = EmbeddingMetrics(
+            dataset, cmc_top_k=(1, 5), map_top_k=(5,), verbose=False, knn_backend=backend
+        )
+        calculator.setup(len(dataset))
+        calculator.update(embeddings, torch.arange(len(dataset)))
+        results.append(calculator.compute_metrics()["OVERALL"])
+    for metric in ("cmc", "precision", "map"):
+        for k, value in results[0][metric].items():
+            torch.testing.assert_close(results[1][metric][k], value)
+    with pytest.raises(LookupError, match="Unknown knn_backend 'nope'"):
+        EmbeddingMetrics(dataset, knn_backend="nope")

@@ -122,6 +122,22 @@ def test_constant_thresholding_cuts_the_retrieved_items_beyond_the_threshold(reg
     assert cut == pytest.approx({"OVERALL/cmc/1": 0.5, "OVERALL/cmc/2": 0.5})
 
 
+def test_validation_through_a_knn_backend_of_the_config(registry, tmp_path, four_greys):
+    """``metric_args.knn_backend`` picks the backend; the exact one gives the hand-computed values above, and an
+    unknown one is the registry's error, with the close names."""
+    cfg = _config(VALIDATION, registry, tmp_path, f"dataset_root={four_greys}")
+    cfg.update(extractor=MEAN_PIXEL, transforms_val=UNIT_PIXELS, postprocessor=None)
+    cfg["metric_args"] = {"cmc_top_k": [1, 2], "precision_top_k": [], "map_top_k": [], "pcf_variance": []}
+    cfg["metric_args"]["knn_backend"] = {"name": "exact", "args": {"chunk_size": 1}}
+    metrics = extractor_validation_pipeline(cfg, registry=registry).metrics
+    assert metrics == pytest.approx({"OVERALL/cmc/1": 0.75, "OVERALL/cmc/2": 1.0})
+    cfg["metric_args"]["knn_backend"] = "faiss_hsnw"
+    with pytest.raises(
+        UnknownNameError, match=r"Unknown knn_backend 'faiss_hsnw'. Known knn_backend names: exact"
+    ):
+        extractor_validation_pipeline(cfg, registry=registry)
+
+
 def test_validation_writes_the_worst_queries_and_the_config(registry, tmp_path, four_greys):
     overrides = [f"dataset_root={four_greys}", "log_images=true", "logs_folder=greys"]
     cfg = _config(VALIDATION, registry, tmp_path, *overrides)

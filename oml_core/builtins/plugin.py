@@ -86,3 +86,12 @@ def oml_register_postprocessors(register):
         "oml_core.retrieval.postprocessors.thresholding:AdaptiveThresholding",
         description="cut every retrieved list after its first big distance gap",
     )
+
+
+@hookimpl
+def oml_register_knn_backends(register):
+    register(
+        "exact",
+        "oml_core.retrieval.knn_backends:ExactKnnIndex",
+        description="exact search in memory-bounded blocks (the default)",
+    )

@@ -187,6 +187,25 @@ def _expand(groups: _Groups, rows: slice) -> tuple[LongTensor, LongTensor]:
     return local, groups.order[starts[local] + offsets]
 
 
+def ground_truth_ids(
+    labels_query: LongTensor, labels_gallery: LongTensor, keys_query: LongTensor, keys_gallery: LongTensor
+) -> Ragged:
+    """Every query's ground truth: the gallery positions with its label, minus those sharing its ignore key
+    (itself, its sequence), ascending, on the CPU. Grouped by sorting the gallery's labels once, never by a
+    ``Q x G`` comparison.
+
+    Args:
+        labels_query: ``[Q]`` integer labels of the queries (coded as the gallery's).
+        labels_gallery: ``[G]`` integer labels of the gallery items.
+        keys_query: ``[Q]`` ignore keys of the queries.
+        keys_gallery: ``[G]`` ignore keys of the gallery items (equal keys: an ignored pair).
+    """
+    rows, positions = _expand(_group(labels_gallery, labels_query), slice(None))
+    keep = keys_gallery[positions] != keys_query[rows]
+    rows, positions = rows[keep], positions[keep]
+    return Ragged(positions.cpu(), torch.bincount(rows, minlength=len(labels_query)).cpu())
+
+
 # --------------------------------------------------------------------------------------- the search
 def _contiguous_range(ids: LongTensor) -> slice | None:
     """``slice(a, b)`` when ``ids`` is ``a, a + 1, ..., b - 1``, else ``None``."""
@@ -341,10 +360,7 @@ class _Search:
 
     def gt_ids(self, labels_query: LongTensor, labels_gallery: LongTensor) -> Ragged:
         """Gallery positions of every query's label, minus the ignored ones, ascending (CPU)."""
-        rows, positions = _expand(_group(labels_gallery, labels_query), slice(None))
-        keep = self.keys_gallery[positions] != self.keys_query[rows]
-        rows, positions = rows[keep], positions[keep]
-        return Ragged(positions.cpu(), torch.bincount(rows, minlength=self.n_query).cpu())
+        return ground_truth_ids(labels_query, labels_gallery, self.keys_query, self.keys_gallery)
 
     def _query_rows(self, rows: slice) -> Tensor:
         """The embeddings of the queries ``rows`` (positions), in the search's dtype."""
@@ -950,6 +966,7 @@ __all__ = [
     "default_memory_budget",
     "batched_knn",
     "get_distance_fn",
+    "ground_truth_ids",
     "iter_distance_blocks",
     "search_knn",
     "search_knn_qg",

@@ -102,6 +102,9 @@ def calc_retrieval_metrics_rr(
         verbose: Set ``True`` to see progress bars.
         registry: Where the metric functions are looked up (``default_registry()`` when ``None``).
         metric_kwargs: Options of given metrics, e.g. ``{"fallout": {"empty_target_action": "skip"}}``.
+        knn_backend: The kNN backend retrieval searches through (kind ``knn_backend``): a name or a
+            ``{name, args}`` spec, built anew for every :meth:`compute_metrics`; ``None``: the exact blockwise
+            search. In a pipeline config: ``metric_args.knn_backend``.
         other_top_k: ``<name>_top_k`` values of other registered retrieval metrics (``recall_top_k=(1, 5)``).
 
     Returns:
@@ -264,6 +267,7 @@ class EmbeddingMetrics(IMetricVisualisable):
         distance: str = "l2",
         registry: Registry | None = None,
         metric_kwargs: Mapping[str, Mapping[str, Any]] | None = None,
+        knn_backend: Mapping[str, Any] | str | None = None,
         **other_top_k: tuple[int, ...],
     ) -> None:
         self.dataset = dataset
@@ -297,6 +301,9 @@ class EmbeddingMetrics(IMetricVisualisable):
                 f"{sorted(set(self.metric_kwargs) - set(self.top_k))}; requested: {list(self.top_k)}"
             )
 
+        self.knn_backend = knn_backend
+        if knn_backend is not None:  # an unknown backend fails now, not after an epoch
+            registry.get("knn_backend", knn_backend if isinstance(knn_backend, str) else knn_backend["name"])
         self.retrieval_results: RetrievalResults | None = None
         self.metrics: TMetricsDict | None = None
         self.metrics_unreduced: TMetricsDict | None = None
@@ -403,7 +410,12 @@ class EmbeddingMetrics(IMetricVisualisable):
         embeddings = self._embeddings
         query_ids, gallery_ids = get_query_gallery_ids(self.dataset, VALIDATION_SPLIT)
         rr = RetrievalResults.from_embeddings(
-            embeddings, self.dataset, n_items=self._n_items_to_retrieve(), distance=self.distance
+            embeddings,
+            self.dataset,
+            n_items=self._n_items_to_retrieve(),
+            distance=self.distance,
+            knn_backend=self.knn_backend,
+            registry=self.registry,
         )
         if self.top_k or self.fmr_vals:
             check_ground_truth(rr, VALIDATION_SPLIT)

@@ -113,6 +113,16 @@ def oml_register_retrieval_metrics(register: RegisterCallback) -> None:
 
 
 @hookspec
+def oml_register_knn_backends(register: RegisterCallback) -> None:
+    """Register k-nearest-neighbour backends: factories of :class:`~oml_core.interfaces.knn.IKnnIndex`.
+
+    A factory takes ``distance`` (``"l2"`` or ``"cosine"``) and its own parameters and returns an empty index;
+    retrieval adds the gallery to it and searches it, with the exclusion contract of ``IKnnIndex`` (a query
+    never retrieves an item of its own group). The core registers ``exact``; oml-faiss adds faiss's indexes.
+    """
+
+
+@hookspec
 def oml_register_pretrained(register: RegisterCallback) -> None:
     """Register checkpoints of the pretrained zoo (the factory returns the checkpoint's metadata)."""
 

@@ -92,6 +92,13 @@ _KINDS = (
         True,
         "per-query retrieval metrics computed by name",
     ),
+    Kind(
+        "knn_backend",
+        "oml_register_knn_backends",
+        "oml_core.interfaces.knn:IKnnIndex",
+        False,
+        "k-nearest-neighbour indexes that retrieval searches through",
+    ),
     Kind("pretrained", "oml_register_pretrained", None, False, "checkpoints of the pretrained zoo"),
 )
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -26,7 +26,11 @@ from oml_core.const import (
 )
 from oml_core.functional.knn import KnnResult, search_knn, search_knn_qg
 from oml_core.interfaces.datasets import IBaseDataset, IQueryGalleryDataset, IQueryGalleryLabeledDataset
+from oml_core.interfaces.knn import IKnnIndex
 from oml_core.utils.ragged import Ragged
+
+if TYPE_CHECKING:
+    from oml_core.registry import Registry
 
 # Frame colours of :meth:`RetrievalResults.visualize` and :meth:`RetrievalResults.visualize_as_html`, the
 # manual's convention with OML's colours (:mod:`oml_core.const`, RGB 0..255):
@@ -323,6 +327,8 @@ class RetrievalResults:
         chunk_size: int | None = None,
         memory_budget: int | None = None,
         verbose: bool = False,
+        knn_backend: IKnnIndex | Mapping[str, Any] | str | None = None,
+        registry: Registry | None = None,
     ) -> RetrievalResults:
         """Retrieve the ``n_items`` closest gallery items of every query of ``dataset``.
 
@@ -344,6 +350,12 @@ class RetrievalResults:
             memory_budget: Bytes of one block (``None``: 16 MiB on the CPU, where blocks then stay in the cache;
                 1 GiB on accelerators). See :func:`~oml_core.functional.knn.iter_distance_blocks`.
             verbose: Set ``True`` to see a progress bar.
+            knn_backend: Search through a registered kNN backend instead (kind ``knn_backend``): its name, a
+                ``{name, args}`` spec (``distance`` is filled in) or an empty ``IKnnIndex``; ``None``: the exact
+                blockwise search above. The exclusion rules are the same for every backend
+                (:func:`~oml_core.retrieval.knn_backends.search_with_index`); ``chunk_size``, ``memory_budget``
+                and ``verbose`` are the exact search's and are not passed on.
+            registry: Where ``knn_backend`` is looked up (``default_registry()`` when ``None``).
 
         Float16 and bfloat16 embeddings give the distances that their float32 values give (they are computed
         in float32, block by block).
@@ -364,6 +376,19 @@ class RetrievalResults:
             raise ValueError(f"got {len(embeddings)} embeddings for a dataset of {len(dataset)} items")
         query_ids, gallery_ids = get_query_gallery_ids(dataset, f"the dataset ({type(dataset).__name__})")
         labels = _labels_of(dataset)
+        if knn_backend is not None:
+            from oml_core.retrieval.knn_backends import make_knn_index, search_with_index
+
+            result = search_with_index(
+                make_knn_index(knn_backend, distance, registry),
+                embeddings,
+                query_ids,
+                gallery_ids,
+                n_items,
+                labels_gt=None if labels is None else factorize(labels),
+                sequence_ids=get_sequence_ids(dataset),
+            )
+            return cls._from_knn(result)
         result = search_knn(
             embeddings=embeddings,
             ids_query=query_ids,

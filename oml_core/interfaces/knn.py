@@ -1,0 +1,73 @@
+"""The interface of a k-nearest-neighbour index, what the registry's ``knn_backend`` kind holds."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from pathlib import Path
+from typing import NamedTuple
+
+from torch import LongTensor, Tensor
+
+
+class KnnSearchResult(NamedTuple):
+    """What :meth:`IKnnIndex.search` returns for ``Q`` queries and ``k`` neighbours.
+
+    Row ``q`` holds query ``q``'s neighbours by ascending distance; a query with fewer than ``k`` retrievable
+    items has its row padded with ``inf`` distances and ``-1`` ids after them.
+    """
+
+    #: ``[Q, k]`` distances (``"l2"``: Euclidean; ``"cosine"``: ``1 - cosine similarity``), float32.
+    distances: Tensor
+    #: ``[Q, k]`` ids of the retrieved items (the ids given to :meth:`IKnnIndex.add`), int64.
+    ids: LongTensor
+
+
+class IKnnIndex(ABC):
+    """A set of embeddings to search for the nearest neighbours of queries.
+
+    Contract, for every backend:
+
+    - Items are added with :meth:`add`, each with an integer id (returned by :meth:`search`) and an integer
+      *group*. :meth:`search` never returns, for query ``q``, an item whose group equals ``exclude[q]``: a
+      query's own item (group = dataset index) and the items of its sequence (group = sequence id) are left out
+      this way. A backend that cannot mask inside its search fetches more and filters (see
+      :func:`oml_core.retrieval.knn_backends.search_excluding`); either way up to ``k`` *retrievable* items are
+      returned.
+    - ``distance`` is ``"l2"`` or ``"cosine"`` and is fixed when the index is made; distances are returned in
+      that metric whatever the backend computes internally (e.g. faiss's squared L2 or inner products).
+    - An exact backend returns the true ``k`` nearest, ties ordered by the order the items were added. An
+      approximate one documents its parameters and how close it gets (recall@k against exact).
+    - :meth:`save` writes everything :meth:`load` needs into one folder, with no pickled code: a saved index
+      loads with ``torch.load(weights_only=True)`` or the backend's own file format.
+    """
+
+    #: ``"l2"`` or ``"cosine"``.
+    distance: str
+
+    @abstractmethod
+    def add(
+        self, embeddings: Tensor, ids: LongTensor | None = None, groups: LongTensor | None = None
+    ) -> None:
+        """Add ``[n, dim]`` ``embeddings``, with ``ids`` (default: their positions in the index, ``len(self)``
+        on) and exclusion ``groups`` (default: the ids)."""
+
+    @abstractmethod
+    def search(self, queries: Tensor, k: int, exclude: LongTensor | None = None) -> KnnSearchResult:
+        """The ``k`` nearest items of each of the ``[Q, dim]`` ``queries``, leaving out, for query ``q``, the
+        items whose group is ``exclude[q]`` (``[Q]`` integers; ``None``: nothing left out)."""
+
+    @abstractmethod
+    def save(self, folder: str | Path) -> None:
+        """Write the index (its embeddings or its backend's state, ids, groups, parameters) into ``folder``."""
+
+    @classmethod
+    @abstractmethod
+    def load(cls, folder: str | Path) -> IKnnIndex:
+        """Read an index written by :meth:`save`."""
+
+    @abstractmethod
+    def __len__(self) -> int:
+        """The number of items added."""
+
+
+__all__ = ["IKnnIndex", "KnnSearchResult"]

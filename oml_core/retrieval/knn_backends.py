@@ -1,0 +1,389 @@
+"""kNN backends: the core's exact index, and the over-fetch-and-filter exclusion that other backends share.
+
+A backend is an :class:`~oml_core.interfaces.knn.IKnnIndex` registered under the ``knn_backend`` kind
+(``oml_register_knn_backends``); the core registers :class:`ExactKnnIndex` as ``exact``, the oml-faiss plugin
+adds faiss's indexes. :meth:`RetrievalResults.from_embeddings
+<oml_core.retrieval.RetrievalResults.from_embeddings>` and ``EmbeddingMetrics`` take one by config
+(``knn_backend: {name: ..., args: {...}}``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import torch
+from torch import LongTensor, Tensor
+
+from oml_core.functional.knn import STRIP_ROWS, KnnResult, ground_truth_ids, search_knn_qg
+from oml_core.interfaces.knn import IKnnIndex, KnnSearchResult
+from oml_core.utils.atomic import atomic_torch_save
+from oml_core.utils.misc_torch import iter_chunks
+from oml_core.utils.ragged import Ragged
+
+if TYPE_CHECKING:
+    from oml_core.registry import Registry
+
+#: The distances a backend can be asked for.
+KNN_DISTANCES = ("l2", "cosine")
+#: The file an index saved by :class:`ExactKnnIndex` keeps everything in.
+EXACT_INDEX_FILE = "exact_index.pt"
+#: The format tag of that file.
+EXACT_INDEX_FORMAT = "oml-knn-exact"
+
+#: ``raw(queries, k) -> (distances [Q, k'], positions [Q, k'])``: a backend's own search without exclusion,
+#: rows by ascending distance, positions (``0..n-1``, in add order) ``-1`` where nothing was found.
+RawSearch = Callable[[Tensor, int], tuple[Tensor, LongTensor]]
+
+
+def check_distance(distance: str) -> str:
+    """``distance`` when it is one of :data:`KNN_DISTANCES`, else a ``ValueError`` naming them."""
+    if distance not in KNN_DISTANCES:
+        raise ValueError(f"distance must be one of {list(KNN_DISTANCES)}, got {distance!r}")
+    return distance
+
+
+def check_k(k: int) -> int:
+    """``k`` when it is a positive integer, else a ``ValueError``."""
+    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+        raise ValueError(f"k must be a positive integer, got {k!r}")
+    return k
+
+
+def pad_to(distances: Tensor, positions: LongTensor, k: int) -> tuple[Tensor, LongTensor]:
+    """Rows padded (``inf``, ``-1``) or cut to ``k`` columns."""
+    n, width = positions.shape
+    if width >= k:
+        return distances[:, :k], positions[:, :k]
+    fill_d = torch.full((n, k - width), float("inf"), dtype=distances.dtype)
+    fill_p = torch.full((n, k - width), -1, dtype=torch.long)
+    return torch.cat([distances, fill_d], 1), torch.cat([positions, fill_p], 1)
+
+
+def group_sizes(groups: LongTensor, exclude: LongTensor) -> LongTensor:
+    """``[Q]``: how many items have the group ``exclude[q]`` (by a sort of ``groups``, no ``Q x n`` comparison)."""
+    sorted_groups = torch.sort(groups).values
+    return torch.searchsorted(sorted_groups, exclude, right=True) - torch.searchsorted(sorted_groups, exclude)
+
+
+def search_excluding(
+    raw: RawSearch, queries: Tensor, k: int, groups: LongTensor, exclude: LongTensor | None
+) -> tuple[Tensor, LongTensor]:
+    """Up to ``k`` nearest items per query, none of whose group is the query's ``exclude``, from a backend
+    search that cannot mask: over-fetch, then filter.
+
+    Queries go in chunks of :data:`~oml_core.functional.knn.STRIP_ROWS`. For a chunk, ``k + m`` items are
+    fetched, ``m`` being the largest number of items any of its queries must leave out (its group's size), so
+    an exact ``raw`` always yields ``k`` retrievable items when there are that many; an approximate one may
+    yield fewer (the row is then padded). The kept items keep ``raw``'s order.
+
+    Args:
+        raw: The backend's search (see :data:`RawSearch`).
+        queries: ``[Q, dim]``.
+        k: Items per query.
+        groups: ``[n]`` group of every item, by position.
+        exclude: ``[Q]`` group left out for every query; ``None``: nothing is left out.
+
+    Returns:
+        ``([Q, k] distances, [Q, k] positions)``, padded with ``inf`` and ``-1``.
+    """
+    n = len(groups)
+    if exclude is None:
+        return pad_to(*raw(queries, min(k, n)), k) if n else pad_to(*_nothing(len(queries)), k)
+    sizes = group_sizes(groups, exclude)
+    out_d, out_p = [], []
+    for rows in iter_chunks(len(queries), STRIP_ROWS):
+        fetch = min(n, k + int(sizes[rows].max())) if n else 0
+        if fetch == 0:
+            d, p = _nothing(rows.stop - rows.start)
+        else:
+            d, p = raw(queries[rows], fetch)
+            excluded = (p < 0) | (groups[p.clamp(min=0)] == exclude[rows, None])
+            order = torch.sort(
+                excluded.to(torch.int8), dim=1, stable=True
+            ).indices  # kept first, in raw's order
+            d, p = torch.gather(d, 1, order), torch.gather(p, 1, order)
+            kept = torch.gather(~excluded, 1, order)
+            d, p = d.masked_fill(~kept, float("inf")), p.masked_fill(~kept, -1)
+        d, p = pad_to(d, p, k)
+        out_d.append(d)
+        out_p.append(p)
+    return torch.cat(out_d), torch.cat(out_p)
+
+
+def _nothing(n_queries: int) -> tuple[Tensor, LongTensor]:
+    return torch.empty(n_queries, 0), torch.empty(n_queries, 0, dtype=torch.long)
+
+
+class ExactKnnIndex(IKnnIndex):
+    """The core's exact backend: the memory-bounded blockwise search of
+    :func:`~oml_core.functional.knn.search_knn_qg` over the added embeddings, with exclusion inside the search
+    (no over-fetch). Neighbours at equal distances are ordered by the order they were added.
+
+    Args:
+        distance: ``"l2"`` or ``"cosine"``.
+        chunk_size: Queries per block (``None``: ``STRIP_ROWS``).
+        memory_budget: Bytes of one block of distances (``None``: 16 MiB on the CPU, 1 GiB on accelerators).
+    """
+
+    def __init__(
+        self, distance: str = "l2", chunk_size: int | None = None, memory_budget: int | None = None
+    ) -> None:
+        self.distance = check_distance(distance)
+        self.chunk_size, self.memory_budget = chunk_size, memory_budget
+        self._embeddings: list[Tensor] = []
+        self._ids: list[LongTensor] = []
+        self._groups: list[LongTensor] = []
+
+    def __len__(self) -> int:
+        return sum(len(x) for x in self._embeddings)
+
+    @property
+    def embeddings(self) -> Tensor:
+        """``[n, dim]``: every embedding added, in add order."""
+        self._consolidate()
+        return self._embeddings[0] if self._embeddings else torch.empty(0, 0)
+
+    @property
+    def ids(self) -> LongTensor:
+        """``[n]`` ids of the items, in add order."""
+        self._consolidate()
+        return self._ids[0] if self._ids else torch.empty(0, dtype=torch.long)
+
+    @property
+    def groups(self) -> LongTensor:
+        """``[n]`` exclusion groups of the items, in add order."""
+        self._consolidate()
+        return self._groups[0] if self._groups else torch.empty(0, dtype=torch.long)
+
+    def _consolidate(self) -> None:
+        if len(self._embeddings) > 1:
+            self._embeddings = [torch.cat(self._embeddings)]
+            self._ids, self._groups = [torch.cat(self._ids)], [torch.cat(self._groups)]
+
+    def add(
+        self, embeddings: Tensor, ids: LongTensor | None = None, groups: LongTensor | None = None
+    ) -> None:
+        embeddings, ids, groups = check_added(embeddings, ids, groups, len(self), self._dim())
+        self._embeddings.append(embeddings)
+        self._ids.append(ids)
+        self._groups.append(groups)
+
+    def _dim(self) -> int | None:
+        return self._embeddings[0].shape[1] if self._embeddings else None
+
+    def search(self, queries: Tensor, k: int, exclude: LongTensor | None = None) -> KnnSearchResult:
+        check_k(k)
+        queries = check_queries(queries, self._dim(), exclude)
+        if not len(self):
+            d, p = pad_to(*_nothing(len(queries)), k)
+            return KnnSearchResult(d.float(), p)
+        n_query = len(queries)
+        if exclude is None:  # keys no gallery item has
+            exclude_keys = torch.full((n_query,), -1, dtype=torch.long)
+            groups = torch.zeros(len(self), dtype=torch.long)
+        else:
+            exclude_keys, groups = _codes_together(exclude.long(), self.groups)
+        result = search_knn_qg(
+            queries,
+            self.embeddings,
+            top_n=k,
+            sequence_query=exclude_keys,
+            sequence_gallery=groups,
+            distance=self.distance,
+            chunk_size=self.chunk_size,
+            memory_budget=self.memory_budget,
+        )
+        distances, positions = ragged_to_padded(result.distances, result.retrieved_ids, k)
+        return KnnSearchResult(distances.float(), self.ids_of(positions))
+
+    def ids_of(self, positions: LongTensor) -> LongTensor:
+        """The ids of the items at ``positions`` (``-1`` stays ``-1``)."""
+        return torch.where(positions >= 0, self.ids[positions.clamp(min=0)], positions)
+
+    def save(self, folder: str | Path) -> None:
+        folder = Path(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        state = {
+            "format": EXACT_INDEX_FORMAT,
+            "version": 1,
+            "distance": self.distance,
+            "chunk_size": self.chunk_size,
+            "memory_budget": self.memory_budget,
+            "embeddings": self.embeddings,
+            "ids": self.ids,
+            "groups": self.groups,
+        }
+        atomic_torch_save(state, folder / EXACT_INDEX_FILE)
+
+    @classmethod
+    def load(cls, folder: str | Path) -> ExactKnnIndex:
+        path = Path(folder) / EXACT_INDEX_FILE
+        state = load_index_state(path, EXACT_INDEX_FORMAT)
+        index = cls(state["distance"], state["chunk_size"], state["memory_budget"])
+        if len(state["ids"]):
+            index.add(state["embeddings"], state["ids"], state["groups"])
+        return index
+
+
+def load_index_state(path: Path, expected_format: str) -> dict:
+    """``torch.load(path, weights_only=True)`` of a saved index, checked to be a dict of ``expected_format``.
+
+    Raises:
+        FileNotFoundError: no such file.
+        ValueError: the file is not a torch file, is corrupt, or holds something else; the message names it.
+    """
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: no such file; is the folder a saved {expected_format} index?")
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as e:
+        raise ValueError(f"{path}: not a readable {expected_format} index ({type(e).__name__}: {e})") from e
+    if not isinstance(state, dict) or state.get("format") != expected_format:
+        found = state.get("format") if isinstance(state, dict) else type(state).__name__
+        raise ValueError(f"{path}: not a {expected_format} index (found {found!r})")
+    return state
+
+
+def check_added(
+    embeddings: Tensor, ids: LongTensor | None, groups: LongTensor | None, n_before: int, dim: int | None
+) -> tuple[Tensor, LongTensor, LongTensor]:
+    """Validate what :meth:`IKnnIndex.add` is given; fill the default ids (positions) and groups (the ids).
+
+    Raises:
+        ValueError: not a finite ``[n, dim]`` float tensor, a dimension other than the index's, ``ids`` or
+            ``groups`` of another length or not integers.
+    """
+    if not isinstance(embeddings, Tensor) or embeddings.ndim != 2:
+        raise ValueError(
+            f"embeddings must be a [n, dim] tensor, got {getattr(embeddings, 'shape', embeddings)!r}"
+        )
+    if dim is not None and embeddings.shape[1] != dim:
+        raise ValueError(f"embeddings have dimension {embeddings.shape[1]}, the index has {dim}")
+    if not embeddings.dtype.is_floating_point:
+        embeddings = embeddings.float()
+    if not bool(torch.isfinite(embeddings).all()):
+        row = int((~torch.isfinite(embeddings).all(1)).nonzero()[0, 0])
+        raise ValueError(f"embeddings must be finite, row {row} is not")
+    n = len(embeddings)
+    ids = torch.arange(n_before, n_before + n) if ids is None else _integers(ids, "ids", n)
+    groups = ids.clone() if groups is None else _integers(groups, "groups", n)
+    return embeddings.detach().cpu(), ids, groups
+
+
+def check_queries(queries: Tensor, dim: int | None, exclude: LongTensor | None) -> Tensor:
+    """Validate what :meth:`IKnnIndex.search` is given (``[Q, dim]`` queries, ``[Q]`` integer ``exclude``)."""
+    if not isinstance(queries, Tensor) or queries.ndim != 2:
+        raise ValueError(f"queries must be a [Q, dim] tensor, got {getattr(queries, 'shape', queries)!r}")
+    if dim is not None and queries.shape[1] != dim:
+        raise ValueError(f"queries have dimension {queries.shape[1]}, the index has {dim}")
+    if exclude is not None:
+        _integers(exclude, "exclude", len(queries))
+    return queries.detach().cpu() if queries.dtype.is_floating_point else queries.float().cpu()
+
+
+def _integers(values: LongTensor, name: str, n: int) -> LongTensor:
+    values = torch.as_tensor(values).reshape(-1)
+    if len(values) != n:
+        raise ValueError(f"{name} must have one entry per item ({n}), got {len(values)}")
+    if values.numel() and (values.dtype.is_floating_point or values.dtype == torch.bool):
+        raise ValueError(f"{name} must be integers, got {values.dtype}")
+    return values.long().cpu()
+
+
+def _codes_together(a: LongTensor, b: LongTensor) -> tuple[LongTensor, LongTensor]:
+    """``a`` and ``b`` as non-negative codes of one coding (equal values, equal codes)."""
+    _, codes = torch.unique(torch.cat([a, b]), return_inverse=True)
+    return codes[: len(a)], codes[len(a) :]
+
+
+def ragged_to_padded(distances: Ragged, positions: Ragged, k: int) -> tuple[Tensor, LongTensor]:
+    """``[Q, k]`` tensors of ragged rows of at most ``k``, padded with ``inf`` and ``-1``."""
+    return pad_to(distances.padded(k, fill=float("inf")), positions.padded(k, fill=-1), k)
+
+
+def make_knn_index(
+    backend: IKnnIndex | Mapping[str, Any] | str, distance: str, registry: Registry | None = None
+) -> IKnnIndex:
+    """An empty index of ``backend``: a registered name, a ``{name, args}`` spec (built by ``registry``,
+    ``default_registry()`` if ``None``, with ``distance`` filled in when its args lack it) or an empty
+    :class:`IKnnIndex` instance.
+
+    Raises:
+        ValueError: an index whose distance is not ``distance``, or an instance that already holds items.
+    """
+    if isinstance(backend, IKnnIndex):
+        index = backend
+    else:
+        if registry is None:
+            from oml_core.registry import default_registry
+
+            registry = default_registry()
+        spec = {"name": backend, "args": {}} if isinstance(backend, str) else dict(backend)
+        args = dict(spec.get("args") or {})
+        args.setdefault("distance", distance)
+        index = registry.build("knn_backend", {"name": spec["name"], "args": args})
+    if index.distance != distance:
+        raise ValueError(
+            f"the knn backend searches by {index.distance!r} distance, the retrieval by {distance!r}"
+        )
+    if len(index):
+        raise ValueError(f"the knn backend must be given empty, it holds {len(index)} items")
+    return index
+
+
+def search_with_index(
+    index: IKnnIndex,
+    embeddings: Tensor,
+    ids_query: LongTensor,
+    ids_gallery: LongTensor,
+    top_n: int,
+    labels_gt: LongTensor | None = None,
+    sequence_ids: LongTensor | None = None,
+) -> KnnResult:
+    """:func:`~oml_core.functional.knn.search_knn` through a knn backend: the gallery rows are added to the empty
+    ``index`` (ids: gallery positions; groups: the ignore keys) and the query rows searched with their keys
+    excluded. The ignore key of an item is its sequence id when ``sequence_ids`` is given, else its dataset
+    index, as in ``search_knn``: a query never retrieves itself nor an item of its sequence, and neither counts
+    as its ground truth. An exact backend gives ``search_knn``'s result (up to float rounding of the distances).
+    """
+    n_gallery = len(ids_gallery)
+    keys = (
+        torch.arange(len(embeddings)) if sequence_ids is None else torch.as_tensor(sequence_ids).long().cpu()
+    )
+    keys_query, keys_gallery = keys[ids_query], keys[ids_gallery]
+    index.add(embeddings[ids_gallery], ids=torch.arange(n_gallery), groups=keys_gallery)
+    found = index.search(embeddings[ids_query], min(check_k(top_n), max(n_gallery, 1)), exclude=keys_query)
+    valid = found.ids >= 0  # a prefix of every row
+    counts = valid.sum(dim=1)
+    gt_ids = None
+    if labels_gt is not None:
+        labels = torch.as_tensor(labels_gt).long().cpu()
+        gt_ids = ground_truth_ids(labels[ids_query], labels[ids_gallery], keys_query, keys_gallery)
+    return KnnResult(
+        Ragged(found.distances[valid], counts),
+        Ragged(found.ids[valid], counts),
+        gt_ids,
+        n_gallery - group_sizes(keys_gallery, keys_query),
+    )
+
+
+__all__ = [
+    "EXACT_INDEX_FILE",
+    "EXACT_INDEX_FORMAT",
+    "KNN_DISTANCES",
+    "ExactKnnIndex",
+    "RawSearch",
+    "check_added",
+    "check_distance",
+    "check_k",
+    "check_queries",
+    "group_sizes",
+    "load_index_state",
+    "make_knn_index",
+    "pad_to",
+    "ragged_to_padded",
+    "search_excluding",
+    "search_with_index",
+]
