@@ -27,8 +27,9 @@ import pytest
 import torch
 from omegaconf import OmegaConf
 
-import oml_core
 import oml_core.registry.oml_registries as oml_registries
+from oml_core import const
+from oml_core.datasets import get_mock_dataset_root
 from oml_core.oml_modules import OML_MODULES, ForwardingModule
 from oml_core.registry import PluginLoadError, Registry
 from oml_core.registry.oml_registries import KindRegistryView
@@ -127,7 +128,7 @@ def test_every_import_of_the_manual_resolves_with_oml_core() -> None:
     assert namespace["get_transforms_for_pretrained"] is get_transforms_for_pretrained
     assert namespace["EXTRACTORS_REGISTRY"].kind == "extractor"
     assert namespace["TRANSFORMS_REGISTRY"].kind == "transforms"
-    assert namespace["CKPT_DIR"] == oml_core.const.CKPT_SAVE_ROOT
+    assert namespace["CKPT_DIR"] == const.CKPT_SAVE_ROOT
     assert namespace["PATHS_COLUMN"] == "path"
     core_names = (
         set(namespace) - set(plugin_objects) - {"__builtins__", "CKPT_DIR", "DATA_DIR", "PATHS_COLUMN"}
@@ -249,7 +250,7 @@ def test_omls_get_by_cfg_functions_build_from_the_default_registry() -> None:
 # ------------------------------------------------------------------------------------------ examples run
 def test_dataframe_format_example(oml_cache_dir: Path) -> None:
     """The manual's check; its placeholder paths point at the mock dataset."""
-    root = oml_core.datasets.get_mock_dataset_root(cache_dir=oml_cache_dir)
+    root = get_mock_dataset_root(cache_dir=oml_cache_dir)
     code = with_oml_core(
         textwrap.dedent(
             f"""
@@ -356,7 +357,7 @@ def _save_random_vits16_dino() -> Path:
 
     torch.manual_seed(0)
     state = timm.create_model("vit_small_patch16_224", pretrained=False, num_classes=0).state_dict()
-    path = oml_core.const.CKPT_SAVE_ROOT / get_pretrained("vits16_dino").filename
+    path = const.CKPT_SAVE_ROOT / get_pretrained("vits16_dino").filename
     path.parent.mkdir(parents=True, exist_ok=True)
     torch.save(state, path)
     return path
@@ -373,7 +374,7 @@ def test_how_to_use_models_from_the_zoo(
     monkeypatch.setenv("OML_SKIP_WEIGHTS_CHECK", "1")  # random weights under the real zoo name
     monkeypatch.setenv("OML_OFFLINE", "1")  # a missing file would fail at once instead of being downloaded
     checkpoint = _save_random_vits16_dino()
-    oml_core.datasets.get_mock_dataset_root(cache_dir=oml_cache_dir)
+    get_mock_dataset_root(cache_dir=oml_cache_dir)
     example = f"""
 from oml.const import CKPT_SAVE_ROOT as CKPT_DIR, MOCK_DATASET_PATH as DATA_DIR
 from oml.models import ViTExtractor

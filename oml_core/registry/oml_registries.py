@@ -29,7 +29,9 @@ from oml_core.markers import hookimpl
 from oml_core.registry.errors import UnknownNameError
 from oml_core.registry.kinds import get_kind
 from oml_core.registry.registry import Registry, default_registry, to_plain
-from oml_core.zoo.store import get_transforms_for_pretrained
+from oml_core.zoo.store import (
+    get_transforms_for_pretrained as get_transforms_for_pretrained,  # OML exports it here
+)
 
 
 class KindRegistryView(MutableMapping[str, Any]):
@@ -138,7 +140,8 @@ get_transforms, get_transforms_by_cfg = _builders("transforms")
 get_logger, get_logger_by_cfg = _builders("logger")
 get_postprocessor, get_postprocessor_by_cfg = _builders("postprocessor")
 
-__all__ = [
+#: OML's names that ``oml_core.registry`` exports too (``from oml.registry import TRANSFORMS_REGISTRY``).
+OML_REGISTRY_NAMES = (
     "EXTRACTORS_REGISTRY",
     "LOGGERS_REGISTRY",
     "LOSSES_REGISTRY",
@@ -149,6 +152,12 @@ __all__ = [
     "SAMPLERS_REGISTRY",
     "SCHEDULERS_REGISTRY",
     "TRANSFORMS_REGISTRY",
+    "get_transforms_for_pretrained",
+)
+
+__all__ = [
+    *OML_REGISTRY_NAMES,
+    "OML_REGISTRY_NAMES",
     "KindRegistryView",
     "get_criterion",
     "get_criterion_by_cfg",
@@ -170,5 +179,4 @@ __all__ = [
     "get_scheduler_by_cfg",
     "get_transforms",
     "get_transforms_by_cfg",
-    "get_transforms_for_pretrained",
 ]
