@@ -134,12 +134,6 @@ class OmlNameError(ImportError):
     """A public name that a forwarding module cannot find (or finds twice)."""
 
 
-def _factory_attr(factory: Any) -> str | None:
-    if isinstance(factory, str):
-        return factory.rpartition(":")[2].rpartition(".")[2]
-    return getattr(factory, "__name__", None)
-
-
 def _plugin_package(module: str | None) -> str | None:
     """The package of a plugin's module (``oml_losses.plugin`` -> ``oml_losses``); ``None`` for a top-level module."""
     if not module or "." not in module:
@@ -180,7 +174,9 @@ def find_forwarded(module: str, source: OmlModule, name: str) -> Any:
 
     registry = default_registry()
     entries = [entry for kind in source.kinds for entry in registry.entries(kind)]
-    found = [(e.factory_path, e.load()) for e in entries if _factory_attr(e.factory) == name]
+    # a factory's attribute name from "module:qualname", so a lazy factory is matched without importing it
+    matching = [e for e in entries if e.factory_path.rpartition(".")[2].rpartition(":")[2] == name]
+    found = [(e.factory_path, e.load()) for e in matching]
     if found:
         return _one(found, module, name)
     packages = list(dict.fromkeys(p for e in entries if (p := _plugin_package(e.plugin.module)) is not None))
