@@ -161,8 +161,8 @@ def test_oml_predict_runs_out_of_the_box(tmp_path, oml_cache_dir, monkeypatch, c
         ),
         (
             "validate",
-            ["devices=2"],
-            "extractor_validation_pipeline: devices=2, but this pipeline runs on one device",
+            ["num_nodes=0"],
+            "num_nodes: expected a positive int, got 0",
         ),
     ],
 )

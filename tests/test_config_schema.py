@@ -296,6 +296,7 @@ def test_required_keys_and_defaults_are_the_pipelines():
         "precision": 32,
         "accelerator": None,
         "devices": 1,
+        "num_nodes": 1,
         "dataset_root": None,
         "logs_root": "logs",
         "logs_folder": None,

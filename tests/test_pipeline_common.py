@@ -11,8 +11,12 @@ from pytorch_lightning.strategies import DDPStrategy
 from oml_core.lightning.pipelines.common import (
     RUN_DIR_ENV,
     check_keys,
+    check_one_device,
+    external_launcher,
     format_metrics_table,
+    is_ddp_child_process,
     is_ddp_devices,
+    is_ddp_engine,
     log_dir_of,
     make_run_dir,
     merge_trainer_args,
@@ -106,6 +110,46 @@ def test_ddp_processes_share_the_run_dir_of_the_launching_process(tmp_path, monk
     assert shared_run_dir(make) == tmp_path / "made0"
 
 
+def torchrun_environment(monkeypatch, rank: int, world_size: int) -> None:
+    """The variables torchrun gives each process it starts (``TORCHELASTIC_RUN_ID`` marks them as its own)."""
+    monkeypatch.delenv(RUN_DIR_ENV, raising=False)
+    for key, value in {
+        "TORCHELASTIC_RUN_ID": "job",
+        "RANK": rank,
+        "WORLD_SIZE": world_size,
+        "LOCAL_RANK": 0,
+        "GROUP_RANK": rank,
+        "LOCAL_WORLD_SIZE": 1,
+    }.items():
+        monkeypatch.setenv(key, str(value))
+
+
+def test_processes_torchrun_starts_share_the_run_dir_the_config_names(tmp_path, monkeypatch):
+    def make() -> Path:
+        raise AssertionError("a process torchrun started makes no run directory of its own")
+
+    named = tmp_path / "logs" / "run"
+    torchrun_environment(monkeypatch, rank=1, world_size=2)
+    assert external_launcher() == ("torchrun", 1, 2) and is_ddp_child_process()
+    assert shared_run_dir(make, named) == named and not named.exists()  # rank 0 makes it
+    with pytest.raises(ConfigError, match="^torchrun started 2 processes: set logs_folder so that they all"):
+        shared_run_dir(make, None)
+
+    torchrun_environment(monkeypatch, rank=0, world_size=2)
+    assert not is_ddp_child_process()
+    assert shared_run_dir(make, named) == named and named.is_dir()
+    (named / "best.ckpt").write_text("an earlier run")
+    with pytest.raises(ConfigError, match="holds an earlier run and is never written into"):
+        shared_run_dir(make, named)
+    assert shared_run_dir(make, named, key="save_dir") == named  # prediction checks its own file
+
+
+def test_a_single_process_torchrun_is_no_ddp_launch(tmp_path, monkeypatch):
+    torchrun_environment(monkeypatch, rank=0, world_size=1)
+    assert external_launcher() is None
+    assert shared_run_dir(lambda: tmp_path / "made", None) == tmp_path / "made"
+
+
 @pytest.mark.parametrize(
     ("devices", "expected"), [(1, False), (2, True), ([0], False), ([0, 1], True), (True, False)]
 )
@@ -118,15 +162,29 @@ def test_engine_params_follow_oml():
     assert single == {
         "accelerator": "cpu",
         "devices": 1,
+        "num_nodes": 1,
         "strategy": "auto",
         "use_distributed_sampler": False,
     }
+    assert not is_ddp_engine(single)
     ddp = parse_engine_params("cpu", [0, 1, 2], find_unused_parameters=True)
-    assert ddp["devices"] == 3 and isinstance(ddp["strategy"], DDPStrategy)
+    assert ddp["devices"] == 3 and isinstance(ddp["strategy"], DDPStrategy) and is_ddp_engine(ddp)
     assert ddp["strategy"]._ddp_kwargs == {"find_unused_parameters": True}
     assert not parse_engine_params("cpu", 2)["strategy"]._ddp_kwargs["find_unused_parameters"]
     with pytest.raises(ConfigError, match="^devices must be null, a positive number .* got -1$"):
         parse_engine_params("cpu", -1)
+
+
+def test_one_device_on_each_of_several_nodes_is_ddp():
+    nodes = parse_engine_params("cpu", 1, num_nodes=2)
+    assert nodes["num_nodes"] == 2 and nodes["devices"] == 1
+    assert isinstance(nodes["strategy"], DDPStrategy) and is_ddp_engine(nodes)
+    with pytest.raises(ConfigError, match="^num_nodes must be a positive number of machines, got 0$"):
+        parse_engine_params("cpu", 1, num_nodes=0)
+    with pytest.raises(
+        ConfigError, match="^p: num_nodes=2, but this pipeline runs on one device: set num_nodes"
+    ):
+        check_one_device({"devices": 1}, nodes, "p")
 
 
 def test_extra_trainer_args_win_over_the_defaults_but_not_over_config_keys():

@@ -20,6 +20,7 @@ from oml_core.datasets import pil_to_tensor
 from oml_core.datasets.mock import get_mock_dataset_root
 from oml_core.interfaces.models import IExtractor
 from oml_core.lightning.pipelines import extractor_prediction_pipeline, extractor_validation_pipeline
+from oml_core.lightning.pipelines.inference import in_dataset_order
 from oml_core.registry import ConfigError, Registry, UnknownNameError
 
 NO_PROGRESS_BAR = "lightning_trainer_extra_args.enable_progress_bar=false"
@@ -306,12 +307,18 @@ def test_bad_weights_are_one_line_naming_the_file(registry, tmp_path, pipeline, 
     assert not (tmp_path / "logs").exists()
 
 
-@pytest.mark.parametrize(
-    "pipeline, run",
-    [(VALIDATION, extractor_validation_pipeline), (PREDICTION, extractor_prediction_pipeline)],
-)
-@pytest.mark.parametrize("devices", [2, [0, 1]])
-def test_the_inference_pipelines_run_on_one_device(registry, tmp_path, pipeline, run, devices):
-    cfg = {**_config(pipeline, registry, tmp_path), "devices": devices}
-    with pytest.raises(ConfigError, match=re.escape(f"{pipeline}: devices={devices!r}, but this")):
-        run(cfg, registry=registry)
+def test_embeddings_gathered_from_processes_are_put_in_dataset_order_once_each():
+    # two processes' shares of a 5-item dataset, the second padded with item 0 (DDP's padding)
+    indices = torch.tensor([0, 1, 2, 3, 4, 0])
+    features = torch.tensor([[0.0], [1.0], [2.0], [3.0], [4.0], [0.5]])
+    assert in_dataset_order(indices[[3, 4, 5, 0, 1, 2]], features[[3, 4, 5, 0, 1, 2]], 5).tolist() == [
+        [0.5],  # the first of index 0 in the gathered order
+        [1.0],
+        [2.0],
+        [3.0],
+        [4.0],
+    ]
+    with pytest.raises(RuntimeError, match=re.escape("for 4 distinct dataset indices of 5; missing: [3]")):
+        in_dataset_order(torch.tensor([0, 1, 2, 4]), torch.zeros(4, 1), 5)
+    with pytest.raises(RuntimeError, match=re.escape("missing: [], out of range: [5]")):
+        in_dataset_order(torch.tensor([0, 1, 2, 3, 4, 5]), torch.zeros(6, 1), 5)

@@ -31,9 +31,12 @@ import warnings
 from collections.abc import Iterator, Sequence
 
 #: Warnings of the libraries under oml that its users cannot act on: ``(category, message regex)``. PyTorch
-#: Lightning builds torch's deprecated ``LeafSpec`` in every step (its ``CombinedLoader`` flattens every batch).
+#: Lightning builds torch's deprecated ``LeafSpec`` in every step (its ``CombinedLoader`` flattens every batch);
+#: it warns that it cannot check a custom batch sampler for prediction, which oml's ``DDPSamplerWrapper`` is (it
+#: returns every index: the last share is padded, never dropped).
 UPSTREAM_WARNINGS: tuple[tuple[type[Warning], str], ...] = (
     (FutureWarning, r"`isinstance\(treespec, LeafSpec\)` is deprecated"),
+    (UserWarning, r"You are using a custom batch sampler `DDPSamplerWrapper` for prediction"),
 )
 #: Lightning's log lines of every run that tell a user nothing about it (regexes, searched in the message): its
 #: advertisements, the accelerator banners (the config's ``accelerator`` and ``devices`` say what is used;

@@ -22,23 +22,33 @@ def patch_loaders(loaders: TLoaders) -> TLoaders:
 
 
 class ModuleDDP(pl.LightningModule):
-    """The module automatically patches training and validation dataloaders to DDP mode by splitting their
-    batches between the processes (:class:`~oml_core.ddp.patching.DDPSamplerWrapper`).
+    """The module automatically patches training, validation and prediction dataloaders to DDP mode by
+    splitting their batches between the processes (:class:`~oml_core.ddp.patching.DDPSamplerWrapper`).
 
-    The loaders are re-created in every process by :meth:`train_dataloader` and :meth:`val_dataloader`, once
-    the process group exists. Note, don't pass loaders to ``trainer.fit(...)`` or ``trainer.validate(...)``,
-    because in this case, PyTorch Lightning will ignore our patching; and build the trainer with
-    ``use_distributed_sampler=False``.
+    The loaders are re-created in every process by :meth:`train_dataloader`, :meth:`val_dataloader` and
+    :meth:`predict_dataloader`, once the process group exists. Note, don't pass loaders to ``trainer.fit(...)``,
+    ``trainer.validate(...)`` or ``trainer.predict(...)``, because in this case, PyTorch Lightning will ignore
+    our patching; and build the trainer with ``use_distributed_sampler=False``.
+
+    A batch that does not split evenly is padded with its first items, so some items are seen by two
+    processes; whoever gathers the outputs keeps one of each by dataset index.
 
     Args:
         loaders_train: The training loader(s).
         loaders_val: The validation loader(s).
+        loaders_predict: The prediction loader(s).
     """
 
-    def __init__(self, loaders_train: TLoaders | None = None, loaders_val: TLoaders | None = None) -> None:
+    def __init__(
+        self,
+        loaders_train: TLoaders | None = None,
+        loaders_val: TLoaders | None = None,
+        loaders_predict: TLoaders | None = None,
+    ) -> None:
         super().__init__()
         self.loaders_train = loaders_train
         self.loaders_val = loaders_val
+        self.loaders_predict = loaders_predict
 
     def train_dataloader(self) -> TLoaders:
         """The training loaders, patched to DDP."""
@@ -51,6 +61,10 @@ class ModuleDDP(pl.LightningModule):
     def val_dataloader(self) -> TLoaders:
         """The validation loaders, patched to DDP (an empty list when there are none)."""
         return [] if self.loaders_val is None else patch_loaders(self.loaders_val)
+
+    def predict_dataloader(self) -> TLoaders:
+        """The prediction loaders, patched to DDP (an empty list when there are none)."""
+        return [] if self.loaders_predict is None else patch_loaders(self.loaders_predict)
 
 
 __all__ = ["ModuleDDP", "TLoaders", "patch_loaders"]

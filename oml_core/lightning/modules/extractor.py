@@ -136,6 +136,7 @@ class ExtractorModuleDDP(ExtractorModule, ModuleDDP):
     Args:
         loaders_train: The training loader(s).
         loaders_val: The validation loader(s).
+        loaders_predict: The prediction loader(s) (``trainer.predict(module)``).
         args, kwargs: The arguments of :class:`ExtractorModule` (``extractor``, ``criterion``, ``optimizer``,
             ``scheduler``, ``scheduler_interval``, ``scheduler_frequency``, ``input_tensors_key``,
             ``labels_key``, ``embeddings_key``, ``scheduler_monitor_metric``, ``freeze_n_epochs``).
@@ -146,11 +147,13 @@ class ExtractorModuleDDP(ExtractorModule, ModuleDDP):
         loaders_train: TLoaders | None = None,
         loaders_val: TLoaders | None = None,
         *args: Any,
+        loaders_predict: TLoaders | None = None,
         **kwargs: Any,
     ):
         super().__init__(*args, **kwargs)  # ExtractorModule, then ModuleDDP without loaders
         self.loaders_train = loaders_train
         self.loaders_val = loaders_val
+        self.loaders_predict = loaders_predict
 
 
 __all__ = ["ExtractorModule", "ExtractorModuleDDP"]

@@ -116,21 +116,67 @@ def make_run_dir(logs_root: str | os.PathLike[str], postfix: str, folder: str | 
             candidate = base.with_name(f"{base.name}_{n}")
 
 
-def shared_run_dir(make: Callable[[], Path]) -> Path:
-    """The run directory: ``make()`` in the process that starts the run; in the DDP processes Lightning starts
-    for it, the directory that process made (they re-run the program, and must not make their own).
+def external_launcher() -> tuple[str, int, int] | None:
+    """``(launcher, global rank, world size)`` when this process is one of several that torchrun or SLURM's
+    ``srun`` started for the run (Lightning then starts no process itself; as Lightning detects them:
+    ``TorchElasticEnvironment``, ``SLURMEnvironment``); ``None`` otherwise."""
+    from lightning_fabric.plugins.environments import SLURMEnvironment, TorchElasticEnvironment
 
-    The launching process passes it on in the environment variable :data:`RUN_DIR_ENV`, set by
-    :func:`run_dir_for_ddp_processes`.
+    if TorchElasticEnvironment.detect():
+        found = ("torchrun", int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"]))
+    elif SLURMEnvironment.detect():
+        found = ("SLURM", int(os.environ["SLURM_PROCID"]), int(os.environ["SLURM_NTASKS"]))
+    else:
+        return None
+    return found if found[2] > 1 else None
+
+
+def named_run_dir(logs_root: str | os.PathLike[str], folder: str | None) -> Path | None:
+    """``<logs_root>/<folder>``, the run directory a config names (``None`` without ``folder``)."""
+    return Path(logs_root).expanduser().resolve() / folder if folder else None
+
+
+def shared_run_dir(make: Callable[[], Path], named: Path | None = None, key: str = "logs_folder") -> Path:
+    """The run directory, one for all the processes of a run.
+
+    - One process: ``make()``.
+    - The DDP processes Lightning starts for a run (they re-run the program and must not make their own): the
+      directory the launching process made, passed on in the environment variable :data:`RUN_DIR_ENV` (set by
+      :func:`run_dir_for_ddp_processes`).
+    - The processes torchrun or SLURM started (:func:`external_launcher`; they share nothing before the process
+      group exists): ``named``, the directory the config names (``key``: ``logs_root/logs_folder``, or
+      prediction's ``save_dir``). Rank 0 makes it; a run directory (``key == "logs_folder"``) must be new or
+      empty, as runs never write into an earlier run's directory.
+
+    Raises:
+        ConfigError: launched by torchrun or SLURM without ``named``, or into a run directory that has files.
     """
     inherited = os.environ.get(RUN_DIR_ENV)
-    return Path(inherited) if inherited else make()
+    if inherited:
+        return Path(inherited)
+    launched = external_launcher()
+    if launched is None:
+        return make()
+    launcher, rank, world_size = launched
+    if named is None:
+        raise ConfigError(
+            f"{launcher} started {world_size} processes: set {key} so that they all write into one directory"
+        )
+    if rank == 0:
+        if key == "logs_folder" and named.is_dir() and any(named.iterdir()):
+            raise ConfigError(
+                f"{key}: {str(named)!r} holds an earlier run and is never written into: choose another {key}"
+            )
+        named.mkdir(parents=True, exist_ok=True)
+    return named
 
 
 def is_ddp_child_process() -> bool:
-    """True in the DDP processes that Lightning starts for a run (see :func:`run_dir_for_ddp_processes`):
-    what the launching process checked before starting them (images, paths) they need not check again."""
-    return RUN_DIR_ENV in os.environ
+    """True in the DDP processes of a run but the first: those Lightning starts for it (see
+    :func:`run_dir_for_ddp_processes`) and those of rank > 0 that torchrun or SLURM started
+    (:func:`external_launcher`). What the first process checks (images, paths) they need not check again."""
+    launched = external_launcher()
+    return RUN_DIR_ENV in os.environ or (launched is not None and launched[1] > 0)
 
 
 @contextlib.contextmanager
@@ -152,19 +198,20 @@ def is_ddp_devices(devices: Any) -> bool:
 
 
 def parse_engine_params(
-    accelerator: str | None, devices: Any, find_unused_parameters: bool = False
+    accelerator: str | None, devices: Any, find_unused_parameters: bool = False, num_nodes: int = 1
 ) -> dict[str, Any]:
-    """The ``pl.Trainer`` arguments ``accelerator, devices, strategy, use_distributed_sampler`` of a config's
-    keys ``accelerator``, ``devices`` and ``find_unused_parameters``.
+    """The ``pl.Trainer`` arguments ``accelerator, devices, num_nodes, strategy, use_distributed_sampler`` of a
+    config's keys ``accelerator``, ``devices``, ``num_nodes`` and ``find_unused_parameters``.
 
     ``accelerator`` null: ``gpu`` when CUDA is available, else ``cpu``; ``devices`` null: every GPU (``gpu``)
-    or 1. On the CPU a list of devices means that many processes. More than one device (see
-    :func:`is_ddp_devices`) runs DDP: ``DDPStrategy(find_unused_parameters=find_unused_parameters)``;
-    one device runs the plain ``"auto"`` strategy. ``use_distributed_sampler`` is always ``False``: the DDP
-    modules patch their loaders themselves.
+    or 1. On the CPU a list of devices means that many processes. ``num_nodes`` machines run ``devices``
+    processes each. More than one process in all (see :func:`is_ddp_engine`) runs DDP:
+    ``DDPStrategy(find_unused_parameters=find_unused_parameters)``; one runs the plain ``"auto"`` strategy.
+    ``use_distributed_sampler`` is always ``False``: the DDP modules patch their loaders themselves.
 
     Raises:
-        ConfigError: ``devices`` is neither null, a positive int nor a non-empty list.
+        ConfigError: ``devices`` is neither null, a positive int nor a non-empty list; ``num_nodes`` is not a
+            positive int.
     """
     import torch
     from pytorch_lightning.strategies import DDPStrategy
@@ -177,26 +224,40 @@ def parse_engine_params(
         raise ConfigError(
             f"devices must be null, a positive number of devices or a list of device ids, got {devices!r}"
         )
+    if isinstance(num_nodes, bool) or not isinstance(num_nodes, int) or num_nodes < 1:
+        raise ConfigError(f"num_nodes must be a positive number of machines, got {num_nodes!r}")
     if isinstance(devices, list | tuple) and accelerator == "cpu":
         devices = len(devices)
-    strategy: Any = "auto"
-    if is_ddp_devices(devices):
-        strategy = DDPStrategy(find_unused_parameters=bool(find_unused_parameters))
-    return {
+    engine: dict[str, Any] = {
         "accelerator": accelerator,
         "devices": devices,
-        "strategy": strategy,
+        "num_nodes": num_nodes,
+        "strategy": "auto",
         "use_distributed_sampler": False,
     }
+    if is_ddp_engine(engine):
+        engine["strategy"] = DDPStrategy(find_unused_parameters=bool(find_unused_parameters))
+    return engine
+
+
+def is_ddp_engine(engine: Mapping[str, Any]) -> bool:
+    """True when the engine (:func:`parse_engine_params`) runs more than one process: more than one device
+    (:func:`is_ddp_devices`) or more than one node."""
+    return is_ddp_devices(engine["devices"]) or engine.get("num_nodes", 1) > 1
 
 
 def check_one_device(cfg: Mapping[str, Any], engine: Mapping[str, Any], pipeline: str) -> None:
-    """Raise a ``ConfigError`` when the engine (:func:`parse_engine_params` of ``cfg``) has more than one device:
-    ``pipeline`` runs on one device (its metrics and outputs are gathered in one process)."""
+    """Raise a ``ConfigError`` when the engine (:func:`parse_engine_params` of ``cfg``) has more than one
+    process: ``pipeline`` runs on one device (its metrics and outputs are gathered in one process)."""
     if is_ddp_devices(engine["devices"]):
         raise ConfigError(
             f"{pipeline}: devices={cfg['devices']!r}, but this pipeline runs on one device: set devices to 1 "
             f"or to a list of one device index, e.g. [0]"
+        )
+    if engine.get("num_nodes", 1) > 1:
+        raise ConfigError(
+            f"{pipeline}: num_nodes={engine['num_nodes']!r}, but this pipeline runs on one device: set "
+            f"num_nodes to 1"
         )
 
 
@@ -311,20 +372,27 @@ def format_metrics_table(metrics: Mapping[str, float], title: str = "Validation 
 
 
 def embedding_metrics(
-    dataset: Any, metric_args: Mapping[str, Any] | None, registry: Registry, postprocessor: Any, pipeline: str
+    dataset: Any,
+    metric_args: Mapping[str, Any] | None,
+    registry: Registry,
+    postprocessor: Any,
+    pipeline: str,
+    ddp: bool = False,
 ) -> Any:
     """``EmbeddingMetrics`` of ``metric_args`` (the config key) over ``dataset``, with ``postprocessor`` (or
     None) re-ranking the retrieval results; its own printing is off, as the pipelines print their own tables.
+    With ``ddp``, ``EmbeddingMetricsDDP``: every process updates it with its share and ``sync()`` gathers them.
 
     Raises:
         RegistryError: an unknown retrieval metric (the registry's message).
         ConfigError: a bad argument, in one line naming ``pipeline`` and ``metric_args``.
     """
-    from oml_core.metrics import EmbeddingMetrics
+    from oml_core.metrics import EmbeddingMetrics, EmbeddingMetricsDDP
 
+    metric_class = EmbeddingMetricsDDP if ddp else EmbeddingMetrics
     args = {"verbose": False, **(metric_args or {})}
     try:
-        return EmbeddingMetrics(dataset=dataset, postprocessor=postprocessor, registry=registry, **args)
+        return metric_class(dataset=dataset, postprocessor=postprocessor, registry=registry, **args)
     except RegistryError:
         raise
     except (TypeError, ValueError) as e:
@@ -342,12 +410,15 @@ __all__ = [
     "check_one_device",
     "check_train_and_validation_rows",
     "embedding_metrics",
+    "external_launcher",
     "format_metrics_table",
     "is_ddp_child_process",
     "is_ddp_devices",
+    "is_ddp_engine",
     "log_dir_of",
     "make_run_dir",
     "merge_trainer_args",
+    "named_run_dir",
     "one_line",
     "parse_engine_params",
     "read_dataframe",

@@ -1,6 +1,6 @@
 """Pieces shared by the inference pipelines (validation, post-processor validation and prediction): their
-config checks and Trainer arguments on one device, the config and dataset of the validation pipelines, the
-check that every image can be read, and the extraction of embeddings in dataset order."""
+config checks and Trainer arguments, the config and dataset of the validation pipelines, the check that every
+image can be read, and the extraction of embeddings in dataset order, on one process or gathered from DDP's."""
 
 from __future__ import annotations
 
@@ -30,8 +30,9 @@ if TYPE_CHECKING:
 TRAINER_ARGS_SET_BY_KEYS = {
     "accelerator": "the config key 'accelerator'",
     "devices": "the config key 'devices'",
-    "strategy": "the config key 'devices' (one device)",
-    "use_distributed_sampler": "the config key 'devices' (one device)",
+    "num_nodes": "the config key 'num_nodes'",
+    "strategy": "the config keys 'devices' and 'num_nodes'",
+    "use_distributed_sampler": "the config key 'devices'",
     "precision": "the config key 'precision'",
     "logger": "the config key 'logger' (prediction logs nothing)",
     "callbacks": "its own callbacks",
@@ -41,28 +42,31 @@ TRAINER_DEFAULTS = {"deterministic": True, "enable_model_summary": False, "enabl
 
 
 def inference_config(
-    cfg: Mapping[str, Any] | Any, required: Sequence[str], defaults: Mapping[str, Any], pipeline: str
+    cfg: Mapping[str, Any] | Any,
+    required: Sequence[str],
+    defaults: Mapping[str, Any],
+    pipeline: str,
+    multi_device: bool = False,
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """The config of an inference pipeline, checked, and the ``pl.Trainer`` arguments it gives.
 
     The known keys of ``pipeline`` are ``required`` and those of ``defaults``; ``defaults`` fill the optional
     keys the config leaves out. The Trainer arguments are those of the engine keys ``accelerator`` (null: gpu
-    when CUDA is available, else cpu), ``devices`` and ``precision``
+    when CUDA is available, else cpu), ``devices``, ``num_nodes`` and ``precision``
     (:func:`~oml_core.lightning.pipelines.common.parse_engine_params`), :data:`TRAINER_DEFAULTS`, and
     ``lightning_trainer_extra_args`` (any other ``pl.Trainer`` arguments). Their ``enable_progress_bar`` is
     always set: true or false as ``lightning_trainer_extra_args`` says, else (absent or null) a bar only on a
     terminal (:func:`~oml_core.lightning.progress.progress_bar_enabled`).
 
-    The inference pipelines run on one device: their metrics and predictions are gathered in one process
-    (several devices are the training pipeline's business).
+    With ``multi_device`` the engine may have several processes (DDP: the pipeline gathers their embeddings,
+    see :func:`extract_embeddings`); without, ``pipeline`` runs on one device.
 
     Returns:
         ``(config as a plain dict with the defaults, Trainer arguments without logger, callbacks and root dir)``.
 
     Raises:
-        ConfigError: a missing required key, devices
-            other than one device, or ``lightning_trainer_extra_args`` that ``pl.Trainer`` does not take or
-            that a config key sets.
+        ConfigError: a missing required key, more than one device without ``multi_device``, or
+            ``lightning_trainer_extra_args`` that ``pl.Trainer`` does not take or that a config key sets.
     """
     known = {*required, *defaults}
     cfg = {
@@ -70,8 +74,9 @@ def inference_config(
     }  # the rest: the user's variables
     require(cfg, *required, pipeline=pipeline)
     cfg = {**defaults, **cfg}
-    engine = parse_engine_params(cfg["accelerator"], cfg["devices"])
-    check_one_device(cfg, engine, pipeline)
+    engine = parse_engine_params(cfg["accelerator"], cfg["devices"], num_nodes=cfg["num_nodes"])
+    if not multi_device:
+        check_one_device(cfg, engine, pipeline)
     trainer_args = merge_trainer_args(
         {**TRAINER_DEFAULTS, **engine, "precision": cfg["precision"]},
         cfg["lightning_trainer_extra_args"],
@@ -104,28 +109,69 @@ def validation_dataset(cfg: Mapping[str, Any], registry: Registry, pipeline: str
 
 def extract_embeddings(trainer: pl.Trainer, extractor: Any, loader: DataLoader) -> Tensor:
     """The float embeddings that ``extractor`` gives to the items of ``loader`` (``trainer.predict`` of an
-    ``ExtractorModule``), on the CPU, in dataset order (row ``i``: item ``i``) whatever the batches' order."""
-    from oml_core.lightning.modules.extractor import ExtractorModule
+    ``ExtractorModule``), on the CPU, in dataset order (row ``i``: item ``i``) whatever the batches' order.
 
-    outputs = trainer.predict(
-        ExtractorModule(extractor=extractor), dataloaders=loader, return_predictions=True
-    )
-    return _in_dataset_order(outputs)
+    Under DDP (``trainer.world_size > 1``) every process embeds its share of every batch
+    (:class:`~oml_core.lightning.modules.extractor.ExtractorModuleDDP` patches ``loader``), the shares are
+    gathered (:func:`~oml_core.ddp.utils.sync_dicts_ddp`) and every process returns all the embeddings; an item
+    that two processes embedded (the padding of a batch that does not split evenly) is kept once. Every process
+    of the group must call it.
+
+    Raises:
+        RuntimeError: an item of the dataset was embedded by no process.
+    """
+    from oml_core.ddp.utils import sync_dicts_ddp
+    from oml_core.lightning.modules.extractor import ExtractorModule, ExtractorModuleDDP
+
+    if trainer.world_size > 1:
+        module: ExtractorModule = ExtractorModuleDDP(extractor=extractor, loaders_predict=loader)
+        outputs = trainer.predict(module, return_predictions=True)
+        shares = sync_dicts_ddp(_concatenated(outputs), trainer.world_size)
+    else:
+        module = ExtractorModule(extractor=extractor)
+        shares = _concatenated(trainer.predict(module, dataloaders=loader, return_predictions=True))
+    return in_dataset_order(shares["idx"], shares["embeddings"], len(loader.dataset))
 
 
-def _in_dataset_order(outputs: Sequence[Mapping[str, Any]]) -> Tensor:
-    """The float features of the predicted batches, sorted by their dataset index (row ``i``: item ``i``)."""
+def _concatenated(outputs: Sequence[Mapping[str, Any]]) -> dict[str, Tensor]:
+    """``{"idx": [n], "embeddings": [n, dim]}``: the dataset indices and float CPU features of the predicted
+    batches."""
     import torch
 
-    indices = torch.cat([torch.as_tensor(batch["idx"]).reshape(-1).cpu() for batch in outputs])
-    features = torch.cat([batch["embeddings"].detach().float().cpu() for batch in outputs])
-    return features[torch.argsort(indices)]
+    return {
+        "idx": torch.cat([torch.as_tensor(b["idx"]).reshape(-1).cpu() for b in outputs]).long(),
+        "embeddings": torch.cat([b["embeddings"].detach().float().cpu() for b in outputs]),
+    }
+
+
+def in_dataset_order(indices: Tensor, features: Tensor, n_items: int) -> Tensor:
+    """``[n_items, dim]``: row ``i`` is the feature of dataset index ``i``; ``indices[j]`` is the index of
+    ``features[j]``. An index given more than once (DDP's padding) keeps its first feature.
+
+    Raises:
+        RuntimeError: some index in ``0..n_items-1`` has no feature, or an index is out of that range.
+    """
+    import torch
+
+    order = torch.sort(indices, stable=True).indices
+    indices, features = indices[order], features[order]
+    first = torch.ones(len(indices), dtype=torch.bool)
+    first[1:] = indices[1:] != indices[:-1]
+    indices, features = indices[first], features[first]
+    if not torch.equal(indices, torch.arange(n_items)):
+        missing = sorted(set(range(n_items)) - set(indices.tolist()))[:10]
+        raise RuntimeError(
+            f"embeddings were gathered for {len(indices)} distinct dataset indices of {n_items}; missing: "
+            f"{missing}, out of range: {[i for i in indices.tolist() if not 0 <= i < n_items][:10]}"
+        )
+    return features
 
 
 __all__ = [
     "TRAINER_ARGS_SET_BY_KEYS",
     "TRAINER_DEFAULTS",
     "extract_embeddings",
+    "in_dataset_order",
     "inference_config",
     "validation_dataset",
 ]

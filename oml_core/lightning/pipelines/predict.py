@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -14,8 +15,13 @@ from torch.utils.data import DataLoader
 
 from oml_core.lightning.pipelines.common import (
     build_component,
+    is_ddp_child_process,
+    is_ddp_engine,
     make_run_dir,
+    named_run_dir,
     resolve_dataset_root,
+    run_dir_for_ddp_processes,
+    shared_run_dir,
 )
 from oml_core.lightning.pipelines.inference import (
     extract_embeddings,
@@ -74,12 +80,17 @@ def extractor_prediction_pipeline(
     - ``save_dir`` (null): the folder of ``predictions.json``, created if needed; an existing
       ``predictions.json`` is never overwritten. Null: a new run directory ``logs_root/logs_folder``
       (defaults ``logs`` and null: ``<date>_<time>_<postfix>``, ``postfix`` defaults to ``prediction``).
-    - ``accelerator`` (null: gpu when CUDA is available, else cpu), ``devices`` (1: prediction runs on one
-      device), ``precision`` (32), ``seed`` (42: seeds random weights), ``num_workers`` (0),
+    - ``accelerator`` (null: gpu when CUDA is available, else cpu), ``devices`` (1), ``num_nodes`` (1),
+      ``precision`` (32), ``seed`` (42: seeds random weights), ``num_workers`` (0),
       ``lightning_trainer_extra_args`` (null: any other ``pl.Trainer`` arguments; ``enable_progress_bar`` null
       or absent: progress bars only on a terminal).
 
     Every image is read once before the extractor runs, so that an unreadable file fails the run at once.
+
+    More than one process (``devices`` > 1 or ``num_nodes`` > 1) runs DDP: every process embeds its share of
+    every batch, the features are gathered by dataset index (see
+    :func:`~oml_core.lightning.pipelines.inference.extract_embeddings`), and the process that started the run
+    writes the file, the single-process file. Every process returns the result.
 
     Returns:
         A :class:`PredictionResult`. The file holds one JSON object: its keys are the absolute paths of the
@@ -88,33 +99,38 @@ def extractor_prediction_pipeline(
     Raises:
         ConfigError: an unknown or missing key, a value of the wrong type or range (see
             :mod:`~oml_core.lightning.pipelines.schema`), no or unreadable images, duplicate paths in the dataframe,
-            bad extractor weights, an existing ``predictions.json``, ``devices`` other than one device (the
-            message names the key or the file).
+            bad extractor weights, an existing ``predictions.json`` (the message names the key or the file).
         RegistryError: an unknown component name.
     """
     config = validate_config(cfg, PIPELINE)
-    cfg, trainer_args = inference_config(cfg, REQUIRED_KEYS, DEFAULTS, PIPELINE)
+    cfg, trainer_args = inference_config(cfg, REQUIRED_KEYS, DEFAULTS, PIPELINE, multi_device=True)
     registry = registry or default_registry()
     check_component_arguments(config, registry)
-    if cfg["save_dir"] is not None:
+    launching = not is_ddp_child_process()  # the DDP processes skip what the launching process checked
+    if cfg["save_dir"] is not None and launching:
         _check_not_written(Path(cfg["save_dir"]).expanduser().resolve() / PREDICTIONS_FILE)
     pl.seed_everything(cfg["seed"], workers=True, verbose=False)
 
     dataset = _prediction_dataset(cfg, registry)
     extractor = build_component(registry, "extractor", cfg["extractor"], "extractor", PIPELINE)
-    progress_bar = trainer_args[PROGRESS_BAR_ARG]  # always set by inference_config
-    check_images(dataset.paths, dataset.f_imread, cfg["num_workers"], PIPELINE, progress_bar)
+    if launching:
+        progress_bar = trainer_args[PROGRESS_BAR_ARG]  # always set by inference_config
+        check_images(dataset.paths, dataset.f_imread, cfg["num_workers"], PIPELINE, progress_bar)
 
-    save_dir = _make_save_dir(cfg)
+    save_dir = shared_run_dir(lambda: _make_save_dir(cfg), *_named_save_dir(cfg))
     trainer = pl.Trainer(**trainer_args, logger=False, default_root_dir=str(save_dir))
     loader = DataLoader(dataset, batch_size=cfg["bs"], num_workers=cfg["num_workers"], shuffle=False)
-    features = extract_embeddings(trainer, extractor, loader)
+    with run_dir_for_ddp_processes(save_dir) if is_ddp_engine(trainer_args) else nullcontext():
+        features = extract_embeddings(trainer, extractor, loader)
 
     paths = [str(path) for path in dataset.paths]
     predictions_path = save_dir / PREDICTIONS_FILE
-    with predictions_path.open("x", encoding="utf-8") as f:  # "x": never overwrite, even a file made since
-        json.dump(dict(zip(paths, features.tolist())), f)
-    print(f"{len(paths)} predictions have been saved to {predictions_path}")
+    if trainer.is_global_zero:
+        with predictions_path.open(
+            "x", encoding="utf-8"
+        ) as f:  # "x": never overwrite, even a file made since
+            json.dump(dict(zip(paths, features.tolist())), f)
+        print(f"{len(paths)} predictions have been saved to {predictions_path}")
     return PredictionResult(predictions_path=predictions_path, paths=paths, feat_dim=features.shape[1])
 
 
@@ -133,6 +149,15 @@ def _make_save_dir(cfg: Mapping[str, Any]) -> Path:
     save_dir = Path(cfg["save_dir"]).expanduser().resolve()
     save_dir.mkdir(parents=True, exist_ok=True)
     return save_dir
+
+
+def _named_save_dir(cfg: Mapping[str, Any]) -> tuple[Path | None, str]:
+    """The folder of ``predictions.json`` that the config names (``save_dir``, else ``logs_root/logs_folder``,
+    else None) and the key that names it, for the processes torchrun or SLURM start (see ``shared_run_dir``)."""
+    if cfg["save_dir"] is not None:
+        return Path(cfg["save_dir"]).expanduser().resolve(), "save_dir"
+    named = named_run_dir(cfg["logs_root"], cfg["logs_folder"])
+    return named, "logs_folder" if named else "save_dir"
 
 
 def _prediction_dataset(cfg: Mapping[str, Any], registry: Registry) -> Any:

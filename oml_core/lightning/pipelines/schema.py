@@ -339,6 +339,7 @@ class PipelineConfig:
     precision: int | str = setting(PRECISION, 32)
     accelerator: str | None = setting(nullable(STRING), None)
     devices: Any = setting(DEVICES, 1)  # null, an int or a list of ints (an omegaconf field cannot say so)
+    num_nodes: int = setting(POSITIVE_INT, 1)
     dataset_root: str | None = setting(nullable(PATH), None)
     logs_root: str = setting(PATH, "logs")
     logs_folder: str | None = setting(nullable(PATH), None)

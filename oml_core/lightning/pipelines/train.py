@@ -29,10 +29,12 @@ from oml_core.lightning.pipelines.common import (
     build_component,
     build_logger,
     check_train_and_validation_rows,
+    embedding_metrics,
     is_ddp_child_process,
-    is_ddp_devices,
+    is_ddp_engine,
     log_dir_of,
     make_run_dir,
+    named_run_dir,
     parse_engine_params,
     read_dataframe,
     resolve_dataset_root,
@@ -123,8 +125,8 @@ def extractor_training_pipeline(
 
     - ``postfix, seed``: the run's name suffix (optional, as in OML: none by default); the seed of everything
       (global RNGs and the sampler's).
-    - ``precision, accelerator, devices, find_unused_parameters``: the Trainer's engine (see
-      :func:`~oml_core.lightning.pipelines.common.parse_engine_params`); more than one device runs DDP
+    - ``precision, accelerator, devices, num_nodes, find_unused_parameters``: the Trainer's engine (see
+      :func:`~oml_core.lightning.pipelines.common.parse_engine_params`); more than one process runs DDP
       (``ExtractorModuleDDP``, ``MetricValCallbackDDP``, every batch split among the processes, so that the
       batch of ``sampler``/``bs_train`` is the global batch).
     - ``dataset_root`` (null: the built-in mock dataset), ``dataframe_name``, ``num_workers``, ``cache_size``,
@@ -174,8 +176,10 @@ def extractor_training_pipeline(
     cfg = as_config(cfg)
     registry = registry or default_registry()
     check_component_arguments(config, registry)
-    engine = parse_engine_params(config.accelerator, config.devices, config.find_unused_parameters)
-    is_ddp = is_ddp_devices(engine["devices"])
+    engine = parse_engine_params(
+        config.accelerator, config.devices, config.find_unused_parameters, config.num_nodes
+    )
+    is_ddp = is_ddp_engine(engine)
     trainer_args = training_trainer_args(config, engine)
     launching = not is_ddp_child_process()  # the DDP processes skip what the launching process checked
     if launching:
@@ -191,7 +195,7 @@ def extractor_training_pipeline(
     train_loader, generators, resumable = build_train_loader(config, registry, train_dataset, PIPELINE)
     val_loader = DataLoader(val_dataset, batch_size=config.bs_val, num_workers=config.num_workers)
     module_args = _module_args(config, registry, train_dataset)
-    metric = _embedding_metrics(config, registry, val_dataset, is_ddp)
+    metric = embedding_metrics(val_dataset, config.metric_args, registry, None, PIPELINE, ddp=is_ddp)
     if launching:
         check_metric_for_checkpointing(config.metric_for_checkpointing, metric.metric_keys())
         check_logs_root(
@@ -203,7 +207,10 @@ def extractor_training_pipeline(
         )
     else:
         module = ExtractorModule(**module_args)
-    run_dir = shared_run_dir(lambda: make_run_dir(config.logs_root, config.postfix, config.logs_folder))
+    run_dir = shared_run_dir(
+        lambda: make_run_dir(config.logs_root, config.postfix, config.logs_folder),
+        named_run_dir(config.logs_root, config.logs_folder),
+    )
     callback_class = MetricValCallbackDDP if is_ddp else MetricValCallback
     metric_callback = callback_class(
         metric=metric, log_images=config.log_images, figures_dir=run_dir / FIGURES_FOLDER
@@ -291,18 +298,6 @@ def _module_args(config: ExtractorTrainingConfig, registry: Registry, train_data
         "nan_policy": config.nan_policy,
         **scheduler_args(config.scheduling, registry, optimizer, PIPELINE),
     }
-
-
-def _embedding_metrics(
-    config: ExtractorTrainingConfig, registry: Registry, val_dataset: Any, is_ddp: bool
-) -> Any:
-    """``EmbeddingMetrics`` of ``metric_args`` (``EmbeddingMetricsDDP`` in DDP), not printing: the pipeline
-    prints its own table. With ``log_images`` its worst-query figures go to the logger and to
-    ``<run>/figures/epoch_<n>/`` as PNG (see ``MetricValCallback``)."""
-    from oml_core.metrics import EmbeddingMetrics, EmbeddingMetricsDDP
-
-    metric_class = EmbeddingMetricsDDP if is_ddp else EmbeddingMetrics
-    return metric_class(dataset=val_dataset, registry=registry, **{"verbose": False, **config.metric_args})
 
 
 def _check_data(

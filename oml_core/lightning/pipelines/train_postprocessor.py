@@ -156,7 +156,7 @@ def postprocessor_training_pipeline(
     check_component_arguments(config, registry)
     if cfg["pairs_miner"] is None:
         registry.get("pairs_miner", DEFAULT_PAIRS_MINER)
-    engine = parse_engine_params(config.accelerator, config.devices)
+    engine = parse_engine_params(config.accelerator, config.devices, num_nodes=config.num_nodes)
     check_one_device(cfg, engine, PIPELINE)
     trainer_args = training_trainer_args(config, engine)
     pl.seed_everything(cfg["seed"], workers=True, verbose=False)

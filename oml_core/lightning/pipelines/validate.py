@@ -8,18 +8,24 @@ from pathlib import Path
 from typing import Any
 
 import pytorch_lightning as pl
+from pytorch_lightning.utilities import rank_zero_only
 from torch.utils.data import DataLoader
 
-from oml_core.lightning.callbacks.metric import MetricValCallback, save_figures
-from oml_core.lightning.modules.extractor import ExtractorModule
+from oml_core.lightning.callbacks.metric import MetricValCallback, MetricValCallbackDDP, save_figures
+from oml_core.lightning.modules.extractor import ExtractorModule, ExtractorModuleDDP
 from oml_core.lightning.pipelines.common import (
     FIGURES_FOLDER,
     build_component,
     build_logger,
     embedding_metrics,
     format_metrics_table,
+    is_ddp_child_process,
+    is_ddp_engine,
     log_dir_of,
     make_run_dir,
+    named_run_dir,
+    run_dir_for_ddp_processes,
+    shared_run_dir,
 )
 from oml_core.lightning.pipelines.inference import (
     inference_config,
@@ -75,8 +81,8 @@ def extractor_validation_pipeline(
     - ``logs_root, logs_folder, postfix`` (``logs``, null, ``validation``): the run writes into a new
       directory ``logs_root/logs_folder`` (null: ``<date>_<time>_<postfix>``); ``logger`` (null: TensorBoard);
       ``tags`` (logged with the config).
-    - ``accelerator`` (null: gpu when CUDA is available, else cpu), ``devices`` (1: validation runs on one
-      device), ``precision`` (32), ``seed`` (42: seeds random weights), ``lightning_trainer_extra_args``
+    - ``accelerator`` (null: gpu when CUDA is available, else cpu), ``devices`` (1), ``num_nodes`` (1),
+      ``precision`` (32), ``seed`` (42: seeds random weights), ``lightning_trainer_extra_args``
       (null: any other ``pl.Trainer`` arguments; ``enable_progress_bar`` null or absent: progress bars only
       on a terminal).
 
@@ -86,18 +92,24 @@ def extractor_validation_pipeline(
     computed, logged and printed as a table. With ``log_images``, the worst queries of every per-query metric
     are drawn, written as PNG files to ``<run_dir>/figures/`` and logged.
 
+    More than one process (``devices`` > 1 or ``num_nodes`` > 1) runs DDP: every process embeds its share of
+    every batch (``ExtractorModuleDDP``), ``EmbeddingMetricsDDP`` gathers the embeddings by dataset index (an
+    item repeated by the padding of the last batch counts once), and every process computes the metrics of the
+    whole split, the single-process metrics. The process that started the run checks the images, makes the run
+    directory, writes the figures and prints the table; every process returns the result.
+
     Returns:
         A :class:`ValidationResult`.
 
     Raises:
         ConfigError: an unknown or missing key, a value of the wrong type or range (see
             :mod:`~oml_core.lightning.pipelines.schema`), a bad dataframe, unreadable images, bad extractor
-            weights, bad ``metric_args``, ``devices`` other than one device (the message names the key, file or
-            argument).
+            weights, bad ``metric_args`` (the message names the key, file or argument).
         RegistryError: an unknown component name.
     """
     config = validate_config(cfg, PIPELINE)
-    cfg, trainer_args = inference_config(cfg, REQUIRED_KEYS, DEFAULTS, PIPELINE)
+    cfg, trainer_args = inference_config(cfg, REQUIRED_KEYS, DEFAULTS, PIPELINE, multi_device=True)
+    is_ddp = is_ddp_engine(trainer_args)
     registry = registry or default_registry()
     check_component_arguments(config, registry)
     pl.seed_everything(cfg["seed"], workers=True, verbose=False)
@@ -109,28 +121,39 @@ def extractor_validation_pipeline(
         if cfg["postprocessor"]
         else None
     )
-    metric = embedding_metrics(dataset, cfg["metric_args"], registry, postprocessor, PIPELINE)
-    progress_bar = trainer_args[PROGRESS_BAR_ARG]  # always set by inference_config
-    check_images(dataset.paths, dataset.f_imread, cfg["num_workers"], PIPELINE, progress_bar)
-    metric_callback = MetricValCallback(metric=metric)
+    metric = embedding_metrics(dataset, cfg["metric_args"], registry, postprocessor, PIPELINE, ddp=is_ddp)
+    if not is_ddp_child_process():  # the DDP processes skip what the launching process checked
+        progress_bar = trainer_args[PROGRESS_BAR_ARG]  # always set by inference_config
+        check_images(dataset.paths, dataset.f_imread, cfg["num_workers"], PIPELINE, progress_bar)
+    metric_callback = (MetricValCallbackDDP if is_ddp else MetricValCallback)(metric=metric)
 
-    run_dir = make_run_dir(cfg["logs_root"], cfg["postfix"], cfg["logs_folder"])
+    run_dir = shared_run_dir(
+        lambda: make_run_dir(cfg["logs_root"], cfg["postfix"], cfg["logs_folder"]),
+        named_run_dir(cfg["logs_root"], cfg["logs_folder"]),
+    )
     logger = build_logger(registry, cfg["logger"], run_dir)
-    logger.log_pipeline_info(cfg)
+    rank_zero_only(logger.log_pipeline_info)(cfg)
     trainer = pl.Trainer(
         **trainer_args, logger=logger, callbacks=[metric_callback], default_root_dir=str(run_dir)
     )
     loader = DataLoader(dataset, batch_size=cfg["bs_val"], num_workers=cfg["num_workers"], shuffle=False)
-    trainer.validate(ExtractorModule(extractor=extractor), dataloaders=loader, verbose=False)
+    if is_ddp:
+        with run_dir_for_ddp_processes(run_dir):  # the module serves its loader, patched in every process
+            trainer.validate(ExtractorModuleDDP(extractor=extractor, loaders_val=loader), verbose=False)
+    else:
+        trainer.validate(ExtractorModule(extractor=extractor), dataloaders=loader, verbose=False)
 
-    figures = save_figures(metric, run_dir / FIGURES_FOLDER, [logger], 0) if cfg["log_images"] else []
+    figures = []
+    if cfg["log_images"] and trainer.is_global_zero:
+        figures = save_figures(metric, run_dir / FIGURES_FOLDER, [logger], 0)
     result = ValidationResult(
         metrics=dict(metric_callback.last_metrics),
         run_dir=run_dir,
         log_dir=log_dir_of(logger),
         figures=figures,
     )
-    _report(result)
+    if trainer.is_global_zero:
+        _report(result)
     return result
 
 
