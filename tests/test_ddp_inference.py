@@ -62,6 +62,14 @@ def test_two_processes_validate_to_the_single_process_metrics(tmp_path, oml_cach
     assert ddp[0]["run_dir"] == ddp[1]["run_dir"]  # one run directory for both processes
     assert len(list((tmp_path / "ddp").iterdir())) == 1
 
+    # the gallery sharded across the processes (metric_args.shard_gallery): the same retrieval metrics
+    sharded = run_script(tmp_path, oml_cache_dir, "sharded", "validate_sharded", 2)
+    retrieval = {
+        key: value for key, value in single["metrics"].items() if "fnmr" not in key and "pcf" not in key
+    }
+    assert len(retrieval) == 4
+    assert sharded[0]["metrics"] == pytest.approx(retrieval, abs=1e-6) == sharded[1]["metrics"]
+
 
 def predict_overrides(save_dir: Path, *extra: str) -> list[str]:
     """``oml predict``'s default config (a random ResNet18) on the mock images at 32 px, in batches of 7."""

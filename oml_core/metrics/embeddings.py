@@ -14,7 +14,7 @@ from matplotlib.figure import Figure
 from torch import FloatTensor, LongTensor, Tensor
 
 from oml_core.functional.fnmr import calc_fnmr_at_fmr_all_pairs, calc_fnmr_at_fmr_rr
-from oml_core.functional.knn import get_distance_fn
+from oml_core.functional.knn import KnnResult, get_distance_fn
 from oml_core.functional.metrics import (
     OVERALL_CATEGORIES_KEY,
     RETRIEVAL_METRIC_KIND,
@@ -36,6 +36,7 @@ from oml_core.retrieval.retrieval_results import (
     factorize,
     get_query_gallery_ids,
     get_sequence_ids,
+    labels_of,
 )
 from oml_core.utils.pca import check_fractions
 
@@ -335,9 +336,26 @@ class EmbeddingMetrics(IMetricVisualisable):
             indices: Global indices of those items within ``(0, num_samples - 1)``; any order, and an index
                 seen again (DDP pads its last batches with repeated items) overwrites the stored embedding.
         """
+        indices_t = self._checked_batch(embeddings, indices)
+        assert self._collected is not None and self.num_samples is not None
+        if self._embeddings is None:
+            self._embeddings = torch.zeros(
+                self.num_samples, embeddings.shape[1], dtype=embeddings.dtype, device=embeddings.device
+            )
+        elif embeddings.shape[1] != self._embeddings.shape[1]:
+            raise ValueError(f"embeddings of dim {embeddings.shape[1]} after dim {self._embeddings.shape[1]}")
+        self._embeddings[indices_t.to(self._embeddings.device)] = embeddings.detach().to(self._embeddings)
+        self._collected[indices_t] = True
+
+    def _checked_batch(self, embeddings: Tensor, indices: LongTensor | Sequence[int]) -> LongTensor:
+        """``indices`` as a CPU tensor, checked against ``embeddings`` and ``num_samples`` (set up if needed).
+
+        Raises:
+            ValueError: not ``[batch, dim]`` embeddings with one index each, or an index out of range.
+        """
         if self._collected is None or self.num_samples is None:
             self.setup()
-        assert self._collected is not None and self.num_samples is not None
+        assert self.num_samples is not None
         indices_t = torch.as_tensor(indices, dtype=torch.long).reshape(-1).cpu()
         if embeddings.ndim != 2 or len(embeddings) != len(indices_t):
             raise ValueError(
@@ -348,14 +366,7 @@ class EmbeddingMetrics(IMetricVisualisable):
             raise ValueError(
                 f"indices must be within [0, {self.num_samples - 1}], got {indices_t.tolist()[:10]}..."
             )
-        if self._embeddings is None:
-            self._embeddings = torch.zeros(
-                self.num_samples, embeddings.shape[1], dtype=embeddings.dtype, device=embeddings.device
-            )
-        elif embeddings.shape[1] != self._embeddings.shape[1]:
-            raise ValueError(f"embeddings of dim {embeddings.shape[1]} after dim {self._embeddings.shape[1]}")
-        self._embeddings[indices_t.to(self._embeddings.device)] = embeddings.detach().to(self._embeddings)
-        self._collected[indices_t] = True
+        return indices_t
 
     @property
     def embeddings(self) -> Tensor | None:
@@ -397,7 +408,7 @@ class EmbeddingMetrics(IMetricVisualisable):
             ~oml_core.functional.knn.NonFiniteDistanceError: (a ``ValueError``) the embeddings are so large
                 that a distance overflows float32; the message names the query and the gallery item.
         """
-        if self._collected is None or self._embeddings is None:
+        if self._collected is None or not bool(self._collected.any()):
             raise ValueError(
                 "no embeddings were collected: call setup() and update() before compute_metrics()"
             )
@@ -409,14 +420,7 @@ class EmbeddingMetrics(IMetricVisualisable):
             )
         embeddings = self._embeddings
         query_ids, gallery_ids = get_query_gallery_ids(self.dataset, VALIDATION_SPLIT)
-        rr = RetrievalResults.from_embeddings(
-            embeddings,
-            self.dataset,
-            n_items=self._n_items_to_retrieve(),
-            distance=self.distance,
-            knn_backend=self.knn_backend,
-            registry=self.registry,
-        )
+        rr = self._retrieve()
         if self.top_k or self.fmr_vals:
             check_ground_truth(rr, VALIDATION_SPLIT)
         if self.postprocessor is not None:
@@ -466,6 +470,18 @@ class EmbeddingMetrics(IMetricVisualisable):
             print("\nMetrics:")
             pprint(output)
         return output
+
+    def _retrieve(self) -> RetrievalResults:
+        """The retrieval results of the collected embeddings (before the post-processor)."""
+        assert self._embeddings is not None
+        return RetrievalResults.from_embeddings(
+            self._embeddings,
+            self.dataset,
+            n_items=self._n_items_to_retrieve(),
+            distance=self.distance,
+            knn_backend=self.knn_backend,
+            registry=self.registry,
+        )
 
     def metric_keys(self) -> list[str]:
         """The flat keys (``OVERALL/cmc/1``, ``<category>/map/5``, ``OVERALL/fnmr@fmr/0.1``,
@@ -575,15 +591,72 @@ def _mask(positions: LongTensor, n: int) -> Tensor:
 
 class EmbeddingMetricsDDP(EmbeddingMetrics, IMetricDDP):
     """:class:`EmbeddingMetrics` for several processes (``torch.distributed``): every process collects the
-    embeddings of its share of the dataset, and :meth:`sync` gathers them all in every process.
+    embeddings of its share of the dataset, and :meth:`sync` brings the processes together.
 
-    Takes the same arguments as :class:`EmbeddingMetrics`. Call :meth:`sync` after the last :meth:`update` and
-    before :meth:`compute_metrics` (``MetricValCallbackDDP`` does); without an initialised process group it
-    does nothing. Items that DDP samplers repeat to pad the last batches are gathered once.
+    Takes the arguments of :class:`EmbeddingMetrics`, and ``shard_gallery``:
+
+    - ``False`` (the default): :meth:`sync` all-gathers the embeddings, so every process holds them all and
+      computes every metric.
+    - ``True``: every process keeps only the embeddings it collected, and :meth:`sync` runs the exact search over
+      the gallery sharded across the processes (:func:`~oml_core.ddp.knn.search_sharded`): no process holds the
+      whole gallery nor a ``Q x G`` block, and every process gets the retrieval results (``Q x k``) of all the
+      queries, the single-process ones. ``fnmr@fmr`` and ``pcf`` need every embedding in one process and are
+      refused, as is a ``knn_backend`` (the sharded search is exact); :attr:`embeddings` is ``None``.
+
+    Call :meth:`sync` after the last :meth:`update` and before :meth:`compute_metrics` (``MetricValCallbackDDP``
+    does); without an initialised process group it gathers nothing (the sharded search then runs on the one
+    process's items). Items that DDP samplers repeat to pad the last batches count once.
+
+    Raises:
+        ValueError: ``shard_gallery`` with ``fmr_vals``, ``pcf_variance`` or ``knn_backend``.
     """
 
+    def __init__(self, *args: Any, shard_gallery: bool = False, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.shard_gallery = bool(shard_gallery)
+        if self.shard_gallery:
+            given = {
+                "fmr_vals": self.fmr_vals,
+                "pcf_variance": self.pcf_variance,
+                "knn_backend": self.knn_backend,
+            }
+            off = {"fmr_vals": "[]", "pcf_variance": "[]", "knn_backend": "null"}
+            refused = [name for name, value in given.items() if value]
+            if refused:
+                raise ValueError(
+                    f"shard_gallery keeps every embedding in the one process that computed it, so "
+                    f"{' and '.join(refused)} cannot be computed: set "
+                    f"{', '.join(f'{name}={off[name]}' for name in refused)}"
+                )
+        self._parts: list[tuple[LongTensor, Tensor]] = []
+        self._sharded: KnnResult | None = None
+
+    def setup(self, num_samples: int | None = None) -> None:
+        super().setup(num_samples)
+        self._parts = []
+        self._sharded = None
+
+    def update(self, embeddings: FloatTensor, indices: LongTensor | Sequence[int]) -> None:
+        """Store the embeddings of one batch (see :meth:`EmbeddingMetrics.update`); with ``shard_gallery`` only
+        the rows collected, not a ``[num_samples, dim]`` table."""
+        if not self.shard_gallery:
+            super().update(embeddings, indices)
+            return
+        indices_t = self._checked_batch(embeddings, indices)
+        if self._parts and embeddings.shape[1] != self._parts[0][1].shape[1]:
+            raise ValueError(
+                f"embeddings of dim {embeddings.shape[1]} after dim {self._parts[0][1].shape[1]}"
+            )
+        assert self._collected is not None
+        self._parts.append((indices_t, embeddings.detach().float().cpu()))
+        self._collected[indices_t] = True
+
     def sync(self) -> None:
-        """All-gather the collected ``(indices, embeddings)`` of every process into every process."""
+        """All-gather the collected ``(indices, embeddings)`` of every process into every process; with
+        ``shard_gallery``, search the sharded gallery for every query instead."""
+        if self.shard_gallery:
+            self._sync_sharded()
+            return
         dist = torch.distributed
         if not (dist.is_available() and dist.is_initialized()) or dist.get_world_size() == 1:
             return
@@ -607,6 +680,53 @@ class EmbeddingMetricsDDP(EmbeddingMetrics, IMetricDDP):
         for count, ids, emb in zip(counts, all_ids, all_emb):
             n = int(count)
             self.update(emb[:n], ids[:n].cpu())
+
+    def _sync_sharded(self) -> None:
+        from oml_core.ddp.knn import search_sharded
+
+        if self._collected is None or not self._parts:
+            raise ValueError("sync() needs data: call setup() and update() on every process first")
+        owned = self._owned_here()
+        ids = torch.cat([part[0] for part in self._parts])
+        embeddings = torch.cat([part[1] for part in self._parts])
+        last = torch.zeros(self._collected.shape[0], dtype=torch.long)
+        last[ids] = torch.arange(len(ids))  # the last row given for an index, as the table update() keeps
+        local = owned.nonzero().squeeze(1)
+        query_ids, gallery_ids = get_query_gallery_ids(self.dataset, VALIDATION_SPLIT)
+        labels = labels_of(self.dataset)
+        self._sharded = search_sharded(
+            local,
+            embeddings[last[local]],
+            query_ids,
+            gallery_ids,
+            self._n_items_to_retrieve(),
+            labels_gt=None if labels is None else factorize(labels),
+            sequence_ids=get_sequence_ids(self.dataset),
+            distance=self.distance,
+        )
+        self._parts = []
+
+    def _owned_here(self) -> Tensor:
+        """``[num_samples]``: the items this process collected and no process of a lower rank did (an item that
+        padding repeated belongs to one process); ``_collected`` becomes what all the processes collected."""
+        assert self._collected is not None
+        dist = torch.distributed
+        if not (dist.is_available() and dist.is_initialized()) or dist.get_world_size() == 1:
+            return self._collected.clone()
+        device = torch.device("cuda", torch.cuda.current_device()) if dist.get_backend() == "nccl" else "cpu"
+        masks = [torch.empty_like(self._collected, device=device) for _ in range(dist.get_world_size())]
+        dist.all_gather(masks, self._collected.to(device))
+        stacked = torch.stack(masks).cpu()
+        earlier = stacked[: dist.get_rank()].any(0)
+        self._collected = stacked.any(0)
+        return stacked[dist.get_rank()] & ~earlier
+
+    def _retrieve(self) -> RetrievalResults:
+        if not self.shard_gallery:
+            return super()._retrieve()
+        if self._sharded is None:
+            raise ValueError("shard_gallery: call sync() on every process before compute_metrics()")
+        return RetrievalResults._from_knn(self._sharded)
 
 
 def _checked_postprocessor(postprocessor: Any) -> IRetrievalPostprocessor | None:

@@ -352,20 +352,37 @@ def search_with_index(
     keys = (
         torch.arange(len(embeddings)) if sequence_ids is None else torch.as_tensor(sequence_ids).long().cpu()
     )
+    index.add(embeddings[ids_gallery], ids=torch.arange(n_gallery), groups=keys[ids_gallery])
+    k = min(check_k(top_n), max(n_gallery, 1))
+    found = index.search(embeddings[ids_query], k, exclude=keys[ids_query])
+    return knn_result(found.distances, found.ids, ids_query, ids_gallery, keys, labels_gt)
+
+
+def knn_result(
+    distances: Tensor,
+    ids: LongTensor,
+    ids_query: LongTensor,
+    ids_gallery: LongTensor,
+    keys: LongTensor,
+    labels_gt: LongTensor | None = None,
+) -> KnnResult:
+    """The :class:`~oml_core.functional.knn.KnnResult` of ``[Q, k]`` padded search rows (``inf``/``-1`` after the
+    found items; ids: gallery positions): the found items as ragged rows, the ground truth of every query (the
+    gallery items of its label in ``labels_gt`` but those of its ignore key, ``None`` without labels) and the
+    number of gallery items it could retrieve (``G`` minus those of its key). ``keys[i]`` is the ignore key of
+    dataset item ``i`` (its sequence id, or its index)."""
     keys_query, keys_gallery = keys[ids_query], keys[ids_gallery]
-    index.add(embeddings[ids_gallery], ids=torch.arange(n_gallery), groups=keys_gallery)
-    found = index.search(embeddings[ids_query], min(check_k(top_n), max(n_gallery, 1)), exclude=keys_query)
-    valid = found.ids >= 0  # a prefix of every row
+    valid = ids >= 0  # a prefix of every row
     counts = valid.sum(dim=1)
     gt_ids = None
     if labels_gt is not None:
         labels = torch.as_tensor(labels_gt).long().cpu()
         gt_ids = ground_truth_ids(labels[ids_query], labels[ids_gallery], keys_query, keys_gallery)
     return KnnResult(
-        Ragged(found.distances[valid], counts),
-        Ragged(found.ids[valid], counts),
+        Ragged(distances[valid], counts),
+        Ragged(ids[valid], counts),
         gt_ids,
-        n_gallery - group_sizes(keys_gallery, keys_query),
+        len(ids_gallery) - group_sizes(keys_gallery, keys_query),
     )
 
 
@@ -380,6 +397,7 @@ __all__ = [
     "check_k",
     "check_queries",
     "group_sizes",
+    "knn_result",
     "load_index_state",
     "make_knn_index",
     "pad_to",

@@ -117,7 +117,8 @@ def get_query_gallery_ids(dataset: Any, what: str = "the dataset") -> tuple[Long
     return query_ids, gallery_ids
 
 
-def _labels_of(dataset: Any) -> np.ndarray | None:
+def labels_of(dataset: Any) -> np.ndarray | None:
+    """The labels of a dataset (``dataset.get_labels()`` as an array), or ``None`` for one without labels."""
     get_labels = getattr(dataset, "get_labels", None)
     return np.asarray(get_labels()) if callable(get_labels) else None
 
@@ -375,7 +376,7 @@ class RetrievalResults:
         if len(embeddings) != len(dataset):
             raise ValueError(f"got {len(embeddings)} embeddings for a dataset of {len(dataset)} items")
         query_ids, gallery_ids = get_query_gallery_ids(dataset, f"the dataset ({type(dataset).__name__})")
-        labels = _labels_of(dataset)
+        labels = labels_of(dataset)
         if knn_backend is not None:
             from oml_core.retrieval.knn_backends import make_knn_index, search_with_index
 
@@ -451,7 +452,7 @@ class RetrievalResults:
             if not len(ds):
                 items = "queries" if name == "query" else "gallery items"
                 raise ValueError(f"dataset_{name} is empty: there are no {items}")
-        labels = (_labels_of(dataset_query), _labels_of(dataset_gallery))
+        labels = (labels_of(dataset_query), labels_of(dataset_gallery))
         sequences = (
             dataset_column(dataset_query, (SEQUENCE_COLUMN,)),
             dataset_column(dataset_gallery, (SEQUENCE_COLUMN,)),
@@ -883,4 +884,5 @@ __all__ = [
     "get_query_gallery_ids",
     "get_sequence_ids",
     "image_to_png_base64",
+    "labels_of",
 ]

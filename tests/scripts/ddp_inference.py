@@ -1,9 +1,10 @@
 """Run the validation or the prediction pipeline on DEVICES CPU processes (gloo) and write every process's result
 as JSON.
 
-Usage: python ddp_inference.py OUT_DIR NAME validate|predict DEVICES [NUM_NODES]. With DEVICES=2 Lightning re-runs
-this script as the second process. With NUM_NODES (validate only) the processes are started by torchrun, one per
-"node", and the run writes into ``logs_folder=run``. The config is ``tiny_training.tiny_config``'s data and model
+Usage: python ddp_inference.py OUT_DIR NAME validate|validate_sharded|predict DEVICES [NUM_NODES]
+(``validate_sharded``: ``metric_args.shard_gallery=true``, without ``fnmr@fmr`` and ``pcf``, which it refuses).
+With DEVICES=2 Lightning re-runs this script as the second process. With NUM_NODES (validate only) the processes
+are started by torchrun, one per "node", and the run writes into ``logs_folder=run``. The config is ``tiny_training.tiny_config``'s data and model
 (the example plugin's ``tiny_conv`` with random weights of seed 7, 32 px images) with batches of 7: the mock
 dataset's splits do not divide into batches of 7, nor the batches into 2 halves, so the padding of DDP's shares is
 exercised.
@@ -23,9 +24,11 @@ from oml_core.lightning.pipelines import extractor_prediction_pipeline, extracto
 BATCH = 7
 
 
-def validate(out: Path, name: str, devices: int, num_nodes: int | None = None) -> dict:
+def validate(out: Path, name: str, devices: int, num_nodes: int | None = None, sharded: bool = False) -> dict:
     cfg = tiny_config(out / name, devices=devices, bs_val=BATCH, postfix="validation")
     cfg["metric_args"] = {**cfg["metric_args"], "fmr_vals": [0.1], "pcf_variance": [0.5]}
+    if sharded:
+        cfg["metric_args"] = {**cfg["metric_args"], "fmr_vals": [], "pcf_variance": [], "shard_gallery": True}
     keys = ("postfix", "seed", "accelerator", "devices", "dataframe_name", "logs_root", "transforms_val")
     keys += ("bs_val", "metric_args", "extractor", "lightning_trainer_extra_args")
     cfg = {key: cfg[key] for key in keys}
@@ -52,8 +55,9 @@ def predict(out: Path, name: str, devices: int) -> dict:
 
 if __name__ == "__main__":
     out_dir, run_name, pipeline, n_devices = Path(sys.argv[1]), sys.argv[2], sys.argv[3], int(sys.argv[4])
-    if pipeline == "validate":
-        record = validate(out_dir, run_name, n_devices, *(int(n) for n in sys.argv[5:]))
+    if pipeline.startswith("validate"):
+        nodes = int(sys.argv[5]) if len(sys.argv) > 5 else None
+        record = validate(out_dir, run_name, n_devices, nodes, sharded=pipeline == "validate_sharded")
     else:
         record = predict(out_dir, run_name, n_devices)
     (out_dir / f"{run_name}_rank{get_rank_safe()}.json").write_text(json.dumps(record))

@@ -381,7 +381,9 @@ def embedding_metrics(
 ) -> Any:
     """``EmbeddingMetrics`` of ``metric_args`` (the config key) over ``dataset``, with ``postprocessor`` (or
     None) re-ranking the retrieval results; its own printing is off, as the pipelines print their own tables.
-    With ``ddp``, ``EmbeddingMetricsDDP``: every process updates it with its share and ``sync()`` gathers them.
+    With ``ddp``, ``EmbeddingMetricsDDP``: every process updates it with its share and ``sync()`` gathers them
+    (``metric_args.shard_gallery``: searches the gallery sharded across the processes instead; ignored on one
+    process, which holds every embedding anyway).
 
     Raises:
         RegistryError: an unknown retrieval metric (the registry's message).
@@ -391,6 +393,8 @@ def embedding_metrics(
 
     metric_class = EmbeddingMetricsDDP if ddp else EmbeddingMetrics
     args = {"verbose": False, **(metric_args or {})}
+    if not ddp:
+        args.pop("shard_gallery", None)
     try:
         return metric_class(dataset=dataset, postprocessor=postprocessor, registry=registry, **args)
     except RegistryError:

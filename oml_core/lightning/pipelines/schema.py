@@ -285,14 +285,16 @@ SCHEDULING = Rule(
 _METRIC_ARGS_SET_BY_PIPELINE = ("dataset", "postprocessor", "registry")
 #: ``metric_args`` whose values are lists of fractions.
 _FRACTION_METRIC_ARGS = ("fmr_vals", "pcf_variance")
+#: ``metric_args`` of ``EmbeddingMetricsDDP`` only (ignored on one process, which holds every embedding anyway).
+_DDP_METRIC_ARGS = {"shard_gallery": BOOL}
 TOP_K = list_of(POSITIVE_INT)
 FRACTIONS = list_of(FRACTION)
 
 
 def _metric_args(value: Mapping[str, Any] | None, key: str) -> dict[str, Any]:
     """``metric_args`` checked: every ``<metric>_top_k`` a list of positive ints, ``fmr_vals`` and
-    ``pcf_variance`` lists of numbers in ``[0, 1]``, the other keys ``EmbeddingMetrics``' arguments of the types
-    of its annotations."""
+    ``pcf_variance`` lists of numbers in ``[0, 1]``, ``shard_gallery`` a bool, the other keys
+    ``EmbeddingMetrics``' arguments of the types of its annotations."""
     from oml_core.metrics import EmbeddingMetrics
 
     parameters = inspect.signature(EmbeddingMetrics).parameters
@@ -300,7 +302,7 @@ def _metric_args(value: Mapping[str, Any] | None, key: str) -> dict[str, Any]:
         name
         for name, p in parameters.items()
         if p.kind is not p.VAR_KEYWORD and name not in _METRIC_ARGS_SET_BY_PIPELINE
-    ]
+    ] + list(_DDP_METRIC_ARGS)
     args = dict(value or {})
     for name, item in args.items():
         if str(name).endswith(TOP_K_SUFFIX) and name != TOP_K_SUFFIX:
@@ -309,6 +311,8 @@ def _metric_args(value: Mapping[str, Any] | None, key: str) -> dict[str, Any]:
         check_keys({name: item}, known, key)
         if name in _FRACTION_METRIC_ARGS:
             FRACTIONS.check(item, f"{key}.{name}")
+        elif name in _DDP_METRIC_ARGS:
+            _DDP_METRIC_ARGS[name].check(item, f"{key}.{name}")
         else:
             check_argument_types(EmbeddingMetrics, {name: item}, f"{key}.")
     return args
