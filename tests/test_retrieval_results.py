@@ -290,15 +290,18 @@ def naive_qg(
     return retrieved, (gts if labels is not None else None), n_gallery
 
 
+@pytest.mark.parametrize("knn_backend", [None, "exact"])
 @pytest.mark.parametrize("chunk_size", [1, 3, None])
-def test_from_embeddings_qg_matches_naive(chunk_size: int | None) -> None:
+def test_from_embeddings_qg_matches_naive(chunk_size: int | None, knn_backend: str | None) -> None:
     rng = np.random.default_rng(0)
     xq = torch.tensor(rng.normal(size=(12, 4)), dtype=torch.float32)
     xg = torch.tensor(rng.normal(size=(20, 4)), dtype=torch.float32)
     labels = ([f"l{i}" for i in rng.integers(0, 4, 12)], [f"l{i}" for i in rng.integers(0, 4, 20)])
     sequences = (rng.integers(0, 5, 12).tolist(), rng.integers(0, 5, 20).tolist())
     plain = (FrameDataset(label=labels[0]), FrameDataset(label=labels[1]))
-    rr = RetrievalResults.from_embeddings_qg(xq, xg, *plain, n_items=6, chunk_size=chunk_size)
+    rr = RetrievalResults.from_embeddings_qg(
+        xq, xg, *plain, n_items=6, chunk_size=chunk_size, knn_backend=knn_backend
+    )
     retrieved, gts, n_gallery = naive_qg(xq, xg, 6, labels)
     assert [r.tolist() for r in rr.retrieved_ids] == retrieved
     assert [g.tolist() for g in rr.gt_ids] == gts
@@ -307,7 +310,9 @@ def test_from_embeddings_qg_matches_naive(chunk_size: int | None) -> None:
         FrameDataset(label=labels[0], sequence=sequences[0]),
         FrameDataset(label=labels[1], sequence=sequences[1]),
     )
-    rr = RetrievalResults.from_embeddings_qg(xq, xg, *with_seq, n_items=6, chunk_size=chunk_size)
+    rr = RetrievalResults.from_embeddings_qg(
+        xq, xg, *with_seq, n_items=6, chunk_size=chunk_size, knn_backend=knn_backend
+    )
     retrieved, gts, n_gallery = naive_qg(xq, xg, 6, labels, sequences)
     assert [r.tolist() for r in rr.retrieved_ids] == retrieved
     assert [g.tolist() for g in rr.gt_ids] == gts
@@ -317,17 +322,21 @@ def test_from_embeddings_qg_matches_naive(chunk_size: int | None) -> None:
     )
 
 
-def test_from_embeddings_qg_codes_values_across_the_two_datasets() -> None:
+@pytest.mark.parametrize("knn_backend", [None, "exact"])
+def test_from_embeddings_qg_codes_values_across_the_two_datasets(knn_backend: str | None) -> None:
     xq, xg = torch.tensor([[0.0], [1.0]]), torch.tensor([[0.1], [0.9], [5.0]])
     # labels of different types in the two tables: 1 and "1" are different labels; the sequence "a" is shared
     queries = FrameDataset(label=[1, "x"], sequence=["a", "b"])
     gallery = FrameDataset(label=["1", "x", 1], sequence=["c", "a", "b"])
-    rr = RetrievalResults.from_embeddings_qg(xq, xg, queries, gallery, n_items=5)
+    rr = RetrievalResults.from_embeddings_qg(xq, xg, queries, gallery, n_items=5, knn_backend=knn_backend)
     # query 0 ignores gallery item 1 (sequence "a"), query 1 ignores gallery item 2 (sequence "b")
     assert [r.tolist() for r in rr.retrieved_ids] == [[0, 2], [1, 0]]
     assert [g.tolist() for g in rr.gt_ids] == [[2], [1]]  # 1 matches 1, not "1"
     assert rr.n_gallery.tolist() == [2, 2]
-    unlabeled = RetrievalResults.from_embeddings_qg(xq, xg, NoLabels(2), gallery, n_items=1)
+    torch.testing.assert_close(rr.distances[0], torch.tensor([0.1, 5.0]))
+    unlabeled = RetrievalResults.from_embeddings_qg(
+        xq, xg, NoLabels(2), gallery, n_items=1, knn_backend=knn_backend
+    )
     assert unlabeled.gt_ids is None and [r.tolist() for r in unlabeled.retrieved_ids] == [[0], [1]]
     with pytest.raises(ValueError, match="got 3 query embeddings for a query dataset of 2 items"):
         RetrievalResults.from_embeddings_qg(xg, xg, queries, gallery)

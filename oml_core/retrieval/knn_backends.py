@@ -358,6 +358,35 @@ def search_with_index(
     return knn_result(found.distances, found.ids, ids_query, ids_gallery, keys, labels_gt)
 
 
+def search_with_index_qg(
+    index: IKnnIndex,
+    embeddings_query: Tensor,
+    embeddings_gallery: Tensor,
+    top_n: int,
+    labels_query: LongTensor | None = None,
+    labels_gallery: LongTensor | None = None,
+    sequence_query: LongTensor | None = None,
+    sequence_gallery: LongTensor | None = None,
+) -> KnnResult:
+    """:func:`~oml_core.functional.knn.search_knn_qg` through a knn backend: the gallery is added to the empty
+    ``index`` (ids: gallery positions; groups: the sequence ids) and the queries searched with their sequence
+    ids excluded. Queries and gallery are separate sets, so without sequences nothing is excluded (every item is
+    its own group). Labels and sequence ids are codes comparable across the two sets; the ground truth of a query
+    is the gallery items of its label but those of its sequence."""
+    n_query, n_gallery = len(embeddings_query), len(embeddings_gallery)
+    if sequence_query is None or sequence_gallery is None:
+        keys = torch.arange(n_query + n_gallery)
+    else:
+        keys = torch.cat([torch.as_tensor(sequence_query), torch.as_tensor(sequence_gallery)]).long().cpu()
+    labels = None
+    if labels_query is not None and labels_gallery is not None:
+        labels = torch.cat([torch.as_tensor(labels_query), torch.as_tensor(labels_gallery)]).long().cpu()
+    ids_query, ids_gallery = torch.arange(n_query), n_query + torch.arange(n_gallery)
+    index.add(embeddings_gallery, ids=torch.arange(n_gallery), groups=keys[ids_gallery])
+    found = index.search(embeddings_query, min(check_k(top_n), max(n_gallery, 1)), exclude=keys[ids_query])
+    return knn_result(found.distances, found.ids, ids_query, ids_gallery, keys, labels)
+
+
 def knn_result(
     distances: Tensor,
     ids: LongTensor,
@@ -404,4 +433,5 @@ __all__ = [
     "ragged_to_padded",
     "search_excluding",
     "search_with_index",
+    "search_with_index_qg",
 ]

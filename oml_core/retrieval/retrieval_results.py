@@ -416,6 +416,8 @@ class RetrievalResults:
         chunk_size: int | None = None,
         memory_budget: int | None = None,
         verbose: bool = False,
+        knn_backend: IKnnIndex | Mapping[str, Any] | str | None = None,
+        registry: Registry | None = None,
     ) -> RetrievalResults:
         """Retrieve the ``n_items`` closest items of ``dataset_gallery`` for every item of ``dataset_query``.
 
@@ -434,6 +436,9 @@ class RetrievalResults:
             chunk_size: Queries per block (``None``: ``STRIP_ROWS``).
             memory_budget: Bytes of one block (``None``: as in :meth:`from_embeddings`).
             verbose: Set ``True`` to see a progress bar.
+            knn_backend: Search through a registered kNN backend instead, as in :meth:`from_embeddings`
+                (:func:`~oml_core.retrieval.knn_backends.search_with_index_qg`).
+            registry: Where ``knn_backend`` is looked up (``default_registry()`` when ``None``).
 
         Returns:
             Retrieval results with ids as indices of ``dataset_gallery``, ``n_gallery`` filled.
@@ -460,6 +465,20 @@ class RetrievalResults:
         has_labels, has_sequences = all(v is not None for v in labels), all(v is not None for v in sequences)
         labels_query, labels_gallery = _factorize_together(*labels) if has_labels else (None, None)
         seq_query, seq_gallery = _factorize_together(*sequences) if has_sequences else (None, None)
+        if knn_backend is not None:
+            from oml_core.retrieval.knn_backends import make_knn_index, search_with_index_qg
+
+            result = search_with_index_qg(
+                make_knn_index(knn_backend, distance, registry),
+                embeddings_query,
+                embeddings_gallery,
+                n_items,
+                labels_query,
+                labels_gallery,
+                seq_query,
+                seq_gallery,
+            )
+            return cls._from_knn(result)
         result = search_knn_qg(
             embeddings_query=embeddings_query,
             embeddings_gallery=embeddings_gallery,
