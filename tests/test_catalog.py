@@ -3,7 +3,15 @@
 from oml_core.registry import Registry
 from oml_core.registry.catalog import FIRST_PARTY_PROVIDERS
 
-FIRST_PARTY = {"oml_models", "oml_losses", "oml_samplers", "oml_loggers", "oml_postprocessors", "oml_pml"}
+FIRST_PARTY = {
+    "oml_models",
+    "oml_losses",
+    "oml_samplers",
+    "oml_loggers",
+    "oml_postprocessors",
+    "oml_pml",
+    "oml_faiss",
+}
 
 
 def test_catalog_matches_the_installed_first_party_plugins():

@@ -1,0 +1,1 @@
+"""Default configs of the faiss kNN backends: ``knn_backend/<name>.yaml``, one per name."""
