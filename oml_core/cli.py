@@ -7,6 +7,8 @@
     oml registry [KIND [NAME]] [--format table|json]
     oml mock-dataset DIR [--seed N]
     oml check-dataframe CSV [--dataset-root DIR] [--sep SEP]
+    oml index build [--config-path DIR] [--config-name NAME] [--show-config] [hydra overrides ...]
+    oml search INDEX IMAGE... [--top-k K] [--format table|json]
 
 ``oml --version`` prints ``oml-core <version>``, then one line per installed plugin distribution, ``<distribution>
 <version>``. ``oml COMMAND --help`` explains a pipeline's overrides (hydra's ``KEY=VALUE``; ``GROUP@KEY=OPTION``
@@ -17,6 +19,13 @@ would run it, composed with the overrides and its interpolations resolved, as ya
 its default config. ``oml plugins --check`` imports every component and ends with a verdict, ``OK: <n> plugins,
 <m> components load`` or ``FAILED: <p> problems in <q> plugins (see above)``, on stdout; with ``--format json``
 stdout is the json report alone and the verdict goes to stderr.
+
+``oml index build`` builds a gallery index (:class:`~oml_core.index.GalleryIndex`) from its default config
+``index_build.yaml`` (the mock dataset, a seeded random ResNet18, the ``exact`` knn backend, a threshold
+calibrated on the validation split) and the overrides, into a new ``index_dir`` that is never written over.
+``oml search INDEX IMAGE...`` prints, for every image, its ``--top-k`` nearest gallery items (rank, distance,
+label, id, path) and, when the index is calibrated, match or no match (distance < threshold); ``--format json``
+prints ``{"index", "threshold", "queries": [{"query", "match", "results": [...]}]}``.
 
 Every command takes ``--traceback`` (before or after the command's name). Errors are printed on one line of
 stderr, never as a traceback (``OML_TRACEBACK=1`` or ``--traceback`` re-raises them, for debugging):
@@ -76,11 +85,14 @@ USER_ERROR_TYPES = (
     ("oml_core.utils.checkpoints", "CheckpointError"),
     ("oml_core.datasets.dataframe_format", "DataFrameFormatError"),
     ("oml_core.zoo.store", "PretrainedDownloadError"),
+    ("oml_core.index.errors", "GalleryIndexError"),
 )
 #: The exception of a run stopped on purpose: it carries its last good checkpoint (``checkpoint``), whether the
 #: run goes on from it as it was (``resumable``) and its exit status (``exit_code``). Looked up as
 #: :data:`USER_ERROR_TYPES` are.
 STOPPED_TYPE = ("oml_core.lightning.stops", "TrainingStopped")
+#: The default config of ``oml index build`` (in :data:`~oml_core.compose.OML_CONFIGS_DIR`).
+INDEX_BUILD_CONFIG = "index_build"
 #: ``oml COMMAND`` -> the pipeline it runs; its default config has the pipeline's name (as OML's do).
 PIPELINE_CONFIGS = {
     "train": "extractor_training_pipeline",
@@ -185,7 +197,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     elif args.command is None:
         parser.print_help()
         return EXIT_USAGE
-    elif rest and args.command not in PIPELINE_CONFIGS:
+    elif rest and args.command not in PIPELINE_CONFIGS and not getattr(args, "takes_overrides", False):
         print(f"oml {args.command}: error: unrecognized arguments: {' '.join(rest)}", file=sys.stderr)
         return EXIT_USAGE
     command = "oml" if args.command is None else f"oml {args.command}"
@@ -407,8 +419,59 @@ def _parser() -> _Parser:
     )
     check.add_argument("--sep", default=",", help="the csv's separator (default: ',')")
     check.set_defaults(handler=_cmd_check_dataframe)
+
+    index = sub.add_parser("index", help="build a gallery index to serve (oml index build)", parents=[common])
+    index_sub = index.add_subparsers(dest="index_command", metavar="INDEX_COMMAND", required=True)
+    build = index_sub.add_parser(
+        "build",
+        help="build a gallery index from a dataframe or a folder of images (defaults: the mock dataset)",
+        description="oml index build: embed a gallery with an extractor, put it in a knn backend, calibrate a "
+        "match threshold on the validation split and save it all to a new folder. Options, then hydra "
+        "overrides, e.g. oml index build index_dir=my_index extractor.args.weights=best.ckpt "
+        "knn_backend.name=exact calibration.value=0.95",
+        epilog=f"the default config: {(OML_CONFIGS_DIR / f'{INDEX_BUILD_CONFIG}.yaml').resolve()}",
+        parents=[common],
+    )
+    build.add_argument("--config-path", "-cp", metavar="DIR", help="directory of your yaml configs")
+    build.add_argument(
+        "--config-name",
+        "-cn",
+        metavar="NAME",
+        default=INDEX_BUILD_CONFIG,
+        help=f"config name without .yaml (default: {INDEX_BUILD_CONFIG})",
+    )
+    build.add_argument(
+        "--show-config",
+        action="store_true",
+        help="print the config composed with the overrides (interpolations resolved) as yaml; build nothing",
+    )
+    build.set_defaults(handler=_cmd_index_build, command="index build", takes_overrides=True)
+
+    search = sub.add_parser(
+        "search",
+        help="search a gallery index by images: their nearest gallery items, match or no match",
+        parents=[common],
+    )
+    search.add_argument("index", type=Path, metavar="INDEX", help="the folder of an index (oml index build)")
+    search.add_argument("images", nargs="+", metavar="IMAGE", help="the query images")
+    search.add_argument(
+        "--top-k", type=_positive_int, default=5, metavar="K", help="gallery items per query (default: 5)"
+    )
+    search.add_argument("--format", choices=("table", "json"), default="table")
+    search.set_defaults(handler=_cmd_search)
     parser.commands = list(sub.choices)
     return parser
+
+
+def _positive_int(value: str) -> int:
+    """An integer >= 1 (argparse's type of ``--top-k``)."""
+    try:
+        number = int(value)
+    except ValueError:
+        number = 0
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {value!r}")
+    return number
 
 
 def _kind(value: str) -> str:
@@ -788,6 +851,85 @@ def _cmd_check_dataframe(args: argparse.Namespace, _: list[str]) -> int:
     for warning in caught:
         print(f"oml check-dataframe: warning: {warning.message}", file=sys.stderr)
     return 0
+
+
+# ----------------------------------------------------------------------------------------- gallery index
+def _cmd_index_build(args: argparse.Namespace, overrides: list[str]) -> int:
+    """Build the index of the config composed with ``overrides`` (composed first, so that a bad override fails
+    before anything is read); with ``--show-config`` print that config instead and build nothing."""
+    registry = Registry()
+    cfg = compose_config(args.config_name, overrides, args.config_path, registry)
+    if args.show_config:
+        print(config_yaml(cfg), end="")
+        return 0
+    from oml_core.index.build import build_gallery_index
+
+    result = build_gallery_index(cfg, registry=registry)
+    index = result.index
+    backend = index.config["knn_backend"]["name"]
+    print(
+        f"Gallery index:    {len(index)} items of {result.source} (knn backend {backend!r}, {index.distance})"
+    )
+    if index.calibration is not None:
+        print(f"Calibration:      {index.calibration.summary()}")
+    else:
+        print(f"Calibration:      none ({result.not_calibrated}): oml search answers with distances only")
+    print(f"Index folder:     {result.index_dir}")
+    print(f"Search it:        oml search {shlex.quote(str(result.index_dir))} IMAGE...")
+    return 0
+
+
+def _cmd_search(args: argparse.Namespace, _: list[str]) -> int:
+    from oml_core.index import GalleryIndex
+
+    index = GalleryIndex.load(args.index, registry=Registry())
+    hits = index.search(args.images, top_k=args.top_k)
+    report = search_report(
+        args.index, index.calibration.threshold if index.calibration else None, args.images, hits
+    )
+    print(json.dumps(report, indent=2) if args.format == "json" else _search_table(report))
+    return 0
+
+
+def search_report(
+    index: Path, threshold: float | None, images: Sequence[str], hits: Sequence[Any]
+) -> dict[str, Any]:
+    """What ``oml search`` prints: ``{"index", "threshold", "queries": [{"query", "match", "results"}]}``; a
+    query's ``match`` is its nearest item's (None when the index is not calibrated, false when nothing was
+    found), ``results`` are the :class:`~oml_core.index.SearchHit` s as dicts."""
+    queries = []
+    for image, found in zip(images, hits):
+        match = None if threshold is None else bool(found and found[0].match)
+        queries.append({"query": image, "match": match, "results": [hit.to_dict() for hit in found]})
+    return {"index": str(index), "threshold": threshold, "queries": queries}
+
+
+def _search_table(report: dict[str, Any]) -> str:
+    """The table form of :func:`search_report`: per query a line, then one line per gallery item."""
+    threshold = report["threshold"]
+    lines = []
+    for query in report["queries"]:
+        if threshold is None:
+            verdict = "(the index is not calibrated: distances only)"
+        else:
+            verdict = f"{'match' if query['match'] else 'no match'} (threshold {threshold:.6g})"
+        lines.append(f"{query['query']}: {verdict}")
+        header = ["rank", "distance", *(["match"] if threshold is not None else []), "label", "id", "path"]
+        rows = [
+            [
+                str(hit["rank"]),
+                f"{hit['distance']:.6f}",
+                *(["match" if hit["match"] else "no match"] if threshold is not None else []),
+                "-" if hit["label"] is None else str(hit["label"]),
+                str(hit["id"]),
+                hit["path"] or "-",
+            ]
+            for hit in query["results"]
+        ]
+        widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
+        for row in [header, *rows]:
+            lines.append("  " + "  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip())
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":

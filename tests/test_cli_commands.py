@@ -30,6 +30,8 @@ COMMANDS = [
     "registry",
     "mock-dataset",
     "check-dataframe",
+    "index",
+    "search",
 ]
 
 

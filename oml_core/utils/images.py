@@ -46,4 +46,14 @@ def imread_pil(path_or_bytes: Path | str | bytes) -> Image.Image:
         raise OSError(f"cannot read the image file '{path}': {e}") from e
 
 
-__all__ = ["imread_pil"]
+#: Suffixes (any case) of the files taken as images from a folder (OML's image extensions).
+IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png")
+
+
+def find_images(folder: Path) -> list[Path]:
+    """The image files (:data:`IMAGE_SUFFIXES`, any case) under ``folder``, searched recursively, sorted by
+    path."""
+    return sorted(p for p in folder.rglob("*") if p.suffix.lower() in IMAGE_SUFFIXES and p.is_file())
+
+
+__all__ = ["IMAGE_SUFFIXES", "find_images", "imread_pil"]

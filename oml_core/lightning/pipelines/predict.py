@@ -37,14 +37,13 @@ from oml_core.lightning.pipelines.schema import (
 from oml_core.lightning.progress import PROGRESS_BAR_ARG
 from oml_core.lightning.quiet import quiet_lightning
 from oml_core.registry import ConfigError, Registry, default_registry
+from oml_core.utils.images import IMAGE_SUFFIXES, find_images
 
 PIPELINE = "extractor_prediction_pipeline"
 REQUIRED_KEYS = required_keys(PIPELINE)
 DEFAULTS = optional_defaults(PIPELINE)
 #: The file the features are written to, in ``save_dir`` (OML's name).
 PREDICTIONS_FILE = "predictions.json"
-#: Suffixes (any case) of the files taken from ``data_dir`` (OML's image extensions).
-IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".png")
 
 
 @dataclass
@@ -197,10 +196,10 @@ def _data_dir(cfg: Mapping[str, Any]) -> Path:
 
 def _image_files(data_dir: Path) -> list[Path]:
     """The image files under ``data_dir`` (recursively), sorted by path."""
-    files = sorted(p for p in data_dir.rglob("*") if p.suffix.lower() in IMAGE_EXTENSIONS and p.is_file())
+    files = find_images(data_dir)
     if not files:
         raise ConfigError(
-            f"{PIPELINE}: no image files ({', '.join(IMAGE_EXTENSIONS)}) under data_dir {str(data_dir)!r}"
+            f"{PIPELINE}: no image files ({', '.join(IMAGE_SUFFIXES)}) under data_dir {str(data_dir)!r}"
         )
     return files
 
@@ -240,4 +239,4 @@ def _read_paths(csv_path: Path) -> tuple[list[str], Sequence[Any] | None]:
     return paths.tolist(), bboxes
 
 
-__all__ = ["IMAGE_EXTENSIONS", "PREDICTIONS_FILE", "PredictionResult", "extractor_prediction_pipeline"]
+__all__ = ["PREDICTIONS_FILE", "PredictionResult", "extractor_prediction_pipeline"]

@@ -1,0 +1,25 @@
+"""Serving a gallery: :class:`GalleryIndex` (build from a dataframe, a folder of images or embeddings; search by
+images or embeddings; save and load) and the calibration of a match threshold (:mod:`.calibration`)."""
+
+from oml_core.index.calibration import (
+    TARGETS,
+    Calibration,
+    CalibrationCurve,
+    CalibrationError,
+    calibrate_rr,
+    calibrate_threshold,
+)
+from oml_core.index.errors import GalleryIndexError
+from oml_core.index.gallery import GalleryIndex, SearchHit
+
+__all__ = [
+    "TARGETS",
+    "Calibration",
+    "CalibrationCurve",
+    "CalibrationError",
+    "GalleryIndex",
+    "GalleryIndexError",
+    "SearchHit",
+    "calibrate_rr",
+    "calibrate_threshold",
+]

@@ -1,0 +1,486 @@
+"""``GalleryIndex`` (:mod:`oml_core.index`): search equals a naive search; items, ids and labels; images through a
+registered extractor; a dataframe's rows and the calibration on its validation split (against oml's own
+retrieval); self and sequence exclusion in the calibration (worked by hand); save and load round trips; a
+folder never written over; foreign or corrupt folders as one-line errors naming the file; and a knn backend of
+a plugin (a brute-force ``IKnnIndex`` defined here, registered on a fresh ``Registry``)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+from PIL import Image
+from torch import LongTensor, Tensor, nn
+
+from oml_core import hookimpl
+from oml_core.datasets import ImageQueryGalleryLabeledDataset
+from oml_core.index import CalibrationError, GalleryIndex, GalleryIndexError, calibrate_rr
+from oml_core.interfaces.knn import IKnnIndex, KnnSearchResult
+from oml_core.interfaces.models import IExtractor
+from oml_core.registry import Registry, UnknownNameError
+from oml_core.retrieval import RetrievalResults
+from oml_core.retrieval.knn_backends import ExactKnnIndex
+from oml_core.utils.atomic import TEMPORARY_PREFIX
+
+
+# ------------------------------------------------------------------------------------- the test plugin
+class BruteForceIndex(IKnnIndex):
+    """A trivial knn backend: every distance computed and sorted; saved as one weights-only torch file."""
+
+    FILE = "brute.pt"
+
+    def __init__(self, distance: str = "l2") -> None:
+        self.distance = distance
+        self.x, self.ids, self.groups = torch.zeros(0, 0), torch.zeros(0, dtype=torch.long), torch.zeros(0)
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def add(
+        self, embeddings: Tensor, ids: LongTensor | None = None, groups: LongTensor | None = None
+    ) -> None:
+        n = len(embeddings)
+        ids = torch.arange(len(self), len(self) + n) if ids is None else torch.as_tensor(ids).long()
+        groups = ids.clone() if groups is None else torch.as_tensor(groups).long()
+        self.x = embeddings.float() if not len(self) else torch.cat([self.x, embeddings.float()])
+        self.ids = torch.cat([self.ids, ids])
+        self.groups = groups if not len(self.groups) else torch.cat([self.groups, groups])
+
+    def search(self, queries: Tensor, k: int, exclude: LongTensor | None = None) -> KnnSearchResult:
+        d = naive_distances(queries, self.x, self.distance).float()
+        if exclude is not None:
+            d[self.groups[None, :] == exclude[:, None]] = float("inf")
+        d, order = torch.sort(d, dim=1, stable=True)
+        d, order = d[:, :k], order[:, :k]
+        ids = torch.where(torch.isfinite(d), self.ids[order], -1)
+        pad = k - d.shape[1]
+        return KnnSearchResult(
+            torch.nn.functional.pad(d, (0, pad), value=float("inf")),
+            torch.nn.functional.pad(ids, (0, pad), value=-1),
+        )
+
+    def save(self, folder) -> None:
+        Path(folder).mkdir(parents=True, exist_ok=True)
+        state = {"distance": self.distance, "x": self.x, "ids": self.ids, "groups": self.groups}
+        torch.save(state, Path(folder) / self.FILE)
+
+    @classmethod
+    def load(cls, folder) -> BruteForceIndex:
+        state = torch.load(Path(folder) / cls.FILE, weights_only=True)
+        index = cls(state["distance"])
+        index.x, index.ids, index.groups = state["x"], state["ids"], state["groups"]
+        return index
+
+
+def make_brute(distance: str = "l2") -> BruteForceIndex:
+    """A factory that is a function, not the class (the index finds the class to load through what it builds)."""
+    return BruteForceIndex(distance)
+
+
+class MeanColour(IExtractor):
+    """A tiny extractor: a random linear map of an image's mean colour (its weights come from the seed)."""
+
+    def __init__(self, dim: int = 4) -> None:
+        super().__init__()
+        self.head = nn.Linear(3, dim)
+
+    @property
+    def feat_dim(self) -> int:
+        return self.head.out_features
+
+    def forward(self, x: Tensor) -> Tensor:
+        return self.head(x.mean(dim=(2, 3)))
+
+
+class IndexTestPlugin:
+    @hookimpl
+    def oml_register_knn_backends(self, register):
+        register("brute", BruteForceIndex, description="brute force, for the tests")
+        register("brute_fn", make_brute)
+
+    @hookimpl
+    def oml_register_extractors(self, register):
+        register("mean_colour", MeanColour)
+
+
+@pytest.fixture()
+def registry() -> Registry:
+    """The core's built-ins and the test plugin only."""
+    return Registry([("index_test_plugin", IndexTestPlugin())], load_entrypoints=False)
+
+
+EXTRACTOR = {"name": "mean_colour", "args": {"dim": 4}}
+TRANSFORMS = {"name": "norm_resize", "args": {"im_size": 8}}
+
+
+def naive_distances(queries: Tensor, gallery: Tensor, distance: str) -> Tensor:
+    """``[Q, n]`` distances in float64, from their definitions."""
+    q, g = queries.double(), gallery.double()
+    if not len(g):
+        return torch.zeros(len(q), 0, dtype=torch.float64)
+    if distance == "l2":
+        return ((q[:, None, :] - g[None, :, :]) ** 2).sum(-1).sqrt()
+    return 1 - torch.nn.functional.normalize(q, dim=1) @ torch.nn.functional.normalize(g, dim=1).T
+
+
+def solid_images(folder: Path, colours: dict[str, tuple[int, int, int]]) -> dict[str, Path]:
+    """One 8x8 PNG of a single colour per name."""
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = {}
+    for name, colour in colours.items():
+        paths[name] = folder / f"{name}.png"
+        Image.new("RGB", (8, 8), colour).save(paths[name])
+    return paths
+
+
+COLOURS = {
+    "red": (220, 20, 20),
+    "green": (20, 200, 40),
+    "blue": (30, 40, 210),
+    "red2": (210, 30, 25),
+    "teal": (20, 180, 190),
+}
+
+
+# ------------------------------------------------------------------------------------------- search
+@pytest.mark.parametrize("distance", ["l2", "cosine"])
+@pytest.mark.parametrize("backend", ["exact", "brute", "brute_fn"])
+def test_search_by_embeddings_equals_a_naive_search(registry, distance, backend):
+    generator = torch.Generator().manual_seed(0)
+    gallery, queries = torch.randn(40, 6, generator=generator), torch.randn(7, 6, generator=generator)
+    ids = torch.randperm(1000, generator=generator)[:40].tolist()
+    labels = torch.randint(0, 5, (40,), generator=generator).tolist()
+    index = GalleryIndex(knn_backend=backend, distance=distance, registry=registry)
+    index.add(gallery[:25], labels=labels[:25], ids=ids[:25])
+    index.add(gallery[25:], labels=labels[25:], ids=ids[25:])  # in two parts
+
+    hits = index.search(queries, top_k=5)
+    expected_d, expected_pos = torch.sort(naive_distances(queries, gallery, distance), dim=1)
+    for q, row in enumerate(hits):
+        assert [hit.rank for hit in row] == [1, 2, 3, 4, 5]
+        assert [hit.id for hit in row] == [ids[p] for p in expected_pos[q, :5]]
+        assert [hit.label for hit in row] == [labels[p] for p in expected_pos[q, :5]]
+        assert [hit.distance for hit in row] == pytest.approx(expected_d[q, :5].tolist(), abs=1e-5)
+        assert all(hit.path is None and hit.match is None for hit in row)
+    assert [len(row) for row in index.search(queries[:2], top_k=100)] == [40, 40]  # all there is
+
+
+def test_ids_labels_and_paths_of_added_items(registry):
+    index = GalleryIndex(registry=registry)
+    index.add(torch.zeros(2, 3), labels=[7, None])
+    index.add(torch.ones(2, 3), ids=[10, 11], paths=["a.png", Path("b.png")])
+    index.add(torch.full((1, 3), 2.0))
+    assert index.ids == [0, 1, 10, 11, 12]  # defaults go on after the largest id
+    assert index.labels == [7, None, None, None, None]
+    assert index.paths == [None, None, "a.png", "b.png", None]
+    assert torch.equal(index.embeddings, torch.tensor([[0.0] * 3] * 2 + [[1.0] * 3] * 2 + [[2.0] * 3]))
+
+    for bad, message in [
+        (dict(items=torch.zeros(1, 3), ids=[11]), "id 11 is given to two items"),
+        (dict(items=torch.zeros(2, 3), ids=[20, 20]), "id 20 is given to two items"),
+        (dict(items=torch.zeros(1, 3), labels=["cat"]), "labels must be integers"),
+        (dict(items=torch.zeros(1, 3), labels=[1, 2]), "one entry per item"),
+        (dict(items=torch.zeros(1, 4)), "dimension 4, the index has 3"),
+        (dict(items=torch.tensor([[float("nan")] * 3])), "finite"),
+    ]:
+        with pytest.raises(ValueError, match=message):
+            index.add(**bad)
+    assert len(index) == 5 and index.ids == [0, 1, 10, 11, 12]  # nothing of a refused add is kept
+
+
+def test_images_through_a_registered_extractor_spec(tmp_path, registry):
+    images = solid_images(tmp_path / "gallery", COLOURS)
+    index = GalleryIndex.from_folder(
+        tmp_path / "gallery", extractor=EXTRACTOR, transforms=TRANSFORMS, registry=registry
+    )
+    assert index.paths == sorted(str(p) for p in images.values()) and index.labels == [None] * 5
+    assert index.ids == [0, 1, 2, 3, 4]
+
+    query = solid_images(tmp_path / "queries", {"also_blue": COLOURS["blue"]})["also_blue"]
+    (nearest, second), *_ = index.search([query], top_k=2)
+    assert nearest.path == str(images["blue"]) and nearest.distance < 1e-5
+    assert second.distance > 0.01
+    assert torch.equal(
+        index.embed([images["red"]]), index.embeddings[index.paths.index(str(images["red"]))][None]
+    )
+
+
+def test_the_extractor_is_seeded_so_random_weights_are_the_same_at_every_build(registry):
+    first = GalleryIndex(extractor=EXTRACTOR, registry=registry, seed=3).extractor
+    again = GalleryIndex(extractor=EXTRACTOR, registry=registry, seed=3).extractor
+    other = GalleryIndex(extractor=EXTRACTOR, registry=registry, seed=4).extractor
+    assert torch.equal(first.head.weight, again.head.weight)
+    assert not torch.equal(first.head.weight, other.head.weight)
+
+
+def test_images_that_cannot_be_read_are_named(tmp_path, registry):
+    index = GalleryIndex(extractor=EXTRACTOR, transforms=TRANSFORMS, registry=registry)
+    with pytest.raises(GalleryIndexError, match="image file not found: '.*missing.png'"):
+        index.add([tmp_path / "missing.png"])
+    (tmp_path / "text.png").write_text("not an image")
+    with pytest.raises(GalleryIndexError, match="cannot read the image file '.*text.png'"):
+        index.search([tmp_path / "text.png"])
+    with pytest.raises(GalleryIndexError, match="has no extractor"):
+        GalleryIndex(registry=registry).search([tmp_path / "text.png"])
+
+
+# --------------------------------------------------------------------------------- dataframe, calibration
+@pytest.fixture()
+def colour_dataset(tmp_path) -> tuple[pd.DataFrame, Path]:
+    """Train rows (labels 0-2, no flags) and a "1 vs rest" validation split of two labels of two near colours
+    each, and a fifth colour whose label has no other image: a query only."""
+    root = tmp_path / "colours"
+    colours = {**COLOURS, "green2": (25, 190, 50), "blue2": (35, 45, 200), "grey": (128, 128, 128)}
+    solid_images(root / "images", colours)
+    rows = [
+        (0, "red", "train", None, None),
+        (1, "green", "train", None, None),
+        (2, "teal", "train", None, None),
+        (3, "blue", "validation", True, True),
+        (3, "blue2", "validation", True, True),
+        (4, "green2", "validation", True, True),
+        (4, "red2", "validation", True, True),
+        (5, "grey", "validation", False, True),
+    ]
+    df = pd.DataFrame(rows, columns=["label", "path", "split", "is_query", "is_gallery"])
+    return df.assign(path=[f"images/{name}.png" for name in df["path"]]), root
+
+
+def test_a_dataframes_rows_and_its_calibration_on_the_validation_split(colour_dataset, registry):
+    df, root = colour_dataset
+    args = dict(extractor=EXTRACTOR, transforms=TRANSFORMS, registry=registry)
+    index = GalleryIndex.from_dataframe(df, root, calibration={"target": "f1"}, **args)
+    assert index.ids == list(range(8)) and index.labels == df["label"].tolist()
+    assert index.paths == [str(root.absolute() / p) for p in df["path"]]
+
+    # the calibration equals oml's own retrieval of the validation split (exact search) through calibrate_rr
+    df_val = df[df["split"] == "validation"].reset_index(drop=True)
+    dataset = ImageQueryGalleryLabeledDataset(df_val, dataset_root=root)
+    embeddings = index.embeddings[torch.tensor((df["split"] == "validation").to_numpy())]
+    expected = calibrate_rr(RetrievalResults.from_embeddings(embeddings, dataset, n_items=5), "f1")
+    assert index.calibration.threshold == expected.threshold
+    assert index.calibration.curve.precision == pytest.approx(expected.curve.precision)
+    assert index.calibration.n_queries == 4 and index.calibration.n_with_match == 4
+
+    gallery_only = GalleryIndex.from_dataframe(df, root, rows="gallery", **args)
+    assert gallery_only.ids == [3, 4, 5, 6, 7] and gallery_only.calibration is None
+    with pytest.raises(ValueError, match="no split=validation rows"):
+        GalleryIndex.from_dataframe(df[df["split"] == "train"], root, calibration={}, **args)
+    with pytest.raises(ValueError, match="rows must be one of"):
+        GalleryIndex.from_dataframe(df, root, rows="queries", **args)
+
+
+def test_calibration_excludes_the_query_itself_and_its_sequence(registry):
+    """1-D embeddings, "1 vs rest", worked by hand. Items: 0 at 0.00 (label 0, sequence A), 1 at 0.05 (label
+    1, sequence A), 2 at 0.30 (label 0, B), 3 at 0.40 (label 1, C).
+
+    Without sequences every query's nearest other item has the other label (0<->1 at 0.05, 2<->3 at 0.10):
+    F1 is 0 everywhere. With them, 0 and 1 cannot retrieve each other: 0's nearest is 2 at 0.30 (a true match),
+    1's is 2 at 0.25 (false), 2's and 3's stay false at 0.10; all four have a true match. The curve: 0.10 ->
+    TP 0/2, 0.25 -> 0/3, 0.30 -> 1/4 (P = R = F1 = 1/4): the threshold is just above 0.30."""
+    x = torch.tensor([[0.0], [0.05], [0.30], [0.40]])
+    index = GalleryIndex(registry=registry)
+    with pytest.raises(CalibrationError, match="F1 is 0 at every threshold"):
+        index.calibrate(x, [0, 1, 0, 1], target="f1")
+    calibration = index.calibrate(x, [0, 1, 0, 1], sequences=["A", "A", "B", "C"], target="f1")
+    assert calibration is index.calibration
+    assert calibration.threshold == pytest.approx(0.30, abs=1e-5) and calibration.threshold > 0.30 - 1e-7
+    assert (calibration.precision, calibration.recall, calibration.f1) == pytest.approx((0.25, 0.25, 0.25))
+    assert calibration.curve.precision == pytest.approx((0.0, 0.0, 0.25))
+    assert calibration.n_with_match == 4
+
+    index.add(x, labels=[0, 1, 0, 1])
+    hits = index.search(torch.tensor([[0.29], [0.9]]), top_k=1)
+    assert [row[0].match for row in hits] == [True, False]  # 0.01 from item 2; 0.5 from item 3
+
+
+# ------------------------------------------------------------------------------------ save and load
+@pytest.mark.parametrize("backend", ["exact", "brute", "brute_fn"])
+def test_save_and_load_give_the_same_index(tmp_path, colour_dataset, registry, backend):
+    df, root = colour_dataset
+    index = GalleryIndex.from_dataframe(
+        df, root, extractor=EXTRACTOR, transforms=TRANSFORMS, knn_backend=backend, registry=registry,
+        calibration={"target": "precision", "value": 0.5},
+    )  # fmt: skip
+    assert index.save(tmp_path / "saved") == tmp_path / "saved"
+    loaded = GalleryIndex.load(tmp_path / "saved", registry=registry)
+
+    assert torch.equal(loaded.embeddings, index.embeddings)
+    assert (loaded.ids, loaded.paths, loaded.labels) == (index.ids, index.paths, index.labels)
+    assert loaded.config == index.config and loaded.config["knn_backend"]["name"] == backend
+    assert loaded.calibration == index.calibration
+    assert type(loaded._backend) is type(index._backend)
+    queries = [root / "images" / "red.png", root / "images" / "grey.png"]
+    assert loaded.search(queries, top_k=8) == index.search(
+        queries, top_k=8
+    )  # extractor rebuilt from the spec
+
+    files = {p.name for p in (tmp_path / "saved").iterdir()}
+    assert files == {
+        "index.json",
+        "items.json",
+        "embeddings.pt",
+        "backend",
+        "calibration.json",
+        "calibration.png",
+    }
+    assert torch.load(tmp_path / "saved" / "embeddings.pt", weights_only=True)["embeddings"].shape == (8, 4)
+    assert (tmp_path / "saved" / "calibration.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert not list(tmp_path.glob(f"{TEMPORARY_PREFIX}*"))
+
+
+def test_an_index_of_embeddings_without_extractor_round_trips(tmp_path):
+    index = GalleryIndex(distance="cosine")
+    index.add(torch.randn(6, 3), labels=[0, 0, 1, 1, 2, 2], paths=[f"{i}.png" for i in range(6)])
+    index.save(tmp_path / "saved")
+    loaded = GalleryIndex.load(tmp_path / "saved")
+    assert loaded.calibration is None and loaded.config["extractor"] is None and loaded.distance == "cosine"
+    queries = torch.randn(2, 3)
+    assert loaded.search(queries, top_k=3) == index.search(queries, top_k=3)
+    GalleryIndex().save(tmp_path / "empty")  # an empty index too
+    assert len(GalleryIndex.load(tmp_path / "empty")) == 0
+
+
+def test_a_folder_is_never_written_over(tmp_path):
+    index = GalleryIndex()
+    index.add(torch.zeros(1, 2))
+    (tmp_path / "taken").mkdir()
+    (tmp_path / "taken" / "notes.txt").write_text("mine")
+    with pytest.raises(FileExistsError, match="taken exists and is not an empty folder"):
+        index.save(tmp_path / "taken")
+    assert [p.name for p in (tmp_path / "taken").iterdir()] == ["notes.txt"]
+    (tmp_path / "empty").mkdir()
+    index.save(tmp_path / "empty")  # an empty folder is fine
+    assert len(GalleryIndex.load(tmp_path / "empty")) == 1
+
+
+def test_a_failed_save_leaves_no_folder(tmp_path, registry):
+    class FailingSave(BruteForceIndex):
+        def save(self, folder) -> None:
+            raise OSError(28, "No space left on device")
+
+    index = GalleryIndex(knn_backend="brute", registry=registry)
+    index.add(torch.zeros(1, 2))
+    index._backend = FailingSave()
+    with pytest.raises(OSError, match="No space left"):
+        index.save(tmp_path / "saved")
+    assert list(tmp_path.iterdir()) == []  # neither the folder nor its temporary folder
+
+
+def _write(path: Path, text: str) -> None:
+    path.write_text(text)
+
+
+def _edit_json(path: Path, edit) -> None:
+    data = json.loads(path.read_text())
+    edit(data)
+    path.write_text(json.dumps(data))
+
+
+class Foreign:
+    """Not a tensor: weights_only loading refuses it."""
+
+
+CORRUPTIONS = {
+    "a folder of something else": ("index.json", lambda f: (f / "index.json").unlink()),
+    "index.json is not json": ("index.json", lambda f: _write(f / "index.json", "{oops")),
+    "index.json of another format": ("index.json", lambda f: _write(f / "index.json", '{"format": "other"}')),
+    "index.json of a newer version": (
+        "index.json",
+        lambda f: _edit_json(f / "index.json", lambda d: d.update(version=9)),
+    ),
+    "index.json without its config": (
+        "index.json",
+        lambda f: _edit_json(f / "index.json", lambda d: d.pop("config")),
+    ),
+    "items.json of other lengths": (
+        "items.json",
+        lambda f: _edit_json(f / "items.json", lambda d: d["ids"].pop()),
+    ),
+    "items.json missing": ("items.json", lambda f: (f / "items.json").unlink()),
+    "embeddings.pt of garbage": ("embeddings.pt", lambda f: _write(f / "embeddings.pt", "garbage")),
+    "embeddings.pt with code": (
+        "embeddings.pt",
+        lambda f: torch.save({"format": "x", "e": Foreign()}, f / "embeddings.pt"),
+    ),
+    "embeddings.pt of another shape": (
+        "embeddings.pt",
+        lambda f: torch.save(
+            {"format": "oml-gallery-embeddings", "embeddings": torch.zeros(2, 2)}, f / "embeddings.pt"
+        ),
+    ),
+    "backend state missing": ("exact_index.pt", lambda f: (f / "backend" / "exact_index.pt").unlink()),
+    "backend of another size": ("backend", lambda f: _replace_backend(f / "backend")),
+    "calibration.json corrupt": (
+        "calibration.json",
+        lambda f: _write(f / "calibration.json", '{"threshold": 1}'),
+    ),
+    "calibration.json of wrong types": (
+        "calibration.json",
+        lambda f: _edit_json(f / "calibration.json", lambda d: d.update(threshold="low")),
+    ),
+}
+
+
+def _replace_backend(folder: Path) -> None:
+    shutil.rmtree(folder)
+    other = ExactKnnIndex()
+    other.add(torch.zeros(1, 2))
+    other.save(folder)
+
+
+@pytest.mark.parametrize("case", list(CORRUPTIONS))
+def test_a_foreign_or_corrupt_folder_is_one_line_naming_the_file(tmp_path, case):
+    index = GalleryIndex()
+    index.add(torch.randn(4, 2), labels=[0, 0, 1, 1])
+    index.calibrate(torch.tensor([[0.0, 0], [0.1, 0], [1, 0], [1.1, 0]]), [0, 0, 1, 1], target="f1")
+    folder = index.save(tmp_path / "saved")
+    file, corrupt = CORRUPTIONS[case]
+    corrupt(folder)
+    with pytest.raises(GalleryIndexError) as raised:
+        GalleryIndex.load(folder)
+    assert file in str(raised.value) and "\n" not in str(raised.value)
+    assert isinstance(raised.value, ValueError)
+
+
+def test_a_missing_folder_is_named(tmp_path):
+    with pytest.raises(GalleryIndexError, match="nowhere: no such gallery index folder"):
+        GalleryIndex.load(tmp_path / "nowhere")
+
+
+def test_an_index_of_a_backend_that_is_not_installed_names_it(tmp_path, registry):
+    index = GalleryIndex(knn_backend="brute", registry=registry)
+    index.add(torch.zeros(2, 2))
+    index.save(tmp_path / "saved")
+    assert registry.names("knn_backend") == ["brute", "brute_fn", "exact"]
+    with pytest.raises(UnknownNameError, match="Unknown knn_backend 'brute'"):
+        GalleryIndex.load(tmp_path / "saved", registry=Registry(load_entrypoints=False))
+
+
+def test_a_relative_weights_file_is_saved_absolute(tmp_path, monkeypatch, registry):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "best.ckpt").write_bytes(b"")
+    for weights, saved in [
+        ("best.ckpt", str(tmp_path / "best.ckpt")),
+        ("missing.ckpt", "missing.ckpt"),
+        ("vits16_dino", "vits16_dino"),  # a zoo key
+        (None, None),
+    ]:
+        spec = {"name": "mean_colour", "args": {"weights": weights}}
+        assert GalleryIndex(extractor=spec, registry=registry).config["extractor"]["args"]["weights"] == saved
+
+
+def test_bad_constructor_arguments(registry):
+    with pytest.raises(ValueError, match="distance must be one of"):
+        GalleryIndex(distance="dot")
+    with pytest.raises(ValueError, match="args.distance is 'cosine' but the index's distance is 'l2'"):
+        GalleryIndex(knn_backend={"name": "exact", "args": {"distance": "cosine"}})
+    with pytest.raises(ValueError, match="JSON values only"):
+        GalleryIndex(extractor={"name": "mean_colour", "args": {"dim": np.int64(4)}}, registry=registry)
+    with pytest.raises(UnknownNameError, match="Did you mean: exact"):
+        GalleryIndex(knn_backend="exakt", registry=registry)
