@@ -39,6 +39,7 @@ def test_the_check_sees_an_import_of_a_plugin(tmp_path):
         "oml_loggers",
         "oml_postprocessors",
         "oml_pml",
+        "oml_faiss",
     }
     module = tmp_path / "m.py"
     module.write_text(

@@ -18,6 +18,7 @@ from oml_core import hookimpl
 from oml_core.cli import compose_config
 from oml_core.datasets import pil_to_tensor
 from oml_core.datasets.mock import get_mock_dataset_root
+from oml_core.interfaces.knn import IKnnIndex, KnnSearchResult
 from oml_core.interfaces.models import IExtractor
 from oml_core.lightning.pipelines import extractor_prediction_pipeline, extractor_validation_pipeline
 from oml_core.lightning.pipelines.inference import in_dataset_order
@@ -125,7 +126,7 @@ def test_constant_thresholding_cuts_the_retrieved_items_beyond_the_threshold(reg
 
 def test_validation_through_a_knn_backend_of_the_config(registry, tmp_path, four_greys):
     """``metric_args.knn_backend`` picks the backend; the exact one gives the hand-computed values above, and an
-    unknown one is the registry's error, with the close names."""
+    unknown one is the registry's error, with the close names (oml-faiss is installed with the project)."""
     cfg = _config(VALIDATION, registry, tmp_path, f"dataset_root={four_greys}")
     cfg.update(extractor=MEAN_PIXEL, transforms_val=UNIT_PIXELS, postprocessor=None)
     cfg["metric_args"] = {"cmc_top_k": [1, 2], "precision_top_k": [], "map_top_k": [], "pcf_variance": []}
@@ -133,10 +134,74 @@ def test_validation_through_a_knn_backend_of_the_config(registry, tmp_path, four
     metrics = extractor_validation_pipeline(cfg, registry=registry).metrics
     assert metrics == pytest.approx({"OVERALL/cmc/1": 0.75, "OVERALL/cmc/2": 1.0})
     cfg["metric_args"]["knn_backend"] = "faiss_hsnw"
-    with pytest.raises(
-        UnknownNameError, match=r"Unknown knn_backend 'faiss_hsnw'. Known knn_backend names: exact"
-    ):
+    with pytest.raises(UnknownNameError, match=r"Unknown knn_backend 'faiss_hsnw'. Did you mean: faiss_hnsw"):
         extractor_validation_pipeline(cfg, registry=registry)
+
+
+class NaiveKnnIndex(IKnnIndex):
+    """A third party's backend: l2 distances one pair at a time, sorted by (distance, position)."""
+
+    def __init__(self, distance: str = "l2") -> None:
+        self.distance, self.items, self.groups = distance, [], []
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def add(self, embeddings, ids=None, groups=None):
+        ids = range(len(self), len(self) + len(embeddings)) if ids is None else ids.tolist()
+        groups = ids if groups is None else groups.tolist()
+        self.items += [(int(i), row) for i, row in zip(ids, embeddings)]
+        self.groups += [int(g) for g in groups]
+
+    def search(self, queries, k, exclude=None):
+        distances = torch.full((len(queries), k), float("inf"))
+        found = torch.full((len(queries), k), -1)
+        for q, query in enumerate(queries):
+            kept = [
+                (float(torch.dist(query, row)), position, item)
+                for position, (item, row) in enumerate(self.items)
+                if exclude is None or self.groups[position] != int(exclude[q])
+            ]
+            for j, (distance, _, item) in enumerate(sorted(kept)[:k]):
+                distances[q, j], found[q, j] = distance, item
+        return KnnSearchResult(distances, found)
+
+    def save(self, folder):
+        raise NotImplementedError("not needed by the pipelines")
+
+    @classmethod
+    def load(cls, folder):
+        raise NotImplementedError("not needed by the pipelines")
+
+
+class NaiveBackend:
+    @hookimpl
+    def oml_register_knn_backends(self, register):
+        register("naive", NaiveKnnIndex)
+
+
+def test_validation_through_a_plugins_knn_backend(oml_cache_dir, monkeypatch, tmp_path, four_greys):
+    """A backend registered by a plugin is used by the pipeline: the hand-computed metrics of the four greys."""
+    monkeypatch.setenv("OML_CACHE_DIR", str(oml_cache_dir))
+    registry = Registry([KnownValues(), NaiveBackend()])
+    calls = []
+    monkeypatch.setattr(NaiveKnnIndex, "search", _recorded(NaiveKnnIndex.search, calls))
+    cfg = _config(
+        VALIDATION, registry, tmp_path, f"dataset_root={four_greys}", "metric_args.knn_backend=naive"
+    )
+    cfg.update(extractor=MEAN_PIXEL, transforms_val=UNIT_PIXELS, postprocessor=None)
+    cfg["metric_args"].update(cmc_top_k=[1, 2], precision_top_k=[], map_top_k=[], pcf_variance=[])
+    metrics = extractor_validation_pipeline(cfg, registry=registry).metrics
+    assert metrics == pytest.approx({"OVERALL/cmc/1": 0.75, "OVERALL/cmc/2": 1.0})
+    assert calls == [4]  # the four queries, searched once through the plugin's index
+
+
+def _recorded(search, calls):
+    def recording(self, queries, k, exclude=None):
+        calls.append(len(queries))
+        return search(self, queries, k, exclude)
+
+    return recording
 
 
 def test_validation_writes_the_worst_queries_and_the_config(registry, tmp_path, four_greys):

@@ -4,10 +4,10 @@ as JSON.
 Usage: python ddp_inference.py OUT_DIR NAME validate|validate_sharded|predict DEVICES [NUM_NODES]
 (``validate_sharded``: ``metric_args.shard_gallery=true``, without ``fnmr@fmr`` and ``pcf``, which it refuses).
 With DEVICES=2 Lightning re-runs this script as the second process. With NUM_NODES (validate only) the processes
-are started by torchrun, one per "node", and the run writes into ``logs_folder=run``. The config is ``tiny_training.tiny_config``'s data and model
-(the example plugin's ``tiny_conv`` with random weights of seed 7, 32 px images) with batches of 7: the mock
-dataset's splits do not divide into batches of 7, nor the batches into 2 halves, so the padding of DDP's shares is
-exercised.
+are started by torchrun, one per "node", and the run writes into ``logs_folder=run``. The config is
+``tiny_training.tiny_config``'s data and model (the example plugin's ``tiny_conv`` with random weights of seed 7,
+32 px images) with batches of 7: the mock dataset's splits do not divide into batches of 7, nor the batches into
+2 halves, so the padding of DDP's shares is exercised.
 Every process writes ``OUT_DIR/<NAME>_rank<RANK>.json``: the metrics (validate) or the predictions file's path
 (predict), and the run directory.
 """
