@@ -116,6 +116,38 @@ def _nothing(n_queries: int) -> tuple[Tensor, LongTensor]:
     return torch.empty(n_queries, 0), torch.empty(n_queries, 0, dtype=torch.long)
 
 
+class AppendedRows:
+    """Tensors appended batch by batch along their first dimension and concatenated once, when read: the
+    columns of an index's items (embeddings, ids, groups) in add order.
+
+    Args:
+        empty: What :attr:`rows` is before anything is appended (e.g. ``torch.empty(0, dtype=torch.long)``).
+    """
+
+    def __init__(self, empty: Tensor) -> None:
+        self._empty = empty
+        self._parts: list[Tensor] = []
+
+    def __len__(self) -> int:
+        return sum(len(part) for part in self._parts)
+
+    def append(self, rows: Tensor) -> None:
+        """Append a batch of rows."""
+        self._parts.append(rows)
+
+    @property
+    def width(self) -> int | None:
+        """The size of the second dimension of the rows (``None`` before any, or for 1-D rows)."""
+        return self._parts[0].shape[1] if self._parts and self._parts[0].ndim > 1 else None
+
+    @property
+    def rows(self) -> Tensor:
+        """Every row appended, in order (the batches are concatenated on the first read after an append)."""
+        if len(self._parts) > 1:
+            self._parts = [torch.cat(self._parts)]
+        return self._parts[0] if self._parts else self._empty
+
+
 class ExactKnnIndex(IKnnIndex):
     """The core's exact backend: the memory-bounded blockwise search of
     :func:`~oml_core.functional.knn.search_knn_qg` over the added embeddings, with exclusion inside the search
@@ -132,35 +164,27 @@ class ExactKnnIndex(IKnnIndex):
     ) -> None:
         self.distance = check_distance(distance)
         self.chunk_size, self.memory_budget = chunk_size, memory_budget
-        self._embeddings: list[Tensor] = []
-        self._ids: list[LongTensor] = []
-        self._groups: list[LongTensor] = []
+        self._embeddings = AppendedRows(torch.empty(0, 0))
+        self._ids = AppendedRows(torch.empty(0, dtype=torch.long))
+        self._groups = AppendedRows(torch.empty(0, dtype=torch.long))
 
     def __len__(self) -> int:
-        return sum(len(x) for x in self._embeddings)
+        return len(self._ids)
 
     @property
     def embeddings(self) -> Tensor:
         """``[n, dim]``: every embedding added, in add order."""
-        self._consolidate()
-        return self._embeddings[0] if self._embeddings else torch.empty(0, 0)
+        return self._embeddings.rows
 
     @property
     def ids(self) -> LongTensor:
         """``[n]`` ids of the items, in add order."""
-        self._consolidate()
-        return self._ids[0] if self._ids else torch.empty(0, dtype=torch.long)
+        return self._ids.rows
 
     @property
     def groups(self) -> LongTensor:
         """``[n]`` exclusion groups of the items, in add order."""
-        self._consolidate()
-        return self._groups[0] if self._groups else torch.empty(0, dtype=torch.long)
-
-    def _consolidate(self) -> None:
-        if len(self._embeddings) > 1:
-            self._embeddings = [torch.cat(self._embeddings)]
-            self._ids, self._groups = [torch.cat(self._ids)], [torch.cat(self._groups)]
+        return self._groups.rows
 
     def add(
         self, embeddings: Tensor, ids: LongTensor | None = None, groups: LongTensor | None = None
@@ -171,7 +195,7 @@ class ExactKnnIndex(IKnnIndex):
         self._groups.append(groups)
 
     def _dim(self) -> int | None:
-        return self._embeddings[0].shape[1] if self._embeddings else None
+        return self._embeddings.width
 
     def search(self, queries: Tensor, k: int, exclude: LongTensor | None = None) -> KnnSearchResult:
         check_k(k)
@@ -416,6 +440,7 @@ def knn_result(
 
 
 __all__ = [
+    "AppendedRows",
     "EXACT_INDEX_FILE",
     "EXACT_INDEX_FORMAT",
     "KNN_DISTANCES",

@@ -59,6 +59,7 @@ from torch import LongTensor, Tensor
 
 from oml_core.interfaces.knn import IKnnIndex, KnnSearchResult
 from oml_core.retrieval.knn_backends import (
+    AppendedRows,
     check_added,
     check_distance,
     check_k,
@@ -119,8 +120,8 @@ class FaissKnnIndex(IKnnIndex):
         self._dim: int | None = None
         self._pending: list[np.ndarray] = []  # prepared vectors waiting for the build
         self._n_pending = 0
-        self._ids: list[LongTensor] = []
-        self._groups: list[LongTensor] = []
+        self._ids = AppendedRows(torch.empty(0, dtype=torch.long))
+        self._groups = AppendedRows(torch.empty(0, dtype=torch.long))
         self._gpu_resources: Any = None
 
     # ------------------------------------------------------------------------------------- what subclasses say
@@ -150,29 +151,23 @@ class FaissKnnIndex(IKnnIndex):
 
     # ------------------------------------------------------------------------------------------ the interface
     def __len__(self) -> int:
-        return sum(len(ids) for ids in self._ids)
+        return len(self._ids)
 
     @property
     def ids(self) -> LongTensor:
         """``[n]`` ids of the items, in add order."""
-        self._consolidate()
-        return self._ids[0] if self._ids else torch.empty(0, dtype=torch.long)
+        return self._ids.rows
 
     @property
     def groups(self) -> LongTensor:
         """``[n]`` exclusion groups of the items, in add order."""
-        self._consolidate()
-        return self._groups[0] if self._groups else torch.empty(0, dtype=torch.long)
+        return self._groups.rows
 
     @property
     def structure(self) -> str | None:
         """The structure built: the backend's own (``"ivf"``, ``"hnsw"``, ``"ivfpq"``), ``"flat"`` (exact: the
         flat backend, or the fallback of a training index given too few items), or ``None`` before the build."""
         return self._structure
-
-    def _consolidate(self) -> None:
-        if len(self._ids) > 1:
-            self._ids, self._groups = [torch.cat(self._ids)], [torch.cat(self._groups)]
 
     def add(
         self, embeddings: Tensor, ids: LongTensor | None = None, groups: LongTensor | None = None
@@ -295,7 +290,8 @@ class FaissKnnIndex(IKnnIndex):
             index._dim, index._structure = int(dim), structure
             index._index = index._to_device(faiss_index)
             index._configure(index._index)
-        index._ids, index._groups = [ids.long()], [groups.long()]
+        index._ids.append(ids.long())
+        index._groups.append(groups.long())
         return index
 
     # -------------------------------------------------------------------------------------------- the build
