@@ -762,7 +762,6 @@ def _load_backend(folder: Path, index: GalleryIndex, n_items: int) -> IKnnIndex:
 __all__ = [
     "CALIBRATE_ARGS",
     "GALLERY_ROWS",
-    "IMAGE_SUFFIXES",
     "GalleryIndex",
     "SearchHit",
     "check_calibration_args",
