@@ -406,3 +406,8 @@ def test_gpu_gives_the_cpu_neighbours(cls: type, data: tuple[Tensor, Tensor], tm
     assert torch.equal(
         cls.load(tmp_path / "gpu", device="cpu").search(queries, 10).ids, on_cpu.search(queries, 10).ids
     )
+
+
+@pytest.mark.parametrize(("dim", "m"), [(32, 8), (384, 48), (768, 48), (30, 6), (7, 1)])
+def test_ivfpq_default_sub_quantizers_are_the_largest_divisor_up_to_a_quarter_of_dim_and_48(dim, m):
+    assert FaissIVFPQIndex().sub_quantizers(dim) == m
