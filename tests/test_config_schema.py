@@ -114,7 +114,7 @@ def test_the_default_config_of_every_pipeline_is_valid(pipeline, registry):
             "+metric_args.cmc_topk=[1]",
             "metric_args: unknown config key 'cmc_topk'; did you mean 'cmc_top_k'? (known keys: cmc_top_k, distance, "
             "fmr_vals, knn_backend, map_top_k, metric_kwargs, metrics_to_exclude_from_visualization, pcf_variance, "
-            "precision_top_k, return_only_overall_category, verbose, visualize_only_overall_category)",
+            "precision_top_k, return_only_overall_category, shard_gallery, verbose, visualize_only_overall_category)",
         ),
         (("metric_args", [1]), "metric_args: expected a mapping of EmbeddingMetrics' arguments, got [1]"),
         (
