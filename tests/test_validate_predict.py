@@ -167,11 +167,17 @@ class NaiveKnnIndex(IKnnIndex):
         return KnnSearchResult(distances, found)
 
     def save(self, folder):
-        raise NotImplementedError("not needed by the pipelines")
+        items = [(item, row.tolist()) for item, row in self.items]
+        Path(folder).mkdir(parents=True, exist_ok=True)
+        (Path(folder) / "naive.json").write_text(json.dumps({"items": items, "groups": self.groups}))
 
     @classmethod
     def load(cls, folder):
-        raise NotImplementedError("not needed by the pipelines")
+        saved = json.loads((Path(folder) / "naive.json").read_text())
+        index = cls()
+        index.items = [(item, torch.tensor(row)) for item, row in saved["items"]]
+        index.groups = saved["groups"]
+        return index
 
 
 class NaiveBackend:
@@ -194,6 +200,10 @@ def test_validation_through_a_plugins_knn_backend(oml_cache_dir, monkeypatch, tm
     metrics = extractor_validation_pipeline(cfg, registry=registry).metrics
     assert metrics == pytest.approx({"OVERALL/cmc/1": 0.75, "OVERALL/cmc/2": 1.0})
     assert calls == [4]  # the four queries, searched once through the plugin's index
+    index = NaiveKnnIndex()
+    index.add(torch.tensor([[0.0], [2.0]]))
+    index.save(tmp_path / "naive")
+    assert NaiveKnnIndex.load(tmp_path / "naive").search(torch.tensor([[1.5]]), 1).ids.tolist() == [[1]]
 
 
 def _recorded(search, calls):

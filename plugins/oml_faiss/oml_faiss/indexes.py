@@ -48,6 +48,7 @@ import contextlib
 import hashlib
 import logging
 import re
+from abc import abstractmethod
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, ClassVar
@@ -138,9 +139,9 @@ class FaissKnnIndex(IKnnIndex):
     def _check_dim(self, dim: int) -> None:
         """Raise a ``ValueError`` when the arguments do not fit embeddings of dimension ``dim``."""
 
+    @abstractmethod
     def _new_index(self, dim: int, n_train: int) -> tuple[Any, str]:
         """A new CPU faiss index for ``dim`` and ``n_train`` training items, and its structure's name."""
-        raise NotImplementedError
 
     def _configure(self, index: Any) -> None:
         """Set the search-time parameters (``nprobe``, ``k_factor``) of a built or loaded ``index``."""
