@@ -15,6 +15,7 @@ import torch
 import torch.distributed as dist
 from torch import LongTensor, Tensor
 
+from oml_core.ddp.utils import comm_device
 from oml_core.functional.knn import STRIP_ROWS, KnnResult
 from oml_core.interfaces.knn import IKnnIndex, KnnSearchResult
 from oml_core.retrieval.knn_backends import ExactKnnIndex, check_k, check_queries, knn_result
@@ -29,13 +30,6 @@ def _world() -> tuple[int, int]:
     if dist.is_available() and dist.is_initialized():
         return dist.get_rank(), dist.get_world_size()
     return 0, 1
-
-
-def _comm_device() -> torch.device:
-    """Where the collectives' tensors must live: the current CUDA device for NCCL, else the CPU."""
-    if dist.get_backend() == "nccl":
-        return torch.device("cuda", torch.cuda.current_device())
-    return torch.device("cpu")
 
 
 def merge_top_k(distances: Tensor, ids: LongTensor, k: int) -> tuple[Tensor, LongTensor]:
@@ -95,7 +89,7 @@ class ShardedExactKnnIndex(IKnnIndex):
         rank, world_size = _world()
         if world_size == 1:
             return self.local.search(queries, k, exclude)
-        device = _comm_device()
+        device = comm_device()
         mine = torch.tensor([len(queries), queries.shape[1], k, exclude is not None], device=device)
         everyone = [torch.empty_like(mine) for _ in range(world_size)]
         dist.all_gather(everyone, mine)
@@ -211,7 +205,7 @@ def _all_gathered(positions: LongTensor, found: KnnSearchResult) -> tuple[LongTe
     _, world_size = _world()
     if world_size == 1:
         return positions, found.distances, found.ids
-    device = _comm_device()
+    device = comm_device()
     counts = [torch.zeros(1, dtype=torch.long, device=device) for _ in range(world_size)]
     dist.all_gather(counts, torch.tensor([len(positions)], device=device))
     longest = max(int(c) for c in counts)

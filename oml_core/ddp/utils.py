@@ -28,6 +28,14 @@ def get_world_size_safe() -> int:
     return dist.get_world_size() if is_ddp() else 1
 
 
+def comm_device() -> torch.device:
+    """Where the tensors of the default group's collectives must live: the current CUDA device under NCCL,
+    else the CPU."""
+    if dist.get_backend() == "nccl":
+        return torch.device("cuda", torch.cuda.current_device())
+    return torch.device("cpu")
+
+
 def merge_list_of_dicts(
     list_of_dicts: Sequence[dict[str, Any]], device: torch.device | str = "cpu"
 ) -> dict[str, Any]:
@@ -101,6 +109,7 @@ def sync_dicts_ddp(
 
 
 __all__ = [
+    "comm_device",
     "get_rank_safe",
     "get_world_size_safe",
     "is_ddp",

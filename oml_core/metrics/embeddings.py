@@ -710,10 +710,12 @@ class EmbeddingMetricsDDP(EmbeddingMetrics, IMetricDDP):
         """``[num_samples]``: the items this process collected and no process of a lower rank did (an item that
         padding repeated belongs to one process); ``_collected`` becomes what all the processes collected."""
         assert self._collected is not None
+        from oml_core.ddp.utils import comm_device
+
         dist = torch.distributed
         if not (dist.is_available() and dist.is_initialized()) or dist.get_world_size() == 1:
             return self._collected.clone()
-        device = torch.device("cuda", torch.cuda.current_device()) if dist.get_backend() == "nccl" else "cpu"
+        device = comm_device()
         masks = [torch.empty_like(self._collected, device=device) for _ in range(dist.get_world_size())]
         dist.all_gather(masks, self._collected.to(device))
         stacked = torch.stack(masks).cpu()
