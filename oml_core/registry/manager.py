@@ -102,13 +102,70 @@ def report_plugin_error(info: PluginInfo, what: str, error: BaseException, stric
     return message
 
 
+#: The prefix of every oml hook; a function of a plugin named with it must be one of the hooks.
+HOOK_PREFIX = "oml_register_"
+#: pluggy's hookimpl options that oml cannot honour: its registration hooks are called one by one, each with its
+#: own ``register`` callback (see ``Registry``), so a wrapper would be called like a plain hook.
+WRAPPER_OPTIONS = ("wrapper", "hookwrapper")
+
+
+def hook_names() -> list[str]:
+    """The names of oml's hooks (:mod:`~oml_core.registry.hookspecs`)."""
+    return sorted(name for name in vars(hookspecs) if name.startswith(HOOK_PREFIX))
+
+
+def check_hooks(pm: pluggy.PluginManager, plugin: object) -> None:
+    """Raise when ``plugin`` has a hook that oml would silently ignore: a ``@hookimpl`` whose name (or
+    ``specname``) is no oml hook, e.g. the singular ``oml_register_extractor`` (the message names the closest
+    hook); a function named like a hook (``oml_register_...``) without ``@hookimpl``; a wrapper
+    (``@hookimpl(wrapper=True)`` or ``hookwrapper=True``), which oml does not support.
+
+    Raises:
+        pluggy.PluginValidationError: naming the function, and the hook it was probably meant to be.
+    """
+    known = hook_names()
+    for attribute in dir(plugin):
+        opts = pm.parse_hookimpl_opts(plugin, attribute)
+        if opts is None:
+            if attribute.startswith(HOOK_PREFIX) and callable(getattr(plugin, attribute, None)):
+                hint = "" if attribute in known else _closest_hook(attribute, known)
+                raise pluggy.PluginValidationError(
+                    plugin,
+                    f"{attribute} is named like an oml hook but has no @hookimpl, so it is never called{hint}",
+                )
+            continue
+        hook = opts.get("specname") or attribute
+        if hook not in known:
+            raise pluggy.PluginValidationError(
+                plugin,
+                f"{attribute}: {hook!r} is no oml hook{_closest_hook(hook, known)}",
+            )
+        wrapper = [option for option in WRAPPER_OPTIONS if opts.get(option)]
+        if wrapper:
+            raise pluggy.PluginValidationError(
+                plugin,
+                f"{attribute}: @hookimpl({wrapper[0]}=True) is not supported: oml calls each plugin's "
+                f"{hook} on its own, with its own register callback; register the components directly",
+            )
+
+
+def _closest_hook(name: str, known: list[str]) -> str:
+    """``; did you mean 'x'?`` with the closest of the ``known`` hooks (compared without the prefix that they all
+    share), else the list of them."""
+    kinds = {hook.removeprefix(HOOK_PREFIX): hook for hook in known}
+    close = difflib.get_close_matches(name.removeprefix(HOOK_PREFIX), list(kinds), n=1, cutoff=0.6)
+    return f"; did you mean {kinds[close[0]]!r}?" if close else f" (the hooks: {', '.join(known)})"
+
+
 def register_plugin(
     pm: pluggy.PluginManager, plugin: object, info: PluginInfo, records: dict[str, PluginRecord], strict: bool
 ) -> None:
-    """Register ``plugin`` under ``info.name``, validating its hooks; failures are reported, not raised."""
+    """Register ``plugin`` under ``info.name``, validating its hooks (:func:`check_hooks`, then pluggy's own
+    checks); failures are reported, not raised."""
     record = PluginRecord(info=info)
     records[info.name] = record
     try:
+        check_hooks(pm, plugin)
         pm.register(plugin, name=info.name)
         pm.check_pending()
     except BaseException as e:  # pluggy raises ValueError / PluginValidationError for bad plugins
