@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from matplotlib.figure import Figure
 from pytorch_lightning.loggers import Logger
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 
 class IFigureLogger(ABC):

@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
-from matplotlib.figure import Figure
 from torch import FloatTensor, LongTensor, Tensor
 
 from oml_core.functional.fnmr import calc_fnmr_at_fmr_all_pairs, calc_fnmr_at_fmr_rr
@@ -41,6 +40,8 @@ from oml_core.retrieval.retrieval_results import (
 from oml_core.utils.pca import check_fractions
 
 if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
     from oml_core.registry import Registry
 
 #: Columns (or ``extra_data`` keys) of a dataset holding the category of every item (OML's is ``category``).

@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
-from matplotlib.figure import Figure
 from torch import FloatTensor, LongTensor, Tensor
 
 from oml_core.const import (
@@ -30,6 +29,8 @@ from oml_core.interfaces.knn import IKnnIndex
 from oml_core.utils.ragged import Ragged
 
 if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
     from oml_core.registry import Registry
 
 # Frame colours of :meth:`RetrievalResults.visualize` and :meth:`RetrievalResults.visualize_as_html`, the
@@ -781,6 +782,8 @@ def _new_figure(figsize: tuple[float, float], show: bool) -> Figure:
         import matplotlib.pyplot as plt
 
         return plt.figure(figsize=figsize)
+    from matplotlib.figure import Figure
+
     return Figure(figsize=figsize)
 
 

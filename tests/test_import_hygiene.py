@@ -1,0 +1,40 @@
+"""The metrics, retrieval and functional modules import without the heavy libraries that only some features
+need: Lightning, hydra/omegaconf, matplotlib (drawing) and torchvision (transforms)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+#: Modules that importing the light parts of the core must leave out of ``sys.modules``.
+HEAVY = (
+    "pytorch_lightning",
+    "lightning",
+    "lightning_fabric",
+    "hydra",
+    "omegaconf",
+    "matplotlib",
+    "torchvision",
+)
+LIGHT = ("oml_core.metrics", "oml_core.retrieval", "oml_core.functional", "oml_core.functional.metrics")
+
+
+def imported_after(module: str) -> list[str]:
+    """The :data:`HEAVY` top-level packages in ``sys.modules`` of a fresh interpreter after ``import module``."""
+    code = (
+        f"import importlib, json, sys; importlib.import_module({module!r}); "
+        f"print(json.dumps(sorted({{m.split('.')[0] for m in sys.modules}} & set({list(HEAVY)!r}))))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
+    )
+    return json.loads(done.stdout)
+
+
+def test_the_light_modules_import_none_of_the_heavy_libraries():
+    assert {module: imported_after(module) for module in LIGHT} == {module: [] for module in LIGHT}
+
+
+def test_the_check_sees_a_heavy_import():
+    assert imported_after("oml_core.lightning.pipelines") != []
