@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from oml_core.registry.errors import PluginLoadError, describe_error, is_plugin_failure
+from oml_core.utils.imports import resolve
 
 
 @dataclass(frozen=True)
@@ -76,11 +76,8 @@ class Entry:
         """
         if not isinstance(self.factory, str):
             return self.factory
-        module_name, _, attr_path = self.factory.partition(":")
         try:
-            obj: Any = importlib.import_module(module_name)
-            for attr in attr_path.split(".") if attr_path else ():
-                obj = getattr(obj, attr)
+            obj = resolve(self.factory)
         except BaseException as e:  # any import-time failure of a plugin's module (sys.exit too) is reported
             if not is_plugin_failure(e):
                 raise

@@ -43,14 +43,9 @@ from oml_core.registry.manager import (
     report_plugin_error,
     strict_from_env,
 )
+from oml_core.utils.imports import resolve
 
 SPEC_KEYS = frozenset({"name", "args"})
-
-
-def _resolve_attr(path: str) -> Any:
-    module_name, _, attr = path.partition(":")
-    obj: Any = __import__(module_name, fromlist=[attr])
-    return getattr(obj, attr)
 
 
 def to_plain(cfg: Any) -> Any:
@@ -277,7 +272,7 @@ class Registry:
         """A class registered directly must already subclass its kind's interface."""
         if kind.interface is None or not inspect.isclass(factory):
             return
-        interface = _resolve_attr(kind.interface)
+        interface = resolve(kind.interface)
         if not issubclass(factory, interface):
             raise InterfaceError(
                 f"{kind.name} {name!r} of plugin {info.provider}: {factory.__qualname__} does not implement "
@@ -453,7 +448,7 @@ class Registry:
     def _check_product(entry: Entry, obj: Any) -> None:
         kind = KINDS[entry.kind]
         if kind.interface is not None:
-            interface = _resolve_attr(kind.interface)
+            interface = resolve(kind.interface)
             if not isinstance(obj, interface):
                 raise InterfaceError(
                     f"{entry.kind} {entry.name!r} from {entry.plugin.provider} built a {type(obj).__qualname__}, "
@@ -496,7 +491,7 @@ def _kind_of_argument(arg_name: str, annotation: Any) -> str | None:
     for kind in KINDS.values():
         if kind.interface is None or kind.interface.startswith("torch"):
             continue
-        interface = _resolve_attr(kind.interface)
+        interface = resolve(kind.interface)
         if any(inspect.isclass(c) and issubclass(c, interface) for c in candidates):
             return kind.name
     return None

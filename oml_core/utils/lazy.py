@@ -8,10 +8,11 @@ without importing them when only its ``plugin`` module is loaded::
 
 from __future__ import annotations
 
-import importlib
 import sys
 from collections.abc import Callable, Mapping
 from typing import Any
+
+from oml_core.utils.imports import resolve
 
 
 def lazy_exports(
@@ -23,7 +24,7 @@ def lazy_exports(
     def __getattr__(name: str) -> Any:
         if name not in exports:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
-        value = getattr(importlib.import_module(exports[name]), name)
+        value = resolve(f"{exports[name]}:{name}")
         setattr(sys.modules[package], name, value)
         return value
 

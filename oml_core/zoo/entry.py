@@ -69,10 +69,9 @@ class PretrainedModel:
         """The :attr:`converter` function, imported (``None`` when there is none)."""
         if self.converter is None:
             return None
-        import importlib
+        from oml_core.utils.imports import resolve
 
-        module, _, attr = self.converter.partition(":")
-        return getattr(importlib.import_module(module), attr)
+        return resolve(self.converter)
 
 
 __all__ = ["IMREADERS", "PretrainedModel"]

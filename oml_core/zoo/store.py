@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from oml_core.utils.atomic import atomic_write_bytes
 from oml_core.utils.cache import get_cache_dir
+from oml_core.utils.imports import resolve
 from oml_core.zoo.entry import IMREADERS, PretrainedModel
 
 if TYPE_CHECKING:
@@ -311,13 +312,10 @@ def get_transforms_for_pretrained(
     Raises:
         UnknownNameError: ``key`` is not in the zoo, or its transforms are not registered.
     """
-    import importlib
-
     registry = registry_or_default(registry)
     model = get_pretrained(key, registry)
     transform = registry.build("transforms", dict(model.transforms))
-    module, _, attr = IMREADERS[model.imread].partition(":")
-    return transform, getattr(importlib.import_module(module), attr)
+    return transform, resolve(IMREADERS[model.imread])
 
 
 __all__ = [
