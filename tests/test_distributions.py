@@ -1,0 +1,36 @@
+"""What every distribution of the repository declares: the hook API is 0.x, so each plugin bounds its oml
+dependencies below the next minor version; the project is Apache-2.0, as OML, with the license text at the root."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import tomllib
+from packaging.requirements import Requirement
+from packaging.version import Version
+
+ROOT = Path(__file__).parents[1]
+PLUGIN_PROJECTS = sorted(
+    [*ROOT.glob("plugins/*/pyproject.toml"), ROOT / "examples/oml_plugin_example/pyproject.toml"]
+)
+
+
+def test_every_plugin_bounds_its_oml_dependencies_below_the_next_minor_version():
+    core_version = Version(tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"])
+    assert len(PLUGIN_PROJECTS) == 8
+    for path in PLUGIN_PROJECTS:
+        project = tomllib.loads(path.read_text())["project"]
+        oml = [Requirement(r) for r in project["dependencies"] if r.startswith("oml-")]
+        assert any(r.name == "oml-core" for r in oml), path
+        for requirement in oml:
+            assert core_version in requirement.specifier, (path, str(requirement))
+            assert Version(f"{core_version.major}.{core_version.minor + 1}") not in requirement.specifier, (
+                path
+            )
+        assert project["license"] == {"text": "Apache-2.0"}, path
+
+
+def test_the_license_is_the_apache_2_text():
+    text = (ROOT / "LICENSE").read_text()
+    assert text.lstrip().startswith("Apache License\n                           Version 2.0, January 2004")
+    assert text.rstrip().endswith("END OF TERMS AND CONDITIONS")
