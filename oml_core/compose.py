@@ -288,7 +288,9 @@ def _plain_option(search_dirs: list[str], group: str, option: str) -> Any:
 def _switched_spec(registry: Registry, selection: ComponentSelection, current: str) -> dict[str, Any]:
     """The spec that ``KEY.name=OTHER`` puts at ``KEY`` in place of the component ``current``: the default
     config of ``OTHER`` of the kind that ``current`` is registered as (``OTHER`` as written, qualified or not),
-    so that the arguments of two components are never mixed.
+    so that the arguments of two components are never mixed. The arguments every component of the kind takes
+    (:attr:`~oml_core.registry.kinds.Kind.core_args`, an extractor's ``weights``) are in it, ``null`` unless its
+    default config sets them, so that ``extractor.name=OTHER extractor.args.weights=best.ckpt`` works.
 
     Raises:
         RegistryError: no component of that kind is called ``OTHER`` (with the close matches).
@@ -312,7 +314,9 @@ def _switched_spec(registry: Registry, selection: ComponentSelection, current: s
             f"{selection.override}: {kind} {other!r} has no default config, and {current!r}'s arguments do not fit "
             f"it; give the whole spec: '{selection.key}={{name: {other}, args: {{...}}}}'"
         )
-    return {**spec, "name": other}
+    # the arguments every component of the kind takes (an extractor's weights) can be overridden after a switch
+    args = {**{name: None for name in KINDS[kind].core_args}, **(spec.get("args") or {})}
+    return {**spec, "name": other, "args": args}
 
 
 def _registers(registry: Registry, kind: str, name: str) -> bool:

@@ -117,7 +117,7 @@ def test_another_name_takes_that_components_default_config_then_the_overrides_un
     cfg = compose_config(TRAIN, ["extractor.args.feat_dim=16", "extractor.name=tiny_conv"], registry=REGISTRY)
     assert _plain(cfg, "extractor") == {
         "name": "tiny_conv",
-        "args": {"feat_dim": 16, "normalise_features": True},
+        "args": {"weights": None, "feat_dim": 16, "normalise_features": True},  # weights: every extractor's
     }
     # a nested spec likewise
     cfg = compose_config(TRAIN, ["criterion.args.miner.name=hard_triplets"], registry=REGISTRY)

@@ -47,6 +47,18 @@ class IExtractor(nn.Module, ABC):
     An extractor maps a batch of inputs to a batch of embeddings ``[batch_size, feat_dim]``. Its pretrained
     checkpoints live in the zoo (:mod:`oml_core.zoo`): ``cls.pretrained_models`` lists them,
     :meth:`from_pretrained` builds the extractor with one.
+
+    The contract of an extractor that a plugin registers (``oml_register_extractors``):
+
+    - implement :attr:`feat_dim` and ``forward(x)``: ``[B, ...]`` inputs to ``[B, feat_dim]`` embeddings;
+    - ``weights`` is an argument of every extractor, whether its constructor names it or not: ``None`` (random
+      initialisation), a checkpoint file (a state dict or a Lightning checkpoint of ``oml train``) or a key of the
+      pretrained zoo. A constructor that does not name ``weights`` gets none; the registry builds the extractor,
+      then loads them into the whole of it with :func:`oml_core.zoo.weights.load_weights` (the wrapper prefixes
+      ``model.``, ``extractor.``, ``module.`` stripped, the ``criterion.`` keys of a training checkpoint
+      dropped, the rest loaded strictly). A constructor that names ``weights`` loads them itself, usually with
+      :func:`~oml_core.zoo.weights.load_weights` too (``target=`` a part of the model, ``ignore=`` more keys);
+    - override :meth:`load_pretrained` when the zoo's checkpoints hold a part of the extractor only.
     """
 
     pretrained_models = _ZooView()

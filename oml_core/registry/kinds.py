@@ -7,7 +7,7 @@ modules (or Lightning) that the caller does not need.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import MappingProxyType
 
 
@@ -22,6 +22,11 @@ class Kind:
             or ``None`` when any object is accepted (``callable`` is checked for ``callable=True`` kinds).
         callable: The built object (or the registered factory itself) must be callable.
         description: One line shown by ``oml registry``.
+        core_args: Arguments that every component of the kind takes, whether or not its factory names them:
+            ``{argument: "module:attr"}`` of a function ``apply(component, value)``. A factory that names the
+            argument gets it like any other; for one that does not, the registry builds the component without it
+            and then calls ``apply`` (an extractor's ``weights`` are loaded by
+            :func:`oml_core.zoo.weights.load_weights`).
     """
 
     name: str
@@ -29,6 +34,7 @@ class Kind:
     interface: str | None
     callable: bool
     description: str
+    core_args: MappingProxyType[str, str] = field(default_factory=lambda: MappingProxyType({}))
 
 
 _KINDS = (
@@ -38,6 +44,7 @@ _KINDS = (
         "oml_core.interfaces.models:IExtractor",
         False,
         "models that map inputs to embeddings",
+        MappingProxyType({"weights": "oml_core.zoo.weights:load_weights"}),
     ),
     Kind(
         "pairwise_model",

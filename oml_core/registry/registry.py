@@ -398,9 +398,12 @@ class Registry:
         check_argument_types(factory, args, f"{kind} {entry.name!r}: argument ")
         kwargs = self._build_nested(entry, factory, dict(args))
         kwargs.update(runtime)
+        applied = _core_applied_args(kind, factory, kwargs)
         self._check_arguments(entry, factory, kwargs)
         obj = factory(**kwargs)
         self._check_product(entry, obj)
+        for apply, value in applied:
+            apply(obj, value)
         return obj
 
     def _build_nested(
@@ -458,6 +461,26 @@ class Registry:
             raise InterfaceError(
                 f"{entry.kind} {entry.name!r} from {entry.plugin.provider} built a non-callable"
             )
+
+
+def _core_applied_args(
+    kind: str, factory: Callable[..., Any], kwargs: dict[str, Any]
+) -> list[tuple[Callable[[Any, Any], None], Any]]:
+    """Take out of ``kwargs`` the :attr:`Kind.core_args` of ``kind`` that ``factory`` does not name as a
+    parameter (``**kwargs`` does not count); return their ``(apply, value)`` to call once the component is built.
+    """
+    core_args = KINDS[kind].core_args
+    if not core_args or not set(core_args) & set(kwargs):
+        return []
+    try:
+        named = set(inspect.signature(factory).parameters)
+    except (TypeError, ValueError):
+        named = set()
+    return [
+        (resolve(core_args[name]), kwargs.pop(name))
+        for name in list(kwargs)
+        if name in core_args and name not in named
+    ]
 
 
 def _signature_text(factory: Callable[..., Any]) -> str:

@@ -15,6 +15,7 @@ from oml_core.zoo.store import (
     pretrained_keys,
     weights_cache_dir,
 )
+from oml_core.zoo.weights import load_weights
 
 __all__ = [
     "IMREADERS",
@@ -26,6 +27,7 @@ __all__ = [
     "get_pretrained",
     "get_transforms_for_pretrained",
     "load_pretrained_state_dict",
+    "load_weights",
     "pretrained_checkpoint",
     "pretrained_keys",
     "weights_cache_dir",

@@ -14,7 +14,8 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from oml_core.interfaces.models import IExtractor
-from oml_models.weights import check_arch, load_weights
+from oml_core.zoo.weights import load_weights
+from oml_models.archs import check_arch
 
 if TYPE_CHECKING:
     from open_clip.transformer import VisionTransformer

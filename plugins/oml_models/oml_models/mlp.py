@@ -13,7 +13,7 @@ from torchvision.ops import MLP
 
 from oml_core.interfaces.models import IExtractor, IFreezable
 from oml_core.utils.checkpoints import drop_keys, strip_prefixes
-from oml_models.weights import load_weights
+from oml_core.zoo.weights import load_weights
 
 #: Prefixes that wrap an ``ExtractorWithMLP``'s keys in a checkpoint (a LightningModule's ``model.``, DDP's
 #: ``module.``); never the start of its own keys (``extractor.*``, ``projection.*``).
@@ -72,7 +72,7 @@ class ExtractorWithMLP(IExtractor, IFreezable):
     Raises:
         TypeError: ``extractor`` is neither an ``IExtractor`` nor a spec.
         ValueError: ``mlp_features`` is not a non-empty list of positive ints.
-        FileNotFoundError, UnknownNameError, CheckpointError: see :func:`oml_models.weights.load_weights`.
+        FileNotFoundError, UnknownNameError, CheckpointError: see :func:`oml_core.zoo.weights.load_weights`.
     """
 
     def __init__(

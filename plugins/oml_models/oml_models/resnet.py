@@ -13,10 +13,11 @@ from torchvision.models import ResNet, resnet18, resnet34, resnet50, resnet101, 
 
 from oml_core.interfaces.models import IExtractor
 from oml_core.utils.checkpoints import drop_keys, load_state_dict_strict
+from oml_core.zoo.weights import load_weights
+from oml_models.archs import check_arch
 from oml_models.gradcam import grad_cam, overlay_heatmap
 from oml_models.pooling import gem_or_avg_pool
 from oml_models.transforms import get_normalisation_torch
-from oml_models.weights import check_arch, load_weights
 
 
 def resnet50_projector(weights: None = None) -> ResNet:

@@ -8,9 +8,10 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from oml_core.interfaces.models import IExtractor
+from oml_core.zoo.weights import load_weights
+from oml_models.archs import check_arch
 from oml_models.clip import check_image_size
 from oml_models.unicom_vit import UNICOM_ARCHS, UnicomArch, UnicomVisionTransformer
-from oml_models.weights import check_arch, load_weights
 
 
 class ViTUnicomExtractor(IExtractor):

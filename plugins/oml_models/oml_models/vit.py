@@ -11,9 +11,10 @@ from PIL import Image
 from torch import Tensor
 
 from oml_core.interfaces.models import IExtractor
+from oml_core.zoo.weights import load_weights
+from oml_models.archs import check_arch
 from oml_models.vit_attention import draw_attention
 from oml_models.vit_backbone import VIT_ARCHS, DinoVisionTransformer, ViTArch
-from oml_models.weights import check_arch, load_weights
 
 
 class ViTExtractor(IExtractor):

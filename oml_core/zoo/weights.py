@@ -1,4 +1,10 @@
-"""How the extractors of this plugin take their ``weights`` argument: nothing, a local file, or a zoo key."""
+"""The ``weights`` of an extractor: nothing, a local checkpoint file, or a key of the pretrained zoo.
+
+``weights`` is part of every extractor's contract (:class:`~oml_core.interfaces.models.IExtractor`): an
+extractor built by the registry from ``{name, args: {weights: ...}}`` gets them loaded by :func:`load_weights`,
+either by the extractor itself (its constructor takes a ``weights`` argument, e.g. to load a checkpoint into its
+backbone only) or by the core right after building it (its constructor does not name ``weights``).
+"""
 
 from __future__ import annotations
 
@@ -9,7 +15,7 @@ from torch import nn
 
 from oml_core.interfaces.models import IExtractor
 from oml_core.utils.checkpoints import WRAPPER_PREFIXES, load_checkpoint
-from oml_core.zoo import load_pretrained_state_dict
+from oml_core.zoo.store import load_pretrained_state_dict
 
 #: Suffixes of checkpoint files: a string ending so (or holding a ``/``) is a path, never a zoo key.
 CHECKPOINT_SUFFIXES = (".pth", ".pt", ".ckpt", ".tar", ".bin", ".safetensors")
@@ -18,18 +24,6 @@ CHECKPOINT_SUFFIXES = (".pth", ".pt", ".ckpt", ".tar", ".bin", ".safetensors")
 def looks_like_path(weights: str) -> bool:
     """Whether the string ``weights`` is meant as a file (a ``/`` or ``\\`` in it, or a checkpoint suffix)."""
     return "/" in weights or "\\" in weights or weights.lower().endswith(CHECKPOINT_SUFFIXES)
-
-
-def check_arch(arch: str, extractor: type[IExtractor]) -> str:
-    """``arch`` itself when it is a key of ``extractor.constructors``.
-
-    Raises:
-        ValueError: an unknown ``arch``; the message lists the known ones.
-    """
-    if arch not in extractor.constructors:
-        known = ", ".join(extractor.constructors)
-        raise ValueError(f"Unknown arch {arch!r} of {extractor.__name__}; known archs: {known}")
-    return arch
 
 
 def load_weights(
@@ -71,4 +65,4 @@ def load_weights(
     extractor.load_pretrained(load_pretrained_state_dict(weights), source=weights)
 
 
-__all__ = ["check_arch", "CHECKPOINT_SUFFIXES", "load_weights", "looks_like_path"]
+__all__ = ["CHECKPOINT_SUFFIXES", "load_weights", "looks_like_path"]

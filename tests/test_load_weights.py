@@ -1,4 +1,4 @@
-"""Tests of ``oml_models.weights.load_weights``: the ``weights`` argument of the plugin's extractors."""
+"""Tests of ``oml_core.zoo.weights.load_weights``: the ``weights`` argument of every extractor."""
 
 from __future__ import annotations
 
@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 import torch
-from oml_models.weights import load_weights, looks_like_path
 from torch import Tensor, nn
 
 from oml_core.interfaces.models import IExtractor
 from oml_core.registry import UnknownNameError
+from oml_core.zoo.weights import load_weights, looks_like_path
 
 
 class Recorder(IExtractor):
