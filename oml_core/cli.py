@@ -4,6 +4,7 @@
     oml train|validate|predict|train-postprocessor|validate-postprocessor
         [--config-path DIR] [--config-name NAME] [--show-config | --cfg job] [hydra overrides ...]
     oml plugins [--all] [--format table|json] [--check]
+    oml plugin new NAME [DIR] [--kinds KIND,...]
     oml registry [KIND [NAME]] [--format table|json]
     oml mock-dataset DIR [--seed N]
     oml check-dataframe CSV [--dataset-root DIR] [--sep SEP]
@@ -26,6 +27,10 @@ calibrated on the validation split) and the overrides, into a new ``index_dir`` 
 ``oml search INDEX IMAGE...`` prints, for every image, its ``--top-k`` nearest gallery items (rank, distance,
 label, id, path) and, when the index is calibrated, match or no match (distance < threshold); ``--format json``
 prints ``{"index", "threshold", "queries": [{"query", "match", "results": [...]}]}``.
+
+``oml plugin new NAME [DIR]`` writes a working plugin distribution to ``DIR`` (default ``./NAME``): its
+pyproject with the entry point, the plugin module, one component of each ``--kinds`` (default: an extractor, a
+loss and a retrieval metric), their default configs, a README and passing tests (:mod:`oml_core.scaffold`).
 
 Every command takes ``--traceback`` (before or after the command's name). Errors are printed on one line of
 stderr, never as a traceback (``OML_TRACEBACK=1`` or ``--traceback`` re-raises them, for debugging):
@@ -86,6 +91,7 @@ USER_ERROR_TYPES = (
     ("oml_core.datasets.dataframe_format", "DataFrameFormatError"),
     ("oml_core.zoo.store", "PretrainedDownloadError"),
     ("oml_core.index.errors", "GalleryIndexError"),
+    ("oml_core.scaffold", "PluginScaffoldError"),
 )
 #: The exception of a run stopped on purpose: it carries its last good checkpoint (``checkpoint``), whether the
 #: run goes on from it as it was (``resumable``) and its exit status (``exit_code``). Looked up as
@@ -385,6 +391,31 @@ def _parser() -> _Parser:
     )
     plugins.set_defaults(handler=_cmd_plugins)
 
+    plugin = sub.add_parser(
+        "plugin", help="write a new plugin to start from (oml plugin new)", parents=[common]
+    )
+    plugin_sub = plugin.add_subparsers(dest="plugin_command", metavar="PLUGIN_COMMAND", required=True)
+    new = plugin_sub.add_parser(
+        "new",
+        help="write a working plugin distribution: pyproject, plugin module, components, configs, tests",
+        description="oml plugin new: write the plugin distribution NAME (e.g. oml-acme, package oml_acme) to DIR "
+        "(default ./NAME): its pyproject.toml with the oml entry point and package data, the plugin module, one "
+        "component of each kind asked for with its default config, py.typed, a README and tests that pass. "
+        "Then: pip install -e DIR; pytest DIR; oml plugins.",
+        parents=[common],
+    )
+    new.add_argument("name", metavar="NAME", help="the distribution's name, e.g. oml-acme")
+    new.add_argument(
+        "dir", nargs="?", type=Path, metavar="DIR", help="a new or empty folder (default: ./NAME)"
+    )
+    new.add_argument(
+        "--kinds",
+        default="extractor,loss,retrieval_metric",
+        metavar="KIND,...",
+        help="the components to write, comma-separated: extractor, loss, retrieval_metric (default: all three)",
+    )
+    new.set_defaults(handler=_cmd_plugin_new, command="plugin new")
+
     registry = sub.add_parser(
         "registry",
         help="list registered names, by kind; or show one component",
@@ -681,6 +712,20 @@ def _plugins_table(report: list[dict[str, Any]]) -> str:
 
 
 # --------------------------------------------------------------------------------------------- registry
+def _cmd_plugin_new(args: argparse.Namespace, _: list[str]) -> int:
+    from oml_core.scaffold import new_plugin
+
+    kinds = [kind.strip() for kind in args.kinds.split(",") if kind.strip()]
+    folder = new_plugin(args.name, args.dir, kinds)
+    files = sorted(str(path.relative_to(folder)) for path in folder.rglob("*") if path.is_file())
+    print(f"Plugin {args.name!r} written to {folder}:")
+    print("".join(f"  {name}\n" for name in files), end="")
+    print(
+        f"Next: pip install -e {shlex.quote(f'{folder}[test]')}; pytest {shlex.quote(str(folder))}; oml plugins"
+    )
+    return 0
+
+
 def _cmd_registry(args: argparse.Namespace, _: list[str]) -> int:
     registry = Registry()
     if args.name is not None:  # argparse fills KIND first: there is a KIND

@@ -27,6 +27,7 @@ from oml_core.registry.manager import BUILTINS_NAME
 COMMANDS = [
     *PIPELINE_CONFIGS,
     "plugins",
+    "plugin",
     "registry",
     "mock-dataset",
     "check-dataframe",

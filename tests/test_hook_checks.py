@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from oml_core import hookimpl
-from oml_core.registry import PluginLoadError, PluginWarning, Registry
+from oml_core.registry import KINDS, PluginLoadError, PluginWarning, Registry
 from oml_core.registry.manager import hook_names
 
 
@@ -112,3 +112,12 @@ def test_the_readme_names_every_hook():
     readme = (Path(__file__).parents[1] / "README.md").read_text(encoding="utf-8")
     section = readme.split("## Writing a plugin", 1)[1]
     assert all(f"`{name}`" in section for name in hook_names())
+
+
+def test_the_plugin_guide_names_every_hook_and_kind():
+    guide = (Path(__file__).parents[1] / "docs" / "plugins.md").read_text(encoding="utf-8")
+    table = guide.split("## The hooks", 1)[1].split("## Each kind's contract", 1)[0]
+    rows = [line.split("|")[1:3] for line in table.splitlines() if line.startswith("| `oml_register_")]
+    assert sorted(hook.strip(" `") for hook, _ in rows) == hook_names()
+    kinds = [kind.strip(" `") for _, kind in rows if kind.strip().startswith("`")]
+    assert kinds == list(KINDS)

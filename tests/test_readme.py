@@ -97,7 +97,7 @@ def shell_commands() -> list[str]:
 
 def test_the_readme_has_the_shell_commands_this_test_runs():
     commands = shell_commands()
-    assert len(commands) == 20
+    assert len(commands) == 21
     assert all(shlex.split(command, comments=True)[0] == "oml" for command in commands)
     setup = SHELL_BLOCK.findall(README.read_text(encoding="utf-8"))[0]
     assert [line.split()[:2] for line in setup.splitlines()] == [["make", "run"], ["make", "test"]]
@@ -138,3 +138,5 @@ def test_every_shell_command_runs_as_written(tmp_path, oml_cache_dir, monkeypatc
     assert "OK: " in out("oml plugins --check")
     assert "in_features" in out("oml registry loss arcface")
     assert out("oml --version").startswith("oml-core ")
+    assert (tmp_path / "oml-acme" / "oml_acme" / "plugin.py").is_file()
+    assert "Next: pip install -e" in out("oml plugin new oml-acme")

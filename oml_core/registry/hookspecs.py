@@ -1,7 +1,7 @@
-"""Hook specifications of the ``oml`` plugin system.
+"""Hook specifications of the ``oml`` plugin system: the contract between oml and a plugin.
 
-Every hook is called with one argument, ``register``, a callback with the signature of
-:class:`RegisterCallback`; a hook returns nothing. A plugin module implements any subset of them::
+A plugin is a module (usually named by an entry point of the group ``oml`` in its distribution's
+``pyproject.toml``) that implements any subset of these hooks with ``@oml_core.hookimpl``::
 
     from oml_core import hookimpl
 
@@ -9,9 +9,42 @@ Every hook is called with one argument, ``register``, a callback with the signat
     def oml_register_extractors(register):
         register("my_net", "my_pkg.models:MyNet", aliases=("mynet",), description="my extractor")
 
-``factory`` is a callable (usually a class) or a lazy ``"package.module:attr"`` string, imported only
-when the component is built or described, so that ``oml plugins`` and the registry stay fast and a
-missing optional dependency only matters when its component is actually used.
+**When hooks are called.** A :class:`~oml_core.registry.Registry` loads the plugins when it is created (the
+core's built-in plugin first, then the entry points in their installed order, then plugins given in code) and
+calls every hook once, the first time it is asked for a component; ``default_registry()`` is created once per
+process. Each implementation is called with its own ``register`` callback, so what a plugin registers is known to
+be its own (``oml plugins`` lists it under the plugin; ``plugin:name`` names it when two plugins use one name).
+
+**What every hook gets.** One argument, ``register``: :class:`RegisterCallback` for the component kinds,
+:class:`RegisterConfigDirCallback` for :func:`oml_register_config_dirs`. A hook returns nothing. Call
+``register(name, factory, aliases=(), description=None)`` once per component: ``name`` is the name configs use
+(``extractor: {name: my_net, args: {...}}``), ``factory`` a callable (usually a class) or a lazy
+``"package.module:attr"`` string, imported only when the component is built or described, so that ``oml
+plugins`` stays fast and a missing optional dependency matters only when its component is used.
+
+**How components are built.** ``registry.build(kind, {name, args})`` calls ``factory(**args, **runtime)``:
+``args`` come from the config (their types are checked against the factory's annotations before anything runs;
+a nested ``{name, args}`` argument named after a kind, e.g. ``miner:``, is built first), ``runtime`` are the
+arguments only the pipeline knows (an optimizer's ``params``), listed in each hook below. A factory that does not
+name a runtime argument that the hook calls *offered* is simply not given it. The built object must satisfy the
+kind's interface (checked: a class registered directly must subclass it, and the built object must be an
+instance of it).
+
+**Default configs.** A component whose default arguments should be selectable from the command line
+(``oml train extractor.name=my_net`` or ``extractor@extractor=my_net``) ships ``configs/<kind>/<name>.yaml``
+holding ``{name: <name>, args: {...}}`` inside the package, registers the folder with
+:func:`oml_register_config_dirs` (``"pkg://my_pkg.configs"``; the folder needs an ``__init__.py``) and lists the
+yaml files as package data, so that the wheel holds them.
+
+**Errors.** A hook that oml does not define (a misspelt or singular name: ``oml_register_extractor``), a
+function named ``oml_register_*`` without ``@hookimpl``, a wrapper (``@hookimpl(wrapper=True)`` or
+``hookwrapper=True``: oml calls every implementation with its own callback, never as a wrapper), a hook that
+raises, or a ``register`` call with a bad name or factory makes the whole plugin fail to load: it is skipped with
+a warning naming it (``OML_STRICT_PLUGINS=1``: an error), and ``oml plugins --check`` exits 1. ``tryfirst``,
+``trylast`` and ``specname`` work as in pluggy.
+
+The guide for plugin authors, with every kind's interface and the testing recipe, is ``docs/plugins.md``;
+``oml plugin new NAME`` writes a working plugin to start from.
 """
 
 from __future__ import annotations
@@ -23,7 +56,20 @@ from oml_core.markers import hookspec
 
 
 class RegisterCallback(Protocol):
-    """The ``register`` callback passed to every ``oml_register_*`` hook but the config-dirs one."""
+    """The ``register`` callback passed to every ``oml_register_*`` hook but the config-dirs one.
+
+    Args:
+        name: The component's name in configs and in ``registry.build``: a non-empty string without ``:``.
+        factory: A callable building the component from its arguments (a class, or a function), or a lazy
+            ``"package.module:attr"`` string naming one.
+        aliases: Other names for the same component (OML's old names, short forms).
+        description: One line shown by ``oml registry`` and ``oml plugins``.
+
+    Raises:
+        ValueError: a bad ``name``. TypeError: a ``factory`` that is neither callable nor ``"module:attr"``.
+        DuplicateRegistrationError: the plugin registers a name (or alias) of the kind twice.
+        InterfaceError: a class registered directly that does not subclass the kind's interface.
+    """
 
     def __call__(
         self,
@@ -46,69 +92,134 @@ class RegisterConfigDirCallback(Protocol):
 
 @hookspec
 def oml_register_extractors(register: RegisterCallback) -> None:
-    """Register extractors: factories of :class:`~oml_core.interfaces.models.IExtractor`."""
+    """Register extractors: models that map a batch of inputs to embeddings (config key ``extractor``).
+
+    The built object must be an :class:`~oml_core.interfaces.models.IExtractor`: ``forward(x)`` maps ``[B, ...]``
+    inputs (``[B, 3, H, W]`` images from the image datasets) to ``[B, feat_dim]`` embeddings, and the property
+    ``feat_dim`` gives their size.
+
+    ``weights`` is an argument of every extractor (``null``, a checkpoint file such as ``oml train``'s
+    ``best.ckpt``, or a zoo key). A factory that does not name it gets none: the core loads them into the built
+    extractor with :func:`oml_core.zoo.weights.load_weights`. A factory that names it loads them itself.
+    No runtime arguments. ``oml train`` with ``freeze_n_epochs > 0`` also needs
+    :class:`~oml_core.interfaces.models.IFreezable`.
+    """
 
 
 @hookspec
 def oml_register_pairwise_models(register: RegisterCallback) -> None:
-    """Register pairwise models: factories of :class:`~oml_core.interfaces.models.IPairwiseModel`."""
+    """Register pairwise models: models scoring pairs of inputs, trained as re-rankers by ``oml train
+    postprocessor`` (config key ``pairwise_model``).
+
+    The built object must be an :class:`~oml_core.interfaces.models.IPairwiseModel`: ``forward(x1, x2)`` gives
+    ``[B]`` logits during training, ``predict(x1, x2)`` the scores at inference (lower is closer, as distances).
+    No runtime arguments.
+    """
 
 
 @hookspec
 def oml_register_losses(register: RegisterCallback) -> None:
-    """Register losses: ``torch.nn.Module`` factories whose forward is ``forward(features, labels)``."""
+    """Register losses (config key ``criterion``).
+
+    The built object must be a ``torch.nn.Module`` whose ``forward(features, labels)`` takes ``[B, D]`` float
+    embeddings and ``[B]`` int labels and returns a scalar tensor to minimise. Its parameters (proxies, an
+    ArcFace head) are optimised with the extractor's. If it has an attribute ``last_logs``
+    (``dict[str, float]``), training logs it after every step. Runtime argument offered: ``label2category``
+    (``dict[int, int|str]`` of the training set), given only if the factory names it.
+    """
 
 
 @hookspec
 def oml_register_miners(register: RegisterCallback) -> None:
-    """Register miners: factories of :class:`~oml_core.interfaces.miners.ITripletsMiner`."""
+    """Register triplet miners (built as the ``miner`` argument of a loss, e.g. ``triplet_with_miner``).
+
+    The built object must be an :class:`~oml_core.interfaces.miners.ITripletsMiner`:
+    ``sample(features, labels)`` returns the ``(anchor, positive, negative)`` rows as three tensors of equal
+    length. No runtime arguments.
+    """
 
 
 @hookspec
 def oml_register_pairs_miners(register: RegisterCallback) -> None:
-    """Register pair miners: factories of :class:`~oml_core.interfaces.miners.IPairsMiner`."""
+    """Register pair miners: the positive and negative pairs of a batch, for training a pairwise model (config
+    key ``pairs_miner`` of ``oml train postprocessor``).
+
+    The built object must be an :class:`~oml_core.interfaces.miners.IPairsMiner`: ``sample(features, labels)``
+    returns ``(ids1, ids2, is_negative)``. No runtime arguments.
+    """
 
 
 @hookspec
 def oml_register_samplers(register: RegisterCallback) -> None:
-    """Register batch samplers: factories of :class:`~oml_core.interfaces.samplers.IBatchSampler`.
+    """Register batch samplers (config key ``sampler``).
 
-    Pipelines call the factory with the runtime arguments ``labels`` (and ``label2category`` when the
-    sampler's signature accepts it) besides the config's ``args``.
+    The built object must be an :class:`~oml_core.interfaces.samplers.IBatchSampler`: ``__iter__`` yields
+    lists of dataset indices (one list per batch) and ``__len__`` is the number of batches of an epoch.
+    Runtime arguments offered, each given only if the factory names it: ``labels`` (the training set's labels,
+    in dataset order), ``label2category`` and ``generator`` (a seeded ``torch.Generator``; a sampler drawing
+    from it is reproducible and resumes exactly after a killed run). A ``seed`` in the config's args replaces
+    ``generator``.
     """
 
 
 @hookspec
 def oml_register_optimizers(register: RegisterCallback) -> None:
-    """Register optimizers: ``torch.optim.Optimizer`` factories called with runtime ``params``."""
+    """Register optimizers (config key ``optimizer``).
+
+    The built object must be a ``torch.optim.Optimizer``. Runtime argument: ``params``, the parameters of the
+    extractor and the loss (or of the pairwise model).
+    """
 
 
 @hookspec
 def oml_register_schedulers(register: RegisterCallback) -> None:
-    """Register learning-rate schedulers: factories called with the runtime ``optimizer``."""
+    """Register learning-rate schedulers (config key ``scheduling.scheduler``).
+
+    The built object is a ``torch.optim.lr_scheduler`` scheduler (any object with ``step()`` and
+    ``state_dict()`` that Lightning accepts). Runtime argument: ``optimizer``.
+    """
 
 
 @hookspec
 def oml_register_transforms(register: RegisterCallback) -> None:
-    """Register transforms: factories returning a callable applied to a decoded image."""
+    """Register image transforms (config keys ``transforms_train``, ``transforms_val``, ``transforms_predict``).
+
+    The factory returns a callable mapping a decoded image (a PIL image, or a numpy ``HxWxC`` array for a zoo
+    model read with another ``imread``) to a ``[C, H, W]`` float tensor. No runtime arguments.
+    """
 
 
 @hookspec
 def oml_register_loggers(register: RegisterCallback) -> None:
-    """Register pipeline loggers: factories of :class:`~oml_core.interfaces.loggers.IPipelineLogger`."""
+    """Register pipeline loggers (config key ``logger``).
+
+    The built object must be an :class:`~oml_core.interfaces.loggers.IPipelineLogger`: a Lightning ``Logger``
+    that also implements ``log_figure(fig, title, idx)`` and ``log_pipeline_info(cfg)``. A relative
+    ``save_dir`` argument is made relative to the run directory. No runtime arguments.
+    """
 
 
 @hookspec
 def oml_register_postprocessors(register: RegisterCallback) -> None:
-    """Register retrieval post-processors: factories of ``IRetrievalPostprocessor``."""
+    """Register retrieval post-processors (config key ``postprocessor``).
+
+    The built object must be an :class:`~oml_core.interfaces.retrieval.IRetrievalPostprocessor`:
+    ``process(retrieval_results, dataset)`` returns re-ranked ``RetrievalResults``. The pairwise pipelines give
+    the model they train as the runtime argument ``pairwise_model``, which such a post-processor must name.
+    """
 
 
 @hookspec
 def oml_register_retrieval_metrics(register: RegisterCallback) -> None:
-    """Register per-query retrieval metrics, computed by name by ``calc_retrieval_metrics``.
+    """Register per-query retrieval metrics, computed by name by ``calc_retrieval_metrics`` (and by the
+    pipelines when ``metric_args`` holds ``<name>_top_k: [...]``).
 
-    The factory is the metric function itself: ``f(gt_tops, n_gts, top_k) -> list[FloatTensor]``
-    (one tensor of per-query values for every ``k`` in ``top_k``), as :func:`calc_cmc`.
+    The factory is the metric function itself, called as ``f(gt_tops, n_gts, top_k, **context)`` and returning
+    ``list[FloatTensor]``, one ``[n_queries]`` tensor of per-query values for every ``k`` in ``top_k``, as
+    :func:`~oml_core.functional.metrics.calc_cmc`. ``gt_tops[i]`` is the 1-D bool tensor of which items
+    retrieved for query ``i`` (closest first) are relevant, ``n_gts[i]`` how many relevant items the gallery
+    holds. Context keywords (``verbose``, ``n_gallery``) are passed only if the function names them. The mean
+    over queries (``nanmean``: a ``nan`` skips a query) is reported as ``<category>/<name>/<k>``.
     """
 
 
@@ -124,9 +235,20 @@ def oml_register_knn_backends(register: RegisterCallback) -> None:
 
 @hookspec
 def oml_register_pretrained(register: RegisterCallback) -> None:
-    """Register checkpoints of the pretrained zoo (the factory returns the checkpoint's metadata)."""
+    """Register checkpoints of the pretrained zoo (``weights: <key>``, ``IExtractor.from_pretrained(key)``).
+
+    The factory returns a :class:`~oml_core.zoo.PretrainedModel` (the extractor's registered name, its
+    constructor arguments, the url, digests, file name, transforms and converter); it must not download or import
+    torch: ``oml registry pretrained`` lists the zoo by calling it.
+    """
 
 
 @hookspec
 def oml_register_config_dirs(register: RegisterConfigDirCallback) -> None:
-    """Register hydra search-path entries holding a plugin's default yaml configs."""
+    """Register hydra search-path entries holding a plugin's default yaml configs.
+
+    ``register(search_path)`` takes ``"pkg://my_pkg.configs"`` (a package: it needs an ``__init__.py``, and its
+    yaml files must be package data) or ``"file:///abs/dir"``. The folder holds ``<kind>/<name>.yaml`` files,
+    each ``{name: <name>, args: {...}}``: the default config of a component, used when a config switches to it
+    (``extractor.name=my_net``, ``extractor@extractor=my_net``).
+    """
