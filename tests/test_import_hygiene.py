@@ -1,5 +1,6 @@
-"""The metrics, retrieval and functional modules import without the heavy libraries that only some features
-need: Lightning, hydra/omegaconf, matplotlib (drawing) and torchvision (transforms)."""
+"""The metrics, retrieval and functional modules and the embeddings datasets import without the heavy libraries
+that only some features need: Lightning, hydra/omegaconf, matplotlib (drawing), torchvision (transforms), pandas
+and PIL (dataframes and images)."""
 
 from __future__ import annotations
 
@@ -16,8 +17,16 @@ HEAVY = (
     "omegaconf",
     "matplotlib",
     "torchvision",
+    "pandas",
+    "PIL",
 )
-LIGHT = ("oml_core.metrics", "oml_core.retrieval", "oml_core.functional", "oml_core.functional.metrics")
+LIGHT = (
+    "oml_core.metrics",
+    "oml_core.retrieval",
+    "oml_core.functional",
+    "oml_core.functional.metrics",
+    "oml_core.datasets.embeddings",
+)
 
 
 def imported_after(module: str) -> list[str]:

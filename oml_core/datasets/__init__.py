@@ -1,30 +1,70 @@
 """Image and pairs datasets in OML's dataframe format, the format's checker and the mock "figures" dataset;
-OML's older names ``DatasetWithLabels`` and ``DatasetQueryGallery`` (:mod:`oml_core.datasets.base`)."""
+datasets of embeddings already computed (:mod:`oml_core.datasets.embeddings`); OML's older names
+``DatasetWithLabels`` and ``DatasetQueryGallery`` (:mod:`oml_core.datasets.base`).
 
-from oml_core.datasets.base import DatasetQueryGallery, DatasetWithLabels, get_retrieval_datasets
-from oml_core.datasets.dataframe_format import DataFrameFormatError, check_retrieval_dataframe_format
-from oml_core.datasets.images import (
-    ImageBaseDataset,
-    ImageLabeledDataset,
-    ImageQueryGalleryDataset,
-    ImageQueryGalleryLabeledDataset,
-    get_retrieval_images_datasets,
-    parse_bboxes,
-    pil_to_tensor,
-)
-from oml_core.datasets.mock import (
-    download_mock_dataset,
-    generate_mock_dataset,
-    get_mock_dataset_path,
-    get_mock_dataset_root,
-)
-from oml_core.datasets.pairs import EmbeddingPairsDataset, ImagePairsDataset
+The names are imported on first access, so that the embeddings datasets do not import pandas or PIL.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from oml_core.utils.lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from oml_core.datasets.base import DatasetQueryGallery, DatasetWithLabels, get_retrieval_datasets
+    from oml_core.datasets.dataframe_format import DataFrameFormatError, check_retrieval_dataframe_format
+    from oml_core.datasets.embeddings import (
+        EmbeddingsQueryGalleryDataset,
+        EmbeddingsQueryGalleryLabeledDataset,
+    )
+    from oml_core.datasets.images import (
+        ImageBaseDataset,
+        ImageLabeledDataset,
+        ImageQueryGalleryDataset,
+        ImageQueryGalleryLabeledDataset,
+        get_retrieval_images_datasets,
+        parse_bboxes,
+        pil_to_tensor,
+    )
+    from oml_core.datasets.mock import (
+        download_mock_dataset,
+        generate_mock_dataset,
+        get_mock_dataset_path,
+        get_mock_dataset_root,
+    )
+    from oml_core.datasets.pairs import EmbeddingPairsDataset, ImagePairsDataset
+
+_EXPORTS = {
+    "DatasetQueryGallery": "oml_core.datasets.base",
+    "DatasetWithLabels": "oml_core.datasets.base",
+    "get_retrieval_datasets": "oml_core.datasets.base",
+    "DataFrameFormatError": "oml_core.datasets.dataframe_format",
+    "check_retrieval_dataframe_format": "oml_core.datasets.dataframe_format",
+    "EmbeddingsQueryGalleryDataset": "oml_core.datasets.embeddings",
+    "EmbeddingsQueryGalleryLabeledDataset": "oml_core.datasets.embeddings",
+    "ImageBaseDataset": "oml_core.datasets.images",
+    "ImageLabeledDataset": "oml_core.datasets.images",
+    "ImageQueryGalleryDataset": "oml_core.datasets.images",
+    "ImageQueryGalleryLabeledDataset": "oml_core.datasets.images",
+    "get_retrieval_images_datasets": "oml_core.datasets.images",
+    "parse_bboxes": "oml_core.datasets.images",
+    "pil_to_tensor": "oml_core.datasets.images",
+    "download_mock_dataset": "oml_core.datasets.mock",
+    "generate_mock_dataset": "oml_core.datasets.mock",
+    "get_mock_dataset_path": "oml_core.datasets.mock",
+    "get_mock_dataset_root": "oml_core.datasets.mock",
+    "EmbeddingPairsDataset": "oml_core.datasets.pairs",
+    "ImagePairsDataset": "oml_core.datasets.pairs",
+}
 
 __all__ = [
     "DataFrameFormatError",
     "DatasetQueryGallery",
     "DatasetWithLabels",
     "EmbeddingPairsDataset",
+    "EmbeddingsQueryGalleryDataset",
+    "EmbeddingsQueryGalleryLabeledDataset",
     "ImageBaseDataset",
     "ImageLabeledDataset",
     "ImagePairsDataset",
@@ -40,3 +80,5 @@ __all__ = [
     "parse_bboxes",
     "pil_to_tensor",
 ]
+
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
