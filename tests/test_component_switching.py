@@ -64,7 +64,7 @@ def _runtime(kind: str) -> dict:
 
 def _sampler_runtime(spec: dict) -> dict:
     """What the training pipelines offer a sampler: the labels, their categories, a generator."""
-    from oml_core.lightning.pipelines.training import offered_args
+    from oml_core.lightning.pipelines.shared.training import offered_args
 
     offers = {
         "labels": lambda: LABELS,

@@ -13,7 +13,7 @@ from omegaconf import OmegaConf
 
 from oml_core.compose import compose_config
 from oml_core.lightning.pipelines import extractor_training_pipeline, extractor_validation_pipeline
-from oml_core.lightning.pipelines.schema import (
+from oml_core.lightning.pipelines.shared.schema import (
     PRECISION,
     SCHEMA_GROUP,
     SCHEMAS,

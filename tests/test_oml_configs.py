@@ -12,7 +12,7 @@ import pytest
 
 from oml_core.cli import main
 from oml_core.datasets.mock import get_mock_dataset_root
-from oml_core.lightning.pipelines.schema import validate_config
+from oml_core.lightning.pipelines.shared.schema import validate_config
 from oml_core.registry import ConfigError
 
 TRAIN = "extractor_training_pipeline"

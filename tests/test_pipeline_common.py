@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 from pytorch_lightning.strategies import DDPStrategy
 
-from oml_core.lightning.pipelines.common import (
+from oml_core.lightning.pipelines.shared.common import (
     RUN_DIR_ENV,
     check_keys,
     check_one_device,
@@ -61,7 +61,7 @@ def test_unknown_component_names_fail_before_anything_is_built():
     from omegaconf import OmegaConf
 
     from oml_core.compose import OML_CONFIGS_DIR
-    from oml_core.lightning.pipelines.schema import check_component_arguments, validate_config
+    from oml_core.lightning.pipelines.shared.schema import check_component_arguments, validate_config
 
     cfg = OmegaConf.to_container(OmegaConf.load(OML_CONFIGS_DIR / "extractor_training_pipeline.yaml"))
     registry = Registry()

@@ -19,10 +19,10 @@ from oml_core.datasets.mock import get_mock_dataset_root
 from oml_core.interfaces.miners import IPairsMiner
 from oml_core.interfaces.models import IExtractor, IPairwiseModel
 from oml_core.lightning.modules.pairwise_postprocessing import PairwiseModule
-from oml_core.lightning.pipelines.common import read_dataframe, split_dataframe
-from oml_core.lightning.pipelines.embeddings_cache import CachedEmbeddings, EmbeddingsSource
-from oml_core.lightning.pipelines.inference import TRAINER_DEFAULTS
-from oml_core.lightning.pipelines.postprocessing import AFTER_TITLE, BEFORE_TITLE
+from oml_core.lightning.pipelines.shared.common import read_dataframe, split_dataframe
+from oml_core.lightning.pipelines.shared.embeddings_cache import CachedEmbeddings, EmbeddingsSource
+from oml_core.lightning.pipelines.shared.inference import TRAINER_DEFAULTS
+from oml_core.lightning.pipelines.shared.postprocessing import AFTER_TITLE, BEFORE_TITLE
 from oml_core.lightning.pipelines.train_postprocessor import (
     build_pairs_miner,
     postprocessor_training_pipeline,

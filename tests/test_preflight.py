@@ -1,4 +1,4 @@
-"""The checks made before training (``oml_core.lightning.pipelines.preflight``), each on real bad input: broken
+"""The checks made before training (``oml_core.lightning.pipelines.shared.preflight``), each on real bad input: broken
 image files (unreadable, truncated, empty, a decompression bomb), boxes outside their images, validation
 splits without ground truth, an unknown checkpointing metric, an unwritable or too small logs folder, and an
 accelerator this machine does not have."""
@@ -12,7 +12,7 @@ import pytest
 import torch
 from PIL import Image
 
-from oml_core.lightning.pipelines.preflight import (
+from oml_core.lightning.pipelines.shared.preflight import (
     CHECKPOINTS_ROOM,
     check_engine,
     check_images,

@@ -25,7 +25,7 @@ from oml_core.lightning.pipelines import (
     extractor_training_pipeline,
     postprocessor_training_pipeline,
 )
-from oml_core.lightning.pipelines.preflight import check_images
+from oml_core.lightning.pipelines.shared.preflight import check_images
 from oml_core.lightning.progress import progress_bar_enabled
 from oml_core.lightning.quiet import quiet_lightning
 from oml_core.registry import Registry

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from oml_losses import ArcFaceLoss, ArcFaceLossWithMLP, TripletLossWithMiner
 
-from oml_core.lightning.pipelines.training import check_criterion_fits
+from oml_core.lightning.pipelines.shared.training import check_criterion_fits
 from oml_core.registry import ConfigError
 
 

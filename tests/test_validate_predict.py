@@ -21,7 +21,7 @@ from oml_core.datasets.mock import get_mock_dataset_root
 from oml_core.interfaces.knn import IKnnIndex, KnnSearchResult
 from oml_core.interfaces.models import IExtractor
 from oml_core.lightning.pipelines import extractor_prediction_pipeline, extractor_validation_pipeline
-from oml_core.lightning.pipelines.inference import in_dataset_order
+from oml_core.lightning.pipelines.shared.inference import in_dataset_order
 from oml_core.registry import ConfigError, Registry, UnknownNameError
 
 NO_PROGRESS_BAR = "lightning_trainer_extra_args.enable_progress_bar=false"

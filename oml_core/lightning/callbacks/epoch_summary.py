@@ -37,7 +37,7 @@ class EpochSummary(pl.Callback):
     epoch's time, its validation included.
 
     The training pipelines add it instead of a progress bar (see
-    :func:`~oml_core.lightning.pipelines.training.progress_callbacks`), so that a log written to a file has a
+    :func:`~oml_core.lightning.pipelines.shared.training.progress_callbacks`), so that a log written to a file has a
     line per epoch rather than a bar's every redraw.
 
     Args:

@@ -13,7 +13,7 @@ from typing import Any
 import pytorch_lightning as pl
 from torch.utils.data import DataLoader
 
-from oml_core.lightning.pipelines.common import (
+from oml_core.lightning.pipelines.shared.common import (
     build_component,
     is_ddp_child_process,
     is_ddp_engine,
@@ -23,12 +23,12 @@ from oml_core.lightning.pipelines.common import (
     run_dir_for_ddp_processes,
     shared_run_dir,
 )
-from oml_core.lightning.pipelines.inference import (
+from oml_core.lightning.pipelines.shared.inference import (
     extract_embeddings,
     inference_config,
 )
-from oml_core.lightning.pipelines.preflight import check_images
-from oml_core.lightning.pipelines.schema import (
+from oml_core.lightning.pipelines.shared.preflight import check_images
+from oml_core.lightning.pipelines.shared.schema import (
     check_component_arguments,
     optional_defaults,
     required_keys,
@@ -88,7 +88,7 @@ def extractor_prediction_pipeline(
 
     More than one process (``devices`` > 1 or ``num_nodes`` > 1) runs DDP: every process embeds its share of
     every batch, the features are gathered by dataset index (see
-    :func:`~oml_core.lightning.pipelines.inference.extract_embeddings`), and the process that started the run
+    :func:`~oml_core.lightning.pipelines.shared.inference.extract_embeddings`), and the process that started the run
     writes the file, the single-process file. Every process returns the result.
 
     Returns:
@@ -97,8 +97,9 @@ def extractor_prediction_pipeline(
 
     Raises:
         ConfigError: an unknown or missing key, a value of the wrong type or range (see
-            :mod:`~oml_core.lightning.pipelines.schema`), no or unreadable images, duplicate paths in the dataframe,
-            bad extractor weights, an existing ``predictions.json`` (the message names the key or the file).
+            :mod:`~oml_core.lightning.pipelines.shared.schema`), no or unreadable images, duplicate paths in the
+            dataframe, bad extractor weights, an existing ``predictions.json`` (the message names the key or the
+            file).
         RegistryError: an unknown component name.
     """
     config = validate_config(cfg, PIPELINE)

@@ -22,7 +22,7 @@ from oml_core.lightning.callbacks.rng import RNGStateCallback
 from oml_core.lightning.callbacks.validation import ValidateAfterLastEpoch, ValidationHistory
 from oml_core.lightning.interrupts import InterruptRequest, graceful_interrupts
 from oml_core.lightning.modules.extractor import ExtractorModule, ExtractorModuleDDP
-from oml_core.lightning.pipelines.common import (
+from oml_core.lightning.pipelines.shared.common import (
     CHECKPOINTS_FOLDER,
     FIGURES_FOLDER,
     as_config,
@@ -42,7 +42,7 @@ from oml_core.lightning.pipelines.common import (
     shared_run_dir,
     split_dataframe,
 )
-from oml_core.lightning.pipelines.preflight import (
+from oml_core.lightning.pipelines.shared.preflight import (
     check_engine,
     check_images,
     check_logs_root,
@@ -51,15 +51,15 @@ from oml_core.lightning.pipelines.preflight import (
     check_validation_ground_truth,
     checkpoint_size,
 )
-from oml_core.lightning.pipelines.report import format_training_table, regression_note
-from oml_core.lightning.pipelines.schema import (
+from oml_core.lightning.pipelines.shared.report import format_training_table, regression_note
+from oml_core.lightning.pipelines.shared.schema import (
     ExtractorTrainingConfig,
     check_component_arguments,
     optional_defaults,
     required_keys,
     validate_config,
 )
-from oml_core.lightning.pipelines.training import (
+from oml_core.lightning.pipelines.shared.training import (
     build_train_loader,
     check_criterion_fits,
     checkpoint_callbacks,
@@ -75,7 +75,7 @@ from oml_core.lightning.quiet import quiet_lightning
 from oml_core.registry import ConfigError, Registry, default_registry
 
 PIPELINE = "extractor_training_pipeline"
-#: The keys of the pipeline's schema (:class:`~oml_core.lightning.pipelines.schema.ExtractorTrainingConfig`).
+#: The keys of the pipeline's schema (:class:`~oml_core.lightning.pipelines.shared.schema.ExtractorTrainingConfig`).
 REQUIRED_KEYS = required_keys(PIPELINE)
 OPTIONAL_KEYS = tuple(optional_defaults(PIPELINE))
 
@@ -126,7 +126,7 @@ def extractor_training_pipeline(
     - ``postfix, seed``: the run's name suffix (optional, as in OML: none by default); the seed of everything
       (global RNGs and the sampler's).
     - ``precision, accelerator, devices, num_nodes, find_unused_parameters``: the Trainer's engine (see
-      :func:`~oml_core.lightning.pipelines.common.parse_engine_params`); more than one process runs DDP
+      :func:`~oml_core.lightning.pipelines.shared.common.parse_engine_params`); more than one process runs DDP
       (``ExtractorModuleDDP``, ``MetricValCallbackDDP``, every batch split among the processes, so that the
       batch of ``sampler``/``bs_train`` is the global batch).
     - ``dataset_root`` (null: the built-in mock dataset), ``dataframe_name``, ``num_workers``, ``cache_size``,
@@ -303,7 +303,7 @@ def _module_args(config: ExtractorTrainingConfig, registry: Registry, train_data
 def _check_data(
     config: ExtractorTrainingConfig, csv: Path, df: Any, train_dataset: Any, val_dataset: Any
 ) -> None:
-    """The checks of the data before training (see :mod:`~oml_core.lightning.pipelines.preflight`): the
+    """The checks of the data before training (see :mod:`~oml_core.lightning.pipelines.shared.preflight`): the
     validation split's ground truth; unless ``check_images`` is false, every image of both splits opens and
     its box lies in it (named by csv row; the time it took is printed); warnings for boxes that cross their
     images' edges, duplicated paths and labels shared by the splits."""

@@ -16,7 +16,7 @@ from torch.utils.data import DataLoader
 from oml_core.interfaces.models import IFreezable
 from oml_core.lightning.callbacks.metric import MetricValCallback
 from oml_core.lightning.modules.pairwise_postprocessing import PairwiseModule
-from oml_core.lightning.pipelines.common import (
+from oml_core.lightning.pipelines.shared.common import (
     CHECKPOINTS_FOLDER,
     FIGURES_FOLDER,
     as_config,
@@ -33,27 +33,27 @@ from oml_core.lightning.pipelines.common import (
     spec_of,
     split_dataframe,
 )
-from oml_core.lightning.pipelines.embeddings_cache import (
+from oml_core.lightning.pipelines.shared.embeddings_cache import (
     EMBEDDINGS_KEY,
     CachedEmbeddings,
     EmbeddingsDataset,
     EmbeddingsSource,
 )
-from oml_core.lightning.pipelines.inference import TRAINER_DEFAULTS as INFERENCE_TRAINER_DEFAULTS
-from oml_core.lightning.pipelines.postprocessing import (
+from oml_core.lightning.pipelines.shared.inference import TRAINER_DEFAULTS as INFERENCE_TRAINER_DEFAULTS
+from oml_core.lightning.pipelines.shared.postprocessing import (
     BEFORE_PREFIX,
     build_pairwise_postprocessor,
     metrics_of_embeddings,
     report_metrics,
 )
-from oml_core.lightning.pipelines.schema import (
+from oml_core.lightning.pipelines.shared.schema import (
     PostprocessorTrainingConfig,
     check_component_arguments,
     optional_defaults,
     required_keys,
     validate_config,
 )
-from oml_core.lightning.pipelines.training import (
+from oml_core.lightning.pipelines.shared.training import (
     build_train_loader,
     checkpoint_callbacks,
     checkpoint_paths,
@@ -122,7 +122,7 @@ def postprocessor_training_pipeline(
     Optional, with their defaults: ``precision`` (32), ``accelerator`` (null: gpu when CUDA is available),
     ``devices`` (1: this pipeline runs on one device), ``dataset_root`` (null: the mock dataset),
     ``logs_folder`` (null), ``num_workers`` (0), ``cache_size`` (0), ``embeddings_cache_dir`` (null: no
-    cache; see :class:`~oml_core.lightning.pipelines.embeddings_cache.CachedEmbeddings` for the key),
+    cache; see :class:`~oml_core.lightning.pipelines.shared.embeddings_cache.CachedEmbeddings` for the key),
     ``hard_pairs_mining`` (true), ``pairs_miner`` (null: the pair miner ``pairs`` of the ``oml_losses`` plugin,
     OML's ``PairsMiner(hard_mining=hard_pairs_mining)``; else the spec of any registered pair miner, and
     ``hard_pairs_mining`` is not used), ``sampler`` (null: shuffled batches of ``bs_train``; OML's configs use

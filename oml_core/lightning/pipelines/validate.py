@@ -13,7 +13,7 @@ from torch.utils.data import DataLoader
 
 from oml_core.lightning.callbacks.metric import MetricValCallback, MetricValCallbackDDP, save_figures
 from oml_core.lightning.modules.extractor import ExtractorModule, ExtractorModuleDDP
-from oml_core.lightning.pipelines.common import (
+from oml_core.lightning.pipelines.shared.common import (
     FIGURES_FOLDER,
     build_component,
     build_logger,
@@ -27,12 +27,12 @@ from oml_core.lightning.pipelines.common import (
     run_dir_for_ddp_processes,
     shared_run_dir,
 )
-from oml_core.lightning.pipelines.inference import (
+from oml_core.lightning.pipelines.shared.inference import (
     inference_config,
     validation_dataset,
 )
-from oml_core.lightning.pipelines.preflight import check_images
-from oml_core.lightning.pipelines.schema import (
+from oml_core.lightning.pipelines.shared.preflight import check_images
+from oml_core.lightning.pipelines.shared.schema import (
     check_component_arguments,
     optional_defaults,
     required_keys,
@@ -103,7 +103,7 @@ def extractor_validation_pipeline(
 
     Raises:
         ConfigError: an unknown or missing key, a value of the wrong type or range (see
-            :mod:`~oml_core.lightning.pipelines.schema`), a bad dataframe, unreadable images, bad extractor
+            :mod:`~oml_core.lightning.pipelines.shared.schema`), a bad dataframe, unreadable images, bad extractor
             weights, bad ``metric_args`` (the message names the key, file or argument).
         RegistryError: an unknown component name.
     """

@@ -13,7 +13,7 @@ from torch.utils.data import DataLoader
 
 from oml_core.lightning.callbacks.metric import MetricValCallback, save_figures
 from oml_core.lightning.modules.pairwise_postprocessing import PairwiseModule
-from oml_core.lightning.pipelines.common import (
+from oml_core.lightning.pipelines.shared.common import (
     FIGURES_FOLDER,
     build_component,
     build_logger,
@@ -23,23 +23,23 @@ from oml_core.lightning.pipelines.common import (
     resolve_dataset_root,
     spec_of,
 )
-from oml_core.lightning.pipelines.embeddings_cache import (
+from oml_core.lightning.pipelines.shared.embeddings_cache import (
     CachedEmbeddings,
     EmbeddingsDataset,
     EmbeddingsSource,
 )
-from oml_core.lightning.pipelines.inference import (
+from oml_core.lightning.pipelines.shared.inference import (
     inference_config,
     validation_dataset,
 )
-from oml_core.lightning.pipelines.postprocessing import (
+from oml_core.lightning.pipelines.shared.postprocessing import (
     BEFORE_PREFIX,
     build_pairwise_postprocessor,
     metrics_of_embeddings,
     report_metrics,
 )
-from oml_core.lightning.pipelines.preflight import check_images
-from oml_core.lightning.pipelines.schema import (
+from oml_core.lightning.pipelines.shared.preflight import check_images
+from oml_core.lightning.pipelines.shared.schema import (
     check_component_arguments,
     optional_defaults,
     required_keys,
@@ -92,7 +92,7 @@ def postprocessor_validation_pipeline(
     lightning_trainer_extra_args``), ``postfix`` (``postprocessor_validation``) and ``embeddings_cache_dir``
     (null: no cache; a file written by ``postprocessor_training_pipeline`` for the same extractor, transforms,
     dataframe, precision and seed is reused, see
-    :class:`~oml_core.lightning.pipelines.embeddings_cache.CachedEmbeddings`).
+    :class:`~oml_core.lightning.pipelines.shared.embeddings_cache.CachedEmbeddings`).
 
     ``transforms_val`` are the transforms of the extraction and of the images the post-processor re-ranks. The
     pairwise model runs on the configured device. Both metric tables are printed; the metrics before are
@@ -104,7 +104,7 @@ def postprocessor_validation_pipeline(
 
     Raises:
         ConfigError: an unknown or missing key, a value of the wrong type or range (see
-            :mod:`~oml_core.lightning.pipelines.schema`), a post-processor without a ``pairwise_model``, a bad
+            :mod:`~oml_core.lightning.pipelines.shared.schema`), a post-processor without a ``pairwise_model``, a bad
             dataframe, unreadable images, bad weights, bad ``metric_args``, ``devices`` other than one device (one
             line naming the key, file or argument).
         RegistryError: an unknown component name.

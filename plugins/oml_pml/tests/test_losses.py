@@ -14,7 +14,7 @@ from oml_pml.names import LOSS_NAMES, MINER_NAMES
 from pytorch_metric_learning import distances, losses, miners, reducers, regularizers
 
 from oml_core.interfaces.miners import ITripletsMinerInBatch
-from oml_core.lightning.pipelines.training import check_criterion_fits
+from oml_core.lightning.pipelines.shared.training import check_criterion_fits
 from oml_core.registry import (
     SELF_BUILT_ARGS_ATTR,
     ConfigError,

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from oml_core.lightning.pipelines.common import (
+from oml_core.lightning.pipelines.shared.common import (
     as_config,
     build_component,
     check_one_device,
@@ -53,7 +53,7 @@ def inference_config(
     The known keys of ``pipeline`` are ``required`` and those of ``defaults``; ``defaults`` fill the optional
     keys the config leaves out. The Trainer arguments are those of the engine keys ``accelerator`` (null: gpu
     when CUDA is available, else cpu), ``devices``, ``num_nodes`` and ``precision``
-    (:func:`~oml_core.lightning.pipelines.common.parse_engine_params`), :data:`TRAINER_DEFAULTS`, and
+    (:func:`~oml_core.lightning.pipelines.shared.common.parse_engine_params`), :data:`TRAINER_DEFAULTS`, and
     ``lightning_trainer_extra_args`` (any other ``pl.Trainer`` arguments). Their ``enable_progress_bar`` is
     always set: true or false as ``lightning_trainer_extra_args`` says, else (absent or null) a bar only on a
     terminal (:func:`~oml_core.lightning.progress.progress_bar_enabled`).

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 from tqdm.auto import tqdm
 
-from oml_core.lightning.pipelines.common import one_line
+from oml_core.lightning.pipelines.shared.common import one_line
 from oml_core.lightning.progress import on_terminal
 from oml_core.registry import ConfigError
 
@@ -249,7 +249,7 @@ def checkpoint_size(modules: Iterable[Any], optimizer_states: int = 2) -> int:
 
 def check_engine(engine: Mapping[str, Any], precision: Any) -> None:
     """Fail unless this machine has the ``accelerator`` and the number of ``devices`` of ``engine`` (see
-    :func:`~oml_core.lightning.pipelines.common.parse_engine_params`), and Lightning accepts ``precision`` on it.
+    :func:`~oml_core.lightning.pipelines.shared.common.parse_engine_params`), and Lightning accepts ``precision`` on it.
 
     Raises:
         ConfigError: naming the key (``accelerator``, ``devices``, ``precision``), its value and what this

@@ -17,8 +17,8 @@ from torch import Tensor
 from torch.utils.data import DataLoader, Dataset
 
 from oml_core.inference.cache import cached_embeddings
-from oml_core.lightning.pipelines.common import build_component, spec_of
-from oml_core.lightning.pipelines.inference import extract_embeddings
+from oml_core.lightning.pipelines.shared.common import build_component, spec_of
+from oml_core.lightning.pipelines.shared.inference import extract_embeddings
 from oml_core.registry import Registry, to_plain
 
 #: The key of the cached embeddings in the items of the training dataset and in the validation batches.

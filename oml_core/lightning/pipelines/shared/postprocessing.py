@@ -11,7 +11,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from oml_core.lightning.pipelines.common import build_component, format_metrics_table, spec_of
+from oml_core.lightning.pipelines.shared.common import build_component, format_metrics_table, spec_of
 from oml_core.registry import ConfigError, Registry
 
 #: Prefix of the metrics before post-processing in the logger (the metrics after have OML's plain keys).

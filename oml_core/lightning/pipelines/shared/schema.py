@@ -37,7 +37,7 @@ from omegaconf import MISSING
 
 from oml_core.functional.metrics import TOP_K_SUFFIX
 from oml_core.lightning.modules.optimization import NAN_POLICIES, SCHEDULER_INTERVALS
-from oml_core.lightning.pipelines.common import HYDRA_KEYS, as_config, check_keys, require
+from oml_core.lightning.pipelines.shared.common import HYDRA_KEYS, as_config, check_keys, require
 from oml_core.registry import ConfigError, Registry
 from oml_core.registry.arg_types import check_argument_types, check_spec_argument_types, fits
 
@@ -511,8 +511,8 @@ def validate_config(cfg: Mapping[str, Any] | Any, pipeline: str) -> PipelineConf
 
     In order: every top-level key is one the pipeline knows (or a variable of the user's, see
     :func:`without_user_variables`), every required key is there (the messages of
-    :func:`~oml_core.lightning.pipelines.common.check_keys` and
-    :func:`~oml_core.lightning.pipelines.common.require`), every value fits its field's rule (in the schema's
+    :func:`~oml_core.lightning.pipelines.shared.common.check_keys` and
+    :func:`~oml_core.lightning.pipelines.shared.common.require`), every value fits its field's rule (in the schema's
     order; inside a mapping value, its keys likewise), then the rules across keys (``check_combination``).
     Component arguments are :func:`check_component_arguments`'s business.
 

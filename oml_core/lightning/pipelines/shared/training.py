@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from oml_core.lightning.pipelines.common import build_component, merge_trainer_args
+from oml_core.lightning.pipelines.shared.common import build_component, merge_trainer_args
 from oml_core.lightning.progress import PROGRESS_BAR_ARG, progress_bar_enabled
 from oml_core.lightning.quiet import quiet_lightning
 from oml_core.registry import ConfigError, Registry
@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 
     from oml_core.lightning.callbacks.checkpoint import BestCheckpoint, LastCheckpoint
     from oml_core.lightning.interrupts import InterruptRequest
-    from oml_core.lightning.pipelines.schema import SchedulingConfig, TrainingConfig
+    from oml_core.lightning.pipelines.shared.schema import SchedulingConfig, TrainingConfig
     from oml_core.lightning.resumable import ResumableBatchSampler
 
 #: Trainer arguments of the training pipelines set by config keys, so ``lightning_trainer_extra_args`` may not
