@@ -41,6 +41,9 @@ from oml_core.const import (
     TBBox,
 )
 from oml_core.registry.errors import ConfigError
+from oml_core.utils.logs import get_logger
+
+logger = get_logger(__name__)
 
 SPLITS = ("train", "validation")
 
@@ -457,9 +460,9 @@ def check_retrieval_dataframe_format(
         dataset_root: The folder that the relative paths of ``df`` are joined to; ``None`` when the paths are
             absolute (or relative to the working directory).
         sep: The separator of the ``.csv`` file (unused for a DataFrame).
-        verbose: Print a short summary (rows, labels, queries, gallery items per split) when the dataframe
-            is fine, and warn the :func:`dataframe_warnings` (a label with several categories, an image on
-            several rows, labels in both splits).
+        verbose: Log (``INFO``, :mod:`oml_core.utils.logs`) a short summary (rows, labels, queries, gallery
+            items per split) when the dataframe is fine, and warn the :func:`dataframe_warnings` (a label with
+            several categories, an image on several rows, labels in both splits).
 
     Raises:
         FileNotFoundError: ``df`` is a path that does not exist.
@@ -527,7 +530,7 @@ def _check(df: pd.DataFrame, source: str, dataset_root: Path | str | None, verbo
     if verbose:
         for message in dataframe_warnings(df, source):
             warnings.warn(message, stacklevel=3)
-        print(_summary(df, source))
+        logger.info(_summary(df, source))
 
 
 __all__ = [

@@ -58,13 +58,8 @@ import torch
 from torch import FloatTensor, LongTensor, Tensor
 
 from oml_core.functional.knn import DistanceBlock, iter_distance_blocks
-from oml_core.functional.metrics import (
-    TMetricsDict,
-    _check_in_range,
-    as_long_1d,
-    calc_gt_tops,
-    cat_ragged,
-)
+from oml_core.functional.ragged_tops import TMetricsDict, calc_gt_tops, cat_ragged
+from oml_core.utils.checks import as_int_tensor, check_in_range, check_indices
 from oml_core.utils.misc_torch import iter_chunks, squared_norms
 
 if TYPE_CHECKING:
@@ -88,14 +83,8 @@ _PART_ELEMENTS = 1 << 18
 
 # ----------------------------------------------------------------------------------- shared formulas
 def _check_fmr_vals(fmr_vals: Sequence[float]) -> tuple[float, ...]:
-    """``fmr_vals`` as a tuple of floats; ``ValueError`` unless a non-empty sequence of numbers in [0, 1]."""
-    try:
-        values = tuple(fmr_vals)
-    except TypeError:
-        raise ValueError(f"fmr_vals must be a sequence of numbers in [0, 1], got {fmr_vals!r}") from None
-    if any(isinstance(x, bool) for x in values):
-        raise ValueError(f"fmr_vals must be a sequence of numbers in [0, 1], got {values}")
-    return tuple(float(x) for x in _check_in_range(values, 0, 1, "fmr_vals"))
+    """``fmr_vals`` as a tuple of floats (:func:`~oml_core.utils.checks.check_in_range`: numbers in [0, 1])."""
+    return tuple(float(x) for x in check_in_range(fmr_vals, "fmr_vals"))
 
 
 def quantile_ranks(n: int, fmr_vals: Sequence[float]) -> tuple[LongTensor, LongTensor, Tensor]:
@@ -354,13 +343,6 @@ def _float32_of(coarse: LongTensor, fine: LongTensor) -> FloatTensor:
     return ((coarse << _FINE_BITS) | fine).to(torch.int32).view(torch.float32)
 
 
-def _check_ids(ids: LongTensor, name: str, n_items: int) -> LongTensor:
-    ids = as_long_1d(ids, name)
-    if ids.numel() and (int(ids.min()) < 0 or int(ids.max()) >= n_items):
-        raise ValueError(f"{name} must be dataset indices within [0, {n_items - 1}]")
-    return ids
-
-
 def _check_embeddings(embeddings: Tensor, distance: str) -> Tensor:
     """``embeddings`` in float32; ``ValueError`` unless ``[n, dim]`` and, for ``l2``, every float32 distance
     ``sqrt(|a|^2 + |b|^2 - 2 a.b)`` stays finite (``4 max |x|^2`` does not overflow)."""
@@ -422,11 +404,9 @@ def calc_fnmr_at_fmr_all_pairs(
     fmr_vals = _check_fmr_vals(fmr_vals)
     embeddings = _check_embeddings(embeddings, distance)
     n_items, device = len(embeddings), embeddings.device
-    labels = as_long_1d(labels, "labels")
-    if len(labels) != n_items:
-        raise ValueError(f"labels must have one entry per embedding ({n_items}), got {len(labels)}")
-    ids_query = _check_ids(ids_query, "ids_query", n_items).to(device)
-    ids_gallery = _check_ids(ids_gallery, "ids_gallery", n_items).to(device)
+    labels = as_int_tensor(labels, "labels", n=n_items, per="embedding")
+    ids_query = check_indices(ids_query, "ids_query", n_items, device=device)
+    ids_gallery = check_indices(ids_gallery, "ids_gallery", n_items, device=device)
 
     def iter_blocks() -> Iterator[DistanceBlock]:
         return iter_distance_blocks(

@@ -31,6 +31,7 @@ import torch
 from torch import BoolTensor, LongTensor, Tensor
 from tqdm.auto import tqdm
 
+from oml_core.utils.checks import as_int_tensor, check_indices, check_int
 from oml_core.utils.misc_torch import (
     ROWS_CHUNK,
     cosine_dist_mm,
@@ -39,6 +40,7 @@ from oml_core.utils.misc_torch import (
     iter_chunks,
     l2_dist_mm,
     l2_factors,
+    l2_from_squared_,
     squared_norms,
 )
 from oml_core.utils.ragged import Ragged
@@ -112,9 +114,7 @@ def _l2_bounded(squared: Tensor, dtype: torch.dtype) -> Tensor:
 
 
 DISTANCES: dict[str, _DistanceKind] = {
-    "l2": _DistanceKind(
-        squared_norms, l2_factors, lambda v: v.clamp_(min=0.0).sqrt_(), l2_dist_mm, _l2_bounded
-    ),
+    "l2": _DistanceKind(squared_norms, l2_factors, l2_from_squared_, l2_dist_mm, _l2_bounded),
     # the factors of a row are its entries times its inverse norm, of magnitude at most 1: never an overflow
     "cosine": _DistanceKind(
         _inverse_norms, cosine_factors, lambda v: v.clamp_(0.0, 2.0), cosine_dist_mm, None
@@ -152,11 +152,6 @@ def block_shape(memory_budget: int, chunk_size: int | None = None) -> tuple[int,
     cannot hold a column of them) and as many columns as ``memory_budget`` bytes hold (at least one)."""
     rows = chunk_size or max(1, min(STRIP_ROWS, memory_budget // BLOCK_BYTES_PER_ELEMENT))
     return rows, max(1, memory_budget // (BLOCK_BYTES_PER_ELEMENT * rows))
-
-
-def _check_positive(value: int | None, name: str) -> None:
-    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
-        raise ValueError(f"{name} must be a positive integer or None, got {value!r}")
 
 
 # ------------------------------------------------------------------------------------------ grouping
@@ -240,25 +235,14 @@ def _check_embeddings(embeddings: Tensor, name: str) -> Tensor:
     return embeddings
 
 
-def _as_ids(ids: LongTensor, name: str, n_items: int, device: torch.device) -> LongTensor:
-    ids = torch.as_tensor(ids).reshape(-1).to(device)
-    if ids.numel() and (ids.dtype.is_floating_point or ids.dtype == torch.bool):
-        raise ValueError(f"{name} must hold integer dataset indices, got {ids.dtype}")
-    ids = ids.long()
-    if ids.numel() and (int(ids.min()) < 0 or int(ids.max()) >= n_items):
-        raise ValueError(f"{name} must be dataset indices within [0, {n_items - 1}]")
-    return ids
-
-
 def _per_item(values: LongTensor | None, name: str, n_items: int, device: torch.device) -> LongTensor | None:
+    """``None``, or ``values`` as ``[n_items]`` integer codes (labels, sequence ids): see
+    :func:`~oml_core.utils.checks.as_int_tensor`."""
     if values is None:
         return None
-    values = torch.as_tensor(values).reshape(-1)
-    if len(values) != n_items:
-        raise ValueError(f"{name} must have one entry per embedding ({n_items}), got {len(values)}")
-    if values.numel() and (values.dtype.is_floating_point or values.dtype == torch.bool):
-        raise ValueError(f"{name} must hold integer codes, got {values.dtype}")
-    return values.long().to(device)
+    return as_int_tensor(
+        values, name, n=n_items, per="embedding", expected="hold integer codes", flatten=True, device=device
+    )
 
 
 class _Block(NamedTuple):
@@ -311,8 +295,8 @@ class _Search:
         symmetric: bool,
         names: _RowNames,
     ) -> None:
-        _check_positive(chunk_size, "chunk_size")
-        _check_positive(memory_budget, "memory_budget")
+        check_int(chunk_size, "chunk_size", allow_none=True)
+        check_int(memory_budget, "memory_budget", allow_none=True)
         if x_query.shape[1] != x_gallery.shape[1]:
             raise ValueError(
                 f"queries and gallery embeddings differ in dimension: {x_query.shape[1]} != {x_gallery.shape[1]}"
@@ -459,8 +443,12 @@ def _search_from_ids(
     """The search of ``embeddings[ids_query]`` among ``embeddings[ids_gallery]``, with the validated ids."""
     embeddings = _check_embeddings(embeddings, "embeddings")
     n_items, device = len(embeddings), embeddings.device
-    ids_query = _as_ids(ids_query, "ids_query", n_items, device)
-    ids_gallery = _as_ids(ids_gallery, "ids_gallery", n_items, device)
+    ids_query = check_indices(
+        ids_query, "ids_query", n_items, expected="hold integer dataset indices", device=device
+    )
+    ids_gallery = check_indices(
+        ids_gallery, "ids_gallery", n_items, expected="hold integer dataset indices", device=device
+    )
     sequence = _per_item(sequence_ids, "sequence_ids", n_items, device)
     identical = len(ids_query) == len(ids_gallery) and torch.equal(ids_query, ids_gallery)
     if symmetric is None:
@@ -794,8 +782,7 @@ class KnnResult(NamedTuple):
 
 
 def _run(search: _Search, top_n: int, verbose: bool) -> tuple[Ragged, Ragged]:
-    if isinstance(top_n, bool) or not isinstance(top_n, int) or top_n < 1:
-        raise ValueError(f"top_n must be a positive integer, got {top_n!r}")
+    check_int(top_n, "top_n")
     if search.n_gallery == 0 or search.n_query == 0:
         return Ragged.empty(search.n_query), Ragged.empty(search.n_query, torch.long)
     x = search.x_gallery

@@ -5,6 +5,8 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
+from oml_core.utils.checks import check_int
+
 
 def label_smoothing(
     y: Tensor, num_classes: int, epsilon: float = 0.2, categories: Tensor | None = None
@@ -38,8 +40,7 @@ def label_smoothing(
         ValueError: ``epsilon`` is out of ``[0, 1)``, ``num_classes`` is not a positive int, ``y`` is not a 1-D
             integer tensor of labels in ``[0, num_classes)``, or ``categories`` is not ``[num_classes]``.
     """
-    if isinstance(num_classes, bool) or not isinstance(num_classes, int) or num_classes < 1:
-        raise ValueError(f"num_classes must be a positive int, got {num_classes!r}")
+    check_int(num_classes, "num_classes", expected="a positive int")
     if not 0 <= epsilon < 1:
         raise ValueError(f"epsilon must be in [0, 1), got {epsilon!r}")
     if y.ndim != 1 or y.dtype.is_floating_point or y.dtype == torch.bool:

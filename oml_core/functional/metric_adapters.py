@@ -32,6 +32,7 @@ from oml_core.functional.ranking_metrics import (
     calc_map_r,
     check_empty_target_action,
 )
+from oml_core.utils.checks import check_int
 from oml_core.utils.ragged import Ragged
 
 if TYPE_CHECKING:
@@ -99,8 +100,7 @@ def group_flat_retrieval_inputs(
         raise ValueError(f"indexes must be a tensor of integers, got {indexes.dtype}")
     if not preds.dtype.is_floating_point:
         raise ValueError(f"preds must be a tensor of floats, got {preds.dtype}")
-    if ignore_index is not None and (not isinstance(ignore_index, int) or isinstance(ignore_index, bool)):
-        raise ValueError(f"ignore_index must be an integer or None, got {ignore_index!r}")
+    check_int(ignore_index, "ignore_index", least=None, allow_none=True)
     preds, target, indexes = preds.flatten(), target.flatten(), indexes.flatten()
     if ignore_index is not None:
         keep = target != ignore_index
@@ -178,8 +178,7 @@ def calc_grouped_retrieval_metric(
     """
     check_empty_target_action(empty_target_action)
     check_aggregation(aggregation)
-    if top_k is not None and (not isinstance(top_k, int) or isinstance(top_k, bool) or top_k <= 0):
-        raise ValueError(f"top_k must be a positive integer or None, got {top_k!r}")
+    check_int(top_k, "top_k", allow_none=True)
     if registry is None:
         from oml_core.registry import default_registry
 
@@ -295,8 +294,7 @@ def map_at_k_tf(
     """
     if average != "micro":
         raise ValueError(f"Mean Average Precision only supports micro averaging, got average={average!r}")
-    if not isinstance(k, int) or isinstance(k, bool) or k <= 0:
-        raise ValueError(f"k must be a positive integer, got {k!r}")
+    check_int(k, "k")
     labels = torch.as_tensor(query_labels)
     matches = torch.as_tensor(match_mask).bool()
     if labels.ndim != 1 or matches.ndim != 2 or matches.shape[0] != labels.shape[0]:

@@ -44,7 +44,7 @@ with ``empty_target_action="skip"``); :func:`reduce_metrics` averages with ``nan
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -52,13 +52,28 @@ import torch
 from torch import BoolTensor, FloatTensor, LongTensor, Tensor
 from tqdm.auto import tqdm
 
-from oml_core.utils.misc_torch import iter_chunks
+from oml_core.functional.fnmr import calc_fnmr_at_fmr
+from oml_core.functional.ragged_tops import (
+    METRICS_CHUNK_SIZE,
+    TMetricsDict,
+    calc_gt_tops,
+    cat_ragged,
+    hits_at,
+    pad_ragged,
+    per_query,
+    precision_at_hits_cumsum,
+    value_at,
+)
+from oml_core.utils.checks import as_int_tensor, check_n_gallery, check_top_k
+from oml_core.utils.pca import explained_variances, principal_axes_number
 from oml_core.utils.ragged import Ragged
+
+#: The check of ``n_gts`` and ``n_gallery`` sequences (:func:`~oml_core.utils.checks.as_int_tensor`).
+as_long_1d = as_int_tensor
 
 if TYPE_CHECKING:
     from oml_core.registry import Registry
 
-TMetricsDict = dict[Any, Any]
 TCategories = Tensor | np.ndarray | Sequence[Any]
 
 #: The key of the metrics computed over all the queries (OML's).
@@ -67,136 +82,6 @@ OVERALL_CATEGORIES_KEY = "OVERALL"
 RETRIEVAL_METRIC_KIND = "retrieval_metric"
 #: Suffix of the keyword arguments that request a metric: ``<name>_top_k``.
 TOP_K_SUFFIX = "_top_k"
-#: Number of queries padded and processed together by the retrieval metrics.
-METRICS_CHUNK_SIZE = 2**16
-#: Number of rows of the embeddings matrix centred at once when accumulating its covariance.
-PCF_CHUNK_SIZE = 2**14
-
-
-# --------------------------------------------------------------------------------------------- helpers
-def check_top_k(top_k: Sequence[int], name: str = "top_k") -> tuple[int, ...]:
-    """``top_k`` as a tuple of ints; ``ValueError`` unless it is a non-empty sequence of ints > 0."""
-    try:
-        values = tuple(top_k)
-    except TypeError:
-        raise ValueError(f"{name} must be a non-empty sequence of positive integers, got {top_k!r}") from None
-    ok = all(isinstance(k, (int, np.integer)) and not isinstance(k, bool) and k > 0 for k in values)
-    if not values or not ok:
-        raise ValueError(f"{name} must be a non-empty sequence of positive integers, got {top_k!r}")
-    return tuple(int(k) for k in values)
-
-
-def _check_in_range(values: Sequence[float], min_: float, max_: float, name: str) -> tuple[float, ...]:
-    values = tuple(values)
-    if not values:
-        raise ValueError(f"{name} is expected to be non-empty, got {values}")
-    if not all(isinstance(x, (int, float, np.number)) and min_ <= x <= max_ for x in values):
-        raise ValueError(f"{name} is expected to contain numbers in range [{min_}, {max_}], got {values}")
-    return values
-
-
-def cat_ragged(seqs: Sequence[Tensor]) -> tuple[Tensor, LongTensor]:
-    """Concatenate 1-D tensors of different lengths: ``(flat, lengths)``, ``lengths`` on the CPU.
-
-    A :class:`~oml_core.utils.ragged.Ragged` is already flat: its ``(values, lengths)`` are returned as they are.
-
-    Raises:
-        ValueError: an element is not 1-D; the message names its index.
-    """
-    ragged = Ragged.from_tensors(seqs)
-    return ragged.values, ragged.lengths
-
-
-def pad_ragged(
-    seqs: Sequence[Tensor], max_len: int | None = None, fill: float = 0
-) -> tuple[Tensor, LongTensor]:
-    """Stack 1-D tensors of different lengths into one ``[n, K]`` matrix, without a Python loop for the copy.
-
-    Row ``i`` is ``seqs[i][:K]`` followed by ``fill``; ``K = max(len(s))``, capped at ``max_len`` when given.
-
-    Returns:
-        ``(padded, lengths)``: the ``[n, K]`` matrix (dtype of ``torch.cat(seqs)``) and the ``[n]``
-        untruncated lengths (on the CPU).
-
-    Raises:
-        ValueError: an element is not 1-D; the message names its index.
-    """
-    ragged = Ragged.from_tensors(seqs)
-    return ragged.padded(max_len=max_len, fill=fill), ragged.lengths
-
-
-def as_long_1d(values: Sequence[int] | Tensor, name: str) -> LongTensor:
-    """``values`` as a 1-D LongTensor on the CPU; ``ValueError`` naming ``name`` unless 1-D integers."""
-    t = values.detach().cpu() if isinstance(values, Tensor) else torch.as_tensor(np.asarray(values))
-    if t.ndim != 1:
-        raise ValueError(f"{name} must be 1-D, got shape {tuple(t.shape)}")
-    if t.numel() and (t.dtype.is_floating_point or t.dtype == torch.bool):
-        raise ValueError(f"{name} must hold integers, got {t.dtype}")
-    return t.long()
-
-
-def _iter_padded_tops(
-    gt_tops: Sequence[Tensor], n_gts: Sequence[int] | Tensor, max_k: int, verbose: bool, desc: str
-) -> Iterator[tuple[Tensor, LongTensor, LongTensor]]:
-    """Yield ``(tops [c, K] bool, lengths [c], n_gt [c])`` for every chunk of queries, ``K <= max_k``."""
-    n_gts_t = as_long_1d(n_gts, "n_gts")
-    if len(gt_tops) != len(n_gts_t):
-        raise ValueError(
-            f"gt_tops and n_gts must have one entry per query, got {len(gt_tops)} and {len(n_gts_t)}"
-        )
-    tops_all = Ragged.from_tensors(gt_tops)
-    chunks = list(iter_chunks(len(tops_all), METRICS_CHUNK_SIZE))
-    for sl in tqdm(chunks, desc=desc, disable=not verbose or len(chunks) < 2):
-        chunk = tops_all[sl]
-        tops = chunk.padded(max_len=max_k, fill=False).bool()
-        yield tops, chunk.lengths.to(tops.device), n_gts_t[sl].to(tops.device)
-
-
-def _value_at(cumulative: Tensor, k: int) -> Tensor:
-    """``cumulative[:, min(k, K) - 1]`` (zeros when ``K == 0``): the running value after ``k`` items."""
-    n_cols = cumulative.shape[1]
-    if n_cols == 0:
-        return torch.zeros(cumulative.shape[0], dtype=cumulative.dtype, device=cumulative.device)
-    return cumulative[:, min(k, n_cols) - 1]
-
-
-def _per_query(
-    gt_tops: Sequence[BoolTensor],
-    n_gts: Sequence[int] | Tensor,
-    top_k: Sequence[int],
-    verbose: bool,
-    desc: str,
-    chunk_fn: Callable[[Tensor, LongTensor, LongTensor, tuple[int, ...]], list[Tensor]],
-    nothing_to_find_value: float | None = 1.0,
-) -> list[FloatTensor]:
-    """Run ``chunk_fn(tops, lengths, n_gt, top_k)`` on every padded chunk of queries and concatenate.
-
-    ``chunk_fn`` returns one ``[chunk]`` tensor per ``k``. The queries with ``n_gt == 0`` and nothing
-    retrieved get ``nothing_to_find_value`` (OML's perfect answer, ``1``) unless it is ``None``. The output
-    is ``float32`` unless ``chunk_fn`` returns integer counts (kept as ``int64``).
-    """
-    top_k = check_top_k(top_k)
-    parts: list[list[Tensor]] = [[] for _ in top_k]
-    for tops, lengths, n_gt in _iter_padded_tops(gt_tops, n_gts, max(top_k), verbose, desc):
-        for part, values in zip(parts, chunk_fn(tops, lengths, n_gt, top_k)):
-            if nothing_to_find_value is not None:
-                values = values.masked_fill((lengths == 0) & (n_gt == 0), nothing_to_find_value)
-            part.append(values.float().cpu() if values.dtype.is_floating_point else values.cpu())
-    return [torch.cat(part) if part else torch.zeros(0) for part in parts]
-
-
-def hits_at(tops: Tensor, ks: Sequence[int]) -> list[Tensor]:
-    """Number of relevant items among the first ``k`` of every padded row, for every ``k`` (``int64``)."""
-    hits = torch.cumsum(tops, dim=1)
-    return [_value_at(hits, k) for k in ks]
-
-
-def precision_at_hits_cumsum(tops: Tensor) -> Tensor:
-    """``[n, K]`` running sums of ``P@j * rel_j`` (``P@j``: the fraction of relevant items among the first
-    ``j``), in float64: the numerator of OML's map@k and of TF Similarity's mAP@K."""
-    hits = torch.cumsum(tops, dim=1).double()
-    positions = torch.arange(1, tops.shape[1] + 1, device=tops.device, dtype=torch.float64)
-    return torch.cumsum(hits / positions * tops, dim=1)
 
 
 # ------------------------------------------------------------------------------------ retrieval metrics
@@ -228,7 +113,7 @@ def calc_cmc(
     def chunk(tops: Tensor, lengths: LongTensor, n_gt: LongTensor, ks: tuple[int, ...]) -> list[Tensor]:
         return [(hits > 0).double() for hits in hits_at(tops, ks)]
 
-    return _per_query(gt_tops, n_gts, top_k, verbose, "CMC", chunk)
+    return per_query(gt_tops, n_gts, top_k, verbose, "CMC", chunk)
 
 
 def calc_precision(
@@ -267,7 +152,7 @@ def calc_precision(
             out.append(torch.where(denominator > 0, hits / denominator.clamp(min=1), 0.0))
         return out
 
-    return _per_query(gt_tops, n_gts, top_k, verbose, "Precision", chunk)
+    return per_query(gt_tops, n_gts, top_k, verbose, "Precision", chunk)
 
 
 def calc_map(
@@ -302,55 +187,10 @@ def calc_map(
         precision_sum = precision_at_hits_cumsum(tops)
         out = []
         for k, n_k in zip(ks, hits_at(tops, ks)):
-            out.append(torch.where(n_k > 0, _value_at(precision_sum, k) / n_k.clamp(min=1), 0.0))
+            out.append(torch.where(n_k > 0, value_at(precision_sum, k) / n_k.clamp(min=1), 0.0))
         return out
 
-    return _per_query(gt_tops, n_gts, top_k, verbose, "MAP", chunk)
-
-
-def _isin_sorted(elements: Tensor, sorted_test: Tensor) -> Tensor:
-    """``torch.isin(elements, sorted_test)`` by binary search in the sorted ``sorted_test`` (fast on CPU)."""
-    if sorted_test.numel() == 0:
-        return torch.zeros_like(elements, dtype=torch.bool)
-    position = torch.searchsorted(sorted_test, elements).clamp_(max=sorted_test.numel() - 1)
-    return sorted_test[position] == elements
-
-
-def calc_gt_tops(
-    retrieved_ids: Sequence[LongTensor], gt_ids: Sequence[LongTensor], max_k: int | None = None
-) -> Ragged:
-    """Mark every retrieved item as relevant or not: ``gt_tops[i][j] = retrieved_ids[i][j] in gt_ids[i]``.
-
-    Only the first ``max_k`` retrieved items of every query are kept (all when ``None``). Vectorised per chunk
-    of queries with one membership test (binary search) on ``query * base + id`` keys.
-
-    Returns:
-        A :class:`~oml_core.utils.ragged.Ragged` of ``n_queries`` 1-D bool tensors of lengths
-        ``min(len(retrieved_ids[i]), max_k)``.
-
-    Raises:
-        ValueError: inputs of different lengths, or a negative id.
-    """
-    if len(retrieved_ids) != len(gt_ids):
-        raise ValueError(
-            f"retrieved_ids and gt_ids must have one entry per query, got {len(retrieved_ids)}, {len(gt_ids)}"
-        )
-    retrieved_all = Ragged.from_tensors(retrieved_ids, torch.long)
-    gt_all = Ragged.from_tensors(gt_ids, torch.long)
-    if max_k is not None:
-        retrieved_all = retrieved_all.truncate(retrieved_all.lengths.clamp(max=max_k))
-    tops_parts: list[Tensor] = []
-    for sl in iter_chunks(len(retrieved_all), METRICS_CHUNK_SIZE):
-        retrieved, gt = retrieved_all[sl], gt_all[sl]
-        r_flat, g_flat = retrieved.values, gt.values.to(retrieved.values.device)
-        if (r_flat.numel() and int(r_flat.min()) < 0) or (g_flat.numel() and int(g_flat.min()) < 0):
-            raise ValueError("retrieved_ids and gt_ids must be non-negative gallery positions")
-        base = int(max(r_flat.max() if r_flat.numel() else 0, g_flat.max() if g_flat.numel() else 0)) + 1
-        r_keys = retrieved.row_ids() * base + r_flat
-        g_keys = gt.row_ids().to(g_flat.device) * base + g_flat
-        tops_parts.append(_isin_sorted(r_keys, torch.sort(g_keys).values).cpu())
-    flat = torch.cat(tops_parts) if tops_parts else torch.zeros(0, dtype=torch.bool)
-    return Ragged(flat, retrieved_all.lengths)
+    return per_query(gt_tops, n_gts, top_k, verbose, "MAP", chunk)
 
 
 # -------------------------------------------------------------------------------- metric dictionaries
@@ -471,25 +311,6 @@ def reduce_metrics(metrics_to_reduce: TMetricsDict) -> TMetricsDict:
         else:
             output[key] = value
     return output
-
-
-def check_n_gallery(n_gallery: int | Sequence[int] | Tensor, n_queries: int) -> LongTensor:
-    """``n_gallery`` as a ``[n_queries]`` LongTensor on the CPU: an int is broadcast to every query.
-
-    Raises:
-        ValueError: a sequence of another length than ``n_queries``, a non-integer or a negative value.
-    """
-    if isinstance(n_gallery, (int, np.integer)) and not isinstance(n_gallery, bool):
-        values = torch.full((n_queries,), int(n_gallery), dtype=torch.long)
-    else:
-        values = as_long_1d(n_gallery, "n_gallery")  # type: ignore[arg-type]
-        if len(values) != n_queries:
-            raise ValueError(
-                f"n_gallery must be an int or have one entry per query ({n_queries}), got {len(values)} entries"
-            )
-    if (values < 0).any():
-        raise ValueError(f"n_gallery must be non-negative, got {int(values.min())} for a query")
-    return values
 
 
 def _accepted_parameters(fn: Callable[..., Any]) -> tuple[dict[str, inspect.Parameter], bool]:
@@ -648,25 +469,6 @@ def calc_retrieval_metrics(
 
 
 # -------------------------------------------------------------------------------- topological metrics
-def _explained_variances(embeddings: Tensor) -> Tensor:
-    """Eigenvalues of ``Xc^T Xc`` (``Xc``: centred embeddings), descending, the first ``min(n, d)`` of them.
-
-    These are the squared singular values of ``Xc`` (what an SVD-based PCA gives), accumulated in float64 over
-    chunks of rows so that no centred copy of the whole matrix is made.
-    """
-    n, d = embeddings.shape
-    x = embeddings.detach()
-    mean = x.sum(dim=0, dtype=torch.float64) / n
-    scatter = torch.zeros(d, d, dtype=torch.float64, device=x.device)
-    for sl in iter_chunks(n, PCF_CHUNK_SIZE):
-        centred = x[sl].double() - mean
-        scatter += centred.T @ centred
-    if not torch.isfinite(scatter).all():
-        return torch.full((min(n, d),), float("nan"), dtype=torch.float64)
-    eigenvalues = torch.linalg.eigvalsh(scatter.cpu()).flip(0).clamp(min=0)
-    return eigenvalues[: min(n, d)]
-
-
 def calc_pcf(embeddings: Tensor, pcf_variance: Sequence[float]) -> FloatTensor:
     """Principal Components Fraction: the fraction of principal axes needed to explain a share of variance.
 
@@ -677,8 +479,15 @@ def calc_pcf(embeddings: Tensor, pcf_variance: Sequence[float]) -> FloatTensor:
     .. math::
         \\frac{\\sum_{i=1}^{p-1} \\lambda_i}{\\sum_{i=1}^{m} \\lambda_i} \\le r
 
-    and the function returns :math:`p / d` for every :math:`r` in ``pcf_variance``. The result is ``nan`` when
-    the embeddings have no variance (a single item, or all equal).
+    and the function returns :math:`p / d` for every :math:`r` in ``pcf_variance`` (OML's manual). The number of
+    axes is computed by :func:`~oml_core.utils.pca.principal_axes_number`, as
+    :meth:`~oml_core.utils.pca.PCA.calc_principal_axes_number` computes it. Where the two used to differ:
+
+    - without variance (a single item, all equal, or embeddings that are not finite) the ratio is ``0 / 0``:
+      this metric is ``nan`` (one degenerate category does not abort an evaluation; the PCA method raises);
+    - ``pcf_variance`` is checked by :func:`~oml_core.utils.checks.check_in_range`, as the manual's "values in
+      range [0, 1]": an empty sequence, a value outside ``[0, 1]`` and a ``bool`` (``True`` is not a
+      fraction) are a ``ValueError``.
 
     Args:
         embeddings: Embeddings matrix with the shape of ``[n_embeddings, embeddings_dim]``.
@@ -691,19 +500,10 @@ def calc_pcf(embeddings: Tensor, pcf_variance: Sequence[float]) -> FloatTensor:
         >>> calc_pcf(torch.eye(4, 10, dtype=torch.float), pcf_variance=(0.5, 1))
         tensor([0.2000, 0.5000])
     """
-    pcf_variance = _check_in_range(pcf_variance, 0, 1, "pcf_variance")
-    if embeddings.ndim != 2 or embeddings.shape[0] == 0 or embeddings.shape[1] == 0:
-        raise ValueError(f"embeddings must be a non-empty [n, d] matrix, got shape {tuple(embeddings.shape)}")
-    d = embeddings.shape[1]
-    eigenvalues = _explained_variances(embeddings)
-    cumulative = torch.cumsum(eigenvalues, dim=0)
-    total = cumulative[-1]
-    if not bool(total > 0):
+    n_axes = principal_axes_number(explained_variances(embeddings), pcf_variance, embeddings.shape[1])
+    if n_axes is None:
         return torch.full((len(pcf_variance),), float("nan"))
-    ratio_cumsum = (cumulative / total).clamp(max=1.0)
-    thresholds = torch.tensor(pcf_variance, dtype=torch.float64)
-    n_components = (torch.searchsorted(ratio_cumsum, thresholds, right=True) + 1).clamp(max=d)
-    return (n_components.double() / d).float()
+    return (n_axes.double() / embeddings.shape[1]).float()
 
 
 def calc_topological_metrics(
@@ -738,16 +538,6 @@ def calc_topological_metrics(
     return output
 
 
-def __getattr__(name: str) -> Any:
-    """``calc_fnmr_at_fmr`` lives in :mod:`oml_core.functional.fnmr` (which builds on this module) and is
-    importable from here, as in OML: ``from oml_core.functional.metrics import calc_fnmr_at_fmr``."""
-    if name == "calc_fnmr_at_fmr":
-        from oml_core.functional.fnmr import calc_fnmr_at_fmr
-
-        return calc_fnmr_at_fmr
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
 __all__ = [
     "METRICS_CHUNK_SIZE",
     "OVERALL_CATEGORIES_KEY",
@@ -757,7 +547,7 @@ __all__ = [
     "accepts_keyword",
     "as_long_1d",
     "calc_cmc",
-    "calc_fnmr_at_fmr",  # noqa: F822 (module __getattr__, see above)
+    "calc_fnmr_at_fmr",
     "calc_gt_tops",
     "calc_map",
     "calc_pcf",

@@ -4,7 +4,7 @@ Every function here follows the calling convention of :mod:`oml_core.functional.
 ``fn(gt_tops, n_gts, top_k, **context) -> list[FloatTensor]`` where ``gt_tops[i][j]`` tells whether the
 ``j``-th item retrieved for query ``i`` (closest first) is relevant, ``n_gts[i]`` is the number of relevant
 items in the gallery, and one ``[n_queries]`` float tensor is returned per ``k`` in ``top_k``. The math is
-vectorised over padded chunks of queries (the helpers of :mod:`oml_core.functional.metrics`).
+vectorised over padded chunks of queries (:func:`~oml_core.functional.ragged_tops.per_query`).
 
 Notation: :math:`\\textrm{rel}_j \\in \\{0, 1\\}` is the relevance of the ``j``-th retrieved item (``0`` past
 the end of the retrieved list), :math:`\\textrm{hits}@k = \\sum_{j \\le k} \\textrm{rel}_j`, and
@@ -32,14 +32,8 @@ from collections.abc import Sequence
 import torch
 from torch import BoolTensor, FloatTensor, LongTensor, Tensor
 
-from oml_core.functional.metrics import (
-    _per_query,
-    _value_at,
-    as_long_1d,
-    check_n_gallery,
-    hits_at,
-    precision_at_hits_cumsum,
-)
+from oml_core.functional.ragged_tops import hits_at, per_query, precision_at_hits_cumsum, value_at
+from oml_core.utils.checks import as_int_tensor, check_n_gallery
 
 #: What to do with a query whose metric is undefined (torchmetrics' ``empty_target_action``).
 EMPTY_TARGET_ACTIONS = ("neg", "pos", "skip", "error")
@@ -101,7 +95,7 @@ def calc_recall(
     def chunk(tops: Tensor, lengths: LongTensor, n_gt: LongTensor, ks: tuple[int, ...]) -> list[Tensor]:
         return [_ratio(hits, n_gt.clamp(max=k)) for k, hits in zip(ks, hits_at(tops, ks))]
 
-    return _per_query(gt_tops, n_gts, top_k, verbose, "Recall", chunk)
+    return per_query(gt_tops, n_gts, top_k, verbose, "Recall", chunk)
 
 
 def _first_hit_rank(tops: Tensor) -> Tensor:
@@ -133,7 +127,7 @@ def calc_mrr(
         rank = _first_hit_rank(tops)
         return [torch.where(rank <= k, 1.0 / rank, 0.0) for k in ks]
 
-    return _per_query(gt_tops, n_gts, top_k, verbose, "MRR", chunk)
+    return per_query(gt_tops, n_gts, top_k, verbose, "MRR", chunk)
 
 
 def calc_ndcg(
@@ -164,10 +158,10 @@ def calc_ndcg(
         for k in ks:
             n_ideal = n_gt.clamp(max=k)
             idcg = torch.where(n_ideal > 0, ideal[(n_ideal - 1).clamp(min=0)], 0.0)
-            out.append(_ratio(_value_at(dcg, k), idcg))
+            out.append(_ratio(value_at(dcg, k), idcg))
         return out
 
-    return _per_query(gt_tops, n_gts, top_k, verbose, "nDCG", chunk)
+    return per_query(gt_tops, n_gts, top_k, verbose, "nDCG", chunk)
 
 
 def calc_precision_classic(
@@ -200,7 +194,7 @@ def calc_precision_classic(
             for k, hits in zip(ks, hits_at(tops, ks))
         ]
 
-    return _per_query(gt_tops, n_gts, top_k, verbose, "Precision (classic)", chunk)
+    return per_query(gt_tops, n_gts, top_k, verbose, "Precision (classic)", chunk)
 
 
 def calc_map_r(
@@ -224,9 +218,9 @@ def calc_map_r(
 
     def chunk(tops: Tensor, lengths: LongTensor, n_gt: LongTensor, ks: tuple[int, ...]) -> list[Tensor]:
         precision_sum = precision_at_hits_cumsum(tops)
-        return [_ratio(_value_at(precision_sum, k), n_gt) for k in ks]
+        return [_ratio(value_at(precision_sum, k), n_gt) for k in ks]
 
-    return _per_query(gt_tops, n_gts, top_k, verbose, "mAP@K (TF Similarity)", chunk)
+    return per_query(gt_tops, n_gts, top_k, verbose, "mAP@K (TF Similarity)", chunk)
 
 
 def calc_fallout(
@@ -273,8 +267,8 @@ def calc_fallout(
     def chunk(tops: Tensor, lengths: LongTensor, n_gt: LongTensor, ks: tuple[int, ...]) -> list[Tensor]:
         return [lengths.clamp(max=k) - hits for k, hits in zip(ks, hits_at(tops, ks))]
 
-    false_alarms = _per_query(gt_tops, n_gts, top_k, verbose, "Fall-out", chunk, nothing_to_find_value=None)
-    n_gts_t = as_long_1d(n_gts, "n_gts")
+    false_alarms = per_query(gt_tops, n_gts, top_k, verbose, "Fall-out", chunk, nothing_to_find_value=None)
+    n_gts_t = as_int_tensor(n_gts, "n_gts")
     negatives = n_gallery_t - n_gts_t
     retrieved_negatives = torch.stack(false_alarms).amax(dim=0)
     bad = (negatives < 0) | (retrieved_negatives > negatives)

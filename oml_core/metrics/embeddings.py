@@ -5,7 +5,7 @@ from __future__ import annotations
 import difflib
 from collections.abc import Iterable, Mapping, Sequence
 from copy import deepcopy
-from pprint import pprint
+from pprint import pformat
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -37,12 +37,15 @@ from oml_core.retrieval.retrieval_results import (
     get_sequence_ids,
     labels_of,
 )
-from oml_core.utils.pca import check_fractions
+from oml_core.utils.checks import check_in_range
+from oml_core.utils.logs import get_logger
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
     from oml_core.registry import Registry
+
+logger = get_logger(__name__)
 
 #: Columns (or ``extra_data`` keys) of a dataset holding the category of every item (OML's is ``category``).
 CATEGORIES_COLUMNS = ("category", "categories")
@@ -236,7 +239,7 @@ class EmbeddingMetrics(IMetricVisualisable):
             ``"cmc"`` or a full key such as ``"OVERALL/cmc/1"``); does not affect calculations.
         return_only_overall_category: Set ``True`` to return only the metrics over all the queries.
         visualize_only_overall_category: Set ``False`` to also visualise every category separately.
-        verbose: Set ``True`` to print the metrics (on the main process only).
+        verbose: Set ``True`` to log the metrics (``INFO``, :mod:`oml_core.utils.logs`; main process only).
         distance: ``"l2"`` (OML's) or ``"cosine"`` (``1 - cosine similarity``).
         registry: Where metric functions are looked up (``default_registry()`` when ``None``).
         metric_kwargs: Options of given metrics, e.g. ``{"fallout": {"empty_target_action": "skip"}}``.
@@ -277,8 +280,8 @@ class EmbeddingMetrics(IMetricVisualisable):
         self.cmc_top_k = self.top_k.get("cmc", ())
         self.precision_top_k = self.top_k.get("precision", ())
         self.map_top_k = self.top_k.get("map", ())
-        self.fmr_vals = check_fractions(fmr_vals, "fmr_vals") if fmr_vals else ()
-        self.pcf_variance = check_fractions(pcf_variance, "pcf_variance") if pcf_variance else ()
+        self.fmr_vals = check_in_range(fmr_vals, "fmr_vals") if fmr_vals else ()
+        self.pcf_variance = check_in_range(pcf_variance, "pcf_variance") if pcf_variance else ()
         self.postprocessor = _checked_postprocessor(postprocessor)
         self.metrics_to_exclude_from_visualization = (
             *NOT_PER_QUERY_METRICS,
@@ -468,8 +471,7 @@ class EmbeddingMetrics(IMetricVisualisable):
         else:
             output = deepcopy(self.metrics)
         if self.verbose and is_main_process():
-            print("\nMetrics:")
-            pprint(output)
+            logger.info("\nMetrics:\n%s", pformat(output))
         return output
 
     def _retrieve(self) -> RetrievalResults:

@@ -19,6 +19,7 @@ from torch import LongTensor, Tensor
 from oml_core.functional.knn import STRIP_ROWS, KnnResult, ground_truth_ids, search_knn_qg
 from oml_core.interfaces.knn import IKnnIndex, KnnSearchResult
 from oml_core.utils.atomic import atomic_torch_save
+from oml_core.utils.checks import as_int_tensor, check_int
 from oml_core.utils.misc_torch import iter_chunks
 from oml_core.utils.ragged import Ragged
 
@@ -45,10 +46,9 @@ def check_distance(distance: str) -> str:
 
 
 def check_k(k: int) -> int:
-    """``k`` when it is a positive integer, else a ``ValueError``."""
-    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-        raise ValueError(f"k must be a positive integer, got {k!r}")
-    return k
+    """``k`` when it is a positive integer (not a ``bool``), else a ``ValueError``
+    (:func:`~oml_core.utils.checks.check_int`)."""
+    return check_int(k, "k")
 
 
 def pad_to(distances: Tensor, positions: LongTensor, k: int) -> tuple[Tensor, LongTensor]:
@@ -308,12 +308,8 @@ def check_queries(queries: Tensor, dim: int | None, exclude: LongTensor | None) 
 
 
 def _integers(values: LongTensor, name: str, n: int) -> LongTensor:
-    values = torch.as_tensor(values).reshape(-1)
-    if len(values) != n:
-        raise ValueError(f"{name} must have one entry per item ({n}), got {len(values)}")
-    if values.numel() and (values.dtype.is_floating_point or values.dtype == torch.bool):
-        raise ValueError(f"{name} must be integers, got {values.dtype}")
-    return values.long().cpu()
+    """``values`` as ``[n]`` integers on the CPU (:func:`~oml_core.utils.checks.as_int_tensor`)."""
+    return as_int_tensor(values, name, n=n, expected="be integers", flatten=True)
 
 
 def _codes_together(a: LongTensor, b: LongTensor) -> tuple[LongTensor, LongTensor]:

@@ -26,12 +26,16 @@ from oml_core.const import (
 from oml_core.functional.knn import KnnResult, search_knn, search_knn_qg
 from oml_core.interfaces.datasets import IBaseDataset, IQueryGalleryDataset, IQueryGalleryLabeledDataset
 from oml_core.interfaces.knn import IKnnIndex
+from oml_core.utils.checks import check_int
+from oml_core.utils.logs import get_logger
 from oml_core.utils.ragged import Ragged
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
     from oml_core.registry import Registry
+
+logger = get_logger(__name__)
 
 # Frame colours of :meth:`RetrievalResults.visualize` and :meth:`RetrievalResults.visualize_as_html`, the
 # manual's convention with OML's colours (:mod:`oml_core.const`, RGB 0..255):
@@ -520,7 +524,7 @@ class RetrievalResults:
             dataset: The dataset the results were computed on (query/gallery split).
             n_galleries_to_show: Retrieved items per query (clipped by the most any shown query has).
             n_gt_to_show: Ground-truth items per query (clipped likewise; none when unknown).
-            verbose: Set ``True`` to print what is drawn.
+            verbose: Set ``True`` to log (``INFO``) what is drawn.
             show: Set ``True`` to show the figure (``pyplot``) as well as return it.
 
         Raises:
@@ -563,8 +567,7 @@ class RetrievalResults:
             ("n_galleries_to_show", n_galleries_to_show, 1),
             ("n_gt_to_show", n_gt_to_show, 0),
         ):
-            if isinstance(value, bool) or not isinstance(value, int) or value < least:
-                raise ValueError(f"{name} must be an integer >= {least}, got {value!r}")
+            check_int(value, name, least, expected=f"an integer >= {least}")
         bad = [i for i in query_ids if not 0 <= i < self.n_queries]
         if not query_ids or bad:
             raise ValueError(
@@ -736,8 +739,11 @@ class RetrievalResults:
         """
         query_ids, n_shown, n_gt_shown = self._shown(query_ids, n_galleries_to_show, n_gt_to_show)
         if verbose:
-            print(
-                f"Visualizing {n_shown} retrieved and {n_gt_shown} ground-truth items for queries {query_ids}"
+            logger.info(
+                "Visualizing %d retrieved and %d ground-truth items for queries %s",
+                n_shown,
+                n_gt_shown,
+                query_ids,
             )
         n_cols = 1 + n_shown + n_gt_shown
         fig = _new_figure(figsize=(2.0 * n_cols, 2.2 * len(query_ids)), show=show)

@@ -1,5 +1,11 @@
 """Torch helpers shared by the core and the plugins (distances, chunking).
 
+The Euclidean distance is computed in one place, :func:`l2_dist_mm` (one matrix multiply of
+:func:`l2_factors`, then :func:`l2_from_squared_`): :func:`pairwise_dist`, the k-nearest-neighbour search
+(:mod:`oml_core.functional.knn`, block by block) and the differentiable :func:`pairwise_l2` of the losses
+(``oml_losses.pairwise_l2``) all go through it. :func:`elementwise_dist` is the distance of paired rows
+(``[n]``, not a matrix).
+
 ``PCA`` is importable from here too, as in OML (``from oml_core.utils.misc_torch import PCA``); it lives in
 :mod:`oml_core.utils.pca`, which imports this module, so it is exported lazily.
 """
@@ -10,6 +16,7 @@ from collections.abc import Iterator
 
 import torch
 from torch import Tensor
+from torch.autograd.function import FunctionCtx, once_differentiable
 
 from oml_core.utils.lazy import lazy_exports
 
@@ -19,6 +26,11 @@ __getattr__, __dir__ = lazy_exports(__name__, {"PCA": "oml_core.utils.pca"})
 NORM_EPS = 1e-12
 #: Rows processed at once by the per-row statistics (bounds their temporary memory).
 ROWS_CHUNK = 2**14
+#: :func:`pairwise_l2` recomputes a pair exactly when ``|a - b|^2 <= CLOSE_RATIO * (|a|^2 + |b|^2)`` (norms of
+#: the centred rows).
+CLOSE_RATIO = 0.1
+#: Feature values held at once by :func:`pairwise_l2` while recomputing the close pairs (bounds their memory).
+PAIRS_CHUNK_VALUES = 2**22
 
 
 def elementwise_dist(x1: Tensor, x2: Tensor, p: int = 2) -> Tensor:
@@ -110,7 +122,13 @@ def l2_dist_mm(x1: Tensor, x2: Tensor, out: Tensor | None = None, squared: bool 
     """
     _check_pair(x1, x2)
     dist = torch.mm(l2_factors(x1, query=True), l2_factors(x2, query=False).T, out=out)
-    return dist if squared else dist.clamp_(min=0.0).sqrt_()
+    return dist if squared else l2_from_squared_(dist)
+
+
+def l2_from_squared_(squared: Tensor) -> Tensor:
+    """``sqrt(max(squared, 0))`` in place: Euclidean distances from the squared ones of :func:`l2_dist_mm`
+    (which rounding may leave slightly negative)."""
+    return squared.clamp_(min=0.0).sqrt_()
 
 
 def cosine_dist_mm(x1: Tensor, x2: Tensor, out: Tensor | None = None, clamp: bool = True) -> Tensor:
@@ -138,6 +156,90 @@ def pairwise_dist(x1: Tensor, x2: Tensor, p: int = 2) -> Tensor:
     if p == 2:
         return l2_dist_mm(x1, x2)
     return torch.cdist(x1, x2, p=p)
+
+
+def pairwise_l2(features: Tensor) -> Tensor:
+    """``D[i, j] = ||x_i - x_j||_2`` for the rows of ``features`` ``[B, d]``: a ``[B, B]`` differentiable matrix,
+    exact near zero (the distances of the losses' batches).
+
+    The rows are centred first (``x - mean(x)``, which leaves the distances unchanged), then :func:`l2_dist_mm`
+    gives ``|a - b|^2 = |a|^2 + |b|^2 - 2 a.b``. That form loses precision by cancellation when ``|a - b|`` is
+    small next to ``|a|`` and ``|b|``, so the close pairs (``|a - b|^2 <= CLOSE_RATIO (|a|^2 + |b|^2)``, which
+    includes duplicated rows) are recomputed directly as ``torch.linalg.vector_norm(a - b)``, in chunks of
+    :data:`PAIRS_CHUNK_VALUES` values; the diagonal is exactly ``0``. The gradient is the one of
+    ``vector_norm``::
+
+        dD[i, j] / dx_i = (x_i - x_j) / D[i, j]        (0 where D[i, j] == 0, as vector_norm gives)
+
+    so that ``x.grad = rowsum(S) * x - S @ x`` with ``S = G + G^T``, ``G = grad / D``: one more matrix multiply
+    for the far pairs, and the direct differences for the close ones. Finite for duplicated rows. Memory: a few
+    ``[B, B]`` matrices, never a ``[B, B, d]`` tensor of differences.
+
+    Args:
+        features: ``[B, d]`` rows.
+
+    Returns:
+        ``[B, B]`` distances.
+
+    Raises:
+        ValueError: ``features`` is not two-dimensional.
+    """
+    if features.ndim != 2:
+        raise ValueError(f"features must be [batch_size, dim], got the shape {tuple(features.shape)}")
+    return _PairwiseL2.apply(features)
+
+
+def _close_pair_diffs(x: Tensor, ids_i: Tensor, ids_j: Tensor) -> Iterator[tuple[slice, Tensor]]:
+    """``x[i] - x[j]`` of the pairs, in chunks of at most :data:`PAIRS_CHUNK_VALUES` values."""
+    rows = max(1, PAIRS_CHUNK_VALUES // max(1, x.shape[1]))
+    for chunk in iter_chunks(len(ids_i), rows):
+        yield chunk, x[ids_i[chunk]] - x[ids_j[chunk]]
+
+
+def _close_pairs(sq: Tensor, norms: Tensor) -> tuple[Tensor, Tensor]:
+    """Unordered pairs ``i < j`` with ``sq[i, j] <= CLOSE_RATIO * (norms[i] + norms[j])`` in either order."""
+    scaled = norms * CLOSE_RATIO
+    close = sq <= scaled[:, None] + scaled[None, :]
+    ids_i, ids_j = torch.nonzero(close, as_tuple=True)
+    upper = ids_i < ids_j
+    lower_only = (ids_i > ids_j) & ~close[ids_j, ids_i]
+    keep = upper | lower_only
+    return torch.minimum(ids_i, ids_j)[keep], torch.maximum(ids_i, ids_j)[keep]
+
+
+class _PairwiseL2(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx: FunctionCtx, x: Tensor) -> Tensor:
+        centred = x - x.mean(dim=0)
+        norms = squared_norms(centred)
+        sq = l2_dist_mm(centred, centred, squared=True)
+        ids_i, ids_j = _close_pairs(sq, norms)
+        dist = l2_from_squared_(sq).fill_diagonal_(0.0)
+        close_dist = torch.cat(
+            [torch.linalg.vector_norm(diff, dim=1) for _, diff in _close_pair_diffs(x, ids_i, ids_j)]
+            or [x.new_zeros(0)]
+        )
+        dist[ids_i, ids_j] = close_dist
+        dist[ids_j, ids_i] = close_dist
+        ctx.save_for_backward(x, centred, dist, ids_i, ids_j, close_dist)
+        return dist
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx: FunctionCtx, grad: Tensor) -> Tensor:
+        x, centred, dist, ids_i, ids_j, close_dist = ctx.saved_tensors
+        close_grad = grad[ids_i, ids_j] + grad[ids_j, ids_i]
+        weights = (grad / dist).fill_diagonal_(0.0)  # far pairs are > 0 apart; the others are set here
+        weights[ids_i, ids_j] = 0.0
+        weights[ids_j, ids_i] = 0.0
+        sym = weights.T.contiguous().add_(weights)  # faster than weights + weights.T
+        x_grad = torch.addmm(sym.sum(dim=1, keepdim=True) * centred, sym, centred, alpha=-1.0)
+        close_weights = torch.where(close_dist > 0, close_grad / close_dist, 0.0)
+        for chunk, diff in _close_pair_diffs(x, ids_i, ids_j):
+            contribution = close_weights[chunk, None] * diff
+            x_grad.index_add_(0, ids_i[chunk], contribution)
+            x_grad.index_add_(0, ids_j[chunk], -contribution)
+        return x_grad
 
 
 def iter_chunks(n: int, chunk_size: int) -> Iterator[slice]:

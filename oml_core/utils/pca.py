@@ -7,19 +7,15 @@ from collections.abc import Sequence
 import torch
 from torch import LongTensor, Tensor
 
+from oml_core.utils.checks import check_in_range
 from oml_core.utils.misc_torch import iter_chunks
 
 #: Number of rows of the embeddings matrix centred at once when accumulating their scatter matrix.
 PCA_CHUNK_SIZE = 2**14
 
 
-def check_fractions(values: Sequence[float], name: str) -> tuple[float, ...]:
-    """``values`` as a tuple of numbers in ``[0, 1]``; ``ValueError`` naming ``name`` otherwise (or if empty)."""
-    values = tuple(values)
-    ok = all(isinstance(x, (int, float)) and not isinstance(x, bool) and 0 <= x <= 1 for x in values)
-    if not values or not ok:
-        raise ValueError(f"{name} is expected to contain numbers in range [0, 1], got {values}")
-    return values
+#: The check of ``pcf_variance`` (and of ``fmr_vals``): a non-empty sequence of numbers in ``[0, 1]``, no ``bool``.
+check_fractions = check_in_range
 
 
 def scatter_matrix(embeddings: Tensor) -> tuple[Tensor, Tensor]:
@@ -38,6 +34,53 @@ def scatter_matrix(embeddings: Tensor) -> tuple[Tensor, Tensor]:
         centred = x[sl].double() - mean
         scatter += centred.T @ centred
     return mean, scatter
+
+
+def explained_variances(embeddings: Tensor) -> Tensor:
+    """The variances along the principal axes of the ``[n, d]`` embeddings: the eigenvalues of the scatter matrix
+    (:func:`scatter_matrix`), i.e. the squared singular values of the centred embeddings, descending, the first
+    ``m = min(n, d)`` of them (float64). All ``nan`` when the embeddings are not finite.
+
+    Raises:
+        ValueError: the embeddings are not a non-empty ``[n, d]`` matrix.
+    """
+    _, scatter = scatter_matrix(embeddings)
+    m = min(embeddings.shape)
+    if not torch.isfinite(scatter).all():
+        return torch.full((m,), float("nan"), dtype=torch.float64)
+    return torch.linalg.eigvalsh(scatter.cpu()).flip(0).clamp(min=0)[:m]
+
+
+def principal_axes_number(
+    variances: Tensor, pcf_variance: Sequence[float], embeddings_dim: int
+) -> LongTensor | None:
+    """The number of principal axes needed to explain each share ``r`` of the variance: the computation behind
+    :meth:`PCA.calc_principal_axes_number` and :func:`~oml_core.functional.metrics.calc_pcf`.
+
+    With :math:`\\lambda_1 \\ge \\ldots \\ge \\lambda_m` the ``variances`` (:func:`explained_variances`)
+    and :math:`d` = ``embeddings_dim``, the result for ``r`` is the largest :math:`p \\le d` such that
+
+    .. math::
+        \\frac{\\sum_{i=1}^{p-1} \\lambda_i}{\\sum_{i=1}^{m} \\lambda_i} \\le r
+
+    (OML's manual). The ratio is undefined (``0 / 0``) when the embeddings have no variance (a single item, or
+    all equal, or not finite): the result is then ``None``, which each entry point reports in its own way.
+
+    Args:
+        variances: ``[m]`` variances along the principal axes, descending.
+        pcf_variance: Values in range ``[0, 1]`` (:func:`~oml_core.utils.checks.check_in_range`).
+        embeddings_dim: ``d``, the most axes there are.
+
+    Returns:
+        ``[len(pcf_variance)]`` long tensor of numbers of axes, or ``None`` without variance.
+    """
+    thresholds = torch.tensor(check_in_range(pcf_variance, "pcf_variance"), dtype=torch.float64)
+    cumulative = torch.cumsum(variances.double().cpu(), dim=0)
+    if not bool(cumulative[-1] > 0):
+        return None
+    ratio_cumsum = (cumulative / cumulative[-1]).clamp(max=1.0)
+    n_axes = torch.searchsorted(ratio_cumsum, thresholds, right=True) + 1
+    return n_axes.clamp(max=embeddings_dim)
 
 
 class PCA:
@@ -140,6 +183,11 @@ class PCA:
         .. math::
             \\frac{\\sum_{i=1}^{p-1} \\lambda_i}{\\sum_{i=1}^{m} \\lambda_i} \\le r
 
+        (computed by :func:`principal_axes_number`, as :func:`~oml_core.functional.metrics.calc_pcf` is).
+        Without variance the ratio is ``0 / 0`` and there are no principal axes to count: a ``ValueError``
+        (where ``calc_pcf``, a metric, gives ``nan``). ``pcf_variance`` is checked by
+        :func:`~oml_core.utils.checks.check_in_range`: a ``bool`` is refused, as by ``calc_pcf``.
+
         Args:
             pcf_variance: Values in range ``[0, 1]``.
 
@@ -147,22 +195,27 @@ class PCA:
             ``[len(pcf_variance)]`` long tensor of numbers of axes.
 
         Raises:
-            ValueError: a value outside ``[0, 1]``, or embeddings with no variance (all equal).
+            ValueError: ``pcf_variance`` empty, or with a value outside ``[0, 1]`` or a ``bool``; embeddings with
+                no variance (all equal).
 
         Example:
             >>> PCA(torch.eye(4, 10, dtype=torch.float)).calc_principal_axes_number(pcf_variance=(0.5, 1))
             tensor([2, 5])
         """
-        thresholds = torch.tensor(check_fractions(pcf_variance, "pcf_variance"), dtype=torch.float64)
-        variances = self._squared_singular[: min(self.n_embeddings, self.embeddings_dim)].cpu()
-        cumulative = torch.cumsum(variances, dim=0)
-        if not bool(cumulative[-1] > 0):
+        variances = self._squared_singular[: min(self.n_embeddings, self.embeddings_dim)]
+        n_axes = principal_axes_number(variances, pcf_variance, self.embeddings_dim)
+        if n_axes is None:
             raise ValueError(
                 "the embeddings have no variance (a single item, or all equal): no principal axes"
             )
-        ratio_cumsum = (cumulative / cumulative[-1]).clamp(max=1.0)
-        n_axes = torch.searchsorted(ratio_cumsum, thresholds, right=True) + 1
-        return n_axes.clamp(max=self.embeddings_dim)
+        return n_axes
 
 
-__all__ = ["PCA", "PCA_CHUNK_SIZE", "check_fractions", "scatter_matrix"]
+__all__ = [
+    "PCA",
+    "PCA_CHUNK_SIZE",
+    "check_fractions",
+    "explained_variances",
+    "principal_axes_number",
+    "scatter_matrix",
+]

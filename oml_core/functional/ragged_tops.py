@@ -1,0 +1,180 @@
+"""The relevance of ragged retrieval results and the per-query machinery the retrieval metrics share.
+
+For every query ``i``, ``gt_tops[i]`` is a 1-D bool tensor telling which of the items retrieved for it (closest
+first) are relevant (:func:`calc_gt_tops`), and ``n_gts[i]`` is the number of relevant items in the gallery.
+:func:`per_query` pads the ragged tops into ``[chunk, max_k]`` bool matrices, :data:`METRICS_CHUNK_SIZE`
+queries at a time, and runs a metric's vectorised formula on each chunk. The metrics of
+:mod:`oml_core.functional.metrics` (OML's), :mod:`oml_core.functional.ranking_metrics` (the other reference
+systems') and :mod:`oml_core.functional.fnmr` build on this module, which imports none of them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+import torch
+from torch import BoolTensor, FloatTensor, LongTensor, Tensor
+from tqdm.auto import tqdm
+
+from oml_core.utils.checks import as_int_tensor, check_top_k
+from oml_core.utils.misc_torch import iter_chunks
+from oml_core.utils.ragged import Ragged
+
+#: A (nested) dictionary of metrics: ``{"cmc": {1: value}, ...}``, per category under ``{"OVERALL": ...}``.
+TMetricsDict = dict[Any, Any]
+#: Number of queries padded and processed together by the retrieval metrics.
+METRICS_CHUNK_SIZE = 2**16
+
+
+def cat_ragged(seqs: Sequence[Tensor]) -> tuple[Tensor, LongTensor]:
+    """Concatenate 1-D tensors of different lengths: ``(flat, lengths)``, ``lengths`` on the CPU.
+
+    A :class:`~oml_core.utils.ragged.Ragged` is already flat: its ``(values, lengths)`` are returned as they are.
+
+    Raises:
+        ValueError: an element is not 1-D; the message names its index.
+    """
+    ragged = Ragged.from_tensors(seqs)
+    return ragged.values, ragged.lengths
+
+
+def pad_ragged(
+    seqs: Sequence[Tensor], max_len: int | None = None, fill: float = 0
+) -> tuple[Tensor, LongTensor]:
+    """Stack 1-D tensors of different lengths into one ``[n, K]`` matrix, without a Python loop for the copy.
+
+    Row ``i`` is ``seqs[i][:K]`` followed by ``fill``; ``K = max(len(s))``, capped at ``max_len`` when given.
+
+    Returns:
+        ``(padded, lengths)``: the ``[n, K]`` matrix (dtype of ``torch.cat(seqs)``) and the ``[n]``
+        untruncated lengths (on the CPU).
+
+    Raises:
+        ValueError: an element is not 1-D; the message names its index.
+    """
+    ragged = Ragged.from_tensors(seqs)
+    return ragged.padded(max_len=max_len, fill=fill), ragged.lengths
+
+
+def iter_padded_tops(
+    gt_tops: Sequence[Tensor], n_gts: Sequence[int] | Tensor, max_k: int, verbose: bool, desc: str
+) -> Iterator[tuple[Tensor, LongTensor, LongTensor]]:
+    """Yield ``(tops [c, K] bool, lengths [c], n_gt [c])`` for every chunk of queries, ``K <= max_k``."""
+    n_gts_t = as_int_tensor(n_gts, "n_gts")
+    if len(gt_tops) != len(n_gts_t):
+        raise ValueError(
+            f"gt_tops and n_gts must have one entry per query, got {len(gt_tops)} and {len(n_gts_t)}"
+        )
+    tops_all = Ragged.from_tensors(gt_tops)
+    chunks = list(iter_chunks(len(tops_all), METRICS_CHUNK_SIZE))
+    for sl in tqdm(chunks, desc=desc, disable=not verbose or len(chunks) < 2):
+        chunk = tops_all[sl]
+        tops = chunk.padded(max_len=max_k, fill=False).bool()
+        yield tops, chunk.lengths.to(tops.device), n_gts_t[sl].to(tops.device)
+
+
+def value_at(cumulative: Tensor, k: int) -> Tensor:
+    """``cumulative[:, min(k, K) - 1]`` (zeros when ``K == 0``): the running value after ``k`` items."""
+    n_cols = cumulative.shape[1]
+    if n_cols == 0:
+        return torch.zeros(cumulative.shape[0], dtype=cumulative.dtype, device=cumulative.device)
+    return cumulative[:, min(k, n_cols) - 1]
+
+
+def per_query(
+    gt_tops: Sequence[BoolTensor],
+    n_gts: Sequence[int] | Tensor,
+    top_k: Sequence[int],
+    verbose: bool,
+    desc: str,
+    chunk_fn: Callable[[Tensor, LongTensor, LongTensor, tuple[int, ...]], list[Tensor]],
+    nothing_to_find_value: float | None = 1.0,
+) -> list[FloatTensor]:
+    """Run ``chunk_fn(tops, lengths, n_gt, top_k)`` on every padded chunk of queries and concatenate.
+
+    ``chunk_fn`` returns one ``[chunk]`` tensor per ``k``. The queries with ``n_gt == 0`` and nothing
+    retrieved get ``nothing_to_find_value`` (OML's perfect answer, ``1``) unless it is ``None``. The output
+    is ``float32`` unless ``chunk_fn`` returns integer counts (kept as ``int64``).
+    """
+    top_k = check_top_k(top_k)
+    parts: list[list[Tensor]] = [[] for _ in top_k]
+    for tops, lengths, n_gt in iter_padded_tops(gt_tops, n_gts, max(top_k), verbose, desc):
+        for part, values in zip(parts, chunk_fn(tops, lengths, n_gt, top_k)):
+            if nothing_to_find_value is not None:
+                values = values.masked_fill((lengths == 0) & (n_gt == 0), nothing_to_find_value)
+            part.append(values.float().cpu() if values.dtype.is_floating_point else values.cpu())
+    return [torch.cat(part) if part else torch.zeros(0) for part in parts]
+
+
+def hits_at(tops: Tensor, ks: Sequence[int]) -> list[Tensor]:
+    """Number of relevant items among the first ``k`` of every padded row, for every ``k`` (``int64``)."""
+    hits = torch.cumsum(tops, dim=1)
+    return [value_at(hits, k) for k in ks]
+
+
+def precision_at_hits_cumsum(tops: Tensor) -> Tensor:
+    """``[n, K]`` running sums of ``P@j * rel_j`` (``P@j``: the fraction of relevant items among the first
+    ``j``), in float64: the numerator of OML's map@k and of TF Similarity's mAP@K."""
+    hits = torch.cumsum(tops, dim=1).double()
+    positions = torch.arange(1, tops.shape[1] + 1, device=tops.device, dtype=torch.float64)
+    return torch.cumsum(hits / positions * tops, dim=1)
+
+
+def _isin_sorted(elements: Tensor, sorted_test: Tensor) -> Tensor:
+    """``torch.isin(elements, sorted_test)`` by binary search in the sorted ``sorted_test`` (fast on CPU)."""
+    if sorted_test.numel() == 0:
+        return torch.zeros_like(elements, dtype=torch.bool)
+    position = torch.searchsorted(sorted_test, elements).clamp_(max=sorted_test.numel() - 1)
+    return sorted_test[position] == elements
+
+
+def calc_gt_tops(
+    retrieved_ids: Sequence[LongTensor], gt_ids: Sequence[LongTensor], max_k: int | None = None
+) -> Ragged:
+    """Mark every retrieved item as relevant or not: ``gt_tops[i][j] = retrieved_ids[i][j] in gt_ids[i]``.
+
+    Only the first ``max_k`` retrieved items of every query are kept (all when ``None``). Vectorised per chunk
+    of queries with one membership test (binary search) on ``query * base + id`` keys.
+
+    Returns:
+        A :class:`~oml_core.utils.ragged.Ragged` of ``n_queries`` 1-D bool tensors of lengths
+        ``min(len(retrieved_ids[i]), max_k)``.
+
+    Raises:
+        ValueError: inputs of different lengths, or a negative id.
+    """
+    if len(retrieved_ids) != len(gt_ids):
+        raise ValueError(
+            f"retrieved_ids and gt_ids must have one entry per query, got {len(retrieved_ids)}, {len(gt_ids)}"
+        )
+    retrieved_all = Ragged.from_tensors(retrieved_ids, torch.long)
+    gt_all = Ragged.from_tensors(gt_ids, torch.long)
+    if max_k is not None:
+        retrieved_all = retrieved_all.truncate(retrieved_all.lengths.clamp(max=max_k))
+    tops_parts: list[Tensor] = []
+    for sl in iter_chunks(len(retrieved_all), METRICS_CHUNK_SIZE):
+        retrieved, gt = retrieved_all[sl], gt_all[sl]
+        r_flat, g_flat = retrieved.values, gt.values.to(retrieved.values.device)
+        if (r_flat.numel() and int(r_flat.min()) < 0) or (g_flat.numel() and int(g_flat.min()) < 0):
+            raise ValueError("retrieved_ids and gt_ids must be non-negative gallery positions")
+        base = int(max(r_flat.max() if r_flat.numel() else 0, g_flat.max() if g_flat.numel() else 0)) + 1
+        r_keys = retrieved.row_ids() * base + r_flat
+        g_keys = gt.row_ids().to(g_flat.device) * base + g_flat
+        tops_parts.append(_isin_sorted(r_keys, torch.sort(g_keys).values).cpu())
+    flat = torch.cat(tops_parts) if tops_parts else torch.zeros(0, dtype=torch.bool)
+    return Ragged(flat, retrieved_all.lengths)
+
+
+__all__ = [
+    "METRICS_CHUNK_SIZE",
+    "TMetricsDict",
+    "calc_gt_tops",
+    "cat_ragged",
+    "hits_at",
+    "iter_padded_tops",
+    "pad_ragged",
+    "per_query",
+    "precision_at_hits_cumsum",
+    "value_at",
+]
