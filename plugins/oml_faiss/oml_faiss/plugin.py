@@ -1,43 +1,61 @@
 """Hook implementations of the ``oml_faiss`` plugin: the faiss kNN backends and their default configs.
 
-Factories are lazy ``"module:attr"`` strings: registering imports neither faiss nor torch. The default config
-of a backend ``name`` is ``oml_faiss/configs/knn_backend/<name>.yaml``.
+:data:`COMPONENTS` is the plugin's one table: the hooks register from it and the package ``oml_faiss`` takes
+its lazy exports and ``__all__`` from it and from :data:`EXTRA_EXPORTS`. Factories are lazy ``"module:attr"``
+strings: registering imports neither faiss nor torch. The default config of a backend ``name`` is
+``oml_faiss/configs/knn_backend/<name>.yaml``.
 """
 
 from __future__ import annotations
 
-from oml_core import hookimpl
-from oml_core.registry.hookspecs import RegisterCallback
+from types import MappingProxyType
+from typing import TYPE_CHECKING
 
-#: ``(name, factory, description)`` of every backend this plugin registers.
-KNN_BACKENDS = (
-    ("faiss_flat", "oml_faiss.indexes:FaissFlatIndex", "exact search by faiss's brute force (IndexFlat)"),
-    (
+from oml_core import hookimpl
+from oml_core.utils.lazy import Component, register_components
+
+if TYPE_CHECKING:
+    from oml_core.registry.hookspecs import RegisterCallback, RegisterConfigDirCallback
+
+#: Every backend of the plugin, each exported by ``oml_faiss`` under its class name.
+COMPONENTS: tuple[Component, ...] = (
+    Component(
+        "knn_backend",
+        "faiss_flat",
+        "oml_faiss.indexes:FaissFlatIndex",
+        "exact search by faiss's brute force (IndexFlat)",
+    ),
+    Component(
+        "knn_backend",
         "faiss_ivf",
         "oml_faiss.indexes:FaissIVFIndex",
         "approximate search in an inverted file of full vectors (IndexIVFFlat: nlist, nprobe)",
     ),
-    (
+    Component(
+        "knn_backend",
         "faiss_hnsw",
         "oml_faiss.indexes:FaissHNSWIndex",
         "approximate search in an HNSW graph (IndexHNSWFlat: M, efConstruction, efSearch)",
     ),
-    (
+    Component(
+        "knn_backend",
         "faiss_ivfpq",
         "oml_faiss.indexes:FaissIVFPQIndex",
         "approximate search in an inverted file of product-quantised codes, re-ranked (IndexIVFPQ + refine)",
     ),
 )
 
+#: The other public names of ``oml_faiss`` (the backends' base class): ``{name: module}``.
+EXTRA_EXPORTS: MappingProxyType[str, str] = MappingProxyType({"FaissKnnIndex": "oml_faiss.indexes"})
+
 
 @hookimpl
 def oml_register_knn_backends(register: RegisterCallback) -> None:
     """Register ``faiss_flat``, ``faiss_ivf``, ``faiss_hnsw`` and ``faiss_ivfpq``."""
-    for name, factory, description in KNN_BACKENDS:
-        register(name, factory, description=description)
+    register_components(register, COMPONENTS, "knn_backend")
 
 
 @hookimpl
-def oml_register_config_dirs(register: RegisterCallback) -> None:
+def oml_register_config_dirs(register: RegisterConfigDirCallback) -> None:
     """The default configs: ``knn_backend/<name>.yaml``."""
     register("pkg://oml_faiss.configs")

@@ -7,9 +7,9 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
+from oml_core.utils.misc_torch import pairwise_l2
 from oml_losses.batch_pairs import check_non_negative, check_number, cosine_similarities, masked_mean
 from oml_losses.miners.checks import check_batch
-from oml_losses.pairwise_l2 import pairwise_l2
 from oml_losses.reduction import check_reduction
 
 DISTANCES = ("l2", "cosine")

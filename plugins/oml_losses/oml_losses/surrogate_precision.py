@@ -6,8 +6,7 @@ import torch
 from torch import Tensor, nn
 from torch.autograd.function import FunctionCtx, once_differentiable
 
-from oml_core.utils.misc_torch import iter_chunks
-from oml_losses.pairwise_l2 import pairwise_l2
+from oml_core.utils.misc_torch import iter_chunks, pairwise_l2
 from oml_losses.reduction import check_reduction, get_reduced
 
 #: Values of the ``[rows, B, B]`` pairwise differences of :func:`soft_rank` held at once.

@@ -17,9 +17,8 @@ from torch.autograd.function import FunctionCtx, once_differentiable
 
 from oml_core.interfaces.criterions import ITripletLossWithMiner
 from oml_core.interfaces.miners import ITripletsMiner, ITripletsMinerInBatch
-from oml_core.utils.misc_torch import elementwise_dist, iter_chunks
+from oml_core.utils.misc_torch import elementwise_dist, iter_chunks, pairwise_l2
 from oml_losses.miners.inbatch_all_tri import AllTripletsMiner
-from oml_losses.pairwise_l2 import pairwise_l2
 from oml_losses.reduction import check_reduction, get_reduced
 
 #: Values of the ``[anchors, positive slots, batch]`` loss tensor of the dense all-triplets path held at once.
@@ -249,7 +248,7 @@ def all_triplets_loss_sum(
     ``P - 1`` same-label columns of each row.
 
     Args:
-        dist: ``[B, B]`` distances (:func:`~oml_losses.pairwise_l2.pairwise_l2`).
+        dist: ``[B, B]`` distances (:func:`~oml_core.utils.misc_torch.pairwise_l2`).
         slots: ``positive_slots(labels)``.
         margin: As in :class:`TripletLoss`.
 
@@ -285,7 +284,7 @@ class TripletLossWithMiner(ITripletLossWithMiner):
     without gathering per-triplet copies of the features:
 
     - ``AllTripletsMiner`` (not subsampling, ``reduction`` ``mean``/``sum``): the batch's distance matrix
-      (:func:`~oml_losses.pairwise_l2.pairwise_l2`) is computed once and the losses of all its triplets are
+      (:func:`~oml_core.utils.misc_torch.pairwise_l2`) is computed once and the losses of all its triplets are
       summed from it (:func:`all_triplets_loss_sum`): time ``O(B x max positives x B)``, memory ``O(B^2)``;
     - any other in-batch miner (``ITripletsMinerInBatch``, or ``AllTripletsMiner`` subsampling or with
       ``reduction="none"``): its index triplets ``_sample(features.detach(), labels)`` pick ``d_ap`` and

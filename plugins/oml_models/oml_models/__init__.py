@@ -2,75 +2,37 @@
 
 ``from oml_models import ViTExtractor``; the plugin (:mod:`oml_models.plugin`) registers everything under
 OML's names. The public names are imported lazily (PEP 562), so that loading the plugin's entry point
-(``oml_models.plugin``, which imports this package first) imports neither torchvision, timm nor open_clip.
+(``oml_models.plugin``, which imports this package first) imports neither torchvision, timm nor open_clip. The
+exports and ``__all__`` come from the plugin's table (:data:`oml_models.plugin.COMPONENTS` and
+:data:`~oml_models.plugin.EXTRA_EXPORTS`); the imports below, explicit re-exports, are for static type checkers
+and IDEs.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from oml_core.utils.lazy import lazy_exports
+from oml_core.utils.lazy import table_exports
+from oml_models.plugin import COMPONENTS, EXTRA_EXPORTS
 
 if TYPE_CHECKING:
-    from oml_core.utils.checkpoints import CheckpointError
-    from oml_models.clip import ViTCLIPExtractor
-    from oml_models.mlp import ExtractorWithMLP
-    from oml_models.pooling import GEM
-    from oml_models.resnet import ResnetExtractor
-    from oml_models.siamese import ConcatSiamese, LinearTrivialDistanceSiamese, TrivialDistanceSiamese
-    from oml_models.transforms import (
-        get_augs_hypvit,
-        get_augs_torch,
-        get_normalisation_resize_hypvit,
-        get_normalisation_resize_pad,
-        get_normalisation_resize_pad_clip,
-        get_normalisation_resize_torch,
-        get_normalisation_torch,
-        get_transforms_for_pretrained,
-    )
-    from oml_models.unicom import ViTUnicomExtractor
-    from oml_models.vit import ViTExtractor
+    from oml_core.utils.checkpoints import CheckpointError as CheckpointError
+    from oml_models.clip import ViTCLIPExtractor as ViTCLIPExtractor
+    from oml_models.mlp import ExtractorWithMLP as ExtractorWithMLP
+    from oml_models.pooling import GEM as GEM
+    from oml_models.resnet import ResnetExtractor as ResnetExtractor
+    from oml_models.siamese import ConcatSiamese as ConcatSiamese
+    from oml_models.siamese import LinearTrivialDistanceSiamese as LinearTrivialDistanceSiamese
+    from oml_models.siamese import TrivialDistanceSiamese as TrivialDistanceSiamese
+    from oml_models.transforms import get_augs_hypvit as get_augs_hypvit
+    from oml_models.transforms import get_augs_torch as get_augs_torch
+    from oml_models.transforms import get_normalisation_resize_hypvit as get_normalisation_resize_hypvit
+    from oml_models.transforms import get_normalisation_resize_pad as get_normalisation_resize_pad
+    from oml_models.transforms import get_normalisation_resize_pad_clip as get_normalisation_resize_pad_clip
+    from oml_models.transforms import get_normalisation_resize_torch as get_normalisation_resize_torch
+    from oml_models.transforms import get_normalisation_torch as get_normalisation_torch
+    from oml_models.transforms import get_transforms_for_pretrained as get_transforms_for_pretrained
+    from oml_models.unicom import ViTUnicomExtractor as ViTUnicomExtractor
+    from oml_models.vit import ViTExtractor as ViTExtractor
 
-_LAZY = {
-    "CheckpointError": "oml_core.utils.checkpoints",
-    "GEM": "oml_models.pooling",
-    "ResnetExtractor": "oml_models.resnet",
-    "ViTExtractor": "oml_models.vit",
-    "ViTCLIPExtractor": "oml_models.clip",
-    "ViTUnicomExtractor": "oml_models.unicom",
-    "ExtractorWithMLP": "oml_models.mlp",
-    "LinearTrivialDistanceSiamese": "oml_models.siamese",
-    "TrivialDistanceSiamese": "oml_models.siamese",
-    "ConcatSiamese": "oml_models.siamese",
-    "get_normalisation_torch": "oml_models.transforms",
-    "get_normalisation_resize_torch": "oml_models.transforms",
-    "get_augs_torch": "oml_models.transforms",
-    "get_augs_hypvit": "oml_models.transforms",
-    "get_normalisation_resize_hypvit": "oml_models.transforms",
-    "get_normalisation_resize_pad": "oml_models.transforms",
-    "get_normalisation_resize_pad_clip": "oml_models.transforms",
-    "get_transforms_for_pretrained": "oml_models.transforms",
-}
-
-__all__ = [
-    "GEM",
-    "CheckpointError",
-    "ConcatSiamese",
-    "ExtractorWithMLP",
-    "LinearTrivialDistanceSiamese",
-    "ResnetExtractor",
-    "TrivialDistanceSiamese",
-    "ViTCLIPExtractor",
-    "ViTExtractor",
-    "ViTUnicomExtractor",
-    "get_augs_hypvit",
-    "get_augs_torch",
-    "get_normalisation_resize_hypvit",
-    "get_normalisation_resize_pad",
-    "get_normalisation_resize_pad_clip",
-    "get_normalisation_resize_torch",
-    "get_normalisation_torch",
-    "get_transforms_for_pretrained",
-]
-
-__getattr__, __dir__ = lazy_exports(__name__, _LAZY)
+__getattr__, __dir__, __all__ = table_exports(__name__, COMPONENTS, EXTRA_EXPORTS)

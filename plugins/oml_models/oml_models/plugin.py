@@ -1,93 +1,141 @@
 """Hook implementations of the ``oml_models`` plugin (entry point ``oml_models = "oml_models.plugin"``).
 
-Factories are lazy ``"module:attr"`` strings: torchvision, timm and open_clip are imported only when a model
-is built. The default config of a component ``name`` of kind ``kind`` is ``oml_models/configs/<kind>/<name>.yaml``.
+:data:`COMPONENTS` is the plugin's one table of extractors, pairwise models and transforms: the hooks register
+from it and the package ``oml_models`` takes its lazy exports and ``__all__`` from it and from
+:data:`EXTRA_EXPORTS`. The pretrained checkpoints have their own table, :data:`oml_models.zoo.PRETRAINED`.
+Factories are lazy ``"module:attr"`` strings: torchvision, timm and open_clip are imported only when a model is
+built. The default config of a component ``name`` of kind ``kind`` is ``oml_models/configs/<kind>/<name>.yaml``.
 """
 
 from __future__ import annotations
 
-from oml_core import hookimpl
-from oml_core.registry.hookspecs import RegisterCallback
+from types import MappingProxyType
+from typing import TYPE_CHECKING
 
-EXTRACTORS = {
-    "resnet": (
+from oml_core import hookimpl
+from oml_core.utils.lazy import Component, register_components
+
+if TYPE_CHECKING:
+    from oml_core.registry.hookspecs import RegisterCallback, RegisterConfigDirCallback
+
+#: Every component of the plugin but the checkpoints, each exported by ``oml_models`` under its class or
+#: function name.
+COMPONENTS: tuple[Component, ...] = (
+    Component(
+        "extractor",
+        "resnet",
         "oml_models.resnet:ResnetExtractor",
         "torchvision ResNet-18..152, GeM pooling, fc removal, L2 norm",
     ),
-    "vit": (
+    Component(
+        "extractor",
+        "vit",
         "oml_models.vit:ViTExtractor",
         "ViT of DINO (S/8, S/16, B/8, B/16) and DINOv2 (S/B/L 14, registers)",
     ),
-    "vit_clip": (
+    Component(
+        "extractor",
+        "vit_clip",
         "oml_models.clip:ViTCLIPExtractor",
         "image tower of CLIP (open_clip): B/16, B/32, L/14, L/14@336",
     ),
-    "vit_unicom": (
+    Component(
+        "extractor",
+        "vit_unicom",
         "oml_models.unicom:ViTUnicomExtractor",
         "Unicom ViT (deepglint): B/32, B/16, L/14, L/14@336",
     ),
-    "extractor_with_mlp": ("oml_models.mlp:ExtractorWithMLP", "an extractor with an MLP projection head"),
-}
-
-PAIRWISE_MODELS = {
-    "linear_siamese": (
+    Component(
+        "extractor",
+        "extractor_with_mlp",
+        "oml_models.mlp:ExtractorWithMLP",
+        "an extractor with an MLP projection head",
+    ),
+    Component(
+        "pairwise_model",
+        "linear_siamese",
         "oml_models.siamese:LinearTrivialDistanceSiamese",
         "L2 distance of linearly projected embeddings",
     ),
-    "trivial_distance_siamese": (
+    Component(
+        "pairwise_model",
+        "trivial_distance_siamese",
         "oml_models.siamese:TrivialDistanceSiamese",
         "L2 distance of an extractor's embeddings",
     ),
-    "concat_siamese": (
+    Component(
+        "pairwise_model",
+        "concat_siamese",
         "oml_models.siamese:ConcatSiamese",
         "both images stacked through an extractor and an MLP head (STIR-style re-ranker)",
     ),
-}
-
-TRANSFORMS = {
-    "norm_torch": ("oml_models.transforms:get_normalisation_torch", "ToTensor + Normalize"),
-    "norm_resize_torch": (
+    Component(
+        "transforms", "norm_torch", "oml_models.transforms:get_normalisation_torch", "ToTensor + Normalize"
+    ),
+    Component(
+        "transforms",
+        "norm_resize_torch",
         "oml_models.transforms:get_normalisation_resize_torch",
         "Resize to a square + ToTensor + Normalize (torchvision)",
     ),
-    "augs_torch": ("oml_models.transforms:get_augs_torch", "OML's torchvision training augmentations"),
-    "augs_hypvit_torch": ("oml_models.transforms:get_augs_hypvit", "Hyp-ViT training augmentations"),
-    "norm_resize_hypvit_torch": (
+    Component(
+        "transforms",
+        "augs_torch",
+        "oml_models.transforms:get_augs_torch",
+        "OML's torchvision training augmentations",
+    ),
+    Component(
+        "transforms",
+        "augs_hypvit_torch",
+        "oml_models.transforms:get_augs_hypvit",
+        "Hyp-ViT training augmentations",
+    ),
+    Component(
+        "transforms",
+        "norm_resize_hypvit_torch",
         "oml_models.transforms:get_normalisation_resize_hypvit",
         "shorter side resize + centre crop + Normalize (ImageNet evaluation)",
     ),
-    "norm_resize_albu": (
+    Component(
+        "transforms",
+        "norm_resize_albu",
         "oml_models.transforms:get_normalisation_resize_pad",
         "longer side resize + white padding to a square + Normalize (OML's albumentations one, on torchvision)",
     ),
-    "norm_resize_albu_clip": (
+    Component(
+        "transforms",
+        "norm_resize_albu_clip",
         "oml_models.transforms:get_normalisation_resize_pad_clip",
         "norm_resize_albu with CLIP's mean and std",
     ),
-}
+)
 
-
-def _register_all(register: RegisterCallback, table: dict[str, tuple[str, str]]) -> None:
-    for name, (factory, description) in table.items():
-        register(name, factory, description=description)
+#: The other public names of ``oml_models`` (building blocks and helpers, not components): ``{name: module}``.
+EXTRA_EXPORTS: MappingProxyType[str, str] = MappingProxyType(
+    {
+        "CheckpointError": "oml_core.utils.checkpoints",
+        "GEM": "oml_models.pooling",
+        "get_transforms_for_pretrained": "oml_models.transforms",
+    }
+)
 
 
 @hookimpl
 def oml_register_extractors(register: RegisterCallback) -> None:
-    """Register the extractors of :data:`EXTRACTORS` under OML's names."""
-    _register_all(register, EXTRACTORS)
+    """Register the extractors of :data:`COMPONENTS` under OML's names."""
+    register_components(register, COMPONENTS, "extractor")
 
 
 @hookimpl
 def oml_register_pairwise_models(register: RegisterCallback) -> None:
-    """Register the pairwise models of :data:`PAIRWISE_MODELS` under OML's names."""
-    _register_all(register, PAIRWISE_MODELS)
+    """Register the pairwise models of :data:`COMPONENTS` under OML's names."""
+    register_components(register, COMPONENTS, "pairwise_model")
 
 
 @hookimpl
 def oml_register_transforms(register: RegisterCallback) -> None:
-    """Register the image transforms of :data:`TRANSFORMS` under OML's names."""
-    _register_all(register, TRANSFORMS)
+    """Register the image transforms of :data:`COMPONENTS` under OML's names."""
+    register_components(register, COMPONENTS, "transforms")
 
 
 @hookimpl
@@ -100,6 +148,6 @@ def oml_register_pretrained(register: RegisterCallback) -> None:
 
 
 @hookimpl
-def oml_register_config_dirs(register: RegisterCallback) -> None:
+def oml_register_config_dirs(register: RegisterConfigDirCallback) -> None:
     """The default configs: ``extractor/<name>.yaml``, ``pairwise_model/<name>.yaml``, ``transforms/<name>.yaml``."""
     register("pkg://oml_models.configs")

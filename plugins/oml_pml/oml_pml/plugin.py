@@ -1,46 +1,79 @@
 """Hook implementations of the ``oml_pml`` plugin: pytorch-metric-learning's losses and miners, and their default
 configs.
 
-Factories are lazy ``"oml_pml.losses:<name>"`` / ``"oml_pml.miners:<name>"`` strings taken from the static
-tables of :mod:`oml_pml.names`: registering imports neither torch nor PML. Every name has its PML class name as
-an alias, so a loss's config may name its miner as PML does (``miner: {name: MultiSimilarityMiner}``). The
-default config of a component ``name`` of kind ``kind`` is ``oml_pml/configs/<kind>/<name>.yaml``.
+:data:`COMPONENTS` is the plugin's one table, made from the static tables of :mod:`oml_pml.names`: the hooks
+register from it and the package ``oml_pml`` takes its lazy exports and ``__all__`` from it and from
+:data:`EXTRA_EXPORTS`. Factories are lazy ``"oml_pml.losses:<name>"`` / ``"oml_pml.miners:<name>"`` strings:
+registering imports neither torch nor PML. Every name has its PML class name as an alias, so a loss's config may
+name its miner as PML does (``miner: {name: MultiSimilarityMiner}``). The default config of a component ``name``
+of kind ``kind`` is ``oml_pml/configs/<kind>/<name>.yaml``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from types import MappingProxyType
+from typing import TYPE_CHECKING
 
 from oml_core import hookimpl
-from oml_core.registry.hookspecs import RegisterCallback, RegisterConfigDirCallback
+from oml_core.utils.lazy import Component, register_components
 from oml_pml.names import LOSS_NAMES, LOSSES, MINER_NAMES, MINERS
 
+if TYPE_CHECKING:
+    from oml_core.registry.hookspecs import RegisterCallback, RegisterConfigDirCallback
 
-def _register_all(
-    register: RegisterCallback, names: Mapping[str, str], table: Mapping[str, tuple[str, str]], module: str
-) -> None:
-    """Register every ``name -> PML class`` of ``names`` as ``<module>:<name>`` (alias: the PML class name),
-    described by ``table[class]`` (what it does, the paper)."""
-    for name, class_name in names.items():
-        description, paper = table[class_name]
-        register(
+#: The one factory that is a function of the plugin, not built from a PML class: ``oml_pml`` exports it.
+_EXPORTED_FACTORIES = frozenset({"pml_cross_batch_memory"})
+
+
+def _components(
+    kind: str, module: str, names: Mapping[str, str], described: Mapping[str, tuple[str, str]]
+) -> tuple[Component, ...]:
+    """Every ``name -> PML class`` of ``names`` as a component ``<module>:<name>`` of ``kind`` (alias: the PML class
+    name), described by ``described[class]`` (what it does, the paper)."""
+    return tuple(
+        Component(
+            kind,
             name,
             f"{module}:{name}",
+            f"PML {class_name}: {described[class_name][0]} ({described[class_name][1]})",
             aliases=(class_name,),
-            description=f"PML {class_name}: {description} ({paper})",
+            export=name in _EXPORTED_FACTORIES,
         )
+        for name, class_name in names.items()
+    )
+
+
+#: Every component of the plugin: the losses of :data:`oml_pml.names.LOSSES` and the miners of
+#: :data:`oml_pml.names.MINERS`, as ``pml_<name>``.
+COMPONENTS: tuple[Component, ...] = (
+    *_components("loss", "oml_pml.losses", LOSS_NAMES, LOSSES),
+    *_components("miner", "oml_pml.miners", MINER_NAMES, MINERS),
+)
+
+#: The other public names of ``oml_pml`` (the wrappers and helpers): ``{name: module}``.
+EXTRA_EXPORTS: MappingProxyType[str, str] = MappingProxyType(
+    {
+        "PMLLoss": "oml_pml.losses",
+        "loss_factory": "oml_pml.losses",
+        "PMLMiner": "oml_pml.miners",
+        "miner_factory": "oml_pml.miners",
+        "resolve_miner": "oml_pml.miners",
+        "build_component": "oml_pml.components",
+    }
+)
 
 
 @hookimpl
 def oml_register_losses(register: RegisterCallback) -> None:
     """Register every loss of :data:`oml_pml.names.LOSSES` as ``pml_<name>`` (alias: the PML class name)."""
-    _register_all(register, LOSS_NAMES, LOSSES, "oml_pml.losses")
+    register_components(register, COMPONENTS, "loss")
 
 
 @hookimpl
 def oml_register_miners(register: RegisterCallback) -> None:
     """Register every miner of :data:`oml_pml.names.MINERS` as ``pml_<name>`` (alias: the PML class name)."""
-    _register_all(register, MINER_NAMES, MINERS, "oml_pml.miners")
+    register_components(register, COMPONENTS, "miner")
 
 
 @hookimpl

@@ -2,46 +2,27 @@
 
 The public classes are importable from the top level (``from oml_postprocessors import PairwiseReranker``);
 they are imported lazily on first access, so that loading the plugin module (``oml_postprocessors.plugin``,
-which only registers lazy ``"module:attr"`` strings) does not import torch.
+which only registers lazy ``"module:attr"`` strings) does not import torch. The exports and ``__all__`` come
+from the plugin's table (:data:`oml_postprocessors.plugin.COMPONENTS` and
+:data:`~oml_postprocessors.plugin.EXTRA_EXPORTS`); the imports below, explicit re-exports, are for static type
+checkers and IDEs.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from oml_core.utils.lazy import lazy_exports
+from oml_core.utils.lazy import table_exports
+from oml_postprocessors.plugin import COMPONENTS, EXTRA_EXPORTS
 
 if TYPE_CHECKING:
-    from oml_postprocessors.inference import pairwise_inference
-    from oml_postprocessors.ordering import rerank_top_n, update_top_n_in_matrix
-    from oml_postprocessors.pairs import PairDataset
-    from oml_postprocessors.pairwise import (
-        PairwiseEmbeddingsPostprocessor,
-        PairwiseImagesPostprocessor,
-        PairwisePostprocessor,
-    )
-    from oml_postprocessors.reranker import PairwiseReranker
+    from oml_postprocessors.inference import pairwise_inference as pairwise_inference
+    from oml_postprocessors.ordering import rerank_top_n as rerank_top_n
+    from oml_postprocessors.ordering import update_top_n_in_matrix as update_top_n_in_matrix
+    from oml_postprocessors.pairs import PairDataset as PairDataset
+    from oml_postprocessors.pairwise import PairwiseEmbeddingsPostprocessor as PairwiseEmbeddingsPostprocessor
+    from oml_postprocessors.pairwise import PairwiseImagesPostprocessor as PairwiseImagesPostprocessor
+    from oml_postprocessors.pairwise import PairwisePostprocessor as PairwisePostprocessor
+    from oml_postprocessors.reranker import PairwiseReranker as PairwiseReranker
 
-_EXPORTS = {
-    "PairwiseReranker": "oml_postprocessors.reranker",
-    "PairwisePostprocessor": "oml_postprocessors.pairwise",
-    "PairwiseEmbeddingsPostprocessor": "oml_postprocessors.pairwise",
-    "PairwiseImagesPostprocessor": "oml_postprocessors.pairwise",
-    "PairDataset": "oml_postprocessors.pairs",
-    "pairwise_inference": "oml_postprocessors.inference",
-    "rerank_top_n": "oml_postprocessors.ordering",
-    "update_top_n_in_matrix": "oml_postprocessors.ordering",
-}
-
-__all__ = [
-    "PairDataset",
-    "PairwiseEmbeddingsPostprocessor",
-    "PairwiseImagesPostprocessor",
-    "PairwisePostprocessor",
-    "PairwiseReranker",
-    "pairwise_inference",
-    "rerank_top_n",
-    "update_top_n_in_matrix",
-]
-
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+__getattr__, __dir__, __all__ = table_exports(__name__, COMPONENTS, EXTRA_EXPORTS)

@@ -1,7 +1,9 @@
 """Hook implementations of the ``oml_postprocessors`` plugin: the pairwise re-ranker and its default config.
 
-Factories are lazy ``"module:attr"`` strings: registering imports no torch module. The default config of a
-post-processor ``name`` is ``oml_postprocessors/configs/postprocessor/<name>.yaml``.
+:data:`COMPONENTS` is the plugin's one table: the hooks register from it and the package ``oml_postprocessors``
+takes its lazy exports and ``__all__`` from it and from :data:`EXTRA_EXPORTS`. Factories are lazy
+``"module:attr"`` strings: registering imports no torch module. The default config of a post-processor ``name``
+is ``oml_postprocessors/configs/postprocessor/<name>.yaml``.
 
 OML's registry maps ``pairwise_reranker``, and its older names ``pairwise_images`` and ``pairwise_embeddings``,
 to ``PairwiseReranker``; so do the aliases here. The distance-matrix classes of the manual
@@ -11,22 +13,48 @@ to ``PairwiseReranker``; so do the aliases here. The distance-matrix classes of 
 
 from __future__ import annotations
 
+from types import MappingProxyType
+from typing import TYPE_CHECKING
+
 from oml_core import hookimpl
-from oml_core.registry.hookspecs import RegisterCallback
+from oml_core.utils.lazy import Component, register_components
+
+if TYPE_CHECKING:
+    from oml_core.registry.hookspecs import RegisterCallback, RegisterConfigDirCallback
+
+#: Every component of the plugin, each exported by ``oml_postprocessors`` under its class name.
+COMPONENTS: tuple[Component, ...] = (
+    Component(
+        "postprocessor",
+        "pairwise_reranker",
+        "oml_postprocessors.reranker:PairwiseReranker",
+        "re-rank the top_n retrieved items of every query with a pairwise model (STIR)",
+        aliases=("pairwise_images", "pairwise_embeddings"),
+    ),
+)
+
+#: The other public names of ``oml_postprocessors`` (the distance-matrix classes and helpers):
+#: ``{name: module}``.
+EXTRA_EXPORTS: MappingProxyType[str, str] = MappingProxyType(
+    {
+        "PairwisePostprocessor": "oml_postprocessors.pairwise",
+        "PairwiseEmbeddingsPostprocessor": "oml_postprocessors.pairwise",
+        "PairwiseImagesPostprocessor": "oml_postprocessors.pairwise",
+        "PairDataset": "oml_postprocessors.pairs",
+        "pairwise_inference": "oml_postprocessors.inference",
+        "rerank_top_n": "oml_postprocessors.ordering",
+        "update_top_n_in_matrix": "oml_postprocessors.ordering",
+    }
+)
 
 
 @hookimpl
 def oml_register_postprocessors(register: RegisterCallback) -> None:
     """Register ``pairwise_reranker`` (aliases ``pairwise_images``, ``pairwise_embeddings``)."""
-    register(
-        "pairwise_reranker",
-        "oml_postprocessors.reranker:PairwiseReranker",
-        aliases=("pairwise_images", "pairwise_embeddings"),
-        description="re-rank the top_n retrieved items of every query with a pairwise model (STIR)",
-    )
+    register_components(register, COMPONENTS, "postprocessor")
 
 
 @hookimpl
-def oml_register_config_dirs(register: RegisterCallback) -> None:
+def oml_register_config_dirs(register: RegisterConfigDirCallback) -> None:
     """The default configs: ``postprocessor/<name>.yaml``."""
     register("pkg://oml_postprocessors.configs")
