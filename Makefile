@@ -10,6 +10,8 @@ TORCH ?= torch==2.14.1 torchvision==0.29.1
 PLUGINS := plugins/oml_models plugins/oml_losses plugins/oml_samplers plugins/oml_loggers plugins/oml_postprocessors plugins/oml_pml plugins/oml_faiss
 EXAMPLE := examples/oml_plugin_example
 PROJECTS := pyproject.toml $(addsuffix /pyproject.toml,$(PLUGINS))
+# what pip installs of each plugin: oml-models with its extras (timm for the ViTs, open_clip for CLIP)
+PLUGIN_INSTALLS := $(patsubst plugins/oml_models,"plugins/oml_models[all]",$(PLUGINS))
 
 .PHONY: run test install install-dev lint
 
@@ -21,7 +23,7 @@ test: install-dev
 	$(PY) -m pytest -n 2
 
 lint: install-dev
-	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check .
+	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check . && $(VENV)/bin/mypy
 
 install: $(VENV)/.installed
 
@@ -33,7 +35,7 @@ $(PY):
 
 $(VENV)/.installed: $(PY) $(PROJECTS)
 	$(PIP) install -q $(TORCH)
-	$(PIP) install -q -e . $(addprefix -e ,$(PLUGINS))
+	$(PIP) install -q -e . $(addprefix -e ,$(PLUGIN_INSTALLS))
 	touch $@
 
 $(VENV)/.installed-dev: $(VENV)/.installed $(EXAMPLE)/pyproject.toml

@@ -16,6 +16,7 @@ from torch import Tensor
 from oml_core.interfaces.models import IExtractor
 from oml_core.zoo.weights import load_weights
 from oml_models.archs import check_arch
+from oml_models.extras import requires_extra
 
 if TYPE_CHECKING:
     from open_clip.transformer import VisionTransformer
@@ -29,20 +30,52 @@ CLIP_ARCHS: dict[str, str] = {
 }
 
 
+#: The keys of an open_clip ``vision_cfg`` that :func:`build_clip_visual` builds (those of OpenAI's ViT towers);
+#: a config with any other key (a timm or ResNet tower, layer scale, another pooling...) is refused.
+VISION_CFG_KEYS = frozenset({"image_size", "layers", "width", "patch_size", "head_width", "mlp_ratio"})
+
+
 def build_clip_visual(open_clip_name: str) -> VisionTransformer:
     """The image tower of the open_clip model config ``open_clip_name``, randomly initialised, with OpenAI's
-    QuickGELU activation (nothing is downloaded; open_clip's own builder of CLIP's image tower).
+    QuickGELU activation; nothing is downloaded.
+
+    It is open_clip's ``VisionTransformer`` built from the config as ``open_clip.create_model(open_clip_name,
+    force_quick_gelu=True).visual`` is (the same modules, parameter names and shapes), through open_clip's
+    public API only, and without building the text tower.
 
     Raises:
-        ValueError: open_clip has no model config ``open_clip_name``.
+        MissingExtraError: open_clip is not installed (``pip install "oml-models[clip]"``).
+        ValueError: open_clip has no model config ``open_clip_name``, or its image tower is not a ViT of
+            OpenAI's kind (the config has keys beyond :data:`VISION_CFG_KEYS`).
     """
-    import open_clip
-    from open_clip.model import _build_vision_tower
+    with requires_extra("open_clip", "the extractor 'vit_clip'"):
+        import open_clip
+        from open_clip.transformer import LayerNorm, QuickGELU
+        from open_clip.transformer import VisionTransformer as OpenCLIPVisionTransformer
 
     config = open_clip.get_model_config(open_clip_name)
     if config is None:
         raise ValueError(f"open_clip has no model config {open_clip_name!r}")
-    return _build_vision_tower(config["embed_dim"], config["vision_cfg"], quick_gelu=True)
+    vision = config["vision_cfg"]
+    unsupported = sorted(set(vision) - VISION_CFG_KEYS)
+    if unsupported or not isinstance(vision.get("layers", 12), int):
+        raise ValueError(
+            f"open_clip's model config {open_clip_name!r} is not an image tower of OpenAI's ViT kind "
+            f"(unsupported vision_cfg: {', '.join(unsupported) or 'layers ' + repr(vision['layers'])})"
+        )
+    defaults = open_clip.CLIPVisionCfg()
+    width = vision.get("width", defaults.width)
+    return OpenCLIPVisionTransformer(
+        image_size=vision.get("image_size", defaults.image_size),
+        patch_size=vision.get("patch_size", defaults.patch_size),
+        width=width,
+        layers=vision.get("layers", defaults.layers),
+        heads=width // vision.get("head_width", defaults.head_width),
+        mlp_ratio=vision.get("mlp_ratio", defaults.mlp_ratio),
+        output_dim=config["embed_dim"],
+        act_layer=QuickGELU,
+        norm_layer=LayerNorm,
+    )
 
 
 def check_image_size(x: Tensor, image_size: int, extractor: str) -> None:
@@ -114,4 +147,4 @@ class ViTCLIPExtractor(IExtractor):
         return x
 
 
-__all__ = ["CLIP_ARCHS", "ViTCLIPExtractor", "build_clip_visual", "check_image_size"]
+__all__ = ["CLIP_ARCHS", "VISION_CFG_KEYS", "ViTCLIPExtractor", "build_clip_visual", "check_image_size"]

@@ -16,8 +16,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from timm.models.vision_transformer import VisionTransformer
 from torch import Tensor, nn
+
+from oml_models.extras import requires_extra
+
+with requires_extra("timm", "the extractor 'vit_unicom'"):
+    from timm.models.vision_transformer import VisionTransformer
 
 #: Epsilon of the BatchNorms of the ``feature`` head (the original's).
 FEATURE_BN_EPS = 2e-5

@@ -5,16 +5,19 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 from PIL import Image
-from timm.models.vision_transformer import VisionTransformer
 from torch import Tensor
 
 from oml_core.builtins.transforms import IMAGENET_MEAN, IMAGENET_STD
 from oml_models.gradcam import overlay_heatmap
+
+if TYPE_CHECKING:
+    from timm.models.vision_transformer import VisionTransformer
 
 #: The maximum of the drawn attention map (OML's ``0.6 * a / a.max()``).
 HEATMAP_SCALE = 0.6

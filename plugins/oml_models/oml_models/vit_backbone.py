@@ -23,8 +23,12 @@ from typing import Any
 
 import torch
 import torch.nn.functional as F
-from timm.models.vision_transformer import VisionTransformer
 from torch import Tensor
+
+from oml_models.extras import requires_extra
+
+with requires_extra("timm", "the extractor 'vit'"):
+    from timm.models.vision_transformer import VisionTransformer
 
 
 @dataclass(frozen=True)
