@@ -65,12 +65,15 @@ import sys
 import textwrap
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from oml_core.compose import OML_CONFIGS_DIR, OVERRIDE_GRAMMAR_URL, compose_config, one_line
 from oml_core.lightning.quiet import silence_upstream_warnings
 from oml_core.registry import KINDS, ConfigError, Registry, RegistryError
 from oml_core.registry.manager import BUILTINS_NAME
+
+if TYPE_CHECKING:
+    from oml_core.lightning.stops import TrainingStopped
 
 EXIT_USAGE = 2
 #: The status of a bug (an exception that is no user error), and of a closed stdout (Python's own for EPIPE).
@@ -261,7 +264,8 @@ def error_report(error: Exception, argv: Sequence[str]) -> tuple[str, int]:
     else ``internal error: <Type>: <message> (run with OML_TRACEBACK=1 for the traceback)`` and
     :data:`EXIT_INTERNAL`.
     """
-    stopped = _loaded_type(*STOPPED_TYPE)
+    # STOPPED_TYPE names TrainingStopped, looked up without importing Lightning
+    stopped = cast("type[TrainingStopped] | None", _loaded_type(*STOPPED_TYPE))
     if stopped is not None and isinstance(error, stopped):
         if error.resumable and error.checkpoint is not None:
             return one_line(f"{error}; to go on: {resume_command(argv, error.checkpoint)}"), error.exit_code
@@ -324,7 +328,8 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _parser() -> _Parser:
-    common = argparse.ArgumentParser(add_help=False)
+    # a parent of the subparsers (which are _Parsers, as argparse types them): only its arguments count
+    common = _Parser(add_help=False)
     # SUPPRESS: a command that is not given the flag leaves the one given before the command's name as it is
     common.add_argument(
         "--traceback",
@@ -731,7 +736,7 @@ def _cmd_registry(args: argparse.Namespace, _: list[str]) -> int:
     if args.name is not None:  # argparse fills KIND first: there is a KIND
         return _show_component(registry, args.kind, args.name, args.format)
     kinds = [args.kind] if args.kind else list(KINDS)
-    rows = [
+    rows: list[dict[str, Any]] = [
         {
             "kind": e.kind,
             "name": e.name,

@@ -44,7 +44,7 @@ class NormaliseResize:
         self.std = torch.tensor(std, dtype=torch.float32).view(3, 1, 1)
 
     def __call__(self, image: Image.Image | np.ndarray) -> torch.Tensor:
-        pil = _to_pil(image).resize((self.im_size, self.im_size), Image.BILINEAR)
+        pil = _to_pil(image).resize((self.im_size, self.im_size), Image.BILINEAR)  # type: ignore[attr-defined]  # set via globals() in PIL, unseen by its types
         array = np.asarray(pil, dtype=np.float32) / 255.0
         tensor = torch.from_numpy(array.copy()).permute(2, 0, 1)
         return (tensor - self.mean) / self.std

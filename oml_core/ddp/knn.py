@@ -13,7 +13,7 @@ from pathlib import Path
 
 import torch
 import torch.distributed as dist
-from torch import LongTensor, Tensor
+from torch import Tensor
 
 from oml_core.ddp.utils import comm_device
 from oml_core.functional.knn import STRIP_ROWS, KnnResult
@@ -32,10 +32,10 @@ def _world() -> tuple[int, int]:
     return 0, 1
 
 
-def merge_top_k(distances: Tensor, ids: LongTensor, k: int) -> tuple[Tensor, LongTensor]:
+def merge_top_k(distances: Tensor, ids: Tensor, k: int) -> tuple[Tensor, Tensor]:
     """The ``k`` best of every row of candidates by ``(distance, id)``: ascending distance, equal distances by
-    the smaller id, padding (``inf``, ``-1``) last. ``distances`` and ``ids`` are ``[n, m]``; the result is
-    ``[n, min(k, m)]``."""
+    the smaller id, padding (``inf``, ``-1``) last. ``distances`` (float) and ``ids`` (int64) are ``[n, m]``; the
+    result is ``[n, min(k, m)]``."""
     padding = ids < 0
     by_id = torch.sort(torch.where(padding, torch.iinfo(torch.long).max, ids), dim=1, stable=True).indices
     distances, ids = torch.gather(distances, 1, by_id), torch.gather(ids, 1, by_id)
@@ -69,14 +69,12 @@ class ShardedExactKnnIndex(IKnnIndex):
         """The number of items of this process's shard."""
         return len(self.local)
 
-    def add(
-        self, embeddings: Tensor, ids: LongTensor | None = None, groups: LongTensor | None = None
-    ) -> None:
+    def add(self, embeddings: Tensor, ids: Tensor | None = None, groups: Tensor | None = None) -> None:
         """Add items to this process's shard. Give ``ids`` unique across the processes (the default, positions,
         are only unique within the shard)."""
         self.local.add(embeddings, ids, groups)
 
-    def search(self, queries: Tensor, k: int, exclude: LongTensor | None = None) -> KnnSearchResult:
+    def search(self, queries: Tensor, k: int, exclude: Tensor | None = None) -> KnnSearchResult:
         """The ``k`` nearest items over all the shards for this process's ``queries``. Every process of the
         group must call it, each with its own queries (``[Q_r, dim]``, ``Q_r`` may be 0), all with or all
         without ``exclude``.
@@ -125,7 +123,7 @@ class ShardedExactKnnIndex(IKnnIndex):
 
     def _gather(
         self, found: KnnSearchResult, owner: int, rank: int, world_size: int, device: torch.device
-    ) -> tuple[Tensor, LongTensor] | None:
+    ) -> tuple[Tensor, Tensor] | None:
         """Gather every process's local top-k of a chunk in its ``owner``, which merges them (others: None)."""
         distances, ids = found.distances.to(device), found.ids.to(device)
         lists_d = [torch.empty_like(distances) for _ in range(world_size)] if rank == owner else None
@@ -152,13 +150,13 @@ class ShardedExactKnnIndex(IKnnIndex):
 
 
 def search_sharded(
-    local_ids: LongTensor,
+    local_ids: Tensor,
     local_embeddings: Tensor,
-    ids_query: LongTensor,
-    ids_gallery: LongTensor,
+    ids_query: Tensor,
+    ids_gallery: Tensor,
     top_n: int,
-    labels_gt: LongTensor | None = None,
-    sequence_ids: LongTensor | None = None,
+    labels_gt: Tensor | None = None,
+    sequence_ids: Tensor | None = None,
     distance: str = "l2",
     chunk_size: int | None = None,
 ) -> KnnResult:
@@ -200,7 +198,7 @@ def search_sharded(
     return knn_result(distances[order], ids[order], ids_query, ids_gallery, keys, labels_gt)
 
 
-def _all_gathered(positions: LongTensor, found: KnnSearchResult) -> tuple[LongTensor, Tensor, LongTensor]:
+def _all_gathered(positions: Tensor, found: KnnSearchResult) -> tuple[Tensor, Tensor, Tensor]:
     """Every process's ``(query positions, distances, ids)`` rows, concatenated in rank order, in every process."""
     _, world_size = _world()
     if world_size == 1:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, cast
 
 import torch
 from torch.utils.data import BatchSampler, DataLoader, Sampler
@@ -146,9 +146,10 @@ def patch_dataloader_to_ddp(loader: DataLoader) -> DataLoader:
         raise ValueError(
             "patch_dataloader_to_ddp: a loader without batches (batch_size=None) is not supported"
         )
-    wrapper = DDPSamplerWrapper(
-        loader.batch_sampler, shuffle_samples_between_gpus=False, pad_data_to_num_gpus=True
-    )
+    # torch types it ``Sampler[list] | Iterable[list]``: it is the BatchSampler the loader made or the batch
+    # sampler it was given (oml's are ``IBatchSampler``s); the wrapper only iterates it and takes its ``len``
+    batch_sampler = cast(TAllSamplers, loader.batch_sampler)
+    wrapper = DDPSamplerWrapper(batch_sampler, shuffle_samples_between_gpus=False, pad_data_to_num_gpus=True)
     workers: dict[str, Any] = {}
     if loader.num_workers > 0:
         workers = {"prefetch_factor": loader.prefetch_factor, "persistent_workers": loader.persistent_workers}

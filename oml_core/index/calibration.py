@@ -52,7 +52,7 @@ from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
 import torch
-from torch import BoolTensor, Tensor
+from torch import Tensor
 
 from oml_core.functional.fnmr import lerp_quantile, quantile_ranks, round_up_to_dtype
 from oml_core.functional.metrics import calc_gt_tops
@@ -119,8 +119,8 @@ class Calibration:
 
         return ConstantThresholding(th=self.threshold)
 
-    def is_match(self, distances: Tensor) -> BoolTensor:
-        """``distances < threshold``, compared in float32."""
+    def is_match(self, distances: Tensor) -> Tensor:
+        """``distances < threshold``, compared in float32 (a bool tensor of the shape of ``distances``)."""
         return torch.as_tensor(distances).float() < self.threshold
 
     def to_dict(self) -> dict[str, Any]:
@@ -203,6 +203,7 @@ def calibrate_threshold(
         )
     curve = _curve(d, m, n_with_match, negatives)
     if target == "fmr":
+        assert value is not None  # check_target gives fmr a value (its default when None)
         threshold = _fmr_threshold(negatives, value)
         precision, recall, f1, fmr = _point(d, m, n_with_match, negatives, threshold)
     else:
@@ -359,6 +360,7 @@ def _chosen(curve: CalibrationCurve, target: str, value: float | None) -> int:
                 "no query's nearest gallery item is a true match: F1 is 0 at every threshold"
             )
         return int(torch.nonzero(f1 == f1.max())[0, 0])
+    assert value is not None  # check_target gives precision a value (its default when None)
     reaching = precision >= value
     if not bool(reaching.any()):
         best = int(torch.argmax(precision))

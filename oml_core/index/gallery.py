@@ -391,13 +391,16 @@ class GalleryIndex:
         """
         if isinstance(items, Tensor):
             n = len(items)
-            item_paths = [None] * n if paths is None else [None if p is None else str(p) for p in paths]
+            item_paths: list[str | None] = (
+                [None] * n if paths is None else [None if p is None else str(p) for p in paths]
+            )
             embeddings = items
         else:
             if paths is not None:
                 raise ValueError("paths go with embeddings; added images are their own paths")
-            item_paths = [str(p) for p in ([items] if isinstance(items, str | Path) else items)]
-            embeddings = self.embed(item_paths) if item_paths else torch.zeros(0, 0)
+            image_paths = [str(p) for p in ([items] if isinstance(items, str | Path) else items)]
+            embeddings = self.embed(image_paths) if image_paths else torch.zeros(0, 0)
+            item_paths = list(image_paths)
         self._add(embeddings, item_paths, labels, ids)
 
     def _add(
@@ -492,8 +495,8 @@ class GalleryIndex:
         self,
         embeddings: Tensor,
         labels: Sequence[Any],
-        is_query: Sequence[bool] | None = None,
-        is_gallery: Sequence[bool] | None = None,
+        is_query: Sequence[bool] | np.ndarray | None = None,
+        is_gallery: Sequence[bool] | np.ndarray | None = None,
         sequences: Sequence[Any] | None = None,
         *,
         target: str = "precision",
@@ -726,7 +729,7 @@ def _labels(values: Sequence[Any], n: int) -> list[int | None]:
     return labels
 
 
-def _flags(values: Sequence[bool] | None, n: int, name: str) -> Tensor:
+def _flags(values: Sequence[bool] | np.ndarray | None, n: int, name: str) -> Tensor:
     if values is None:
         return torch.ones(n, dtype=torch.bool)
     flags = torch.as_tensor(np.asarray(values, dtype=bool)).reshape(-1)

@@ -6,7 +6,7 @@ from abc import ABC, abstractmethod
 from typing import Any
 
 import numpy as np
-from torch import LongTensor
+from torch import Tensor
 from torch.utils.data import Dataset
 
 
@@ -42,12 +42,12 @@ class IQueryGalleryDataset(IBaseDataset, ABC):
     """
 
     @abstractmethod
-    def get_query_ids(self) -> LongTensor:
-        """Indices of the items that are queries."""
+    def get_query_ids(self) -> Tensor:
+        """Indices of the items that are queries (``[n_queries]`` int64)."""
 
     @abstractmethod
-    def get_gallery_ids(self) -> LongTensor:
-        """Indices of the items that are in the gallery."""
+    def get_gallery_ids(self) -> Tensor:
+        """Indices of the items that are in the gallery (``[n_gallery]`` int64)."""
 
 
 class IQueryGalleryLabeledDataset(IQueryGalleryDataset, ILabeledDataset, ABC):

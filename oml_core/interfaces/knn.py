@@ -6,7 +6,7 @@ from abc import ABC, abstractmethod
 from pathlib import Path
 from typing import NamedTuple
 
-from torch import LongTensor, Tensor
+from torch import Tensor
 
 
 class KnnSearchResult(NamedTuple):
@@ -19,7 +19,7 @@ class KnnSearchResult(NamedTuple):
     #: ``[Q, k]`` distances (``"l2"``: Euclidean; ``"cosine"``: ``1 - cosine similarity``), float32.
     distances: Tensor
     #: ``[Q, k]`` ids of the retrieved items (the ids given to :meth:`IKnnIndex.add`), int64.
-    ids: LongTensor
+    ids: Tensor
 
 
 class IKnnIndex(ABC):
@@ -45,14 +45,12 @@ class IKnnIndex(ABC):
     distance: str
 
     @abstractmethod
-    def add(
-        self, embeddings: Tensor, ids: LongTensor | None = None, groups: LongTensor | None = None
-    ) -> None:
-        """Add ``[n, dim]`` ``embeddings``, with ``ids`` (default: their positions in the index, ``len(self)``
-        on) and exclusion ``groups`` (default: the ids)."""
+    def add(self, embeddings: Tensor, ids: Tensor | None = None, groups: Tensor | None = None) -> None:
+        """Add ``[n, dim]`` ``embeddings``, with ``ids`` (``[n]`` int64; default: their positions in the index,
+        ``len(self)`` on) and exclusion ``groups`` (``[n]`` int64; default: the ids)."""
 
     @abstractmethod
-    def search(self, queries: Tensor, k: int, exclude: LongTensor | None = None) -> KnnSearchResult:
+    def search(self, queries: Tensor, k: int, exclude: Tensor | None = None) -> KnnSearchResult:
         """The ``k`` nearest items of each of the ``[Q, dim]`` ``queries``, leaving out, for query ``q``, the
         items whose group is ``exclude[q]`` (``[Q]`` integers; ``None``: nothing left out)."""
 

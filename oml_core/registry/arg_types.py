@@ -118,7 +118,7 @@ def check_spec_argument_types(registry: Registry, kind: str, spec: Any, key: str
 def type_hints(factory: Callable[..., Any]) -> dict[str, Any]:
     """The resolved annotations of ``factory``'s parameters (of ``__init__`` for a class), string annotations
     (``from __future__ import annotations``) evaluated; one that cannot be evaluated is left out."""
-    target = factory.__init__ if inspect.isclass(factory) else factory  # type: ignore[misc]
+    target = factory.__init__ if inspect.isclass(factory) else factory
     try:
         return typing.get_type_hints(target)
     except Exception:  # one unresolvable annotation: resolve the others one by one

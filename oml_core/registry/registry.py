@@ -498,7 +498,7 @@ def nested_specs(
     builds itself, its ``SELF_BUILT_ARGS_ATTR``, aside): ``(argument, kind, spec)``, the kind told by the
     argument's name or the interface of its annotation (None when neither tells it)."""
     hints = type_hints(factory)
-    self_built = getattr(factory, SELF_BUILT_ARGS_ATTR, frozenset())
+    self_built: Collection[str] = getattr(factory, SELF_BUILT_ARGS_ATTR, frozenset())
     for name, value in args.items():
         if name not in self_built and is_spec(value):
             yield name, _kind_of_argument(name, hints.get(name)), value

@@ -130,7 +130,9 @@ def _checked_kinds(kinds: Sequence[str]) -> tuple[str, ...]:
 
 
 def _template(path: str) -> Template:
-    return Template(resources.files(__name__).joinpath("templates", path).read_text(encoding="utf-8"))
+    return Template(
+        resources.files(__name__).joinpath("templates").joinpath(path).read_text(encoding="utf-8")
+    )
 
 
 def _files(names: ScaffoldNames, kinds: tuple[str, ...]) -> dict[str, str]:

@@ -75,6 +75,7 @@ class MetricValCallback(pl.Callback):
         if dataloader_idx == self.loader_idx and batch_idx == 0:
             loaders = trainer.val_dataloaders
             loader = loaders[self.loader_idx] if isinstance(loaders, list | tuple) else loaders
+            assert loader is not None  # a validation batch has started: there are validation loaders
             self.metric.setup(num_samples=len(loader.dataset) * self.samples_in_getitem)
 
     def on_validation_batch_end(
@@ -114,6 +115,7 @@ class MetricValCallback(pl.Callback):
     def _log_figures(self, trainer: pl.Trainer) -> None:
         epoch = trainer.current_epoch
         folder = None if self.figures_dir is None else self.figures_dir / f"epoch_{epoch}"
+        assert isinstance(self.metric, IMetricVisualisable)  # __init__ checks it when log_images
         save_figures(self.metric, folder, trainer.loggers, epoch)
 
 

@@ -23,7 +23,10 @@ MID_EPOCH_KEY = "oml_mid_epoch_loader"
 def get_rng_state(generators: Mapping[str, torch.Generator]) -> dict[str, Any]:
     """The state of python's, numpy's and torch's global generators (CUDA's too when available) and of
     ``generators``, in types that a ``weights_only`` checkpoint load accepts (tensors, lists, ints)."""
-    kind, keys, position, has_gauss, cached_gaussian = np.random.get_state(legacy=True)
+    legacy = np.random.get_state(legacy=True)
+    # the global generator is a MT19937, whose legacy state is the 5-tuple (a dict only for other bit generators)
+    assert isinstance(legacy, tuple)
+    kind, keys, position, has_gauss, cached_gaussian = legacy
     state: dict[str, Any] = {
         "python": random.getstate(),
         "numpy": [kind, keys.tolist(), position, has_gauss, cached_gaussian],

@@ -87,7 +87,12 @@ class ExtractorModule(pl.LightningModule):
             return None
         batch_size = len(embeddings)
         # sync_dist: in DDP the logs are the means over the processes (no-op on one device)
-        logged = {"on_step": True, "on_epoch": True, "batch_size": batch_size, "sync_dist": True}
+        logged: dict[str, Any] = {
+            "on_step": True,
+            "on_epoch": True,
+            "batch_size": batch_size,
+            "sync_dist": True,
+        }
         self.log("loss", loss.detach(), prog_bar=True, **logged)
         for name, value in (getattr(self.criterion, "last_logs", None) or {}).items():
             self.log(name, float(value), **logged)

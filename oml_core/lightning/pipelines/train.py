@@ -231,7 +231,7 @@ def extractor_training_pipeline(
         RNGStateCallback(generators, resumable),
     ]
     trainer = pl.Trainer(**trainer_args, logger=logger, callbacks=callbacks, default_root_dir=str(run_dir))
-    fit_args = {"ckpt_path": config.resume, "weights_only": True}
+    fit_args: dict[str, Any] = {"ckpt_path": config.resume, "weights_only": True}
     if not is_ddp:
         fit_args.update(train_dataloaders=train_loader, val_dataloaders=val_loader)
     with run_dir_for_ddp_processes(run_dir) if is_ddp else nullcontext(), graceful_interrupts(interrupt):
@@ -338,7 +338,7 @@ def _build_datasets(
 ) -> tuple[Any, Any]:
     from oml_core.datasets import ImageLabeledDataset, ImageQueryGalleryLabeledDataset
 
-    common = {"dataset_root": dataset_root, "cache_size": config.cache_size}
+    common: dict[str, Any] = {"dataset_root": dataset_root, "cache_size": config.cache_size}
     train_transform = build_component(
         registry, "transforms", config.transforms_train, "transforms_train", PIPELINE
     )

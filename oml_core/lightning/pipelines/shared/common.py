@@ -42,6 +42,7 @@ def as_config(cfg: Any) -> dict[str, Any]:
     if isinstance(cfg, DictConfig):
         if any(key in cfg for key in HYDRA_KEYS):
             unresolved = OmegaConf.to_container(cfg, resolve=False)
+            assert isinstance(unresolved, dict)  # a DictConfig's container is a dict
             cfg = OmegaConf.create({k: v for k, v in unresolved.items() if k not in HYDRA_KEYS})
     elif isinstance(cfg, Mapping):
         cfg = {k: v for k, v in cfg.items() if k not in HYDRA_KEYS}

@@ -4,8 +4,8 @@ image can be read, and the extraction of embeddings in dataset order, on one pro
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping, Sequence, Sized
+from typing import TYPE_CHECKING, Any, cast
 
 from oml_core.lightning.pipelines.shared.common import (
     as_config,
@@ -123,14 +123,19 @@ def extract_embeddings(trainer: pl.Trainer, extractor: Any, loader: DataLoader) 
     from oml_core.ddp.utils import sync_dicts_ddp
     from oml_core.lightning.modules.extractor import ExtractorModule, ExtractorModuleDDP
 
+    # one loader and return_predictions: predict returns the list of the batches' output dicts
     if trainer.world_size > 1:
         module: ExtractorModule = ExtractorModuleDDP(extractor=extractor, loaders_predict=loader)
-        outputs = trainer.predict(module, return_predictions=True)
+        outputs = cast(list[dict[str, Any]], trainer.predict(module, return_predictions=True))
         shares = sync_dicts_ddp(_concatenated(outputs), trainer.world_size)
     else:
         module = ExtractorModule(extractor=extractor)
-        shares = _concatenated(trainer.predict(module, dataloaders=loader, return_predictions=True))
-    return in_dataset_order(shares["idx"], shares["embeddings"], len(loader.dataset))
+        outputs = cast(
+            list[dict[str, Any]], trainer.predict(module, dataloaders=loader, return_predictions=True)
+        )
+        shares = _concatenated(outputs)
+    # oml's datasets have a length (torch's Dataset does not declare one)
+    return in_dataset_order(shares["idx"], shares["embeddings"], len(cast(Sized, loader.dataset)))
 
 
 def _concatenated(outputs: Sequence[Mapping[str, Any]]) -> dict[str, Tensor]:

@@ -31,7 +31,7 @@ import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, fields, is_dataclass
 from types import MappingProxyType
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar, TypeVar, cast
 
 from omegaconf import MISSING
 
@@ -561,11 +561,16 @@ def without_user_variables(
     Raises:
         ConfigError: a misspelt key; the config is not a mapping.
     """
-    from omegaconf import OmegaConf
+    from omegaconf import DictConfig, OmegaConf
 
-    is_omegaconf = OmegaConf.is_config(cfg)
-    if is_omegaconf or isinstance(cfg, Mapping):
-        unresolved = OmegaConf.to_container(cfg, resolve=False) if is_omegaconf else dict(cfg)
+    # a ListConfig is no mapping: as_config rejects it below
+    is_omegaconf = isinstance(cfg, DictConfig)
+    unresolved: Mapping[Any, Any]
+    if is_omegaconf:
+        # a DictConfig's container is a dict
+        unresolved = cast(dict[Any, Any], OmegaConf.to_container(cfg, resolve=False))
+    elif isinstance(cfg, Mapping):
+        unresolved = dict(cfg)
     else:
         unresolved = as_config(cfg)  # not a mapping: as_config names what it is
     own = {key: value for key, value in unresolved.items() if key not in HYDRA_KEYS}
@@ -594,7 +599,7 @@ def without_user_variables(
     full = OmegaConf.create(
         own
     )  # the user's variables stay for the interpolations, but only known keys resolve
-    return {key: _resolved(full, key) for key in full if key in known}
+    return {key: _resolved(full, key) for key in full if isinstance(key, str) and key in known}
 
 
 def _resolved(cfg: Any, key: str) -> Any:

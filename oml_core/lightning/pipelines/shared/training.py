@@ -199,6 +199,7 @@ def build_train_loader(
 
     generator = torch.Generator().manual_seed(config.seed)
     if config.sampler is None:
+        assert config.bs_train is not None  # the config's check: with sampler null it needs bs_train
         batches = BatchSampler(RandomSampler(dataset, generator=generator), config.bs_train, drop_last=True)
         resumable = ResumableBatchSampler(batches, {"train_loader": generator})
         loader = DataLoader(
