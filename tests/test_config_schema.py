@@ -359,3 +359,10 @@ def test_the_pipelines_check_types_before_any_work(registry, tmp_path, oml_cache
     with pytest.raises(ConfigError, match=r"^extractor.args.normalise_features: expected bool, got 'yes'$"):
         extractor_validation_pipeline(cfg, registry=registry)
     assert not logs.exists()
+
+
+@pytest.mark.parametrize("cfg", [OmegaConf.create([1, 2]), [1, 2], "max_epochs=1"])
+def test_a_config_that_is_no_mapping_is_a_one_line_config_error(cfg):
+    """A yaml whose top level is a list (a ListConfig once hydra loads it) used to fail with an AttributeError."""
+    with pytest.raises(ConfigError, match="must be a mapping"):
+        validate_config(cfg, "extractor_validation_pipeline")
