@@ -6,8 +6,6 @@ import pytest
 import torch
 from oml_losses import pairwise_l2
 
-import oml_core.utils.misc_torch as pairwise_l2_module
-
 
 def direct(x: torch.Tensor) -> torch.Tensor:
     return torch.cdist(x, x, compute_mode="donot_use_mm_for_euclid_dist")
@@ -65,17 +63,6 @@ def test_all_rows_equal() -> None:
     assert torch.equal(dist, torch.zeros(5, 5))
     dist.sum().backward()
     assert torch.equal(x.grad, torch.zeros(5, 3))
-
-
-def test_chunked_close_pairs_give_the_same(monkeypatch: pytest.MonkeyPatch) -> None:
-    x = torch.randn(20, 6, generator=torch.Generator().manual_seed(2)).repeat(2, 1).requires_grad_(True)
-    weights = torch.randn(40, 40, generator=torch.Generator().manual_seed(3))
-    dist = pairwise_l2(x)
-    grad = torch.autograd.grad((dist * weights).sum(), x)[0]
-    monkeypatch.setattr(pairwise_l2_module, "PAIRS_CHUNK_VALUES", 13)  # 2 pairs per chunk
-    chunked = pairwise_l2(x)
-    assert torch.equal(chunked, dist)
-    assert torch.allclose(torch.autograd.grad((chunked * weights).sum(), x)[0], grad, atol=1e-6)
 
 
 def test_bad_shape() -> None:
