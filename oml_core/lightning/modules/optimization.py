@@ -88,14 +88,15 @@ def finite_loss_or_none(module: pl.LightningModule, loss: Tensor, nan_policy: st
     from oml_core.lightning.stops import NonFiniteLossError
 
     finite = bool(torch.isfinite(loss.detach()).all())
-    if module._trainer is not None and module.trainer.world_size > 1:
-        finite = bool(module.trainer.strategy.reduce_boolean_decision(finite, all=True))
+    trainer = attached_trainer(module)
+    if trainer is not None and trainer.world_size > 1:
+        finite = bool(trainer.strategy.reduce_boolean_decision(finite, all=True))
     if finite:
         return loss
     where = "outside a fit"
-    if module._trainer is not None:
-        batch = module.trainer.fit_loop.epoch_loop.batch_idx + 1
-        where = f"at step {module.trainer.global_step + 1} (epoch {module.current_epoch}, batch {batch})"
+    if trainer is not None:
+        batch = trainer.fit_loop.epoch_loop.batch_idx + 1
+        where = f"at step {trainer.global_step + 1} (epoch {module.current_epoch}, batch {batch})"
     rates = sorted({group["lr"] for optimizer in _optimizers(module) for group in optimizer.param_groups})
     lr = ", ".join(f"{rate:g}" for rate in rates) or "unknown"
     what = f"{where} the loss is {float(loss.detach().float().mean()):g} (learning rate {lr})"
@@ -105,8 +106,17 @@ def finite_loss_or_none(module: pl.LightningModule, loss: Tensor, nan_policy: st
     raise NonFiniteLossError(f"{what}: training stopped (nan_policy: skip_batch skips such batches)")
 
 
+def attached_trainer(module: pl.LightningModule) -> pl.Trainer | None:
+    """The ``Trainer`` that ``module`` is attached to, or ``None`` outside a fit (Lightning's ``module.trainer``
+    raises then)."""
+    try:
+        return module.trainer
+    except RuntimeError:
+        return None
+
+
 def _optimizers(module: pl.LightningModule) -> list[Any]:
-    if module._trainer is None:
+    if attached_trainer(module) is None:
         return []
     optimizers = module.optimizers(use_pl_optimizer=False)
     return list(optimizers) if isinstance(optimizers, list | tuple) else [optimizers]

@@ -189,17 +189,22 @@ def _seed_rule() -> Rule:
 
 
 def _precision_rule() -> Rule:
-    """The ``precision`` values that the installed Lightning accepts (``16``, ``"16-mixed"``, ``"bf16"``, ...)."""
+    """The ``precision`` values that the installed Lightning accepts (``16``, ``"16-mixed"``, ``"bf16"``, ...),
+    read from the public signature of ``Fabric`` (the literals of its ``precision`` annotation)."""
+    from lightning_fabric import Fabric
+
     try:
-        from lightning_fabric.connector import _PRECISION_INPUT
-    except ImportError:  # another Lightning: let the Trainer judge the value
+        annotation = typing.get_type_hints(Fabric.__init__)["precision"]
+    except (KeyError, NameError, TypeError):  # another Lightning: let the Trainer judge the value
         return either(integer(), STRING)
 
     def flat(annotation: Any) -> Iterator[Any]:
         for argument in typing.get_args(annotation):
             yield from flat(argument) if typing.get_args(argument) else (argument,)
 
-    options = list(dict.fromkeys(flat(_PRECISION_INPUT)))
+    options = [o for o in dict.fromkeys(flat(annotation)) if isinstance(o, int | str)]
+    if not options:
+        return either(integer(), STRING)
     return one_of(*sorted(options, key=lambda o: (isinstance(o, str), o)))
 
 
@@ -606,10 +611,8 @@ def _resolved(cfg: Any, key: str) -> Any:
     """The value of ``cfg[key]`` with its interpolations resolved, as plain containers."""
     from omegaconf import OmegaConf
 
-    node = cfg._get_node(key)
-    if OmegaConf.is_config(node):
-        return OmegaConf.to_container(node, resolve=True)
-    return cfg[key]
+    value = cfg[key]
+    return OmegaConf.to_container(value, resolve=True) if OmegaConf.is_config(value) else value
 
 
 def _interpolated_keys(cfg: Any) -> set[str]:
