@@ -14,7 +14,7 @@ extra_data={"embeddings": embeddings}, transform=transform)``) or by position.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -61,7 +61,7 @@ class DatasetWithLabels(ImageLabeledDataset):
     def __init__(
         self,
         df: pd.DataFrame,
-        extra_data: dict[str, Sequence[Any]] | None = None,
+        extra_data: Mapping[str, Collection[Any]] | None = None,
         transform: Callable[[Any], Any] | None = None,
         dataset_root: Path | str | None = None,
         f_imread: TImReader | None = None,
@@ -139,7 +139,7 @@ class DatasetQueryGallery(ImageQueryGalleryLabeledDataset):
     def __init__(
         self,
         df: pd.DataFrame,
-        extra_data: dict[str, Sequence[Any]] | None = None,
+        extra_data: Mapping[str, Collection[Any]] | None = None,
         dataset_root: Path | str | None = None,
         transform: Callable[[Any], Any] | None = None,
         f_imread: TImReader | None = None,

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 import torch
-from torch import LongTensor, Tensor
+from torch import Tensor
 
 from oml_core.interfaces.datasets import IQueryGalleryDataset, IQueryGalleryLabeledDataset
 
@@ -105,13 +105,13 @@ class EmbeddingsQueryGalleryDataset(IQueryGalleryDataset):
         item = item % len(self)
         return {self.input_tensors_key: self.embeddings[item], self.index_key: item}
 
-    def get_query_ids(self) -> LongTensor:
-        """Indices of the items with ``is_query``."""
-        return torch.from_numpy(np.flatnonzero(self.is_query)).long()  # type: ignore[return-value]
+    def get_query_ids(self) -> Tensor:
+        """Indices of the items with ``is_query`` (``[n_queries]`` int64)."""
+        return torch.from_numpy(np.flatnonzero(self.is_query)).long()
 
-    def get_gallery_ids(self) -> LongTensor:
-        """Indices of the items with ``is_gallery``."""
-        return torch.from_numpy(np.flatnonzero(self.is_gallery)).long()  # type: ignore[return-value]
+    def get_gallery_ids(self) -> Tensor:
+        """Indices of the items with ``is_gallery`` (``[n_gallery]`` int64)."""
+        return torch.from_numpy(np.flatnonzero(self.is_gallery)).long()
 
 
 class EmbeddingsQueryGalleryLabeledDataset(EmbeddingsQueryGalleryDataset, IQueryGalleryLabeledDataset):

@@ -12,7 +12,7 @@ with ``cache_size > 0``, kept in a per-instance LRU cache of decoded images) onl
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Collection, Hashable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 import torch
 from PIL import Image, ImageDraw
-from torch import LongTensor
+from torch import Tensor
 
 from oml_core.builtins.transforms import IMAGENET_MEAN, IMAGENET_STD
 from oml_core.const import (
@@ -186,7 +186,7 @@ class ImageBaseDataset(IBaseDataset, IVisualizableDataset):
         paths: Sequence[Path | str],
         dataset_root: Path | str | None = None,
         bboxes: Sequence[TBBox | None] | None = None,
-        extra_data: dict[str, Sequence[Any]] | None = None,
+        extra_data: Mapping[str, Collection[Any]] | None = None,
         transform: Callable[[Any], Any] | None = None,
         f_imread: TImReader | None = None,
         cache_size: int | None = 0,
@@ -378,7 +378,7 @@ class _DataFrameImageDataset(ImageBaseDataset):
         self,
         df: pd.DataFrame,
         required: Sequence[str],
-        extra_data: dict[str, Sequence[Any]] | None,
+        extra_data: Mapping[str, Collection[Any]] | None,
         categories_key: str | None,
         sequence_key: str | None,
         **base_kwargs: Any,
@@ -423,7 +423,7 @@ class ImageLabeledDataset(_DataFrameImageDataset, ILabeledDataset):
     def __init__(
         self,
         df: pd.DataFrame,
-        extra_data: dict[str, Sequence[Any]] | None = None,
+        extra_data: Mapping[str, Collection[Any]] | None = None,
         dataset_root: Path | str | None = None,
         transform: Callable[[Any], Any] | None = None,
         f_imread: TImReader | None = None,
@@ -520,11 +520,11 @@ class _QueryGalleryMixin:
         self._is_query = parse_bool_column(df, IS_QUERY_COLUMN, owner)
         self._is_gallery = parse_bool_column(df, IS_GALLERY_COLUMN, owner)
 
-    def get_query_ids(self) -> LongTensor:
+    def get_query_ids(self) -> Tensor:
         """Indices (a 1-d LongTensor, ascending) of the items with ``is_query`` true."""
         return torch.from_numpy(np.flatnonzero(self._is_query).astype(np.int64))
 
-    def get_gallery_ids(self) -> LongTensor:
+    def get_gallery_ids(self) -> Tensor:
         """Indices (a 1-d LongTensor, ascending) of the items with ``is_gallery`` true."""
         return torch.from_numpy(np.flatnonzero(self._is_gallery).astype(np.int64))
 
@@ -545,7 +545,7 @@ class ImageQueryGalleryLabeledDataset(_QueryGalleryMixin, ImageLabeledDataset, I
     def __init__(
         self,
         df: pd.DataFrame,
-        extra_data: dict[str, Sequence[Any]] | None = None,
+        extra_data: Mapping[str, Collection[Any]] | None = None,
         dataset_root: Path | str | None = None,
         transform: Callable[[Any], Any] | None = None,
         f_imread: TImReader | None = None,
@@ -614,7 +614,7 @@ class ImageQueryGalleryDataset(_QueryGalleryMixin, _DataFrameImageDataset, IQuer
     def __init__(
         self,
         df: pd.DataFrame,
-        extra_data: dict[str, Sequence[Any]] | None = None,
+        extra_data: Mapping[str, Collection[Any]] | None = None,
         dataset_root: Path | str | None = None,
         transform: Callable[[Any], Any] | None = None,
         f_imread: TImReader | None = None,

@@ -36,6 +36,7 @@ import tempfile
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -206,7 +207,7 @@ def _generate(root: Path, seed: int) -> None:
     rng = np.random.default_rng(seed)
     colour_names = list(MOCK_COLOURS)
 
-    rows = []
+    rows: list[dict[str, Any]] = []
     index = 0
     for label, (shape_idx, colour_idx, split) in enumerate(_label_combos()):
         shape, colour_name = MOCK_SHAPES[shape_idx], colour_names[colour_idx]

@@ -5,6 +5,7 @@ Items are dicts ``{pairs_1st_key: first, pairs_2nd_key: second, index_key: i}``.
 
 from __future__ import annotations
 
+from abc import abstractmethod
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -33,6 +34,10 @@ class _PairsKeys(IPairsDataset):
     def pair_2nd_key(self) -> str:
         """OML's attribute name of :attr:`pairs_2nd_key`."""
         return self.pairs_2nd_key
+
+    @abstractmethod
+    def __len__(self) -> int:
+        """The number of pairs."""
 
     def _check_index(self, idx: int) -> int:
         idx = int(idx)

@@ -55,7 +55,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 import torch
-from torch import FloatTensor, LongTensor, Tensor
+from torch import Tensor
 
 from oml_core.functional.knn import DistanceBlock, iter_distance_blocks
 from oml_core.functional.ragged_tops import TMetricsDict, calc_gt_tops, cat_ragged
@@ -87,7 +87,7 @@ def _check_fmr_vals(fmr_vals: Sequence[float]) -> tuple[float, ...]:
     return tuple(float(x) for x in check_in_range(fmr_vals, "fmr_vals"))
 
 
-def quantile_ranks(n: int, fmr_vals: Sequence[float]) -> tuple[LongTensor, LongTensor, Tensor]:
+def quantile_ranks(n: int, fmr_vals: Sequence[float]) -> tuple[Tensor, Tensor, Tensor]:
     """The order statistics and weights of numpy's linear quantiles of ``n`` sorted values.
 
     For every ``q`` in ``fmr_vals``: ``x = (n - 1) * q`` (in float64, as numpy), the 0-based ranks
@@ -143,7 +143,7 @@ def _as_distances(values: np.ndarray | Tensor | Sequence[float], name: str) -> T
     return flat
 
 
-def _count_at_least(values: Tensor, thresholds: Tensor) -> LongTensor:
+def _count_at_least(values: Tensor, thresholds: Tensor) -> Tensor:
     """``[(values >= t).sum() for t in thresholds]``, the comparison exact in float64 (``[n_thresholds]``).
 
     Floating ``values`` are compared in their dtype with the thresholds rounded up to it (the same result);
@@ -160,7 +160,7 @@ def calc_fnmr_at_fmr(
     pos_dist: np.ndarray | Tensor,
     neg_dist: np.ndarray | Tensor,
     fmr_vals: Sequence[float] = (0.1,),
-) -> FloatTensor:
+) -> Tensor:
     """False Non-Match Rate at the given False Match Rates (OML's ``calc_fnmr_at_fmr``).
 
     ``T_k`` is the linear quantile (numpy's default) of ``neg_dist`` at ``fmr_vals[k]``, and the result is
@@ -256,7 +256,7 @@ class _Part(NamedTuple):
     weight: int  # 2 for a part of a mirrored block: its pairs count in both orders
 
 
-def _scatter_count(counts: LongTensor, codes: Tensor, weight: int) -> None:
+def _scatter_count(counts: Tensor, codes: Tensor, weight: int) -> None:
     """``counts[codes] += weight``, in place (``index_add_``: unlike ``bincount``, no fixed cost per call)."""
     weights = torch.full((1,), weight, dtype=counts.dtype, device=counts.device)
     counts.index_add_(0, codes, weights.expand(len(codes)))
@@ -283,8 +283,8 @@ class _Pairs:
     def __init__(
         self,
         iter_blocks: Callable[[], Iterator[DistanceBlock]],
-        labels_query: LongTensor,
-        labels_gallery: LongTensor,
+        labels_query: Tensor,
+        labels_gallery: Tensor,
         device: torch.device,
     ) -> None:
         self.iter_blocks = iter_blocks
@@ -329,7 +329,7 @@ class _Pairs:
         return counts.view(2, n_bins, _N_FINE).cpu()
 
 
-def _bin_of_rank(counts: LongTensor, ranks: LongTensor) -> tuple[LongTensor, LongTensor]:
+def _bin_of_rank(counts: Tensor, ranks: Tensor) -> tuple[Tensor, Tensor]:
     """For 0-based ``ranks`` into the values counted by ``counts`` ``[..., n_bins]`` (last dim: bins in value
     order, leading dims matching those of ``ranks``), the bin holding each rank and the rank within it."""
     cumulative = torch.cumsum(counts, -1)
@@ -338,7 +338,7 @@ def _bin_of_rank(counts: LongTensor, ranks: LongTensor) -> tuple[LongTensor, Lon
     return bins, ranks - before
 
 
-def _float32_of(coarse: LongTensor, fine: LongTensor) -> FloatTensor:
+def _float32_of(coarse: Tensor, fine: Tensor) -> Tensor:
     """The float32 numbers whose bits are ``coarse << _FINE_BITS | fine``."""
     return ((coarse << _FINE_BITS) | fine).to(torch.int32).view(torch.float32)
 
@@ -357,17 +357,17 @@ def _check_embeddings(embeddings: Tensor, distance: str) -> Tensor:
 
 def calc_fnmr_at_fmr_all_pairs(
     embeddings: Tensor,
-    ids_query: LongTensor,
-    ids_gallery: LongTensor,
-    labels: LongTensor,
+    ids_query: Tensor,
+    ids_gallery: Tensor,
+    labels: Tensor,
     fmr_vals: Sequence[float] = (0.1,),
-    sequence_ids: LongTensor | None = None,
+    sequence_ids: Tensor | None = None,
     distance: str = "l2",
     chunk_size: int | None = None,
     memory_budget: int | None = None,
     symmetric: bool | None = None,
     verbose: bool = False,
-) -> FloatTensor:
+) -> Tensor:
     """``fnmr@fmr`` over ALL the query-gallery pairs, exact, in bounded memory.
 
     The pairs are ``(q, g)`` for every query ``q`` and gallery item ``g`` except the ignored ones, as in the

@@ -25,10 +25,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Literal, NamedTuple
+from typing import Literal, NamedTuple, overload
 
 import torch
-from torch import BoolTensor, LongTensor, Tensor
+from torch import Tensor
 from tqdm.auto import tqdm
 
 from oml_core.utils.checks import as_int_tensor, check_indices, check_int
@@ -160,19 +160,19 @@ class _Groups(NamedTuple):
     comparison: ``order[starts[q] : starts[q] + counts[q]]`` are the gallery positions with query ``q``'s key,
     ascending."""
 
-    order: LongTensor
-    starts: LongTensor
-    counts: LongTensor
+    order: Tensor
+    starts: Tensor
+    counts: Tensor
 
 
-def _group(keys_gallery: LongTensor, keys_query: LongTensor) -> _Groups:
+def _group(keys_gallery: Tensor, keys_query: Tensor) -> _Groups:
     sorted_keys, order = torch.sort(keys_gallery, stable=True)
     starts = torch.searchsorted(sorted_keys, keys_query)
     counts = torch.searchsorted(sorted_keys, keys_query, right=True) - starts
     return _Groups(order, starts, counts)
 
 
-def _expand(groups: _Groups, rows: slice) -> tuple[LongTensor, LongTensor]:
+def _expand(groups: _Groups, rows: slice) -> tuple[Tensor, Tensor]:
     """``(row, position)`` pairs of the groups of the queries ``rows``: row (local to ``rows``) ascending,
     then position ascending."""
     starts, counts = groups.starts[rows], groups.counts[rows]
@@ -183,7 +183,7 @@ def _expand(groups: _Groups, rows: slice) -> tuple[LongTensor, LongTensor]:
 
 
 def ground_truth_ids(
-    labels_query: LongTensor, labels_gallery: LongTensor, keys_query: LongTensor, keys_gallery: LongTensor
+    labels_query: Tensor, labels_gallery: Tensor, keys_query: Tensor, keys_gallery: Tensor
 ) -> Ragged:
     """Every query's ground truth: the gallery positions with its label, minus those sharing its ignore key
     (itself, its sequence), ascending, on the CPU. Grouped by sorting the gallery's labels once, never by a
@@ -202,7 +202,7 @@ def ground_truth_ids(
 
 
 # --------------------------------------------------------------------------------------- the search
-def _contiguous_range(ids: LongTensor) -> slice | None:
+def _contiguous_range(ids: Tensor) -> slice | None:
     """``slice(a, b)`` when ``ids`` is ``a, a + 1, ..., b - 1``, else ``None``."""
     if len(ids) == 0:
         return slice(0, 0)
@@ -212,7 +212,7 @@ def _contiguous_range(ids: LongTensor) -> slice | None:
     return None
 
 
-def _rows_of(x: Tensor, ids: LongTensor) -> Tensor:
+def _rows_of(x: Tensor, ids: Tensor) -> Tensor:
     """``x[ids]``, as a view when ``ids`` is a contiguous range (no copy)."""
     span = _contiguous_range(ids)
     return x[span] if span is not None else x[ids]
@@ -235,7 +235,15 @@ def _check_embeddings(embeddings: Tensor, name: str) -> Tensor:
     return embeddings
 
 
-def _per_item(values: LongTensor | None, name: str, n_items: int, device: torch.device) -> LongTensor | None:
+@overload
+def _per_item(values: Tensor, name: str, n_items: int, device: torch.device) -> Tensor: ...
+
+
+@overload
+def _per_item(values: None, name: str, n_items: int, device: torch.device) -> None: ...
+
+
+def _per_item(values: Tensor | None, name: str, n_items: int, device: torch.device) -> Tensor | None:
     """``None``, or ``values`` as ``[n_items]`` integer codes (labels, sequence ids): see
     :func:`~oml_core.utils.checks.as_int_tensor`."""
     if values is None:
@@ -250,7 +258,7 @@ class _Block(NamedTuple):
     cols: slice
     distances: Tensor
     mirrored: bool
-    ignored: tuple[LongTensor, LongTensor]  # (row, column) pairs within the block that are ignored
+    ignored: tuple[Tensor, Tensor]  # (row, column) pairs within the block that are ignored
 
 
 def _spans(start: int, stop: int, size: int) -> list[slice]:
@@ -261,8 +269,8 @@ class _RowNames(NamedTuple):
     """How the error messages name a query and a gallery item: their position and the row of the embeddings
     given by the caller that they are."""
 
-    query_rows: LongTensor | None  # [Q] the row of every query (None: its position)
-    gallery_rows: LongTensor | None  # [G] the row of every gallery item (None: its position)
+    query_rows: Tensor | None  # [Q] the row of every query (None: its position)
+    gallery_rows: Tensor | None  # [G] the row of every gallery item (None: its position)
     query_source: str  # the name of the caller's embeddings of the queries
     gallery_source: str
 
@@ -285,10 +293,10 @@ class _Search:
     def __init__(
         self,
         x_query: Tensor,
-        ids_query: LongTensor | None,
+        ids_query: Tensor | None,
         x_gallery: Tensor,
-        keys_query: LongTensor,
-        keys_gallery: LongTensor,
+        keys_query: Tensor,
+        keys_gallery: Tensor,
         distance: str,
         chunk_size: int | None,
         memory_budget: int | None,
@@ -338,11 +346,11 @@ class _Search:
     def max_block_elements(self) -> int:
         return min(self.strip_rows, self.n_query) * min(self.tile_columns, self.n_gallery)
 
-    def n_available(self) -> LongTensor:
+    def n_available(self) -> Tensor:
         """``[Q]``: gallery items not ignored for every query."""
         return self.n_gallery - self.ignored_groups.counts
 
-    def gt_ids(self, labels_query: LongTensor, labels_gallery: LongTensor) -> Ragged:
+    def gt_ids(self, labels_query: Tensor, labels_gallery: Tensor) -> Ragged:
         """Gallery positions of every query's label, minus the ignored ones, ascending (CPU)."""
         return ground_truth_ids(labels_query, labels_gallery, self.keys_query, self.keys_gallery)
 
@@ -356,9 +364,7 @@ class _Search:
         any other such rows): then their blocks need no check."""
         return self.kind.bounded is None or bool(self.kind.bounded(stats, self.dtype).all())
 
-    def _check_finite(
-        self, raw: Tensor, rows: slice, cols: slice, ignored: tuple[LongTensor, LongTensor]
-    ) -> None:
+    def _check_finite(self, raw: Tensor, rows: slice, cols: slice, ignored: tuple[Tensor, Tensor]) -> None:
         """Raise :class:`NonFiniteDistanceError` naming the first query and gallery item of the block ``raw``
         (queries ``rows``, gallery items ``cols``) whose value is not finite, but for the ``ignored`` pairs."""
         finite = torch.isfinite(raw)
@@ -432,14 +438,14 @@ class _Search:
 
 def _search_from_ids(
     embeddings: Tensor,
-    ids_query: LongTensor,
-    ids_gallery: LongTensor,
+    ids_query: Tensor,
+    ids_gallery: Tensor,
     distance: str,
-    sequence_ids: LongTensor | None,
+    sequence_ids: Tensor | None,
     chunk_size: int | None,
     memory_budget: int | None,
     symmetric: bool | None,
-) -> tuple[_Search, LongTensor, LongTensor]:
+) -> tuple[_Search, Tensor, Tensor]:
     """The search of ``embeddings[ids_query]`` among ``embeddings[ids_gallery]``, with the validated ids."""
     embeddings = _check_embeddings(embeddings, "embeddings")
     n_items, device = len(embeddings), embeddings.device
@@ -484,7 +490,7 @@ class DistanceBlock:
         gallery_positions: Columns: positions within ``ids_gallery``.
         distances: ``[rows, cols]`` distances (``l2`` or ``cosine``), in :func:`compute_dtype` of the
             embeddings' dtype (float32 for float16 embeddings).
-        ignore: ``[rows, cols]``, ``True`` for the pairs that never count: the same dataset item, or the same
+        ignore: ``[rows, cols]`` bool, ``True`` for the pairs that never count: the same dataset item, or the same
             sequence.
         mirrored: ``True`` when the block ALSO stands for its transpose (the symmetric "1 vs rest" case: rows
             as gallery items, columns as queries, ``distances.T`` / ``ignore.T``); never for diagonal blocks.
@@ -493,16 +499,16 @@ class DistanceBlock:
     query_positions: slice
     gallery_positions: slice
     distances: Tensor
-    ignore: BoolTensor
+    ignore: Tensor
     mirrored: bool
 
 
 def iter_distance_blocks(
     embeddings: Tensor,
-    ids_query: LongTensor,
-    ids_gallery: LongTensor,
+    ids_query: Tensor,
+    ids_gallery: Tensor,
     distance: str = "l2",
-    sequence_ids: LongTensor | None = None,
+    sequence_ids: Tensor | None = None,
     chunk_size: int | None = None,
     symmetric: bool | None = None,
     memory_budget: int | None = None,
@@ -564,12 +570,12 @@ def _sortable_bits(values: Tensor) -> Tensor:
     return (values + 0.0).view(_INT_OF_FLOAT.get(values.dtype, torch.int64))
 
 
-def _argsort_small(keys: LongTensor) -> LongTensor:
+def _argsort_small(keys: Tensor) -> Tensor:
     """Stable argsort of non-negative integer ``keys`` below ``2**31`` (sorted as int32: faster)."""
     return torch.argsort(keys.int(), stable=True)
 
 
-def _lexicographic_order(group: LongTensor, values: Tensor, positions: LongTensor) -> LongTensor:
+def _lexicographic_order(group: Tensor, values: Tensor, positions: Tensor) -> Tensor:
     """The order by ``(group, value, position)`` of non-negative ``values`` (``group`` and ``positions`` in
     ``[0, 2**31)``). Float32 (or narrower) values: one sort of ``group << 32 | value bits``, enough unless two
     finite values of a group are equal; otherwise three stable sorts."""
@@ -592,7 +598,7 @@ def _group_minima(dist: Tensor) -> Tensor:
     return dist[: n_groups * SCAN_GROUP].view(n_groups, SCAN_GROUP, dist.shape[1]).amin(dim=1)
 
 
-def _nonzero_2d(mask: BoolTensor) -> tuple[LongTensor, LongTensor]:
+def _nonzero_2d(mask: Tensor) -> tuple[Tensor, Tensor]:
     """``mask.nonzero(as_tuple=True)`` of a contiguous, mostly false 2-D mask, eight bytes at a time (several
     times faster on the CPU)."""
     n_cols, flat = mask.shape[1], mask.view(-1)
@@ -638,8 +644,8 @@ def _not_above(
 
 
 class _Candidates(NamedTuple):
-    queries: LongTensor
-    positions: LongTensor
+    queries: Tensor
+    positions: Tensor
     values: Tensor
 
 
@@ -671,7 +677,7 @@ class _RunningTopK:
         self.ids = torch.full((n_query, k), n_gallery, dtype=torch.long, device=device)
         self.seen = torch.zeros(n_query, dtype=torch.long, device=device)  # gallery items offered so far
 
-    def _thresholds(self, queries: slice, n_cols: int) -> tuple[LongTensor, Tensor | None]:
+    def _thresholds(self, queries: slice, n_cols: int) -> tuple[Tensor, Tensor | None]:
         """The cold ``queries`` (local indices) and the scan bound of the warm ones (``-inf`` for the cold;
         ``None`` when all are cold), for a block of ``n_cols`` gallery items."""
         threshold = self.dist[queries, self.k - 1]
@@ -709,7 +715,7 @@ class _RunningTopK:
                 found.append(_Candidates(j + col_offset, i + row_offset, v))
         return found
 
-    def _cold_candidates(self, dist: Tensor, rows: LongTensor) -> list[tuple[Tensor, Tensor, Tensor]]:
+    def _cold_candidates(self, dist: Tensor, rows: Tensor) -> list[tuple[Tensor, Tensor, Tensor]]:
         """The top ``k`` entries of the ``rows`` of ``dist``, and every entry tied with a row's ``k``-th."""
         if not len(rows):
             return []
@@ -777,8 +783,8 @@ class KnnResult(NamedTuple):
     retrieved_ids: Ragged
     #: Gallery positions of every query's ground truth, ascending (``None`` without labels).
     gt_ids: Ragged | None
-    #: ``[Q]`` number of gallery items every query could retrieve (``G`` minus the ignored ones).
-    n_gallery: LongTensor
+    #: ``[Q]`` int64: the number of gallery items every query could retrieve (``G`` minus the ignored ones).
+    n_gallery: Tensor
 
 
 def _run(search: _Search, top_n: int, verbose: bool) -> tuple[Ragged, Ragged]:
@@ -798,11 +804,11 @@ def _run(search: _Search, top_n: int, verbose: bool) -> tuple[Ragged, Ragged]:
 
 def search_knn(
     embeddings: Tensor,
-    ids_query: LongTensor,
-    ids_gallery: LongTensor,
+    ids_query: Tensor,
+    ids_gallery: Tensor,
     top_n: int,
-    labels_gt: LongTensor | None = None,
-    sequence_ids: LongTensor | None = None,
+    labels_gt: Tensor | None = None,
+    sequence_ids: Tensor | None = None,
     distance: str = "l2",
     chunk_size: int | None = None,
     memory_budget: int | None = None,
@@ -854,10 +860,10 @@ def search_knn_qg(
     embeddings_query: Tensor,
     embeddings_gallery: Tensor,
     top_n: int,
-    labels_query: LongTensor | None = None,
-    labels_gallery: LongTensor | None = None,
-    sequence_query: LongTensor | None = None,
-    sequence_gallery: LongTensor | None = None,
+    labels_query: Tensor | None = None,
+    labels_gallery: Tensor | None = None,
+    sequence_query: Tensor | None = None,
+    sequence_gallery: Tensor | None = None,
     distance: str = "l2",
     chunk_size: int | None = None,
     memory_budget: int | None = None,
@@ -884,6 +890,7 @@ def search_knn_qg(
         keys_query = torch.arange(n_query, device=device)
         keys_gallery = torch.arange(n_query, n_query + n_gallery, device=device)
     else:
+        assert sequence_gallery is not None  # both or neither, checked above
         keys_query = _per_item(sequence_query, "sequence_query", n_query, device)
         keys_gallery = _per_item(sequence_gallery, "sequence_gallery", n_gallery, device)
     # one dtype for both sides: the wider one (float16 queries of a float32 gallery: float32)
@@ -903,6 +910,7 @@ def search_knn_qg(
     distances, retrieved = _run(search, top_n, verbose)
     gt_ids = None
     if labels_query is not None:
+        assert labels_gallery is not None  # both or neither, checked above
         gt_ids = search.gt_ids(
             _per_item(labels_query, "labels_query", n_query, device),
             _per_item(labels_gallery, "labels_gallery", n_gallery, device),
@@ -912,11 +920,11 @@ def search_knn_qg(
 
 def batched_knn(
     embeddings: Tensor,
-    ids_query: LongTensor,
-    ids_gallery: LongTensor,
+    ids_query: Tensor,
+    ids_gallery: Tensor,
     top_n: int,
-    labels_gt: LongTensor | None = None,
-    sequence_ids: LongTensor | None = None,
+    labels_gt: Tensor | None = None,
+    sequence_ids: Tensor | None = None,
     distance: str = "l2",
     chunk_size: int | None = None,
     verbose: bool = False,

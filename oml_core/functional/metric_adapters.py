@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 import torch
-from torch import LongTensor, Tensor
+from torch import Tensor
 
 from oml_core.functional.metrics import RETRIEVAL_METRIC_KIND, accepts_keyword, call_retrieval_metric
 from oml_core.functional.ranking_metrics import (
@@ -75,7 +75,7 @@ def aggregate(values: Tensor, aggregation: TAggregation = "mean") -> Tensor:
 
 def group_flat_retrieval_inputs(
     preds: Tensor, target: Tensor, indexes: Tensor, ignore_index: int | None = None
-) -> tuple[Ragged, LongTensor, LongTensor]:
+) -> tuple[Ragged, Tensor, Tensor]:
     """Turn torchmetrics' flat ``(preds, target, indexes)`` into OML's ragged inputs, one entry per query.
 
     The three tensors (any equal shapes, flattened) give for every row the score of an item (higher is more
@@ -85,7 +85,7 @@ def group_flat_retrieval_inputs(
 
     Returns:
         ``(gt_tops, n_gts, n_items)``: the relevance of every query's items in rank order, the number of
-        relevant items and the number of items of every query.
+        relevant items and the number of items of every query (two ``[n_queries]`` int64 tensors).
 
     Raises:
         ValueError: tensors of different shapes, ``indexes`` not integers, ``preds`` not floats, ``target``
@@ -320,7 +320,7 @@ def map_at_k_tf(
     return calc_map_r(tops, _class_sizes(labels, r), (k,))[0].mean()
 
 
-def _class_sizes(labels: Tensor, r: Mapping[int, int]) -> LongTensor:
+def _class_sizes(labels: Tensor, r: Mapping[int, int]) -> Tensor:
     """``r[label]`` for every label, by binary search in the sorted classes of ``r``.
 
     Raises:

@@ -49,7 +49,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
-from torch import BoolTensor, FloatTensor, LongTensor, Tensor
+from torch import BoolTensor, Tensor  # noqa: F401  (BoolTensor: used by the doctest examples)
 from tqdm.auto import tqdm
 
 from oml_core.functional.fnmr import calc_fnmr_at_fmr
@@ -86,8 +86,8 @@ TOP_K_SUFFIX = "_top_k"
 
 # ------------------------------------------------------------------------------------ retrieval metrics
 def calc_cmc(
-    gt_tops: Sequence[BoolTensor], n_gts: Sequence[int], top_k: tuple[int, ...], verbose: bool = False
-) -> list[FloatTensor]:
+    gt_tops: Sequence[Tensor], n_gts: Sequence[int] | Tensor, top_k: tuple[int, ...], verbose: bool = False
+) -> list[Tensor]:
     """Cumulative Matching Characteristics (CMC) at cutoffs ``top_k``, for every query.
 
     .. math::
@@ -110,15 +110,15 @@ def calc_cmc(
         [tensor([1., 0., 0., 1.]), tensor([1., 1., 0., 1.])]
     """
 
-    def chunk(tops: Tensor, lengths: LongTensor, n_gt: LongTensor, ks: tuple[int, ...]) -> list[Tensor]:
+    def chunk(tops: Tensor, lengths: Tensor, n_gt: Tensor, ks: tuple[int, ...]) -> list[Tensor]:
         return [(hits > 0).double() for hits in hits_at(tops, ks)]
 
     return per_query(gt_tops, n_gts, top_k, verbose, "CMC", chunk)
 
 
 def calc_precision(
-    gt_tops: Sequence[BoolTensor], n_gts: Sequence[int], top_k: tuple[int, ...], verbose: bool = False
-) -> list[FloatTensor]:
+    gt_tops: Sequence[Tensor], n_gts: Sequence[int] | Tensor, top_k: tuple[int, ...], verbose: bool = False
+) -> list[Tensor]:
     """Precision at cutoffs ``top_k`` with OML's denominator ``min(k, n_gt)``, for every query.
 
     With :math:`g_1, \\ldots, g_k` the relevance of the first ``k`` retrieved items and :math:`n` the
@@ -145,7 +145,7 @@ def calc_precision(
         [tensor([1., 0., 0., 0.]), tensor([0.5000, 0.5000, 0.0000, 0.0000])]
     """
 
-    def chunk(tops: Tensor, lengths: LongTensor, n_gt: LongTensor, ks: tuple[int, ...]) -> list[Tensor]:
+    def chunk(tops: Tensor, lengths: Tensor, n_gt: Tensor, ks: tuple[int, ...]) -> list[Tensor]:
         out = []
         for k, hits in zip(ks, hits_at(tops, ks)):
             denominator = torch.minimum(n_gt, lengths.clamp(max=k)).double()
@@ -156,8 +156,8 @@ def calc_precision(
 
 
 def calc_map(
-    gt_tops: Sequence[BoolTensor], n_gts: Sequence[int], top_k: tuple[int, ...], verbose: bool = False
-) -> list[FloatTensor]:
+    gt_tops: Sequence[Tensor], n_gts: Sequence[int] | Tensor, top_k: tuple[int, ...], verbose: bool = False
+) -> list[Tensor]:
     """Mean Average Precision (MAP) at cutoffs ``top_k``, for every query (OML's definition).
 
     .. math::
@@ -183,7 +183,7 @@ def calc_map(
         [tensor([1., 0., 0., 1.]), tensor([1.0000, 0.5000, 0.0000, 1.0000])]
     """
 
-    def chunk(tops: Tensor, lengths: LongTensor, n_gt: LongTensor, ks: tuple[int, ...]) -> list[Tensor]:
+    def chunk(tops: Tensor, lengths: Tensor, n_gt: Tensor, ks: tuple[int, ...]) -> list[Tensor]:
         precision_sum = precision_at_hits_cumsum(tops)
         out = []
         for k, n_k in zip(ks, hits_at(tops, ks)):
@@ -332,7 +332,7 @@ def accepts_keyword(fn: Callable[..., Any], name: str, by_name_only: bool = Fals
 def call_retrieval_metric(
     name: str,
     fn: Callable[..., Any],
-    gt_tops: Sequence[BoolTensor],
+    gt_tops: Sequence[Tensor],
     n_gts: Sequence[int] | Tensor,
     top_k: tuple[int, ...],
     context: Mapping[str, Any] | None = None,
@@ -369,8 +369,8 @@ def call_retrieval_metric(
 
 
 def calc_retrieval_metrics(
-    retrieved_ids: Sequence[LongTensor],
-    gt_ids: Sequence[LongTensor],
+    retrieved_ids: Sequence[Tensor],
+    gt_ids: Sequence[Tensor],
     query_categories: TCategories | None = None,
     cmc_top_k: tuple[int, ...] = (5,),
     precision_top_k: tuple[int, ...] = (5,),
@@ -469,7 +469,7 @@ def calc_retrieval_metrics(
 
 
 # -------------------------------------------------------------------------------- topological metrics
-def calc_pcf(embeddings: Tensor, pcf_variance: Sequence[float]) -> FloatTensor:
+def calc_pcf(embeddings: Tensor, pcf_variance: Sequence[float]) -> Tensor:
     """Principal Components Fraction: the fraction of principal axes needed to explain a share of variance.
 
     With :math:`\\lambda_1 \\ge \\ldots \\ge \\lambda_m` the variances along the principal axes of the

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import torch
-from torch import BoolTensor, FloatTensor, LongTensor, Tensor
+from torch import Tensor
 from tqdm.auto import tqdm
 
 from oml_core.utils.checks import as_int_tensor, check_top_k
@@ -27,8 +27,8 @@ TMetricsDict = dict[Any, Any]
 METRICS_CHUNK_SIZE = 2**16
 
 
-def cat_ragged(seqs: Sequence[Tensor]) -> tuple[Tensor, LongTensor]:
-    """Concatenate 1-D tensors of different lengths: ``(flat, lengths)``, ``lengths`` on the CPU.
+def cat_ragged(seqs: Sequence[Tensor]) -> tuple[Tensor, Tensor]:
+    """Concatenate 1-D tensors of different lengths: ``(flat, lengths)``, ``lengths`` (int64) on the CPU.
 
     A :class:`~oml_core.utils.ragged.Ragged` is already flat: its ``(values, lengths)`` are returned as they are.
 
@@ -39,16 +39,14 @@ def cat_ragged(seqs: Sequence[Tensor]) -> tuple[Tensor, LongTensor]:
     return ragged.values, ragged.lengths
 
 
-def pad_ragged(
-    seqs: Sequence[Tensor], max_len: int | None = None, fill: float = 0
-) -> tuple[Tensor, LongTensor]:
+def pad_ragged(seqs: Sequence[Tensor], max_len: int | None = None, fill: float = 0) -> tuple[Tensor, Tensor]:
     """Stack 1-D tensors of different lengths into one ``[n, K]`` matrix, without a Python loop for the copy.
 
     Row ``i`` is ``seqs[i][:K]`` followed by ``fill``; ``K = max(len(s))``, capped at ``max_len`` when given.
 
     Returns:
         ``(padded, lengths)``: the ``[n, K]`` matrix (dtype of ``torch.cat(seqs)``) and the ``[n]``
-        untruncated lengths (on the CPU).
+        untruncated lengths (int64, on the CPU).
 
     Raises:
         ValueError: an element is not 1-D; the message names its index.
@@ -59,8 +57,8 @@ def pad_ragged(
 
 def iter_padded_tops(
     gt_tops: Sequence[Tensor], n_gts: Sequence[int] | Tensor, max_k: int, verbose: bool, desc: str
-) -> Iterator[tuple[Tensor, LongTensor, LongTensor]]:
-    """Yield ``(tops [c, K] bool, lengths [c], n_gt [c])`` for every chunk of queries, ``K <= max_k``."""
+) -> Iterator[tuple[Tensor, Tensor, Tensor]]:
+    """Yield ``(tops [c, K] bool, lengths [c] int64, n_gt [c] int64)`` for every chunk of queries, ``K <= max_k``."""
     n_gts_t = as_int_tensor(n_gts, "n_gts")
     if len(gt_tops) != len(n_gts_t):
         raise ValueError(
@@ -83,14 +81,14 @@ def value_at(cumulative: Tensor, k: int) -> Tensor:
 
 
 def per_query(
-    gt_tops: Sequence[BoolTensor],
+    gt_tops: Sequence[Tensor],
     n_gts: Sequence[int] | Tensor,
     top_k: Sequence[int],
     verbose: bool,
     desc: str,
-    chunk_fn: Callable[[Tensor, LongTensor, LongTensor, tuple[int, ...]], list[Tensor]],
+    chunk_fn: Callable[[Tensor, Tensor, Tensor, tuple[int, ...]], list[Tensor]],
     nothing_to_find_value: float | None = 1.0,
-) -> list[FloatTensor]:
+) -> list[Tensor]:
     """Run ``chunk_fn(tops, lengths, n_gt, top_k)`` on every padded chunk of queries and concatenate.
 
     ``chunk_fn`` returns one ``[chunk]`` tensor per ``k``. The queries with ``n_gt == 0`` and nothing
@@ -130,7 +128,7 @@ def _isin_sorted(elements: Tensor, sorted_test: Tensor) -> Tensor:
 
 
 def calc_gt_tops(
-    retrieved_ids: Sequence[LongTensor], gt_ids: Sequence[LongTensor], max_k: int | None = None
+    retrieved_ids: Sequence[Tensor], gt_ids: Sequence[Tensor], max_k: int | None = None
 ) -> Ragged:
     """Mark every retrieved item as relevant or not: ``gt_tops[i][j] = retrieved_ids[i][j] in gt_ids[i]``.
 

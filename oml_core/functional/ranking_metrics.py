@@ -30,7 +30,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import torch
-from torch import BoolTensor, FloatTensor, LongTensor, Tensor
+from torch import BoolTensor, Tensor  # noqa: F401  (BoolTensor: used by the doctest examples)
 
 from oml_core.functional.ragged_tops import hits_at, per_query, precision_at_hits_cumsum, value_at
 from oml_core.utils.checks import as_int_tensor, check_n_gallery
@@ -50,9 +50,10 @@ def check_empty_target_action(empty_target_action: str) -> str:
 
 
 def apply_empty_target_action(
-    values: Tensor, empty: BoolTensor, empty_target_action: str, metric: str, reason: str
+    values: Tensor, empty: Tensor, empty_target_action: str, metric: str, reason: str
 ) -> Tensor:
-    """Replace the values of the ``empty`` queries as torchmetrics does for its ``empty_target_action``.
+    """Replace the values of the ``empty`` queries (a ``[n_queries]`` bool mask) as torchmetrics does for its
+    ``empty_target_action``.
 
     ``"neg"``: ``0``; ``"pos"``: ``1``; ``"skip"``: ``nan`` (the query is left out of the average);
     ``"error"``: ``ValueError`` naming the first such query and ``reason`` (e.g. "no positive target").
@@ -76,8 +77,8 @@ def _ratio(numerator: Tensor, denominator: Tensor) -> Tensor:
 
 
 def calc_recall(
-    gt_tops: Sequence[BoolTensor], n_gts: Sequence[int], top_k: tuple[int, ...], verbose: bool = False
-) -> list[FloatTensor]:
+    gt_tops: Sequence[Tensor], n_gts: Sequence[int] | Tensor, top_k: tuple[int, ...], verbose: bool = False
+) -> list[Tensor]:
     """Recall at cutoffs ``top_k`` with the denominator ``min(k, n_gt)`` (the notebook's, seed 004).
 
     .. math::
@@ -92,7 +93,7 @@ def calc_recall(
         [tensor([1., 0.]), tensor([0.6667, 1.0000])]
     """
 
-    def chunk(tops: Tensor, lengths: LongTensor, n_gt: LongTensor, ks: tuple[int, ...]) -> list[Tensor]:
+    def chunk(tops: Tensor, lengths: Tensor, n_gt: Tensor, ks: tuple[int, ...]) -> list[Tensor]:
         return [_ratio(hits, n_gt.clamp(max=k)) for k, hits in zip(ks, hits_at(tops, ks))]
 
     return per_query(gt_tops, n_gts, top_k, verbose, "Recall", chunk)
@@ -108,8 +109,8 @@ def _first_hit_rank(tops: Tensor) -> Tensor:
 
 
 def calc_mrr(
-    gt_tops: Sequence[BoolTensor], n_gts: Sequence[int], top_k: tuple[int, ...], verbose: bool = False
-) -> list[FloatTensor]:
+    gt_tops: Sequence[Tensor], n_gts: Sequence[int] | Tensor, top_k: tuple[int, ...], verbose: bool = False
+) -> list[Tensor]:
     """Reciprocal rank at cutoffs ``top_k`` (its mean over queries is the MRR@k).
 
     .. math::
@@ -123,7 +124,7 @@ def calc_mrr(
         [tensor([0., 1., 0.]), tensor([0.3333, 1.0000, 0.0000])]
     """
 
-    def chunk(tops: Tensor, lengths: LongTensor, n_gt: LongTensor, ks: tuple[int, ...]) -> list[Tensor]:
+    def chunk(tops: Tensor, lengths: Tensor, n_gt: Tensor, ks: tuple[int, ...]) -> list[Tensor]:
         rank = _first_hit_rank(tops)
         return [torch.where(rank <= k, 1.0 / rank, 0.0) for k in ks]
 
@@ -131,8 +132,8 @@ def calc_mrr(
 
 
 def calc_ndcg(
-    gt_tops: Sequence[BoolTensor], n_gts: Sequence[int], top_k: tuple[int, ...], verbose: bool = False
-) -> list[FloatTensor]:
+    gt_tops: Sequence[Tensor], n_gts: Sequence[int] | Tensor, top_k: tuple[int, ...], verbose: bool = False
+) -> list[Tensor]:
     """Normalised Discounted Cumulative Gain at cutoffs ``top_k``, binary relevance.
 
     .. math::
@@ -149,7 +150,7 @@ def calc_ndcg(
         [tensor([0.6309, 1.0000])]
     """
 
-    def chunk(tops: Tensor, lengths: LongTensor, n_gt: LongTensor, ks: tuple[int, ...]) -> list[Tensor]:
+    def chunk(tops: Tensor, lengths: Tensor, n_gt: Tensor, ks: tuple[int, ...]) -> list[Tensor]:
         positions = torch.arange(2, max(ks) + 2, dtype=torch.float64, device=tops.device)
         discounts = 1.0 / torch.log2(positions)
         dcg = torch.cumsum(tops * discounts[: tops.shape[1]], dim=1)
@@ -165,12 +166,12 @@ def calc_ndcg(
 
 
 def calc_precision_classic(
-    gt_tops: Sequence[BoolTensor],
-    n_gts: Sequence[int],
+    gt_tops: Sequence[Tensor],
+    n_gts: Sequence[int] | Tensor,
     top_k: tuple[int, ...],
     adaptive_k: bool = False,
     verbose: bool = False,
-) -> list[FloatTensor]:
+) -> list[Tensor]:
     """Classic precision at cutoffs ``top_k``: the denominator is ``k`` (torchmetrics, the notebook).
 
     .. math::
@@ -188,7 +189,7 @@ def calc_precision_classic(
     if not isinstance(adaptive_k, bool):
         raise ValueError(f"adaptive_k must be a bool, got {adaptive_k!r}")
 
-    def chunk(tops: Tensor, lengths: LongTensor, n_gt: LongTensor, ks: tuple[int, ...]) -> list[Tensor]:
+    def chunk(tops: Tensor, lengths: Tensor, n_gt: Tensor, ks: tuple[int, ...]) -> list[Tensor]:
         return [
             _ratio(hits, lengths.clamp(max=k) if adaptive_k else torch.full_like(lengths, k))
             for k, hits in zip(ks, hits_at(tops, ks))
@@ -198,8 +199,8 @@ def calc_precision_classic(
 
 
 def calc_map_r(
-    gt_tops: Sequence[BoolTensor], n_gts: Sequence[int], top_k: tuple[int, ...], verbose: bool = False
-) -> list[FloatTensor]:
+    gt_tops: Sequence[Tensor], n_gts: Sequence[int] | Tensor, top_k: tuple[int, ...], verbose: bool = False
+) -> list[Tensor]:
     """TF Similarity's mAP@K: average precision whose denominator is ``R = n_gt``, the class size.
 
     .. math::
@@ -216,7 +217,7 @@ def calc_map_r(
         [tensor([0.4167, 0.5000])]
     """
 
-    def chunk(tops: Tensor, lengths: LongTensor, n_gt: LongTensor, ks: tuple[int, ...]) -> list[Tensor]:
+    def chunk(tops: Tensor, lengths: Tensor, n_gt: Tensor, ks: tuple[int, ...]) -> list[Tensor]:
         precision_sum = precision_at_hits_cumsum(tops)
         return [_ratio(value_at(precision_sum, k), n_gt) for k in ks]
 
@@ -224,13 +225,13 @@ def calc_map_r(
 
 
 def calc_fallout(
-    gt_tops: Sequence[BoolTensor],
-    n_gts: Sequence[int],
+    gt_tops: Sequence[Tensor],
+    n_gts: Sequence[int] | Tensor,
     top_k: tuple[int, ...],
     n_gallery: int | Sequence[int] | Tensor,
     empty_target_action: str = "neg",
     verbose: bool = False,
-) -> list[FloatTensor]:
+) -> list[Tensor]:
     """Fall-out at cutoffs ``top_k`` (torchmetrics' ``RetrievalFallOut``): the share of the query's
     non-relevant gallery items that are retrieved in the top ``k``. Lower is better.
 
@@ -264,7 +265,7 @@ def calc_fallout(
     check_empty_target_action(empty_target_action)
     n_gallery_t = check_n_gallery(n_gallery, len(gt_tops))
 
-    def chunk(tops: Tensor, lengths: LongTensor, n_gt: LongTensor, ks: tuple[int, ...]) -> list[Tensor]:
+    def chunk(tops: Tensor, lengths: Tensor, n_gt: Tensor, ks: tuple[int, ...]) -> list[Tensor]:
         return [lengths.clamp(max=k) - hits for k, hits in zip(ks, hits_at(tops, ks))]
 
     false_alarms = per_query(gt_tops, n_gts, top_k, verbose, "Fall-out", chunk, nothing_to_find_value=None)

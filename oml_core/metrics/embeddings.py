@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence, Sized
 from copy import deepcopy
 from pprint import pformat
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 import torch
-from torch import FloatTensor, LongTensor, Tensor
+from torch import Tensor
 
 from oml_core.functional.fnmr import calc_fnmr_at_fmr_all_pairs, calc_fnmr_at_fmr_rr
 from oml_core.functional.knn import KnnResult, get_distance_fn
@@ -121,6 +121,7 @@ def calc_retrieval_metrics_rr(
             (:func:`check_ground_truth`: every metric would be undefined); see ``calc_retrieval_metrics``.
     """
     check_ground_truth(rr)
+    assert rr.gt_ids is not None  # check_ground_truth raised otherwise
     return calc_retrieval_metrics(
         retrieved_ids=rr.retrieved_ids,
         gt_ids=rr.gt_ids,
@@ -315,7 +316,7 @@ class EmbeddingMetrics(IMetricVisualisable):
         self.num_samples: int | None = None
         self._embeddings: Tensor | None = None
         self._collected: torch.Tensor | None = None
-        self._queries_of_category: dict[Any, LongTensor] = {}
+        self._queries_of_category: dict[Any, Tensor] = {}
 
     def setup(self, num_samples: int | None = None) -> None:
         """Forget everything collected and computed; expect ``num_samples`` items (``len(dataset)``).
@@ -327,12 +328,13 @@ class EmbeddingMetrics(IMetricVisualisable):
         self.retrieval_results = None
         self.metrics = None
         self.metrics_unreduced = None
-        self.num_samples = len(self.dataset) if num_samples is None else int(num_samples)
+        # cast: the dataset has __len__, which IQueryGalleryLabeledDataset (torch's Dataset) does not declare
+        self.num_samples = len(cast(Sized, self.dataset)) if num_samples is None else int(num_samples)
         self._embeddings = None
         self._collected = torch.zeros(self.num_samples, dtype=torch.bool)
         self._queries_of_category = {}
 
-    def update(self, embeddings: FloatTensor, indices: LongTensor | Sequence[int]) -> None:
+    def update(self, embeddings: Tensor, indices: Tensor | Sequence[int]) -> None:
         """Store the embeddings of one batch at their global dataset indices.
 
         Args:
@@ -351,7 +353,7 @@ class EmbeddingMetrics(IMetricVisualisable):
         self._embeddings[indices_t.to(self._embeddings.device)] = embeddings.detach().to(self._embeddings)
         self._collected[indices_t] = True
 
-    def _checked_batch(self, embeddings: Tensor, indices: LongTensor | Sequence[int]) -> LongTensor:
+    def _checked_batch(self, embeddings: Tensor, indices: Tensor | Sequence[int]) -> Tensor:
         """``indices`` as a CPU tensor, checked against ``embeddings`` and ``num_samples`` (set up if needed).
 
         Raises:
@@ -382,7 +384,7 @@ class EmbeddingMetrics(IMetricVisualisable):
         top_n = getattr(self.postprocessor, "top_n", None)
         return max(max_k, int(top_n)) if isinstance(top_n, int) else max_k
 
-    def _fnmr_metrics(self, embeddings: Tensor, query_ids: LongTensor, gallery_ids: LongTensor) -> Tensor:
+    def _fnmr_metrics(self, embeddings: Tensor, query_ids: Tensor, gallery_ids: Tensor) -> Tensor:
         return calc_fnmr_at_fmr_all_pairs(
             embeddings=embeddings,
             ids_query=query_ids,
@@ -423,6 +425,7 @@ class EmbeddingMetrics(IMetricVisualisable):
                 f"{self.num_samples} samples."
             )
         embeddings = self._embeddings
+        assert embeddings is not None  # update() stores them before it marks an item collected
         query_ids, gallery_ids = get_query_gallery_ids(self.dataset, VALIDATION_SPLIT)
         rr = self._retrieve()
         if self.top_k or self.fmr_vals:
@@ -442,7 +445,11 @@ class EmbeddingMetrics(IMetricVisualisable):
 
         unreduced: TMetricsDict = {key: {} for key in self._queries_of_category}
         if self.top_k:
-            top_k_kwargs = {"cmc_top_k": (), "precision_top_k": (), "map_top_k": ()}
+            top_k_kwargs: dict[str, tuple[int, ...]] = {
+                "cmc_top_k": (),
+                "precision_top_k": (),
+                "map_top_k": (),
+            }
             top_k_kwargs.update({f"{name}_top_k": top_k for name, top_k in self.top_k.items()})
             metrics_r = calc_retrieval_metrics_rr(
                 rr,
@@ -515,6 +522,7 @@ class EmbeddingMetrics(IMetricVisualisable):
             Positions of the queries among ``dataset.get_query_ids()`` (whatever the category).
         """
         self._check_computed()
+        assert self.metrics_unreduced is not None  # _check_computed raised otherwise
         flat = flatten_unreduced(self.metrics_unreduced)
         if metric_name not in flat:
             per_query = sorted(k for k, v in flat.items() if v.ndim == 1)
@@ -586,7 +594,7 @@ class EmbeddingMetrics(IMetricVisualisable):
         return figures, titles
 
 
-def _mask(positions: LongTensor, n: int) -> Tensor:
+def _mask(positions: Tensor, n: int) -> Tensor:
     mask = torch.zeros(n, dtype=torch.bool)
     mask[positions] = True
     return mask
@@ -631,7 +639,7 @@ class EmbeddingMetricsDDP(EmbeddingMetrics, IMetricDDP):
                     f"{' and '.join(refused)} cannot be computed: set "
                     f"{', '.join(f'{name}={off[name]}' for name in refused)}"
                 )
-        self._parts: list[tuple[LongTensor, Tensor]] = []
+        self._parts: list[tuple[Tensor, Tensor]] = []
         self._sharded: KnnResult | None = None
 
     def setup(self, num_samples: int | None = None) -> None:
@@ -639,7 +647,7 @@ class EmbeddingMetricsDDP(EmbeddingMetrics, IMetricDDP):
         self._parts = []
         self._sharded = None
 
-    def update(self, embeddings: FloatTensor, indices: LongTensor | Sequence[int]) -> None:
+    def update(self, embeddings: Tensor, indices: Tensor | Sequence[int]) -> None:
         """Store the embeddings of one batch (see :meth:`EmbeddingMetrics.update`); with ``shard_gallery`` only
         the rows collected, not a ``[num_samples, dim]`` table."""
         if not self.shard_gallery:

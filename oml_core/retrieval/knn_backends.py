@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import torch
-from torch import LongTensor, Tensor
+from torch import Tensor
 
 from oml_core.functional.knn import STRIP_ROWS, KnnResult, ground_truth_ids, search_knn_qg
 from oml_core.interfaces.knn import IKnnIndex, KnnSearchResult
@@ -35,7 +35,7 @@ EXACT_INDEX_FORMAT = "oml-knn-exact"
 
 #: ``raw(queries, k) -> (distances [Q, k'], positions [Q, k'])``: a backend's own search without exclusion,
 #: rows by ascending distance, positions (``0..n-1``, in add order) ``-1`` where nothing was found.
-RawSearch = Callable[[Tensor, int], tuple[Tensor, LongTensor]]
+RawSearch = Callable[[Tensor, int], tuple[Tensor, Tensor]]
 
 
 def check_distance(distance: str) -> str:
@@ -51,7 +51,7 @@ def check_k(k: int) -> int:
     return check_int(k, "k")
 
 
-def pad_to(distances: Tensor, positions: LongTensor, k: int) -> tuple[Tensor, LongTensor]:
+def pad_to(distances: Tensor, positions: Tensor, k: int) -> tuple[Tensor, Tensor]:
     """Rows padded (``inf``, ``-1``) or cut to ``k`` columns."""
     n, width = positions.shape
     if width >= k:
@@ -61,15 +61,16 @@ def pad_to(distances: Tensor, positions: LongTensor, k: int) -> tuple[Tensor, Lo
     return torch.cat([distances, fill_d], 1), torch.cat([positions, fill_p], 1)
 
 
-def group_sizes(groups: LongTensor, exclude: LongTensor) -> LongTensor:
-    """``[Q]``: how many items have the group ``exclude[q]`` (by a sort of ``groups``, no ``Q x n`` comparison)."""
+def group_sizes(groups: Tensor, exclude: Tensor) -> Tensor:
+    """``[Q]`` int64: how many items have the group ``exclude[q]`` (by a sort of ``groups``, no ``Q x n``
+    comparison)."""
     sorted_groups = torch.sort(groups).values
     return torch.searchsorted(sorted_groups, exclude, right=True) - torch.searchsorted(sorted_groups, exclude)
 
 
 def search_excluding(
-    raw: RawSearch, queries: Tensor, k: int, groups: LongTensor, exclude: LongTensor | None
-) -> tuple[Tensor, LongTensor]:
+    raw: RawSearch, queries: Tensor, k: int, groups: Tensor, exclude: Tensor | None
+) -> tuple[Tensor, Tensor]:
     """Up to ``k`` nearest items per query, none of whose group is the query's ``exclude``, from a backend
     search that cannot mask: over-fetch, then filter.
 
@@ -112,7 +113,7 @@ def search_excluding(
     return torch.cat(out_d), torch.cat(out_p)
 
 
-def _nothing(n_queries: int) -> tuple[Tensor, LongTensor]:
+def _nothing(n_queries: int) -> tuple[Tensor, Tensor]:
     return torch.empty(n_queries, 0), torch.empty(n_queries, 0, dtype=torch.long)
 
 
@@ -177,18 +178,16 @@ class ExactKnnIndex(IKnnIndex):
         return self._embeddings.rows
 
     @property
-    def ids(self) -> LongTensor:
-        """``[n]`` ids of the items, in add order."""
+    def ids(self) -> Tensor:
+        """``[n]`` int64 ids of the items, in add order."""
         return self._ids.rows
 
     @property
-    def groups(self) -> LongTensor:
-        """``[n]`` exclusion groups of the items, in add order."""
+    def groups(self) -> Tensor:
+        """``[n]`` int64 exclusion groups of the items, in add order."""
         return self._groups.rows
 
-    def add(
-        self, embeddings: Tensor, ids: LongTensor | None = None, groups: LongTensor | None = None
-    ) -> None:
+    def add(self, embeddings: Tensor, ids: Tensor | None = None, groups: Tensor | None = None) -> None:
         embeddings, ids, groups = check_added(embeddings, ids, groups, len(self), self._dim())
         self._embeddings.append(embeddings)
         self._ids.append(ids)
@@ -197,7 +196,7 @@ class ExactKnnIndex(IKnnIndex):
     def _dim(self) -> int | None:
         return self._embeddings.width
 
-    def search(self, queries: Tensor, k: int, exclude: LongTensor | None = None) -> KnnSearchResult:
+    def search(self, queries: Tensor, k: int, exclude: Tensor | None = None) -> KnnSearchResult:
         check_k(k)
         queries = check_queries(queries, self._dim(), exclude)
         if not len(self):
@@ -222,7 +221,7 @@ class ExactKnnIndex(IKnnIndex):
         distances, positions = ragged_to_padded(result.distances, result.retrieved_ids, k)
         return KnnSearchResult(distances.float(), self.ids_of(positions))
 
-    def ids_of(self, positions: LongTensor) -> LongTensor:
+    def ids_of(self, positions: Tensor) -> Tensor:
         """The ids of the items at ``positions`` (``-1`` stays ``-1``)."""
         return torch.where(positions >= 0, self.ids[positions.clamp(min=0)], positions)
 
@@ -271,8 +270,8 @@ def load_index_state(path: Path, expected_format: str) -> dict:
 
 
 def check_added(
-    embeddings: Tensor, ids: LongTensor | None, groups: LongTensor | None, n_before: int, dim: int | None
-) -> tuple[Tensor, LongTensor, LongTensor]:
+    embeddings: Tensor, ids: Tensor | None, groups: Tensor | None, n_before: int, dim: int | None
+) -> tuple[Tensor, Tensor, Tensor]:
     """Validate what :meth:`IKnnIndex.add` is given; fill the default ids (positions) and groups (the ids).
 
     Raises:
@@ -296,7 +295,7 @@ def check_added(
     return embeddings.detach().cpu(), ids, groups
 
 
-def check_queries(queries: Tensor, dim: int | None, exclude: LongTensor | None) -> Tensor:
+def check_queries(queries: Tensor, dim: int | None, exclude: Tensor | None) -> Tensor:
     """Validate what :meth:`IKnnIndex.search` is given (``[Q, dim]`` queries, ``[Q]`` integer ``exclude``)."""
     if not isinstance(queries, Tensor) or queries.ndim != 2:
         raise ValueError(f"queries must be a [Q, dim] tensor, got {getattr(queries, 'shape', queries)!r}")
@@ -307,19 +306,20 @@ def check_queries(queries: Tensor, dim: int | None, exclude: LongTensor | None) 
     return queries.detach().cpu() if queries.dtype.is_floating_point else queries.float().cpu()
 
 
-def _integers(values: LongTensor, name: str, n: int) -> LongTensor:
+def _integers(values: Tensor, name: str, n: int) -> Tensor:
     """``values`` as ``[n]`` integers on the CPU (:func:`~oml_core.utils.checks.as_int_tensor`)."""
     return as_int_tensor(values, name, n=n, expected="be integers", flatten=True)
 
 
-def _codes_together(a: LongTensor, b: LongTensor) -> tuple[LongTensor, LongTensor]:
+def _codes_together(a: Tensor, b: Tensor) -> tuple[Tensor, Tensor]:
     """``a`` and ``b`` as non-negative codes of one coding (equal values, equal codes)."""
     _, codes = torch.unique(torch.cat([a, b]), return_inverse=True)
     return codes[: len(a)], codes[len(a) :]
 
 
-def ragged_to_padded(distances: Ragged, positions: Ragged, k: int) -> tuple[Tensor, LongTensor]:
-    """``[Q, k]`` tensors of ragged rows of at most ``k``, padded with ``inf`` and ``-1``."""
+def ragged_to_padded(distances: Ragged, positions: Ragged, k: int) -> tuple[Tensor, Tensor]:
+    """``[Q, k]`` tensors (distances, int64 positions) of ragged rows of at most ``k``, padded with ``inf``
+    and ``-1``."""
     return pad_to(distances.padded(k, fill=float("inf")), positions.padded(k, fill=-1), k)
 
 
@@ -340,7 +340,7 @@ def make_knn_index(
             from oml_core.registry import default_registry
 
             registry = default_registry()
-        spec = {"name": backend, "args": {}} if isinstance(backend, str) else dict(backend)
+        spec: dict[str, Any] = {"name": backend, "args": {}} if isinstance(backend, str) else dict(backend)
         args = dict(spec.get("args") or {})
         args.setdefault("distance", distance)
         index = registry.build("knn_backend", {"name": spec["name"], "args": args})
@@ -356,11 +356,11 @@ def make_knn_index(
 def search_with_index(
     index: IKnnIndex,
     embeddings: Tensor,
-    ids_query: LongTensor,
-    ids_gallery: LongTensor,
+    ids_query: Tensor,
+    ids_gallery: Tensor,
     top_n: int,
-    labels_gt: LongTensor | None = None,
-    sequence_ids: LongTensor | None = None,
+    labels_gt: Tensor | None = None,
+    sequence_ids: Tensor | None = None,
 ) -> KnnResult:
     """:func:`~oml_core.functional.knn.search_knn` through a knn backend: the gallery rows are added to the empty
     ``index`` (ids: gallery positions; groups: the ignore keys) and the query rows searched with their keys
@@ -383,10 +383,10 @@ def search_with_index_qg(
     embeddings_query: Tensor,
     embeddings_gallery: Tensor,
     top_n: int,
-    labels_query: LongTensor | None = None,
-    labels_gallery: LongTensor | None = None,
-    sequence_query: LongTensor | None = None,
-    sequence_gallery: LongTensor | None = None,
+    labels_query: Tensor | None = None,
+    labels_gallery: Tensor | None = None,
+    sequence_query: Tensor | None = None,
+    sequence_gallery: Tensor | None = None,
 ) -> KnnResult:
     """:func:`~oml_core.functional.knn.search_knn_qg` through a knn backend: the gallery is added to the empty
     ``index`` (ids: gallery positions; groups: the sequence ids) and the queries searched with their sequence
@@ -409,11 +409,11 @@ def search_with_index_qg(
 
 def knn_result(
     distances: Tensor,
-    ids: LongTensor,
-    ids_query: LongTensor,
-    ids_gallery: LongTensor,
-    keys: LongTensor,
-    labels_gt: LongTensor | None = None,
+    ids: Tensor,
+    ids_query: Tensor,
+    ids_gallery: Tensor,
+    keys: Tensor,
+    labels_gt: Tensor | None = None,
 ) -> KnnResult:
     """The :class:`~oml_core.functional.knn.KnnResult` of ``[Q, k]`` padded search rows (``inf``/``-1`` after the
     found items; ids: gallery positions): the found items as ragged rows, the ground truth of every query (the

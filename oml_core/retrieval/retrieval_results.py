@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence, Sized
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 import torch
-from torch import FloatTensor, LongTensor, Tensor
+from torch import Tensor
 
 from oml_core.const import (
     BLACK,
@@ -53,9 +53,9 @@ GT_COLOR: TColor = GRAY
 N_GT_TO_SHOW = N_GT_SHOW_EMBEDDING_METRICS
 
 
-def factorize(values: Any) -> LongTensor:
-    """Integer codes of ``values`` (equal values, equal codes); missing values (NaN, None) each get their own
-    negative code, so two missing values are never equal.
+def factorize(values: Any) -> Tensor:
+    """Integer codes (a 1-D int64 tensor) of ``values`` (equal values, equal codes); missing values (NaN,
+    None) each get their own negative code, so two missing values are never equal.
 
     Integer and bool arrays are taken as they are; other values are coded with ``pandas.factorize``.
     """
@@ -74,6 +74,12 @@ def factorize(values: Any) -> LongTensor:
     return torch.as_tensor(codes)
 
 
+def _n_items(dataset: IBaseDataset) -> int:
+    """``len(dataset)``: every dataset here has ``__len__``, which :class:`IBaseDataset` (torch's ``Dataset``)
+    does not declare."""
+    return len(cast(Sized, dataset))
+
+
 def dataset_column(dataset: Any, names: Sequence[str]) -> np.ndarray | None:
     """The first of ``names`` found in ``dataset.extra_data`` (OML) or in the columns of ``dataset.df``."""
     for source in (getattr(dataset, "extra_data", None), getattr(dataset, "df", None)):
@@ -89,8 +95,9 @@ def dataset_column(dataset: Any, names: Sequence[str]) -> np.ndarray | None:
     return None
 
 
-def get_sequence_ids(dataset: Any) -> LongTensor | None:
-    """Sequence ids of the dataset's items (from its ``sequence`` column), or ``None`` when it has none."""
+def get_sequence_ids(dataset: Any) -> Tensor | None:
+    """Sequence ids of the dataset's items (1-D int64, from its ``sequence`` column), or ``None`` when it has
+    none."""
     values = dataset_column(dataset, (SEQUENCE_COLUMN,))
     if values is None:
         return None
@@ -99,7 +106,7 @@ def get_sequence_ids(dataset: Any) -> LongTensor | None:
     return factorize(values)
 
 
-def get_query_gallery_ids(dataset: Any, what: str = "the dataset") -> tuple[LongTensor, LongTensor]:
+def get_query_gallery_ids(dataset: Any, what: str = "the dataset") -> tuple[Tensor, Tensor]:
     """``(query_ids, gallery_ids)``: the dataset indices of the queries and of the gallery items of a dataset
     with a query/gallery split (``get_query_ids()``, ``get_gallery_ids()``), as 1-D CPU LongTensors.
 
@@ -128,7 +135,7 @@ def labels_of(dataset: Any) -> np.ndarray | None:
     return np.asarray(get_labels()) if callable(get_labels) else None
 
 
-def _factorize_together(first: Any, second: Any) -> tuple[LongTensor, LongTensor]:
+def _factorize_together(first: Any, second: Any) -> tuple[Tensor, Tensor]:
     """Codes of two arrays of values with one coding (equal values across them get equal codes)."""
     first, second = np.asarray(first), np.asarray(second)
     if first.dtype != second.dtype:  # compare as python objects: 1 and "1" stay different
@@ -188,9 +195,9 @@ class RetrievalResults:
 
     def __init__(
         self,
-        distances: Sequence[FloatTensor],
-        retrieved_ids: Sequence[LongTensor],
-        gt_ids: Sequence[LongTensor] | None = None,
+        distances: Sequence[Tensor],
+        retrieved_ids: Sequence[Tensor],
+        gt_ids: Sequence[Tensor] | None = None,
         n_gallery: int | Sequence[int] | Tensor | None = None,
     ) -> None:
         n = len(distances)
@@ -206,7 +213,7 @@ class RetrievalResults:
         self._validate()
         self._n_gallery = None if n_gallery is None else self._checked_n_gallery(n_gallery)
 
-    def _checked_n_gallery(self, n_gallery: int | Sequence[int] | Tensor) -> LongTensor:
+    def _checked_n_gallery(self, n_gallery: int | Sequence[int] | Tensor) -> Tensor:
         values = torch.as_tensor(n_gallery).detach().cpu()
         if values.dtype.is_floating_point or values.dtype == torch.bool or values.ndim > 1:
             raise ValueError(
@@ -269,8 +276,8 @@ class RetrievalResults:
         return self._gt_ids
 
     @property
-    def n_gallery(self) -> LongTensor | None:
-        """``[n_query]``: the gallery items every query could retrieve (``None`` when unknown)."""
+    def n_gallery(self) -> Tensor | None:
+        """``[n_query]`` int64: the gallery items every query could retrieve (``None`` when unknown)."""
         return self._n_gallery
 
     @property
@@ -378,8 +385,8 @@ class RetrievalResults:
                 that a distance overflows float32 (or their own float dtype when wider); the message names the
                 query and the gallery item and their rows of ``embeddings``.
         """
-        if len(embeddings) != len(dataset):
-            raise ValueError(f"got {len(embeddings)} embeddings for a dataset of {len(dataset)} items")
+        if len(embeddings) != _n_items(dataset):
+            raise ValueError(f"got {len(embeddings)} embeddings for a dataset of {_n_items(dataset)} items")
         query_ids, gallery_ids = get_query_gallery_ids(dataset, f"the dataset ({type(dataset).__name__})")
         labels = labels_of(dataset)
         if knn_backend is not None:
@@ -457,9 +464,11 @@ class RetrievalResults:
             ("query", embeddings_query, dataset_query),
             ("gallery", embeddings_gallery, dataset_gallery),
         ):
-            if len(emb) != len(ds):
-                raise ValueError(f"got {len(emb)} {name} embeddings for a {name} dataset of {len(ds)} items")
-            if not len(ds):
+            if len(emb) != _n_items(ds):
+                raise ValueError(
+                    f"got {len(emb)} {name} embeddings for a {name} dataset of {_n_items(ds)} items"
+                )
+            if not _n_items(ds):
                 items = "queries" if name == "query" else "gallery items"
                 raise ValueError(f"dataset_{name} is empty: there are no {items}")
         labels = (labels_of(dataset_query), labels_of(dataset_gallery))
@@ -541,7 +550,7 @@ class RetrievalResults:
             show=show,
         )
 
-    def _dataset_query_gallery_ids(self, dataset: IQueryGalleryDataset) -> tuple[LongTensor, LongTensor]:
+    def _dataset_query_gallery_ids(self, dataset: IQueryGalleryDataset) -> tuple[Tensor, Tensor]:
         """The dataset indices of the queries and gallery items; ``ValueError`` when the dataset has another
         number of queries than these results."""
         query_ids_ds = torch.as_tensor(dataset.get_query_ids(), dtype=torch.long)
@@ -706,9 +715,9 @@ class RetrievalResults:
             ValueError: ``dataset_query`` has another number of items than there are queries, or a query id
                 is out of range.
         """
-        if len(dataset_query) != self.n_queries:
+        if _n_items(dataset_query) != self.n_queries:
             raise ValueError(
-                f"{type(dataset_query).__name__} has {len(dataset_query)} items, these results {self.n_queries} "
+                f"{type(dataset_query).__name__} has {_n_items(dataset_query)} items, these results {self.n_queries} "
                 "queries"
             )
         return self.visualize_with_functions(
@@ -799,8 +808,9 @@ def _draw(fig: Figure, where: tuple[int, int, int], image: np.ndarray, color: TC
     ax.set_title(title, fontsize=8)
     ax.set_xticks([])
     ax.set_yticks([])
+    red, green, blue = color
     for spine in ax.spines.values():
-        spine.set_edgecolor(tuple(c / 255 for c in color))
+        spine.set_edgecolor((red / 255, green / 255, blue / 255))
         spine.set_linewidth(4)
 
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 import torch
-from torch import LongTensor, Tensor
+from torch import Tensor
 
 
 def is_int(value: Any) -> bool:
@@ -97,7 +97,7 @@ def as_int_tensor(
     expected: str = "hold integers",
     flatten: bool = False,
     device: torch.device | str | None = None,
-) -> LongTensor:
+) -> Tensor:
     """``values`` as a 1-D LongTensor (on ``device``, the CPU by default) when they are integers (no ``bool``).
 
     Args:
@@ -131,7 +131,7 @@ def check_indices(
     *,
     expected: str = "hold integers",
     device: torch.device | str | None = None,
-) -> LongTensor:
+) -> Tensor:
     """:func:`as_int_tensor` (flattened) of dataset indices, each within ``[0, n_items - 1]``.
 
     Raises:
@@ -143,7 +143,7 @@ def check_indices(
     return ids
 
 
-def check_n_gallery(n_gallery: int | Sequence[int] | Tensor, n_queries: int) -> LongTensor:
+def check_n_gallery(n_gallery: int | Sequence[int] | Tensor, n_queries: int) -> Tensor:
     """``n_gallery`` (the number of gallery items each query could retrieve) as a ``[n_queries]`` LongTensor on
     the CPU: an integer (not a ``bool``) is broadcast to every query.
 

@@ -21,14 +21,14 @@ from typing import TextIO
 PACKAGE_LOGGER = "oml_core"
 
 
-class StdoutHandler(logging.StreamHandler):  # type: ignore[type-arg]
+class StdoutHandler(logging.StreamHandler):
     """Writes every record's message, as it is, to the ``sys.stdout`` of the moment (as ``print`` would)."""
 
     def __init__(self) -> None:
         super().__init__()
         self.setFormatter(logging.Formatter("%(message)s"))
 
-    @property  # type: ignore[override]
+    @property
     def stream(self) -> TextIO:
         return sys.stdout
 

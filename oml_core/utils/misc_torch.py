@@ -13,6 +13,7 @@ The Euclidean distance is computed in one place, :func:`l2_dist_mm` (one matrix 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Protocol
 
 import torch
 from torch import Tensor
@@ -207,6 +208,14 @@ def _close_pairs(sq: Tensor, norms: Tensor) -> tuple[Tensor, Tensor]:
     return torch.minimum(ids_i, ids_j)[keep], torch.maximum(ids_i, ids_j)[keep]
 
 
+class _BackwardCtx(Protocol):
+    """What :meth:`_PairwiseL2.backward` reads from its context, torch's ``BackwardCFunction`` (whose stub
+    types ``saved_tensors`` as a 1-tuple, and ``FunctionCtx`` lacks it)."""
+
+    @property
+    def saved_tensors(self) -> tuple[Tensor, ...]: ...
+
+
 class _PairwiseL2(torch.autograd.Function):
     @staticmethod
     def forward(ctx: FunctionCtx, x: Tensor) -> Tensor:
@@ -226,7 +235,7 @@ class _PairwiseL2(torch.autograd.Function):
 
     @staticmethod
     @once_differentiable
-    def backward(ctx: FunctionCtx, grad: Tensor) -> Tensor:
+    def backward(ctx: _BackwardCtx, grad: Tensor) -> Tensor:
         x, centred, dist, ids_i, ids_j, close_dist = ctx.saved_tensors
         close_grad = grad[ids_i, ids_j] + grad[ids_j, ids_i]
         weights = (grad / dist).fill_diagonal_(0.0)  # far pairs are > 0 apart; the others are set here

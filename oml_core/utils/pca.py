@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import torch
-from torch import LongTensor, Tensor
+from torch import Tensor
 
 from oml_core.utils.checks import check_in_range
 from oml_core.utils.misc_torch import iter_chunks
@@ -53,7 +53,7 @@ def explained_variances(embeddings: Tensor) -> Tensor:
 
 def principal_axes_number(
     variances: Tensor, pcf_variance: Sequence[float], embeddings_dim: int
-) -> LongTensor | None:
+) -> Tensor | None:
     """The number of principal axes needed to explain each share ``r`` of the variance: the computation behind
     :meth:`PCA.calc_principal_axes_number` and :func:`~oml_core.functional.metrics.calc_pcf`.
 
@@ -173,7 +173,7 @@ class PCA:
         self._check(embeddings, self.embeddings_dim, "embeddings")
         return embeddings @ self.components[: embeddings.shape[1]] + self.mean
 
-    def calc_principal_axes_number(self, pcf_variance: Sequence[float]) -> LongTensor:
+    def calc_principal_axes_number(self, pcf_variance: Sequence[float]) -> Tensor:
         """The number of principal axes needed to explain each share ``r`` of the variance in ``pcf_variance``.
 
         With :math:`\\lambda_1 \\ge \\ldots \\ge \\lambda_m` the variances along the axes

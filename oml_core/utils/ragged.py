@@ -7,10 +7,10 @@ from collections.abc import Iterator, Sequence
 from typing import overload
 
 import torch
-from torch import BoolTensor, LongTensor, Tensor
+from torch import Tensor
 
 
-def _as_lengths(values: LongTensor | Sequence[int], name: str, n: int | None) -> LongTensor:
+def _as_lengths(values: Tensor | Sequence[int], name: str, n: int | None) -> Tensor:
     """``values`` as a 1-D CPU LongTensor of non-negative integers (``n`` of them when given)."""
     t = torch.as_tensor(values).detach().cpu()
     if t.ndim != 1 or (t.numel() and (t.dtype.is_floating_point or t.dtype == torch.bool)):
@@ -53,7 +53,7 @@ class Ragged(Sequence[Tensor]):
 
     __slots__ = ("values", "lengths", "_offsets", "_rows")
 
-    def __init__(self, values: Tensor, lengths: LongTensor | Sequence[int]) -> None:
+    def __init__(self, values: Tensor, lengths: Tensor | Sequence[int]) -> None:
         lengths_t = _as_lengths(lengths, "lengths", None)
         if values.ndim != 1:
             raise ValueError(f"values must be 1-D, got shape {tuple(values.shape)}")
@@ -61,7 +61,7 @@ class Ragged(Sequence[Tensor]):
             raise ValueError(f"lengths sum to {int(lengths_t.sum())} but there are {len(values)} values")
         self.values = values
         self.lengths = lengths_t
-        self._offsets: LongTensor | None = None
+        self._offsets: Tensor | None = None
         self._rows: tuple[Tensor, ...] | None = None
 
     # ------------------------------------------------------------------------------------ building
@@ -97,8 +97,8 @@ class Ragged(Sequence[Tensor]):
 
     # ------------------------------------------------------------------------------------- sequence
     @property
-    def offsets(self) -> LongTensor:
-        """``[n + 1]`` start of every row in ``values``, and the total length last."""
+    def offsets(self) -> Tensor:
+        """``[n + 1]`` int64: the start of every row in ``values``, and the total length last."""
         if self._offsets is None:
             self._offsets = torch.cat([torch.zeros(1, dtype=torch.long), torch.cumsum(self.lengths, 0)])
         return self._offsets
@@ -143,13 +143,13 @@ class Ragged(Sequence[Tensor]):
         return f"Ragged([{shown}{more}])"
 
     # ------------------------------------------------------------------------------ whole-sequence ops
-    def row_ids(self) -> LongTensor:
-        """``[len(values)]``: the row of every value (on the device of ``values``)."""
+    def row_ids(self) -> Tensor:
+        """``[len(values)]`` int64: the row of every value (on the device of ``values``)."""
         rows = torch.arange(len(self), device=self.values.device)
         return torch.repeat_interleave(rows, self.lengths.to(self.values.device))
 
-    def valid_mask(self, width: int) -> BoolTensor:
-        """``[n, width]``: ``True`` at ``[i, j]`` when row ``i`` has a ``j``-th value."""
+    def valid_mask(self, width: int) -> Tensor:
+        """``[n, width]`` bool: ``True`` at ``[i, j]`` when row ``i`` has a ``j``-th value."""
         positions = torch.arange(width, device=self.values.device)
         return positions[None, :] < self.lengths.to(self.values.device)[:, None]
 
@@ -167,7 +167,7 @@ class Ragged(Sequence[Tensor]):
         )
         return self.values[index].masked_fill(~valid, fill)
 
-    def truncate(self, n_keep: LongTensor | Sequence[int]) -> Ragged:
+    def truncate(self, n_keep: Tensor | Sequence[int]) -> Ragged:
         """A ``Ragged`` whose row ``i`` is ``self[i][:n_keep[i]]`` (``n_keep`` clipped to the row lengths).
 
         Raises:

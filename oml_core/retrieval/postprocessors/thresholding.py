@@ -6,13 +6,13 @@ from collections.abc import Sequence
 from typing import Any
 
 import torch
-from torch import LongTensor
+from torch import Tensor
 
 from oml_core.interfaces.retrieval import IRetrievalPostprocessor
 from oml_core.retrieval.retrieval_results import RetrievalResults
 
 
-def keep_first_items(rr: RetrievalResults, n_keep: Sequence[int] | LongTensor) -> RetrievalResults:
+def keep_first_items(rr: RetrievalResults, n_keep: Sequence[int] | Tensor) -> RetrievalResults:
     """New results where query ``i`` keeps only its ``n_keep[i]`` closest retrieved items.
 
     The ground truth and the per-query gallery sizes are kept as they are (shared: results are immutable):
