@@ -424,8 +424,8 @@ class EmbeddingMetrics(IMetricVisualisable):
                 f"Metrics have to be calculated on fully collected data: collected {n_collected} out of "
                 f"{self.num_samples} samples."
             )
+        # None only with EmbeddingMetricsDDP(shard_gallery=True), which refuses fnmr@fmr and pcf (their users)
         embeddings = self._embeddings
-        assert embeddings is not None  # update() stores them before it marks an item collected
         query_ids, gallery_ids = get_query_gallery_ids(self.dataset, VALIDATION_SPLIT)
         rr = self._retrieve()
         if self.top_k or self.fmr_vals:
@@ -462,10 +462,12 @@ class EmbeddingMetrics(IMetricVisualisable):
             for key, positions in self._queries_of_category.items():
                 unreduced[key].update(take_unreduced_metrics_by_mask(metrics_r, _mask(positions, len(rr))))
         if self.fmr_vals:
+            assert embeddings is not None  # see above
             for key, positions in self._queries_of_category.items():
                 values = self._fnmr_metrics(embeddings, query_ids[positions], gallery_ids)
                 unreduced[key]["fnmr@fmr"] = dict(zip(self.fmr_vals, values))
         if self.pcf_variance:
+            assert embeddings is not None  # see above
             metrics_t = calc_topological_metrics(embeddings, self.pcf_variance, categories=categories)
             for key in unreduced:
                 unreduced[key].update(metrics_t.get(key, {}) if categories is not None else metrics_t)

@@ -1,7 +1,11 @@
 """The pretrained zoo: checkpoints registered by plugins (``oml_register_pretrained``), downloaded once to a
 cache, md5-checked (a cached file hashed once, its digests remembered in a sidecar), converted to the
-extractors' format. See :mod:`oml_core.zoo.store`."""
+extractors' format. See :mod:`oml_core.zoo.store`. :func:`~oml_core.zoo.weights.load_weights` (the ``weights`` of
+an extractor) is imported on first access: the zoo's paths are read without importing torch."""
 
+from typing import TYPE_CHECKING
+
+from oml_core.utils.lazy import lazy_exports
 from oml_core.zoo.entry import IMREADERS, PretrainedModel
 from oml_core.zoo.store import (
     PretrainedChecksumError,
@@ -15,7 +19,9 @@ from oml_core.zoo.store import (
     pretrained_keys,
     weights_cache_dir,
 )
-from oml_core.zoo.weights import load_weights
+
+if TYPE_CHECKING:
+    from oml_core.zoo.weights import load_weights
 
 __all__ = [
     "IMREADERS",
@@ -32,3 +38,5 @@ __all__ = [
     "pretrained_keys",
     "weights_cache_dir",
 ]
+
+__getattr__, __dir__ = lazy_exports(__name__, {"load_weights": "oml_core.zoo.weights"})
