@@ -69,6 +69,7 @@ from oml_core.retrieval.knn_backends import (
     search_excluding,
 )
 from oml_core.utils.atomic import atomic_torch_save, atomic_write
+from oml_core.utils.checks import is_int
 from oml_core.utils.misc_torch import inverse_norms
 
 LOGGER = logging.getLogger(__name__)
@@ -650,7 +651,7 @@ def _int_arg(
     value: Any, name: str, minimum: int, maximum: int | None = None, maximum_name: str | None = None
 ) -> int:
     """``value`` when it is an integer in ``[minimum, maximum]``, else a ``ValueError`` naming ``name``."""
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+    if not is_int(value):
         raise ValueError(f"{name} must be an integer, got {value!r}")
     if value < minimum or (maximum is not None and value > maximum):
         bound = f">= {minimum}" if maximum is None else f"in [{minimum}, {maximum_name or maximum}]"
@@ -662,7 +663,7 @@ def _int_arg(
 def _train_size(value: int | None, minimum: int, minimum_name: str) -> int | None:
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+    if not is_int(value):
         raise ValueError(f"train_size must be an integer or None, got {value!r}")
     if value < minimum:
         raise ValueError(f"train_size must be at least {minimum_name} = {minimum}, got {value!r}")
