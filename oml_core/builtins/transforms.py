@@ -12,13 +12,15 @@ import numpy as np
 import torch
 from PIL import Image
 
+from oml_core.utils.images import to_rgb8
+
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
 
 
 def _to_pil(image: Image.Image | np.ndarray) -> Image.Image:
     if isinstance(image, Image.Image):
-        return image.convert("RGB")
+        return to_rgb8(image)
     if isinstance(image, np.ndarray) and image.ndim == 3 and image.shape[2] == 3 and image.dtype == np.uint8:
         return Image.fromarray(image)
     raise TypeError(

@@ -312,10 +312,14 @@ def _paths(df: pd.DataFrame, dataset_root: Path | None, problems: list[str]) -> 
     if missing.any():
         problems.append(row_problem(f"column {PATHS_COLUMN!r}", "an empty path", missing, column))
     root = "" if dataset_root is None else str(dataset_root)
-    exists = np.array(
-        [m or os.path.isfile(os.path.join(root, str(p))) for p, m in zip(column.tolist(), missing)]
-    )
-    absent = ~exists
+    full_paths = [os.path.join(root, str(p)) for p in column.tolist()]
+    exists = np.array([m or os.path.isfile(p) for p, m in zip(full_paths, missing)])
+    directories = np.array([not e and os.path.isdir(p) for p, e in zip(full_paths, exists)])
+    if directories.any():
+        problems.append(
+            row_problem(f"column {PATHS_COLUMN!r}", "a directory, not an image file", directories, column)
+        )
+    absent = ~exists & ~directories
     if absent.any():
         where = (
             f"under the dataset_root '{dataset_root}'" if dataset_root is not None else "(no dataset_root)"

@@ -69,7 +69,7 @@ from oml_core.interfaces.datasets import (
     IQueryGalleryLabeledDataset,
     IVisualizableDataset,
 )
-from oml_core.utils.images import imread_pil
+from oml_core.utils.images import imread_pil, to_rgb8
 
 TImage = Image.Image | np.ndarray
 TImReader = Callable[[Path | str | bytes], TImage]
@@ -104,11 +104,13 @@ class _LRUCache:
 def pil_to_tensor(image: TImage) -> torch.Tensor:
     """Convert a PIL image or an ``HxWx3`` uint8 array into a float tensor ``[3, H, W]`` in ``[0, 1]``.
 
-    A uint8 array is divided by 255, an array of another dtype is only cast to float32 (taken as already in
-    ``[0, 1]``); a greyscale array is repeated over 3 channels.
+    A PIL image of any mode is first made 8-bit RGB by :func:`~oml_core.utils.images.to_rgb8` (the reader's
+    conversion: a 16-bit image is not clipped to white). A uint8 array is divided by 255, an array of another
+    dtype is only cast to float32 (taken as already in ``[0, 1]``); a greyscale array is repeated over 3
+    channels.
     """
     if isinstance(image, Image.Image):
-        array = np.asarray(image.convert("RGB"))
+        array = np.asarray(to_rgb8(image))
     elif isinstance(image, np.ndarray):
         array = image
         if array.ndim == 2:
@@ -141,14 +143,16 @@ def _image_size(image: TImage) -> tuple[int, int]:
 
 
 def _to_uint8_rgb(image: TImage) -> np.ndarray:
+    """``HxWx3`` uint8 pixels of ``image`` for drawing: a PIL image through
+    :func:`~oml_core.utils.images.to_rgb8`; an array as :func:`pil_to_tensor` takes it (uint8 as it is, another
+    dtype as intensities in ``[0, 1]``: ``floor(255 v + 0.5)``, clipped)."""
     if isinstance(image, Image.Image):
-        return np.array(image.convert("RGB"), dtype=np.uint8)
+        return np.array(to_rgb8(image), dtype=np.uint8)
     array = np.asarray(image)
     if array.ndim == 2:
         array = np.repeat(array[:, :, None], 3, axis=2)
     if array.dtype != np.uint8:
-        scale = 255.0 if array.dtype.kind == "f" and array.size and float(array.max()) <= 1.0 else 1.0
-        array = np.clip(array.astype(np.float64) * scale, 0, 255).round().astype(np.uint8)
+        array = np.clip(np.floor(array.astype(np.float64) * 255.0 + 0.5), 0, 255).astype(np.uint8)
     return np.ascontiguousarray(array[:, :, :3])
 
 

@@ -13,6 +13,7 @@ from torchvision.models import ResNet, resnet18, resnet34, resnet50, resnet101, 
 
 from oml_core.interfaces.models import IExtractor
 from oml_core.utils.checkpoints import drop_keys, load_state_dict_strict
+from oml_core.utils.images import to_rgb8
 from oml_core.zoo.weights import load_weights
 from oml_models.archs import check_arch
 from oml_models.gradcam import grad_cam, overlay_heatmap
@@ -32,7 +33,7 @@ def resnet50_projector(weights: None = None) -> ResNet:
 def _image_to_array(image: np.ndarray | Image.Image) -> np.ndarray:
     """An ``HxWx3`` uint8 RGB array of a PIL image or of such an array (``image`` must be one of these)."""
     if isinstance(image, Image.Image):
-        return np.array(image.convert("RGB"))
+        return np.array(to_rgb8(image))
     if isinstance(image, np.ndarray) and image.ndim == 3 and image.shape[2] == 3 and image.dtype == np.uint8:
         return image
     raise TypeError(

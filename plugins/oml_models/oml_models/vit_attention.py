@@ -14,6 +14,7 @@ from PIL import Image
 from torch import Tensor
 
 from oml_core.builtins.transforms import IMAGENET_MEAN, IMAGENET_STD
+from oml_core.utils.images import to_rgb8
 from oml_models.gradcam import overlay_heatmap
 
 if TYPE_CHECKING:
@@ -67,7 +68,7 @@ def image_to_array(image: Image.Image | np.ndarray) -> np.ndarray:
         ValueError: the array is not ``[H, W, 3]``.
     """
     if isinstance(image, Image.Image):
-        return np.asarray(image.convert("RGB"), dtype=np.float32)
+        return np.asarray(to_rgb8(image), dtype=np.float32)
     if not isinstance(image, np.ndarray):
         raise TypeError(f"image must be a PIL image or a numpy array, got {type(image).__name__}")
     if image.ndim != 3 or image.shape[2] != 3:
