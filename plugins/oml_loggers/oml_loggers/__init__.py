@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from oml_loggers.clearml import ClearMLPipelineLogger as ClearMLPipelineLogger
     from oml_loggers.clients import MissingCredentialsError as MissingCredentialsError
     from oml_loggers.config import cfg_to_yaml as cfg_to_yaml
+    from oml_loggers.lifetime import end_open_runs as end_open_runs
     from oml_loggers.mlflow import MLFlowPipelineLogger as MLFlowPipelineLogger
     from oml_loggers.neptune import NeptunePipelineLogger as NeptunePipelineLogger
     from oml_loggers.pipeline_info import PipelineInfo as PipelineInfo

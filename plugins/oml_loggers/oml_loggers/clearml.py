@@ -5,15 +5,22 @@ from __future__ import annotations
 
 import os
 from argparse import Namespace
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from matplotlib.figure import Figure
 from pytorch_lightning.loggers.logger import rank_zero_experiment
 from pytorch_lightning.utilities.rank_zero import rank_zero_only
 
-from oml_loggers.base import PipelineLoggerBase
-from oml_loggers.clients import check_client_kwargs, import_client, missing_env, require_credentials
+from oml_loggers.clients import (
+    check_client_kwargs,
+    import_client,
+    missing_env,
+    preserved_random_state,
+    require_credentials,
+)
+from oml_loggers.lifetime import ClientRunLogger, end_open_runs
 from oml_loggers.pipeline_info import PipelineInfo
 
 if TYPE_CHECKING:
@@ -46,19 +53,33 @@ NO_AUTO_CONNECT = {
 CREDENTIAL_VARIABLES = ("CLEARML_API_ACCESS_KEY", "CLEARML_API_SECRET_KEY")
 
 
-class ClearMLPipelineLogger(PipelineLoggerBase):
+class ClearMLPipelineLogger(ClientRunLogger):
     """A Lightning logger to a ClearML task that also logs figures and the pipeline's info.
 
     With ``offline_mode=True`` (the default, as in OML) the task is kept in ClearML's offline folder
     (``<cache>/offline/<task id>`` and its ``.zip`` once closed; the cache is ``CLEARML_CACHE_DIR`` or
     ``~/.clearml/cache``) for a later ``Task.import_offline_session``. Online logging needs
     ``CLEARML_API_ACCESS_KEY`` and ``CLEARML_API_SECRET_KEY`` or a ``clearml.conf`` (``clearml-init``).
-    ClearML keeps one task per process; the task is created on first use.
+    ClearML keeps one task per process; the task is created on first use, or is the task already running in the
+    process (``Task.current_task()``, started by the caller), which is logged into and never closed here.
+
+    One task per pipeline (see :mod:`oml_loggers.lifetime`): :meth:`finalize`, called at the end of every Trainer
+    stage, flushes the task and keeps it open after a successful stage; the task is closed by a failed stage,
+    :meth:`close`, the next pipeline logger's run, or the end of the process.
+
+    The logger leaves the training as it is. ``Task.init`` seeds ``random``, ``numpy`` and ``torch`` (CUDA
+    included) with the task's seed (1337 unless ``Task.set_random_seed`` changed it: ClearML's
+    ``make_deterministic``), which replaced the random state that the pipeline's ``seed`` had set (the pipeline
+    logs its config, so creates the task, after seeding) and made the same seed train to other weights. The task
+    is created with that seeding turned off (ClearML's default seed is restored afterwards for the caller's own
+    tasks, and the task records no seed of its own) and inside
+    :func:`~oml_loggers.clients.preserved_random_state` (``Task.init`` also draws a callback handle from
+    ``random``): the pipeline's ``seed`` is the run's only seed.
 
     Logged: each metric as the scalar ``title = series = <name>``, the config as the hyper-parameters
     ``General/<flattened key>``, figures as debug images (``report_matplotlib_figure``), the tags, and the
     artifacts ``config`` (``config.yaml``), ``dataset`` (a zip of the dataframe) and ``code`` (a zip of
-    ``oml_core/...``). :meth:`finalize` closes the task (a later use starts a new one).
+    ``oml_core/...``).
 
     On Linux ClearML reports through a subprocess that it waits for when flushing (seconds); set
     ``sdk.development.report_use_subprocess: false`` in ``clearml.conf`` to report from a thread instead.
@@ -108,17 +129,23 @@ class ClearMLPipelineLogger(PipelineLoggerBase):
             **task_init_kwargs,
         }
         self._task: Task | None = None
+        self._owns_task = False
 
     @property
     @rank_zero_experiment
     def experiment(self) -> Task:
-        """The ClearML ``Task``, created on first use (again after :meth:`finalize` closed it)."""
+        """The ClearML ``Task``: the task running in the process, else a new one (after the runs other pipeline
+        loggers left open are ended; again after :meth:`close`)."""
         if self._task is None:
             from clearml import Task
 
+            end_open_runs()
             if self._offline_mode:
                 Task.set_offline(offline_mode=True)
-            self._task = Task.init(**self._init_kwargs)
+            with _without_task_seeding(Task), preserved_random_state():
+                running: Task | None = Task.current_task()
+                self._owns_task = running is None
+                self._task = Task.init(**self._init_kwargs) if running is None else running
         return self._task
 
     @property
@@ -160,14 +187,32 @@ class ClearMLPipelineLogger(PipelineLoggerBase):
             for name, path in parts:
                 task.upload_artifact(name=name, artifact_object=path, wait_on_upload=True)
 
-    @rank_zero_only
-    def finalize(self, status: str) -> None:
-        """Flush and close the task (offline: the session folder is zipped); a later use starts a new task."""
-        if self._task is None:
-            return
-        self._task.flush(wait_for_uploads=True)
-        self._task.close()
+    def _open_run(self) -> Task | None:
+        return self._task
+
+    def _flush_run(self, run: Task, status: str) -> None:
+        """Send (offline: write) what was reported and uploaded so far."""
+        run.flush(wait_for_uploads=True)
+
+    def _end_run(self, run: Task, status: str) -> None:
+        """Flush and close the task if this logger created it (offline: the session folder is zipped; ClearML sets
+        the closed task's status itself); forget it."""
+        if self._owns_task:
+            run.flush(wait_for_uploads=True)
+            run.close()
         self._task = None
+
+
+@contextmanager
+def _without_task_seeding(task_class: type[Task]) -> Iterator[None]:
+    """Inside the block, ``Task.init`` leaves the random generators alone (``Task.set_random_seed(None)``); the
+    seed ClearML had is restored on exit."""
+    previous = task_class._random_seed
+    task_class.set_random_seed(None)
+    try:
+        yield
+    finally:
+        task_class.set_random_seed(previous)
 
 
 def _require_clearml_credentials(logger_name: str) -> None:

@@ -7,6 +7,9 @@ plugin imports none of them and a missing one is reported with the extra that in
 
 A logger configured to log locally turns off its client's own reporting (usage telemetry, error reporting)
 with :func:`set_offline_environment`, through the client's documented environment variables.
+
+A logger starts its client's run inside :func:`preserved_random_state`, so that logging leaves the training as
+the pipeline's seed made it.
 """
 
 from __future__ import annotations
@@ -15,9 +18,12 @@ import importlib
 import inspect
 import logging
 import os
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from types import ModuleType
 from typing import Any
+
+from oml_core.lightning.callbacks.rng import get_rng_state, set_rng_state
 
 _logger = logging.getLogger(__name__)
 
@@ -57,6 +63,23 @@ def require_credentials(logger_name: str, service: str, missing: Iterable[str], 
             f"{logger_name}: logging online to {service} needs the environment variable(s) "
             f"{', '.join(missing)}, which are not set. Export them, or log offline: {offline_hint}"
         )
+
+
+@contextmanager
+def preserved_random_state() -> Iterator[None]:
+    """Put the global random generators back as they were before the block: Python's ``random``, NumPy's, torch's
+    CPU generator and, when CUDA is available, every CUDA device's (see
+    :func:`oml_core.lightning.callbacks.rng.get_rng_state`).
+
+    The clients draw from them when they start a run (MLflow a random run name, Neptune the key of its offline
+    folder, ClearML a callback handle), which the pipeline, seeded before it logs its config, would otherwise
+    pay for with other augmentations and so other weights.
+    """
+    state = get_rng_state({})
+    try:
+        yield
+    finally:
+        set_rng_state(state, {})
 
 
 def check_client_kwargs(logger_name: str, function: Callable[..., Any], kwargs: Mapping[str, Any]) -> None:
@@ -102,6 +125,7 @@ __all__ = [
     "check_client_kwargs",
     "import_client",
     "missing_env",
+    "preserved_random_state",
     "require_credentials",
     "set_offline_environment",
 ]

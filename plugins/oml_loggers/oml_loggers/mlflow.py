@@ -5,16 +5,21 @@ from __future__ import annotations
 import os
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlparse
 
 from matplotlib.figure import Figure
 from pytorch_lightning.loggers import MLFlowLogger
+from pytorch_lightning.loggers.logger import rank_zero_experiment
 from pytorch_lightning.utilities.rank_zero import rank_zero_only
 
 from oml_loggers.base import PipelineLoggerBase
-from oml_loggers.clients import import_client, set_offline_environment
+from oml_loggers.clients import import_client, preserved_random_state, set_offline_environment
+from oml_loggers.lifetime import end_open_runs
 from oml_loggers.pipeline_info import PipelineInfo
+
+if TYPE_CHECKING:
+    from mlflow.tracking import MlflowClient
 
 #: File name of the sqlite database used when no tracking uri is given.
 DATABASE_NAME = "mlflow.db"
@@ -102,6 +107,18 @@ class MLFlowPipelineLogger(MLFlowLogger, PipelineLoggerBase):
             synchronous=synchronous,
         )
         self._local_dir = local_dir
+
+    @property
+    @rank_zero_experiment
+    def experiment(self) -> MlflowClient:
+        """The ``MlflowClient``; on first use the experiment and the run are created, after the runs other
+        pipeline loggers left open are ended (:func:`~oml_loggers.lifetime.end_open_runs`), inside
+        :func:`~oml_loggers.clients.preserved_random_state` (MLflow draws a run name without ``run_name``)."""
+        if not self._initialized:
+            end_open_runs()
+            with preserved_random_state():
+                return super().experiment
+        return super().experiment
 
     @property
     def save_dir(self) -> str | None:

@@ -14,8 +14,14 @@ from matplotlib.figure import Figure
 from pytorch_lightning.loggers.logger import rank_zero_experiment
 from pytorch_lightning.utilities.rank_zero import rank_zero_only
 
-from oml_loggers.base import PipelineLoggerBase
-from oml_loggers.clients import check_client_kwargs, import_client, missing_env, require_credentials
+from oml_loggers.clients import (
+    check_client_kwargs,
+    import_client,
+    missing_env,
+    preserved_random_state,
+    require_credentials,
+)
+from oml_loggers.lifetime import ClientRunLogger, end_open_runs
 from oml_loggers.pipeline_info import PipelineInfo
 
 if TYPE_CHECKING:
@@ -28,7 +34,7 @@ LOCAL_MODES = frozenset({"offline", "debug"})
 DATA_DIRECTORY_ENV = "NEPTUNE_DATA_DIRECTORY"
 
 
-class NeptunePipelineLogger(PipelineLoggerBase):
+class NeptunePipelineLogger(ClientRunLogger):
     """A Lightning logger to a Neptune run that also logs figures and the pipeline's info.
 
     Online modes (``async``, the default, ``sync``, ``read-only``) need ``NEPTUNE_API_TOKEN`` (or
@@ -92,11 +98,13 @@ class NeptunePipelineLogger(PipelineLoggerBase):
     @property
     @rank_zero_experiment
     def experiment(self) -> Run:
-        """The ``neptune.Run``, created on first use (again after :meth:`finalize` stopped it)."""
+        """The ``neptune.Run``, created on first use (after the runs other pipeline loggers left open are ended;
+        again after :meth:`close`)."""
         if self._run is None:
             import neptune
 
-            with _environment(DATA_DIRECTORY_ENV, self._save_dir):
+            end_open_runs()
+            with _environment(DATA_DIRECTORY_ENV, self._save_dir), preserved_random_state():
                 self._run = neptune.init_run(**self._init_kwargs)
         return self._run
 
@@ -164,13 +172,17 @@ class NeptunePipelineLogger(PipelineLoggerBase):
         if checkpoint_callback.best_model_path:
             run[self._key("model/best_model_path")] = checkpoint_callback.best_model_path
 
-    @rank_zero_only
-    def finalize(self, status: str) -> None:
-        """Record ``status`` as ``<prefix>/status`` and stop the run (a later use starts a new one)."""
-        if self._run is None:
-            return
-        self._run[self._key("status")] = status
-        self._run.stop()
+    def _open_run(self) -> Run | None:
+        return self._run
+
+    def _flush_run(self, run: Run, status: str) -> None:
+        """Record ``status`` as ``<prefix>/status``."""
+        run[self._key("status")] = status
+
+    def _end_run(self, run: Run, status: str) -> None:
+        """Record ``status`` as ``<prefix>/status``, stop the run and forget it."""
+        run[self._key("status")] = status
+        run.stop()
         self._run = None
 
 

@@ -57,6 +57,7 @@ EXTRA_EXPORTS: MappingProxyType[str, str] = MappingProxyType(
         "MissingCredentialsError": "oml_loggers.clients",
         "PipelineInfo": "oml_loggers.pipeline_info",
         "cfg_to_yaml": "oml_loggers.config",
+        "end_open_runs": "oml_loggers.lifetime",
     }
 )
 

@@ -3,14 +3,19 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from matplotlib.figure import Figure
 from pytorch_lightning.loggers import TensorBoardLogger
+from pytorch_lightning.loggers.logger import rank_zero_experiment
 from pytorch_lightning.utilities.rank_zero import rank_zero_only
 
 from oml_loggers.base import PipelineLoggerBase
+from oml_loggers.lifetime import end_open_runs
 from oml_loggers.pipeline_info import PipelineInfo
+
+if TYPE_CHECKING:
+    from torch.utils.tensorboard import SummaryWriter
 
 
 class TensorBoardPipelineLogger(TensorBoardLogger, PipelineLoggerBase):
@@ -34,6 +39,15 @@ class TensorBoardPipelineLogger(TensorBoardLogger, PipelineLoggerBase):
         self, save_dir: str | Path, name: str | None = "", version: int | str | None = None, **kwargs: Any
     ) -> None:
         super().__init__(save_dir=save_dir, name=name, version=version, **kwargs)
+
+    @property
+    @rank_zero_experiment
+    def experiment(self) -> SummaryWriter:
+        """The ``SummaryWriter``, created on first use after the runs other pipeline loggers left open are ended
+        (:func:`~oml_loggers.lifetime.end_open_runs`)."""
+        if self._experiment is None:
+            end_open_runs()
+        return super().experiment
 
     @rank_zero_only
     def log_figure(self, fig: Figure, title: str, idx: int) -> None:

@@ -4,23 +4,29 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from pytorch_lightning.loggers import WandbLogger
+from pytorch_lightning.loggers.logger import rank_zero_experiment
 from pytorch_lightning.utilities.rank_zero import rank_zero_only
 
-from oml_loggers.base import PipelineLoggerBase
 from oml_loggers.clients import (
     check_client_kwargs,
     import_client,
     missing_env,
+    preserved_random_state,
     require_credentials,
     set_offline_environment,
 )
+from oml_loggers.lifetime import ClientRunLogger, end_open_runs
 from oml_loggers.pipeline_info import PipelineInfo
+
+if TYPE_CHECKING:
+    from wandb.sdk.lib import RunDisabled
+    from wandb.wandb_run import Run
 
 #: W&B modes that need no account (``WANDB_MODE`` or the ``mode`` argument).
 LOCAL_MODES = frozenset({"offline", "dryrun", "disabled"})
@@ -31,7 +37,7 @@ LOCAL_MODES = frozenset({"offline", "dryrun", "disabled"})
 OFFLINE_ENVIRONMENT = {"WANDB_ERROR_REPORTING": "false"}
 
 
-class WandBPipelineLogger(WandbLogger, PipelineLoggerBase):
+class WandBPipelineLogger(WandbLogger, ClientRunLogger):
     """Lightning's ``WandbLogger`` that also logs figures and the pipeline's info.
 
     Online logging needs ``WANDB_API_KEY`` in the environment; ``offline=True`` (or ``mode="offline"``, or
@@ -42,8 +48,13 @@ class WandBPipelineLogger(WandbLogger, PipelineLoggerBase):
     Logged: metrics with ``trainer/global_step`` (``log_metrics``), the config as the run's config,
     figures as images under their title (``log_figure``), the tags as the run's tags, and the artifacts
     ``config`` (``config.yaml``), ``dataset`` (the dataframe) and ``code`` (``oml_core/...``), each of the
-    type of its name.
-    :meth:`finalize` finishes the run; a later use starts a new one.
+    type of its name; with ``log_model``, the checkpoints (``after_save_checkpoint``, at the end of a stage).
+
+    One run per pipeline (see :mod:`oml_loggers.lifetime`): :meth:`finalize`, called at the end of every Trainer
+    stage, keeps the run open after a successful stage; the run is finished (exit code 1 after a failed stage)
+    by a failed stage, :meth:`close`, the next pipeline logger's run, or the end of the process. A run that was
+    already in progress (``wandb.run``, started by the caller) is logged into, as Lightning does, and never
+    finished here.
 
     Args:
         project: The W&B project (``WANDB_PROJECT`` or ``lightning_logs`` when ``None``).
@@ -96,6 +107,21 @@ class WandBPipelineLogger(WandbLogger, PipelineLoggerBase):
             mode=mode,
             **kwargs,
         )
+        self._owns_run = False
+
+    @property
+    @rank_zero_experiment
+    def experiment(self) -> Run | RunDisabled:
+        """The W&B run, started on first use (after the runs other pipeline loggers left open are ended), or the
+        run already in progress in the process (``wandb.run``)."""
+        if self._experiment is None:
+            import wandb
+
+            end_open_runs()
+            self._owns_run = wandb.run is None
+            with preserved_random_state():
+                return super().experiment
+        return super().experiment
 
     @rank_zero_only
     def log_figure(self, fig: Figure, title: str, idx: int) -> None:
@@ -118,14 +144,21 @@ class WandBPipelineLogger(WandbLogger, PipelineLoggerBase):
                     artifact.add_file(str(path), policy="mutable")
                 self.experiment.log_artifact(artifact)
 
-    @rank_zero_only
-    def finalize(self, status: str) -> None:
-        """Log the checkpoints (``log_model``) and finish the run (exit code 1 when ``status`` is
-        ``"failed"``); a later use of the logger starts a new run."""
-        super().finalize(status)
-        if self._experiment is not None:
-            self._experiment.finish(exit_code=1 if status == "failed" else 0)
-            self._experiment = None
+    #: ``WandbLogger.finalize`` comes first in the MRO: the stage's end is :class:`ClientRunLogger`'s.
+    finalize = ClientRunLogger.finalize
+
+    def _open_run(self) -> Run | RunDisabled | None:
+        return self._experiment
+
+    def _flush_run(self, run: Run | RunDisabled, status: str) -> None:
+        """Log the new checkpoints (``log_model``): ``WandbLogger.finalize``, which leaves the run open."""
+        WandbLogger.finalize(self, status)
+
+    def _end_run(self, run: Run | RunDisabled, status: str) -> None:
+        """Finish the run if this logger started it (exit code 1 unless ``status`` is ``"success"``); forget it."""
+        if self._owns_run:
+            run.finish(exit_code=0 if status == "success" else 1)
+        self._experiment = None
 
 
 def figure_to_array(fig: Figure) -> np.ndarray:

@@ -12,8 +12,8 @@ with ``OSError``. Entries are written as they happen, so that what a client does
 daemon threads) is kept too.
 
 Each logger, in turn and in the same process (one start of torch and Lightning for all), logs metrics at two
-steps, hyper-parameters, a figure and the pipeline info under ``OUT_DIR/<logger>``, then finalizes. The script
-writes ``OUT_DIR/summary.json``: per logger, its ``save_dir`` and ``version`` and the client switches
+steps, hyper-parameters, a figure and the pipeline info under ``OUT_DIR/<logger>``, then finalizes and ends its
+run. The script writes ``OUT_DIR/summary.json``: per logger, its ``save_dir`` and ``version`` and the client switches
 (environment variables) that its session set.
 """
 
@@ -195,6 +195,8 @@ def run_session(name: str, out: Path) -> dict[str, Any]:
     logger.log_pipeline_info(cfg)
     version = str(logger.version)
     logger.finalize("success")
+    if hasattr(logger, "close"):  # a client's run outlives the stage: end it within the logger's session
+        logger.close()
     after = {switch: os.environ.get(switch) for switch in SWITCHES}
     return {
         "save_dir": logger.save_dir,

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import torch
 from omegaconf import OmegaConf
 from oml_loggers import ClearMLPipelineLogger
 from PIL import Image
@@ -80,16 +81,79 @@ def test_offline_session_holds_scalars_hyperparams_image_tags_and_artifacts(
 
 
 @pytest.mark.usefixtures("clearml_offline_state")
-def test_a_new_task_after_finalize(isolated_clients: Path) -> None:
+def test_the_stages_of_a_pipeline_share_a_task_and_a_later_use_after_close_starts_a_new_one(
+    isolated_clients: Path,
+) -> None:
     logger = ClearMLPipelineLogger(project_name="oml", task_name="twice")
     logger.log_metrics({"loss": 1.0}, step=3)
+    logger.finalize("success")  # the end of trainer.validate
+    logger.log_metrics({"loss": 0.5}, step=4)
+    logger.finalize("success")  # the end of trainer.fit
     first = logger.version
-    logger.finalize("success")
-    logger.log_metrics({"loss": 2.0}, step=4)
+    logger.close()
+    logger.log_metrics({"loss": 2.0}, step=5)
     second = logger.version
-    logger.finalize("success")
+    logger.close()
 
     assert first != second and logger.name == "twice"
     offline = isolated_clients / "clearml_cache" / "offline"
-    assert OfflineSession(offline / f"{first}.zip").series("loss") == [(3, 1.0)]
-    assert OfflineSession(offline / f"{second}.zip").series("loss") == [(4, 2.0)]
+    assert sorted(path.name for path in offline.glob("*.zip")) == sorted([f"{first}.zip", f"{second}.zip"])
+    assert OfflineSession(offline / f"{first}.zip").series("loss") == [(3, 1.0), (4, 0.5)]
+    assert OfflineSession(offline / f"{second}.zip").series("loss") == [(5, 2.0)]
+
+
+@pytest.mark.usefixtures("clearml_offline_state")
+def test_the_next_logger_closes_the_task_that_a_finished_pipeline_left_open(isolated_clients: Path) -> None:
+    first = ClearMLPipelineLogger(project_name="oml", task_name="first")
+    first.log_metrics({"loss": 1.0}, step=1)
+    first.finalize("success")
+    second = ClearMLPipelineLogger(project_name="oml", task_name="second")
+    second.log_metrics({"loss": 2.0}, step=1)  # its own task (Task.init would return the open one)
+    offline = isolated_clients / "clearml_cache" / "offline"
+    (closed,) = offline.glob("*.zip")  # the first task, zipped when closed
+    assert OfflineSession(closed).task["name"] == "first"
+    second.close()
+    sessions = {OfflineSession(path).task["name"]: OfflineSession(path) for path in offline.glob("*.zip")}
+    assert sessions["first"].series("loss") == [(1, 1.0)]
+    assert sessions["second"].series("loss") == [(1, 2.0)]
+
+
+@pytest.mark.usefixtures("clearml_offline_state")
+def test_the_task_neither_reseeds_nor_takes_clearmls_default_seed_from_the_caller() -> None:
+    """``Task.init`` seeds random, numpy and torch with ClearML's seed (1337) unless its seeding is off."""
+    from clearml import Task
+
+    torch.manual_seed(7)
+    expected = torch.rand(3, generator=torch.Generator().manual_seed(7))
+    logger = ClearMLPipelineLogger(project_name="oml", task_name="seeded")
+    task = logger.experiment
+
+    assert torch.equal(torch.rand(3), expected)  # the draws the seed 7 gives, not those of 1337
+    assert task.get_random_seed() is None  # the task claims no seed of its own
+    logger.close()
+    assert Task._random_seed == 1337  # ClearML's default seed is back for the caller's own tasks
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("clearml_offline_state")
+def test_a_training_is_one_task_with_config_tags_curves_and_unchanged_weights(
+    isolated_clients: Path, train_tiny, tensorboard_training, assert_same_weights
+) -> None:
+    result = train_tiny({"name": "clearml", "args": {"project_name": "oml", "task_name": "tiny"}})
+    offline = isolated_clients / "clearml_cache" / "offline"
+    # the only session: trainer.validate and trainer.fit share the task
+    (archive,) = offline.glob("*.zip")
+    assert [path.name for path in offline.iterdir() if path.is_dir()] == [archive.stem]
+    recorded = OfflineSession(archive)
+
+    assert (recorded.param("seed"), recorded.param("max_epochs")) == ("7", "1")
+    assert set(recorded.task["tags"]) == {"logger-test", "tiny"}
+    cmc = recorded.series("OVERALL/cmc/1")  # before training (epoch 0, step 0) and after the epoch
+    assert [value for _, value in cmc] == [
+        result.epochs[0]["OVERALL/cmc/1"],
+        result.epochs[1]["OVERALL/cmc/1"],
+    ]
+    assert cmc[0][0] == 0
+    assert [step for step, _ in recorded.series("loss_step")] == [0, 1, 2, 3]  # 128 training images / 32
+    assert {a["key"] for a in recorded.task["execution"]["artifacts"]} == {"config", "dataset", "code"}
+    assert_same_weights(result, tensorboard_training)

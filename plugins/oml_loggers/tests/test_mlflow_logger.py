@@ -60,15 +60,19 @@ def test_default_store_is_sqlite_under_save_dir_and_holds_everything(tmp_path: P
     assert source.read_text() == Path(oml_core.__file__).read_text()
 
 
-def test_tracking_uri_from_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, figure) -> None:
+def test_tracking_uri_from_environment_and_a_run_named_by_mlflow(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, random_state_kept_by
+) -> None:
     uri = f"sqlite:///{tmp_path / 'env.db'}"
     monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
     logger = MLFlowPipelineLogger(experiment_name="from_env", artifact_location=(tmp_path / "art").as_uri())
     assert logger.save_dir is None  # not a local folder of its own
-    logger.log_metrics({"loss": 2.0}, step=7)
+    with random_state_kept_by(7):  # no run_name: MLflow draws one from Python's random generator
+        logger.log_metrics({"loss": 2.0}, step=7)
     logger.finalize("failed")
     run = MlflowClient(uri).get_run(logger.run_id)
     assert (run.info.status, run.data.metrics) == ("FAILED", {"loss": 2.0})
+    assert run.info.run_name  # a name of MLflow's making, e.g. "bold-fox-123"
 
 
 def test_file_store_needs_mlflow_allow_file_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -85,3 +89,31 @@ def test_file_store_needs_mlflow_allow_file_store(tmp_path: Path, monkeypatch: p
     run = MlflowClient(uri).get_run(logger.run_id)
     assert run.data.metrics == {"OVERALL/cmc/1": 0.5}
     assert (tmp_path / "ml-runs" / run.info.experiment_id / logger.run_id).is_dir()
+
+
+@pytest.mark.slow
+def test_a_training_is_one_run_with_config_tags_curves_checkpoint_and_unchanged_weights(
+    train_tiny, tensorboard_training, assert_same_weights
+) -> None:
+    result = train_tiny({"name": "mlflow", "args": {"experiment_name": "oml", "log_model": True}})
+    client = MlflowClient(f"sqlite:///{result.run_dir / 'mlflow.db'}")
+    experiments = [experiment.experiment_id for experiment in client.search_experiments()]
+    (run,) = client.search_runs(experiments)  # the only run: trainer.validate and trainer.fit share it
+
+    assert run.info.status == "FINISHED"
+    params = run.data.params
+    assert (params["seed"], params["max_epochs"], params["bs_train"]) == ("7", "1", "32")
+    assert {tag: run.data.tags.get(tag) for tag in ("logger-test", "tiny")} == {
+        "logger-test": "tag",
+        "tiny": "tag",
+    }
+    cmc = sorted((m.step, m.value) for m in client.get_metric_history(run.info.run_id, "OVERALL/cmc/1"))
+    assert [value for _, value in cmc] == [
+        result.epochs[0]["OVERALL/cmc/1"],
+        result.epochs[1]["OVERALL/cmc/1"],
+    ]
+    assert cmc[0][0] == 0
+    loss = client.get_metric_history(run.info.run_id, "loss_step")
+    assert sorted(m.step for m in loss) == [0, 1, 2, 3]  # 128 training images / 32
+    assert "best/best.ckpt" in _artifact_paths(client, run.info.run_id)  # log_model: the best checkpoint
+    assert_same_weights(result, tensorboard_training)

@@ -10,8 +10,9 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+import pytest
 from omegaconf import OmegaConf
-from oml_loggers import NeptunePipelineLogger
+from oml_loggers import NeptunePipelineLogger, TensorBoardPipelineLogger
 from PIL import Image
 
 import oml_core
@@ -95,3 +96,60 @@ def test_checkpoints_are_uploaded_when_asked(tmp_path: Path) -> None:
     ]
     assert _at(ops, "fit", "model", "best_model_path")[0]["value"] == checkpoints.best_model_path
     assert _at(ops, "fit", "status")[0]["value"] == "failed"
+
+
+def test_the_stages_of_a_pipeline_log_into_one_run_and_the_next_logger_stops_it(tmp_path: Path) -> None:
+    first = NeptunePipelineLogger(mode="offline", save_dir=tmp_path / "first")
+    first.log_metrics({"loss": 1.0}, step=0)
+    first.finalize("success")  # the end of trainer.validate
+    run = first.experiment
+    first.log_metrics({"loss": 0.5}, step=1)
+    first.finalize("success")  # the end of trainer.fit
+    assert first.experiment is run and run.get_state() == "started"
+
+    second = NeptunePipelineLogger(mode="offline", save_dir=tmp_path / "second")
+    second.log_metrics({"loss": 2.0}, step=1)  # its own run, after stopping the first pipeline's
+    assert run.get_state() == "stopped"
+    second.close()
+    _, ops = read_offline_run(tmp_path / "first")  # the only run folder
+    assert _series(ops, "training", "loss") == [(0, 1.0), (1, 0.5)]
+    assert [op["value"] for op in _at(ops, "training", "status")] == ["success"] * 3
+    _, later = read_offline_run(tmp_path / "second")
+    assert _series(later, "training", "loss") == [(1, 2.0)]
+
+
+def test_a_tensorboard_logger_starting_the_next_pipeline_stops_it_too(tmp_path: Path) -> None:
+    first = NeptunePipelineLogger(mode="offline", save_dir=tmp_path / "nep")
+    first.log_metrics({"loss": 1.0}, step=0)
+    first.finalize("success")
+    run = first.experiment
+    TensorBoardPipelineLogger(tmp_path / "tb").log_metrics({"loss": 2.0}, step=0)  # the next pipeline's
+    assert run.get_state() == "stopped"
+
+
+@pytest.mark.slow
+def test_a_training_is_one_run_with_config_tags_curves_checkpoint_and_unchanged_weights(
+    train_tiny, tensorboard_training, assert_same_weights
+) -> None:
+    result = train_tiny({"name": "neptune", "args": {"mode": "offline", "log_model_checkpoints": True}})
+    # the only run folder: trainer.validate and trainer.fit share it
+    folder, ops = read_offline_run(result.run_dir)
+
+    hyperparams = {
+        key: _at(ops, "training", "hyperparams", key)[0]["value"] for key in ("seed", "max_epochs")
+    }
+    assert hyperparams == {"seed": 7, "max_epochs": 1}
+    assert set(_at(ops, "sys", "tags")[-1]["values"]) == {"logger-test", "tiny"}
+    cmc = _series(
+        ops, "training", "OVERALL", "cmc", "1"
+    )  # before training (epoch 0, step 0) and after the epoch
+    assert [value for _, value in cmc] == [
+        result.epochs[0]["OVERALL/cmc/1"],
+        result.epochs[1]["OVERALL/cmc/1"],
+    ]
+    assert cmc[0][0] == 0
+    assert [step for step, _ in _series(ops, "training", "loss_step")] == [0, 1, 2, 3]  # 128 images / 32
+    (checkpoint,) = _at(ops, "training", "model", "checkpoints", "best", kind="UploadFile")
+    assert checkpoint["file_path"] == str(result.best_checkpoint)
+    assert _at(ops, "training", "status")[-1]["value"] == "success"
+    assert_same_weights(result, tensorboard_training)

@@ -16,6 +16,7 @@ from oml_loggers import (
     MLFlowPipelineLogger,
     NeptunePipelineLogger,
     WandBPipelineLogger,
+    end_open_runs,
 )
 from oml_loggers import plugin as loggers_plugin
 
@@ -81,6 +82,7 @@ def test_default_config_builds_an_offline_logger(
     assert isinstance(logger, IPipelineLogger)
     logger.log_metrics({"loss": 0.5}, step=1)
     logger.finalize("success")
+    end_open_runs()  # what the next pipeline's logger, or the end of the process, does
     base, pattern = DEFAULT_CONFIG_OUTPUT[name]
     assert len(list((tmp_path / base).glob(pattern))) == 1
 

@@ -122,3 +122,25 @@ def test_registry_builds_tensorboard_logger(tmp_path: Path) -> None:
 
 def test_installed_entry_point_provides_tensorboard() -> None:
     assert Registry().get("logger", "tensorboard").plugin.distribution == "oml-loggers"
+
+
+@pytest.mark.slow
+def test_a_training_is_one_version_folder_with_config_tags_and_curves(tensorboard_training) -> None:
+    result = tensorboard_training  # the reference weights of the other loggers' end-to-end tests
+    (log_dir,) = result.run_dir.glob("version_*")  # trainer.validate and trainer.fit share it
+    assert result.log_dir == log_dir
+
+    hparams = OmegaConf.to_container(OmegaConf.load(log_dir / "hparams.yaml"))
+    assert (hparams["seed"], hparams["max_epochs"], hparams["bs_train"]) == (7, 1, 32)
+    acc = _events(str(log_dir))
+    (tags,) = acc.Tensors("tags/text_summary")
+    assert tags.tensor_proto.string_val[0].decode() == "logger-test, tiny"
+    cmc = [
+        (s.step, s.value) for s in acc.Scalars("OVERALL/cmc/1")
+    ]  # before training (step 0), after the epoch
+    assert [value for _, value in cmc] == [
+        result.epochs[0]["OVERALL/cmc/1"],
+        result.epochs[1]["OVERALL/cmc/1"],
+    ]
+    assert cmc[0][0] == 0
+    assert [s.step for s in acc.Scalars("loss_step")] == [0, 1, 2, 3]  # 128 training images / 32

@@ -135,25 +135,92 @@ def test_offline_run_holds_metrics_config_figure_tags_and_artifacts(tmp_path: Pa
     assert "oml_core/registry/registry.py" in files["code"]
 
 
-def test_wandb_mode_offline_from_the_environment_and_a_new_run_after_finalize(
+def test_wandb_mode_offline_from_the_environment_and_a_new_run_after_a_failed_stage(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("WANDB_MODE", "offline")
     logger = WandBPipelineLogger(project="oml", save_dir=tmp_path / "wb")  # no key needed offline
     logger.log_metrics({"loss": 1.0}, step=1)
     run_id = logger.version
-    logger.finalize("failed")
+    logger.finalize("failed")  # a failed stage ends the run
     first = OfflineRun.read(tmp_path / "wb")
     assert (first.exit_code, first.series("loss")) == (1, [(1, 1.0)])
 
     logger.log_metrics({"loss": 0.5}, step=2)  # a later use starts a new run
     second_id = logger.version
-    logger.finalize("success")
+    logger.close()
     assert second_id not in (None, run_id)
     (records_file,) = (tmp_path / "wb" / "wandb").glob(f"offline-run-*-{second_id}/run-{second_id}.wandb")
     kinds = {r.WhichOneof("record_type"): r for r in finished_records(records_file)}
     assert kinds["exit"].exit.exit_code == 0
     assert _nested(kinds["history"].history.item)["loss"] == 0.5
+
+
+def test_the_stages_of_a_pipeline_log_into_one_run_until_close(tmp_path: Path) -> None:
+    logger = WandBPipelineLogger(project="oml", save_dir=tmp_path / "wb", offline=True)
+    logger.log_metrics({"loss": 1.0}, step=0)
+    logger.finalize("success")  # the end of trainer.validate
+    logger.log_metrics({"loss": 0.5}, step=1)
+    logger.finalize("success")  # the end of trainer.fit
+    logger.close()
+    run = OfflineRun.read(tmp_path / "wb")  # the only run folder
+
+    assert (run.exit_code, run.series("loss")) == (0, [(0, 1.0), (1, 0.5)])
+
+
+def test_the_next_logger_ends_the_run_that_a_finished_pipeline_left_open(tmp_path: Path) -> None:
+    first = WandBPipelineLogger(project="oml", save_dir=tmp_path / "first", offline=True)
+    first.log_metrics({"loss": 1.0}, step=1)
+    first.finalize("success")
+    second = WandBPipelineLogger(project="oml", save_dir=tmp_path / "second", offline=True)
+    second.log_metrics({"loss": 2.0}, step=1)  # starts its own run, after finishing the first one
+    earlier = OfflineRun.read(tmp_path / "first")
+    assert (earlier.exit_code, earlier.series("loss")) == (0, [(1, 1.0)])
+
+    second.close()
+    later = OfflineRun.read(tmp_path / "second")
+    assert (later.exit_code, later.series("loss")) == (0, [(1, 2.0)])
+
+
+def test_a_run_the_caller_started_is_logged_into_and_left_running(tmp_path: Path) -> None:
+    import wandb
+
+    run = wandb.init(project="oml", mode="offline", dir=tmp_path)
+    logger = WandBPipelineLogger(project="oml", save_dir=tmp_path, offline=True)
+    with pytest.warns(UserWarning, match="wandb run already in progress"):
+        logger.log_metrics({"loss": 1.0}, step=1)
+    assert logger.version == run.id
+    logger.close()
+    assert wandb.run is run  # not finished: the caller's run
+    run.finish()
+    assert OfflineRun.read(tmp_path).series("loss") == [(1, 1.0)]
+
+
+@pytest.mark.slow
+def test_a_training_is_one_run_with_config_tags_curves_checkpoint_and_unchanged_weights(
+    train_tiny, tensorboard_training, assert_same_weights
+) -> None:
+    result = train_tiny({"name": "wandb", "args": {"project": "oml", "offline": True, "log_model": True}})
+    run = OfflineRun.read(result.run_dir)  # the only run folder: trainer.validate and trainer.fit share it
+
+    assert run.exit_code == 0
+    assert (run.config["seed"], run.config["max_epochs"], run.config["bs_train"]) == (7, 1, 32)
+    assert run.tags == ("logger-test", "tiny")
+    cmc = run.series("OVERALL/cmc/1")  # before training (epoch 0, step 0) and after the epoch
+    assert [value for _, value in cmc] == [
+        result.epochs[0]["OVERALL/cmc/1"],
+        result.epochs[1]["OVERALL/cmc/1"],
+    ]
+    assert cmc[0][0] == 0
+    assert [step for step, _ in run.series("loss_step")] == [0, 1, 2, 3]  # 128 training images / 32
+    assert {name: a.type for name, a in run.artifacts.items() if a.type != "model"} == {
+        "config": "config",
+        "dataset": "dataset",
+        "code": "code",
+    }
+    (model,) = [a for a in run.artifacts.values() if a.type == "model"]  # log_model: the best checkpoint
+    assert [entry.path for entry in model.manifest.contents] == ["model.ckpt"]
+    assert_same_weights(result, tensorboard_training)
 
 
 def test_figure_to_array_is_rgb_pixels(figure) -> None:
