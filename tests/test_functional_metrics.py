@@ -12,8 +12,11 @@ import torch
 from torch import BoolTensor, LongTensor
 
 import oml_core.functional.metrics as fm
+import oml_core.utils.pca as pca_module
 from oml_core import hookimpl
+from oml_core.functional.metric_adapters import map_at_k_tf
 from oml_core.functional.metrics import (
+    RetrievedIdsNotUniqueError,
     calc_cmc,
     calc_gt_tops,
     calc_map,
@@ -25,7 +28,9 @@ from oml_core.functional.metrics import (
     reduce_metrics,
     take_unreduced_metrics_by_mask,
 )
+from oml_core.functional.ranking_metrics import calc_recall
 from oml_core.registry import Registry, UnknownNameError
+from oml_core.utils.pca import explained_variances
 
 
 def assert_exact(actual: list[torch.Tensor], expected: list[torch.Tensor]) -> None:
@@ -357,6 +362,68 @@ def test_pcf_is_at_most_one_and_nan_without_variance() -> None:
         calc_pcf(x, (1.5,))
 
 
+def scatter_pcf(x: torch.Tensor, fractions: tuple[float, ...]) -> tuple[torch.Tensor, torch.Tensor]:
+    """The implementation before the Gram matrix, kept as the naive reference: the ``[d, d]`` scatter matrix of
+    the centred rows in float64, its eigenvalues descending (the first ``min(n, d)``), and the largest ``p <= d``
+    whose ``p - 1`` first eigenvalues explain at most ``r`` of the variance. Returns ``(eigenvalues, pcf)``."""
+    xd = x.double()
+    centred = xd - xd.sum(dim=0) / len(xd)
+    eigenvalues = torch.linalg.eigvalsh(centred.T @ centred).flip(0).clamp(min=0)[: min(x.shape)]
+    ratios = (eigenvalues.cumsum(0) / eigenvalues.sum()).clamp(max=1.0)
+    d = x.shape[1]
+    pcf = torch.tensor([min(int((ratios <= r).sum()) + 1, d) / d for r in fractions])
+    return eigenvalues, pcf
+
+
+def spectrum_data(n: int, d: int, rank: int | None, dtype: torch.dtype, seed: int) -> torch.Tensor:
+    """``[n, d]`` rows with a decaying spectrum (column ``j`` scaled by ``(j + 1)^-0.7``), of rank ``rank`` when
+    given (a product of ``[n, rank]`` and ``[rank, d]`` factors)."""
+    g = torch.Generator().manual_seed(seed)
+    scales = torch.arange(1, d + 1, dtype=torch.float64) ** -0.7
+    if rank is None:
+        x = torch.randn(n, d, generator=g, dtype=torch.float64) * scales
+    else:
+        x = torch.randn(n, rank, generator=g, dtype=torch.float64) @ torch.randn(
+            rank, d, generator=g, dtype=torch.float64
+        )
+        x = x * scales
+    return x.to(dtype)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize(
+    ("n", "d", "rank"),
+    [
+        (64, 512, None),  # n < d: the Gram matrix
+        (40, 300, None),
+        (3, 1000, None),
+        (300, 40, None),  # n > d: the scatter matrix
+        (64, 64, None),  # n = d
+        (7, 7, None),
+        (100, 200, 5),  # rank-deficient
+        (200, 50, 3),
+    ],
+)
+def test_pcf_equals_the_scatter_matrix_reference(
+    n: int, d: int, rank: int | None, dtype: torch.dtype
+) -> None:
+    x = spectrum_data(n, d, rank, dtype, seed=n + d)
+    fractions = (0.1, 0.5, 0.9, 0.99, 1.0)
+    eigenvalues, expected = scatter_pcf(x, fractions)
+    variances = explained_variances(x)
+    assert variances.shape == (min(n, d),)
+    torch.testing.assert_close(variances, eigenvalues, rtol=0, atol=1e-9 * float(eigenvalues[0]))
+    torch.testing.assert_close(calc_pcf(x, fractions), expected.float(), rtol=0, atol=1e-5)
+
+
+def test_pcf_gram_matrix_in_column_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
+    x = spectrum_data(30, 101, None, torch.float32, seed=5)
+    whole = explained_variances(x)
+    monkeypatch.setattr(pca_module, "GRAM_CHUNK_VALUES", 30 * 7)  # 7 columns at a time, the last 3
+    torch.testing.assert_close(explained_variances(x), whole, rtol=0, atol=1e-9 * float(whole[0]))
+    assert torch.equal(calc_pcf(x, (0.5, 0.9)), scatter_pcf(x, (0.5, 0.9))[1].float())
+
+
 def test_topological_metrics() -> None:
     embeddings = torch.eye(4, 10, dtype=torch.float)
     metrics = calc_topological_metrics(embeddings, pcf_variance=(0.5, 1))
@@ -468,3 +535,75 @@ def test_reduce_metrics_ignores_nan() -> None:
     )
     assert reduced["fallout"][1].item() == pytest.approx(0.5)
     assert math.isnan(reduced["x"].item())
+
+
+# ------------------------------------------------------------------------------- duplicate ids
+def test_duplicate_retrieved_ids_are_refused_naming_the_query(builtin_registry: Registry) -> None:
+    # the user's report: precision@3 = 3.0
+    with pytest.raises(
+        RetrievedIdsNotUniqueError,
+        match=r"^Retrieved ids must be unique: query 0 retrieves the id 0 more than once "
+        r"\(its retrieved ids: \[0, 0, 0\]\)$",
+    ):
+        calc_retrieval_metrics(
+            [LongTensor([0, 0, 0])], [LongTensor([0])], precision_top_k=(3,), registry=builtin_registry
+        )
+    # OML raises a RuntimeError("Retrieved ids must be unique."): code catching it still does, and oml's ValueError
+    assert issubclass(RetrievedIdsNotUniqueError, RuntimeError) and issubclass(
+        RetrievedIdsNotUniqueError, ValueError
+    )
+    retrieved = [LongTensor([4, 1]), LongTensor([]), LongTensor([9, 7, 5, 7, 9]), LongTensor([3, 3])]
+    gt = [LongTensor([1])] * 4
+    message = r"query 2 retrieves the id 7 more than once \(its retrieved ids: \[9, 7, 5, 7, 9\]\)"
+    with pytest.raises(RetrievedIdsNotUniqueError, match=message):
+        calc_retrieval_metrics(retrieved, gt, registry=builtin_registry, reduce=False)
+    with pytest.raises(RetrievedIdsNotUniqueError, match=message):
+        calc_gt_tops(retrieved, gt)
+    long_row = [LongTensor(list(range(12)) + [11])]
+    with pytest.raises(
+        RetrievedIdsNotUniqueError, match=r"the id 11 more than once \(.*\[0, 1, 2, .*, 9, \.\.\.\]\)"
+    ):
+        calc_gt_tops(long_row, [LongTensor([0])])
+
+
+def test_duplicate_retrieved_ids_beyond_the_measured_top_are_not_measured(builtin_registry: Registry) -> None:
+    # only the first max(k) = 3 ids enter the metrics, and they are distinct
+    metrics = calc_retrieval_metrics(
+        [LongTensor([5, 1, 2, 2])],
+        [LongTensor([1])],
+        cmc_top_k=(1, 3),
+        precision_top_k=(3,),
+        map_top_k=(),
+        registry=builtin_registry,
+    )
+    assert (metrics["cmc"][1].item(), metrics["cmc"][3].item(), metrics["precision"][3].item()) == (
+        0.0,
+        1.0,
+        1.0,
+    )
+    with pytest.raises(RetrievedIdsNotUniqueError, match="query 0 retrieves the id 2"):
+        calc_gt_tops([LongTensor([5, 1, 2, 2])], [LongTensor([1])])  # every id, without max_k
+
+
+def test_duplicate_ground_truth_ids_are_refused_naming_the_query(builtin_registry: Registry) -> None:
+    # n_gt = len(gt_ids[i]) would count the id 3 twice: precision@5 of a perfect answer would be 0.5
+    gt = [LongTensor([0]), LongTensor([3, 1, 3])]
+    with pytest.raises(
+        ValueError, match=r"^Ground truth ids must be unique: query 1 lists the id 3 more than once$"
+    ):
+        calc_retrieval_metrics([LongTensor([0]), LongTensor([3, 1])], gt, registry=builtin_registry)
+
+
+def test_more_relevant_items_than_n_gts_is_refused_naming_the_query() -> None:
+    # the relevance-level entry points get gt_tops, not ids: a relevant item retrieved twice shows as more hits
+    # than relevant items (precision@3 = 3 / min(3, 1) = 3.0, recall@3 = 3.0)
+    gt_tops = [BoolTensor([True, False]), BoolTensor([True, True, True])]
+    message = r"^query 1: 3 of its first 3 retrieved items are relevant but n_gts\[1\] = 1 \(is a relevant"
+    for metric in (calc_precision, calc_cmc, calc_map, calc_recall):
+        with pytest.raises(ValueError, match=message):
+            metric(gt_tops, [1, 1], top_k=(3,))
+    # TF Similarity's mAP@K: R = 2 examples of the class in the index, 3 matches among the first 3 neighbours
+    with pytest.raises(
+        ValueError, match=r"query 0: 3 of its first 3 retrieved items are relevant but n_gts\[0\] = 2"
+    ):
+        map_at_k_tf(torch.tensor([0]), torch.tensor([[True, True, True]]), r={0: 2}, k=3)

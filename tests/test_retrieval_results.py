@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import random
 from typing import Any
 
 import numpy as np
@@ -11,7 +12,9 @@ import pytest
 import torch
 from torch import FloatTensor, LongTensor
 
+import oml_core.utils.ragged as ragged_module
 from oml_core.functional.knn import NonFiniteDistanceError
+from oml_core.functional.metrics import RetrievedIdsNotUniqueError
 from oml_core.interfaces.datasets import (
     IBaseDataset,
     ILabeledDataset,
@@ -386,6 +389,56 @@ def test_other_invalid_inputs() -> None:
         RetrievalResults(
             [FloatTensor([0.1]), FloatTensor([float("nan")])], [LongTensor([0]), LongTensor([0])]
         )
+
+
+def test_duplicate_retrieved_ids_are_refused_naming_the_query() -> None:
+    distances = [FloatTensor([0.1, 0.2]), FloatTensor([0.1, 0.2, 0.3]), FloatTensor([0.4, 0.4])]
+    with pytest.raises(
+        RuntimeError,  # OML's type: its callers' except clauses still catch it
+        match=r"^Retrieved ids must be unique: query 1 retrieves the id 5 more than once \(its retrieved ids: "
+        r"\[5, 2, 5\]\)$",
+    ):
+        RetrievalResults(distances, [LongTensor([0, 1]), LongTensor([5, 2, 5]), LongTensor([4, 4])])
+    with pytest.raises(ValueError, match="query 2 retrieves the id 4 more than once"):
+        RetrievalResults(
+            distances, [LongTensor([0, 1]), LongTensor([5, 2, 6]), LongTensor([4, 4])], [LongTensor([4])] * 3
+        )
+
+
+def first_repeat_by_loop(rows: list[list[int]]) -> tuple[int, int] | None:
+    for query, ids in enumerate(rows):
+        repeated = sorted(i for i in set(ids) if ids.count(i) > 1)
+        if repeated:
+            return query, repeated[0]
+    return None
+
+
+@pytest.mark.parametrize("lengths", ["equal", "mixed", "one_long_row"])
+def test_duplicate_check_agrees_with_a_python_loop(monkeypatch: pytest.MonkeyPatch, lengths: str) -> None:
+    """Every way the check runs: rows of one length (sorted as a matrix view), of mixed lengths (padded), and
+    one long row among short ones (the flat sort by query and id), over several chunks of queries."""
+    monkeypatch.setattr(ragged_module, "REPEAT_CHUNK_ROWS", 5)
+    rng = random.Random(lengths)
+    for _ in range(150):
+        n = rng.randint(0, 13)
+        if lengths == "equal":
+            sizes = [rng.randint(0, 6)] * n
+        elif lengths == "mixed":
+            sizes = [rng.randint(0, 6) for _ in range(n)]
+        else:
+            sizes = [rng.randint(0, 2) for _ in range(n)]
+            if n:
+                sizes[rng.randrange(n)] = 40
+        rows = [[rng.randint(0, 3 * size + 30) for _ in range(size)] for size in sizes]
+        args = ([torch.zeros(len(r)) for r in rows], [LongTensor(r) for r in rows])
+        expected = first_repeat_by_loop(rows)
+        if expected is None:
+            assert [r.tolist() for r in RetrievalResults(*args).retrieved_ids] == rows
+        else:
+            with pytest.raises(
+                RetrievedIdsNotUniqueError, match=rf"query {expected[0]} retrieves the id {expected[1]} "
+            ):
+                RetrievalResults(*args)
 
 
 # ---------------------------------------------------------------- precision, overflow, empty splits

@@ -1,9 +1,16 @@
-"""ConstantThresholding and AdaptiveThresholding: hand-computed cases and a python-loop reference."""
+"""ConstantThresholding and AdaptiveThresholding: hand-computed cases and a python-loop reference; thresholds
+that would cut every item (NaN, -inf) refused wherever a threshold enters."""
 
+import math
+
+import numpy as np
 import pytest
 import torch
+from omegaconf import OmegaConf
 from torch import FloatTensor, LongTensor
 
+from oml_core.functional.metric_adapters import map_at_k_tf
+from oml_core.index.calibration import Calibration, calibrate_threshold
 from oml_core.registry import default_registry
 from oml_core.retrieval import RetrievalResults
 from oml_core.retrieval.postprocessors import AdaptiveThresholding, ConstantThresholding
@@ -93,3 +100,67 @@ def test_thresholdings_are_registered_postprocessors():
     assert isinstance(built, AdaptiveThresholding) and built.n_std == 2.0
     with pytest.raises(ValueError, match="n_std must be a non-negative"):
         AdaptiveThresholding(n_std=-1)
+
+
+# ------------------------------------------------------------------------ thresholds that cut everything
+@pytest.mark.parametrize(
+    ("th", "shown"), [(float("nan"), "nan"), (np.float32("nan"), "nan"), (-math.inf, "-inf")]
+)
+def test_a_threshold_that_would_cut_every_item_is_refused(th, shown):
+    # d < nan is false for every distance: every query would silently lose every item
+    with pytest.raises(
+        ValueError,
+        match=rf"^th must be a number or \+inf \(a distance threshold\), got {shown}: it would cut every item$",
+    ):
+        ConstantThresholding(th=th)
+
+
+@pytest.mark.parametrize("th", [True, "0.5", None, torch.tensor([0.1, 0.2])])
+def test_a_threshold_that_is_not_a_number_is_refused(th):
+    with pytest.raises(TypeError, match=r"^th must be a number \(a distance threshold\), got "):
+        ConstantThresholding(th=th)
+
+
+def test_numbers_and_plus_infinity_are_thresholds():
+    assert [ConstantThresholding(th).th for th in (1, np.float64(0.25), torch.tensor(0.5))] == [
+        1.0,
+        0.25,
+        0.5,
+    ]
+    rr = RetrievalResults([FloatTensor([0.1, 1e30])], [LongTensor([3, 4])])
+    assert _lists(ConstantThresholding(math.inf).process(rr))[1] == [[3, 4]]  # keeps every item
+
+
+def test_a_nan_threshold_from_a_config_is_refused():
+    config = OmegaConf.create("name: constant_thresholding\nargs:\n  th: .nan\n")
+    with pytest.raises(ValueError, match=r"^th must be a number or \+inf .* got nan"):
+        default_registry().build("postprocessor", config)
+
+
+def test_a_calibrations_threshold_must_be_finite():
+    calibration = calibrate_threshold(
+        torch.tensor([0.1, 0.3, 0.5]),
+        torch.tensor([True, True, False]),
+        torch.tensor([True, True, True]),
+        target="f1",
+    )
+    assert Calibration.from_dict(calibration.to_dict()) == calibration
+    for bad in (math.nan, math.inf, -math.inf):
+        with pytest.raises(
+            ValueError, match=rf"^a calibration's threshold must be a finite distance, got {bad}$"
+        ):
+            Calibration.from_dict({**calibration.to_dict(), "threshold": bad})
+
+
+def test_a_nan_distance_threshold_of_tf_map_is_refused():
+    matches, distances = torch.tensor([[True, False]]), torch.tensor([[0.1, 0.2]])
+    with pytest.raises(ValueError, match=r"^distance_threshold must be a number or \+inf .* got nan"):
+        map_at_k_tf(
+            torch.tensor([0]), matches, r={0: 1}, k=2, distance_threshold=math.nan, lookup_distances=distances
+        )
+    assert (
+        map_at_k_tf(
+            torch.tensor([0]), matches, r={0: 1}, k=2, distance_threshold=0.15, lookup_distances=distances
+        )
+        == 1.0
+    )

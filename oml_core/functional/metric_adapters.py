@@ -32,7 +32,7 @@ from oml_core.functional.ranking_metrics import (
     calc_map_r,
     check_empty_target_action,
 )
-from oml_core.utils.checks import check_int
+from oml_core.utils.checks import check_int, check_threshold
 from oml_core.utils.ragged import Ragged
 
 if TYPE_CHECKING:
@@ -283,8 +283,10 @@ def map_at_k_tf(
 
     Raises:
         ValueError: ``average`` other than ``"micro"``, a ``match_mask`` with fewer than ``k`` columns or not
-            one row per query, ``lookup_distances`` missing or of another shape, a bad ``k``, or a label of a
-            query missing from ``r`` (TF Similarity would silently use ``-1``).
+            one row per query, ``lookup_distances`` missing or of another shape, a bad ``k``, a NaN or ``-inf``
+            ``distance_threshold`` (:func:`~oml_core.utils.checks.check_threshold`: nothing would match), or a
+            label of a query missing from ``r`` (TF Similarity would silently use ``-1``).
+        TypeError: ``distance_threshold`` is not a number.
 
     Example (TF Similarity's: 10 hits in the first or in the last 10 of 50 neighbours, R = 100):
         >>> first, last = torch.zeros(1, 50, dtype=torch.bool), torch.zeros(1, 50, dtype=torch.bool)
@@ -295,6 +297,7 @@ def map_at_k_tf(
     if average != "micro":
         raise ValueError(f"Mean Average Precision only supports micro averaging, got average={average!r}")
     check_int(k, "k")
+    distance_threshold = check_threshold(distance_threshold, "distance_threshold")
     labels = torch.as_tensor(query_labels)
     matches = torch.as_tensor(match_mask).bool()
     if labels.ndim != 1 or matches.ndim != 2 or matches.shape[0] != labels.shape[0]:

@@ -55,6 +55,7 @@ from tqdm.auto import tqdm
 from oml_core.functional.fnmr import calc_fnmr_at_fmr
 from oml_core.functional.ragged_tops import (
     METRICS_CHUNK_SIZE,
+    RetrievedIdsNotUniqueError,
     TMetricsDict,
     calc_gt_tops,
     cat_ragged,
@@ -419,9 +420,12 @@ def calc_retrieval_metrics(
 
     Raises:
         UnknownNameError: a ``<name>_top_k`` whose metric no plugin registers (from the registry).
+        RetrievedIdsNotUniqueError: a query retrieves an id twice among its first ``max_k`` (a ``RuntimeError``
+            as OML's "Retrieved ids must be unique", and a ``ValueError``); the message names the query and the id.
         TypeError: a keyword argument that is not ``<name>_top_k``.
-        ValueError: no metric requested, a bad ``top_k``, inputs of different lengths, a bad ``n_gallery``,
-            ``metric_kwargs`` for a metric not requested, or a metric that needs ``n_gallery`` without it.
+        ValueError: no metric requested, a bad ``top_k``, inputs of different lengths, a ground truth listing an
+            id twice, a bad ``n_gallery``, ``metric_kwargs`` for a metric not requested, or a metric that needs
+            ``n_gallery`` without it.
     """
     requested = requested_top_k(cmc_top_k, precision_top_k, map_top_k, **other_top_k)
     if not requested:
@@ -479,7 +483,9 @@ def calc_pcf(embeddings: Tensor, pcf_variance: Sequence[float]) -> Tensor:
     .. math::
         \\frac{\\sum_{i=1}^{p-1} \\lambda_i}{\\sum_{i=1}^{m} \\lambda_i} \\le r
 
-    and the function returns :math:`p / d` for every :math:`r` in ``pcf_variance`` (OML's manual). The number of
+    and the function returns :math:`p / d` for every :math:`r` in ``pcf_variance`` (OML's manual). The variances
+    are the eigenvalues of a ``min(n, d)``-sized symmetric matrix (:func:`~oml_core.utils.pca.explained_variances`:
+    the Gram matrix when ``n < d``), so 64 embeddings of dimension 4096 cost a ``64 x 64`` eigenproblem. The number of
     axes is computed by :func:`~oml_core.utils.pca.principal_axes_number`, as
     :meth:`~oml_core.utils.pca.PCA.calc_principal_axes_number` computes it. Where the two used to differ:
 
@@ -542,6 +548,7 @@ __all__ = [
     "METRICS_CHUNK_SIZE",
     "OVERALL_CATEGORIES_KEY",
     "RETRIEVAL_METRIC_KIND",
+    "RetrievedIdsNotUniqueError",
     "TCategories",
     "TMetricsDict",
     "accepts_keyword",

@@ -27,6 +27,30 @@ TMetricsDict = dict[Any, Any]
 METRICS_CHUNK_SIZE = 2**16
 
 
+class RetrievedIdsNotUniqueError(RuntimeError, ValueError):
+    """A query retrieves the same gallery item more than once. A ``RuntimeError`` as OML's "Retrieved ids must
+    be unique." (OML code catching it still does) and a ``ValueError`` as oml's other bad inputs."""
+
+
+def check_unique_retrieved_ids(retrieved_ids: Ragged) -> None:
+    """Refuse retrieved ids with a repeat within a query (vectorised: :meth:`Ragged.first_repeat`): a repeated
+    relevant item would count twice (``precision@3 = 3`` for the ids ``[0, 0, 0]`` and the ground truth ``[0]``).
+
+    Raises:
+        RetrievedIdsNotUniqueError: one line, starting with OML's message and naming the first such query, the
+            id it repeats and its first retrieved ids.
+    """
+    found = retrieved_ids.first_repeat()
+    if found is not None:
+        query, repeated_id = found
+        first = retrieved_ids[query][:10].tolist()
+        more = ", ..." if len(retrieved_ids[query]) > 10 else ""
+        raise RetrievedIdsNotUniqueError(
+            f"Retrieved ids must be unique: query {query} retrieves the id {repeated_id} more than once "
+            f"(its retrieved ids: {str(first)[:-1]}{more}])"
+        )
+
+
 def cat_ragged(seqs: Sequence[Tensor]) -> tuple[Tensor, Tensor]:
     """Concatenate 1-D tensors of different lengths: ``(flat, lengths)``, ``lengths`` (int64) on the CPU.
 
@@ -58,7 +82,13 @@ def pad_ragged(seqs: Sequence[Tensor], max_len: int | None = None, fill: float =
 def iter_padded_tops(
     gt_tops: Sequence[Tensor], n_gts: Sequence[int] | Tensor, max_k: int, verbose: bool, desc: str
 ) -> Iterator[tuple[Tensor, Tensor, Tensor]]:
-    """Yield ``(tops [c, K] bool, lengths [c] int64, n_gt [c] int64)`` for every chunk of queries, ``K <= max_k``."""
+    """Yield ``(tops [c, K] bool, lengths [c] int64, n_gt [c] int64)`` for every chunk of queries, ``K <= max_k``.
+
+    Raises:
+        ValueError: ``gt_tops`` and ``n_gts`` of different lengths, or a query with more relevant items among
+            its first ``max_k`` than ``n_gts`` says it has (precision or recall above 1: a relevant item retrieved
+            twice); the message names the query.
+    """
     n_gts_t = as_int_tensor(n_gts, "n_gts")
     if len(gt_tops) != len(n_gts_t):
         raise ValueError(
@@ -69,7 +99,16 @@ def iter_padded_tops(
     for sl in tqdm(chunks, desc=desc, disable=not verbose or len(chunks) < 2):
         chunk = tops_all[sl]
         tops = chunk.padded(max_len=max_k, fill=False).bool()
-        yield tops, chunk.lengths.to(tops.device), n_gts_t[sl].to(tops.device)
+        n_gt = n_gts_t[sl].to(tops.device)
+        n_relevant = tops.sum(dim=1)
+        too_many = n_relevant > n_gt
+        if bool(too_many.any()):
+            i = int(too_many.nonzero()[0, 0])
+            raise ValueError(
+                f"query {sl.start + i}: {int(n_relevant[i])} of its first {max_k} retrieved items are relevant but "
+                f"n_gts[{sl.start + i}] = {int(n_gt[i])} (is a relevant item retrieved more than once?)"
+            )
+        yield tops, chunk.lengths.to(tops.device), n_gt
 
 
 def value_at(cumulative: Tensor, k: int) -> Tensor:
@@ -132,15 +171,19 @@ def calc_gt_tops(
 ) -> Ragged:
     """Mark every retrieved item as relevant or not: ``gt_tops[i][j] = retrieved_ids[i][j] in gt_ids[i]``.
 
-    Only the first ``max_k`` retrieved items of every query are kept (all when ``None``). Vectorised per chunk
-    of queries with one membership test (binary search) on ``query * base + id`` keys.
+    Only the first ``max_k`` retrieved items of every query are kept (all when ``None``); they must be distinct
+    (:func:`check_unique_retrieved_ids`), and so must every query's ground truth ids (checked on the sorted keys
+    the membership test needs anyway). Vectorised per chunk of queries with one membership test (binary search)
+    on ``query * base + id`` keys.
 
     Returns:
         A :class:`~oml_core.utils.ragged.Ragged` of ``n_queries`` 1-D bool tensors of lengths
         ``min(len(retrieved_ids[i]), max_k)``.
 
     Raises:
-        ValueError: inputs of different lengths, or a negative id.
+        RetrievedIdsNotUniqueError: a query retrieves an id twice among its first ``max_k``; the message names it.
+        ValueError: inputs of different lengths, a negative id, or a query whose ground truth lists an id twice
+            (its ``n_gt`` would count it twice); the message names the query.
     """
     if len(retrieved_ids) != len(gt_ids):
         raise ValueError(
@@ -150,6 +193,7 @@ def calc_gt_tops(
     gt_all = Ragged.from_tensors(gt_ids, torch.long)
     if max_k is not None:
         retrieved_all = retrieved_all.truncate(retrieved_all.lengths.clamp(max=max_k))
+    check_unique_retrieved_ids(retrieved_all)
     tops_parts: list[Tensor] = []
     for sl in iter_chunks(len(retrieved_all), METRICS_CHUNK_SIZE):
         retrieved, gt = retrieved_all[sl], gt_all[sl]
@@ -158,17 +202,26 @@ def calc_gt_tops(
             raise ValueError("retrieved_ids and gt_ids must be non-negative gallery positions")
         base = int(max(r_flat.max() if r_flat.numel() else 0, g_flat.max() if g_flat.numel() else 0)) + 1
         r_keys = retrieved.row_ids() * base + r_flat
-        g_keys = gt.row_ids().to(g_flat.device) * base + g_flat
-        tops_parts.append(_isin_sorted(r_keys, torch.sort(g_keys).values).cpu())
+        g_keys = torch.sort(gt.row_ids().to(g_flat.device) * base + g_flat).values
+        repeated = (g_keys[1:] == g_keys[:-1]).nonzero()
+        if len(repeated):  # a repeated ground truth id would count twice in n_gts = len(gt_ids[i])
+            key = int(g_keys[int(repeated[0, 0])])
+            raise ValueError(
+                f"Ground truth ids must be unique: query {sl.start + key // base} lists the id {key % base} more "
+                f"than once"
+            )
+        tops_parts.append(_isin_sorted(r_keys, g_keys).cpu())
     flat = torch.cat(tops_parts) if tops_parts else torch.zeros(0, dtype=torch.bool)
     return Ragged(flat, retrieved_all.lengths)
 
 
 __all__ = [
     "METRICS_CHUNK_SIZE",
+    "RetrievedIdsNotUniqueError",
     "TMetricsDict",
     "calc_gt_tops",
     "cat_ragged",
+    "check_unique_retrieved_ids",
     "hits_at",
     "iter_padded_tops",
     "pad_ragged",

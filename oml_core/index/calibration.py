@@ -113,6 +113,10 @@ class Calibration:
     n_with_match: int
     curve: CalibrationCurve
 
+    def __post_init__(self) -> None:
+        if not math.isfinite(self.threshold):  # NaN or -inf: no match ever; +inf: always
+            raise ValueError(f"a calibration's threshold must be a finite distance, got {self.threshold}")
+
     def thresholding(self) -> ConstantThresholding:
         """The post-processor that keeps the retrieved items closer than :attr:`threshold`."""
         from oml_core.retrieval.postprocessors.thresholding import ConstantThresholding

@@ -24,6 +24,7 @@ from oml_core.const import (
     TColor,
 )
 from oml_core.functional.knn import KnnResult, search_knn, search_knn_qg
+from oml_core.functional.ragged_tops import check_unique_retrieved_ids
 from oml_core.interfaces.datasets import IBaseDataset, IQueryGalleryDataset, IQueryGalleryLabeledDataset
 from oml_core.interfaces.knn import IKnnIndex
 from oml_core.utils.checks import check_int
@@ -188,6 +189,9 @@ class RetrievalResults:
             Fall-out needs it.
 
     Raises:
+        RetrievedIdsNotUniqueError: a query retrieves an id more than once (a ``RuntimeError``, OML's type, and a
+            ``ValueError``); the message starts with OML's "Retrieved ids must be unique" and names the query
+            and the id.
         ValueError: mismatched numbers of queries, a tensor that is not 1-D, distances and ids of different
             lengths, unsorted (or NaN) distances, or an ``n_gallery`` below a query's number of retrieved or
             relevant items; the message names the query index.
@@ -241,6 +245,7 @@ class RetrievalResults:
             raise ValueError(
                 f"query {i}: {int(lengths[i])} distances for {int(n_retrieved[i])} retrieved ids"
             )
+        check_unique_retrieved_ids(self._retrieved_ids)
         flat = self._distances.values
         if flat.numel() == 0:
             return

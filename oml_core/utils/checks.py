@@ -7,6 +7,7 @@ mistake, so every check refuses it.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -163,11 +164,34 @@ def check_n_gallery(n_gallery: int | Sequence[int] | Tensor, n_queries: int) -> 
     return values
 
 
+def check_threshold(value: Any, name: str) -> float:
+    """``value`` as a ``float`` when it is a usable distance threshold: a real number or ``+inf``. NaN and
+    ``-inf`` are refused: no distance is below them, so every item would be cut without a word.
+
+    Raises:
+        TypeError: not a real number (a ``bool`` or a string is not one).
+        ValueError: NaN or ``-inf``; the message names ``name``.
+    """
+    not_a_number = f"{name} must be a number (a distance threshold), got {type(value).__name__} {value!r}"
+    if isinstance(value, (bool, np.bool_, str, bytes)):
+        raise TypeError(not_a_number)
+    try:
+        threshold = float(value)
+    except (TypeError, ValueError):
+        raise TypeError(not_a_number) from None
+    if math.isnan(threshold) or threshold == -math.inf:
+        raise ValueError(
+            f"{name} must be a number or +inf (a distance threshold), got {threshold}: it would cut every item"
+        )
+    return threshold
+
+
 __all__ = [
     "as_int_tensor",
     "check_in_range",
     "check_indices",
     "check_int",
+    "check_threshold",
     "check_top_k",
     "is_int",
 ]

@@ -12,10 +12,17 @@ from oml_core.utils.misc_torch import iter_chunks
 
 #: Number of rows of the embeddings matrix centred at once when accumulating their scatter matrix.
 PCA_CHUNK_SIZE = 2**14
+#: Number of values (float64) of the embeddings matrix centred at once when accumulating their Gram matrix.
+GRAM_CHUNK_VALUES = 2**22
 
 
 #: The check of ``pcf_variance`` (and of ``fmr_vals``): a non-empty sequence of numbers in ``[0, 1]``, no ``bool``.
 check_fractions = check_in_range
+
+
+def _check_matrix(embeddings: Tensor) -> None:
+    if embeddings.ndim != 2 or embeddings.shape[0] == 0 or embeddings.shape[1] == 0:
+        raise ValueError(f"embeddings must be a non-empty [n, d] matrix, got shape {tuple(embeddings.shape)}")
 
 
 def scatter_matrix(embeddings: Tensor) -> tuple[Tensor, Tensor]:
@@ -24,8 +31,7 @@ def scatter_matrix(embeddings: Tensor) -> tuple[Tensor, Tensor]:
     Accumulated over chunks of :data:`PCA_CHUNK_SIZE` rows, so no centred copy of the whole matrix is made:
     memory is ``O(d^2 + chunk * d)``.
     """
-    if embeddings.ndim != 2 or embeddings.shape[0] == 0 or embeddings.shape[1] == 0:
-        raise ValueError(f"embeddings must be a non-empty [n, d] matrix, got shape {tuple(embeddings.shape)}")
+    _check_matrix(embeddings)
     x = embeddings.detach()
     n, d = x.shape
     mean = x.sum(dim=0, dtype=torch.float64) / n
@@ -36,19 +42,44 @@ def scatter_matrix(embeddings: Tensor) -> tuple[Tensor, Tensor]:
     return mean, scatter
 
 
+def gram_matrix(embeddings: Tensor) -> Tensor:
+    """``G = Xc Xc^T`` (``[n, n]``, float64) for the centred rows ``Xc = X - mean`` of the ``[n, d]`` embeddings.
+
+    Accumulated over chunks of columns (about :data:`GRAM_CHUNK_VALUES` values each; centring a column needs
+    only its own mean), so no centred copy of the whole matrix is made: memory is ``O(n^2 + chunk)``.
+    """
+    _check_matrix(embeddings)
+    x = embeddings.detach()
+    n, d = x.shape
+    mean = x.sum(dim=0, dtype=torch.float64) / n
+    gram = torch.zeros(n, n, dtype=torch.float64, device=x.device)
+    for sl in iter_chunks(d, max(1, GRAM_CHUNK_VALUES // n)):
+        centred = x[:, sl].double() - mean[sl]
+        gram += centred @ centred.T
+    return gram
+
+
 def explained_variances(embeddings: Tensor) -> Tensor:
-    """The variances along the principal axes of the ``[n, d]`` embeddings: the eigenvalues of the scatter matrix
-    (:func:`scatter_matrix`), i.e. the squared singular values of the centred embeddings, descending, the first
-    ``m = min(n, d)`` of them (float64). All ``nan`` when the embeddings are not finite.
+    """The variances along the principal axes of the ``[n, d]`` embeddings, i.e. the squared singular values of
+    the centred embeddings ``Xc``, descending, the first ``m = min(n, d)`` of them (float64). All ``nan`` when the
+    embeddings are not finite.
+
+    They are the eigenvalues of the smaller of the two symmetric matrices with the same non-zero eigenvalues:
+    the ``[d, d]`` scatter matrix ``Xc^T Xc`` (:func:`scatter_matrix`) when ``n >= d``, the ``[n, n]`` Gram matrix
+    ``Xc Xc^T`` (:func:`gram_matrix`) when ``n < d`` (with ``Xc = U S V^T``, they are ``V S^2 V^T`` and
+    ``U S^2 U^T``).
+    So 64 embeddings of dimension 4096 cost a ``64 x 64`` eigenproblem, not a ``4096 x 4096`` one.
 
     Raises:
         ValueError: the embeddings are not a non-empty ``[n, d]`` matrix.
     """
-    _, scatter = scatter_matrix(embeddings)
-    m = min(embeddings.shape)
-    if not torch.isfinite(scatter).all():
+    _check_matrix(embeddings)
+    n, d = embeddings.shape
+    symmetric = gram_matrix(embeddings) if n < d else scatter_matrix(embeddings)[1]
+    m = min(n, d)
+    if not torch.isfinite(symmetric).all():
         return torch.full((m,), float("nan"), dtype=torch.float64)
-    return torch.linalg.eigvalsh(scatter.cpu()).flip(0).clamp(min=0)[:m]
+    return torch.linalg.eigvalsh(symmetric.cpu()).flip(0).clamp(min=0)[:m]
 
 
 def principal_axes_number(
@@ -213,9 +244,11 @@ class PCA:
 
 __all__ = [
     "PCA",
+    "GRAM_CHUNK_VALUES",
     "PCA_CHUNK_SIZE",
     "check_fractions",
     "explained_variances",
+    "gram_matrix",
     "principal_axes_number",
     "scatter_matrix",
 ]

@@ -9,6 +9,9 @@ from typing import overload
 import torch
 from torch import Tensor
 
+#: Rows examined at once by :meth:`Ragged.first_repeat` (bounds its temporary memory).
+REPEAT_CHUNK_ROWS = 2**16
+
 
 def _as_lengths(values: Tensor | Sequence[int], name: str, n: int | None) -> Tensor:
     """``values`` as a 1-D CPU LongTensor of non-negative integers (``n`` of them when given)."""
@@ -179,6 +182,59 @@ class Ragged(Sequence[Tensor]):
         position = torch.arange(len(self.values)) - self.offsets[:-1].repeat_interleave(self.lengths)
         mask = position < keep.repeat_interleave(self.lengths)
         return Ragged(self.values[mask.to(self.values.device)], keep)
+
+    def first_repeat(self) -> tuple[int, int] | None:
+        """The first row (lowest index) holding a value more than once, and the smallest value it repeats:
+        ``(row, value)``, or ``None`` when every row's values are distinct. Integer values only.
+
+        Vectorised, :data:`REPEAT_CHUNK_ROWS` rows at a time: each row is sorted and compared with itself shifted
+        by one. Rows of similar lengths are padded into a ``[rows, longest]`` matrix and sorted along it (one
+        ``sort(dim=1)``); rows of very different lengths, whose padding would cost more than twice their values,
+        are sorted together by ``(row, value)`` (two stable sorts of the flat values).
+
+        Raises:
+            TypeError: the values are not integers.
+        """
+        if (
+            self.values.dtype.is_floating_point
+            or self.values.dtype.is_complex
+            or self.values.dtype == torch.bool
+        ):
+            raise TypeError(f"first_repeat needs integer values, got {self.values.dtype}")
+        for start in range(0, len(self), REPEAT_CHUNK_ROWS):
+            found = self[start : start + REPEAT_CHUNK_ROWS]._first_repeat_in_chunk()
+            if found is not None:
+                return start + found[0], found[1]
+        return None
+
+    def _first_repeat_in_chunk(self) -> tuple[int, int] | None:
+        """:meth:`first_repeat` of all the rows at once."""
+        width = int(self.lengths.max()) if len(self) else 0
+        if width < 2:
+            return None
+        if len(self) * width <= 2 * len(self.values) + len(self):
+            if bool((self.lengths == width).all()):  # rows of one length: a view, no padding
+                ordered = torch.sort(self.values.reshape(len(self), width), dim=1).values
+                repeated = ordered[:, 1:] == ordered[:, :-1]
+            else:
+                # the largest value as padding sorts after a row's own values (or ties with them), so the first
+                # ``length`` sorted entries of every row are its values
+                ordered = torch.sort(self.padded(fill=torch.iinfo(self.values.dtype).max), dim=1).values
+                repeated = (ordered[:, 1:] == ordered[:, :-1]) & self.valid_mask(width)[:, 1:]
+            if not bool(repeated.any()):
+                return None
+            row = int(repeated.any(dim=1).nonzero()[0, 0])
+            column = int(repeated[row].nonzero()[0, 0])
+            return row, int(ordered[row, column])
+        rows = self.row_ids()
+        by_value = torch.sort(self.values, stable=True).indices
+        order = by_value[torch.sort(rows[by_value], stable=True).indices]
+        values, rows = self.values[order], rows[order]
+        repeated_flat = (values[1:] == values[:-1]) & (rows[1:] == rows[:-1])
+        if not bool(repeated_flat.any()):
+            return None
+        position = int(repeated_flat.nonzero()[0, 0])
+        return int(rows[position]), int(values[position])
 
     def to(self, *args, **kwargs) -> Ragged:
         """``Ragged(values.to(*args, **kwargs), lengths)`` (``self`` when nothing changes)."""

@@ -10,6 +10,7 @@ from torch import Tensor
 
 from oml_core.interfaces.retrieval import IRetrievalPostprocessor
 from oml_core.retrieval.retrieval_results import RetrievalResults
+from oml_core.utils.checks import check_threshold
 
 
 def keep_first_items(rr: RetrievalResults, n_keep: Sequence[int] | Tensor) -> RetrievalResults:
@@ -37,7 +38,12 @@ class ConstantThresholding(IRetrievalPostprocessor):
     Since distances are sorted, this keeps a prefix of every list; a query may end with no item at all.
 
     Args:
-        th: Distance threshold to limit the ``RetrievalResults``.
+        th: Distance threshold to limit the ``RetrievalResults``: a number, or ``+inf`` (keep every item).
+
+    Raises:
+        TypeError: ``th`` is not a real number (a ``bool`` is not one).
+        ValueError: ``th`` is NaN (``d < nan`` is false for every distance: every item would be cut without a
+            word) or ``-inf`` (the same).
 
     Example:
         >>> rr = RetrievalResults([torch.tensor([0.1, 0.2, 0.5])], [torch.tensor([4, 0, 2])])
@@ -46,7 +52,7 @@ class ConstantThresholding(IRetrievalPostprocessor):
     """
 
     def __init__(self, th: float) -> None:
-        self.th = float(th)
+        self.th = check_threshold(th, "th")
 
     def process(self, rr: RetrievalResults, dataset: Any = None) -> RetrievalResults:
         """New ``RetrievalResults`` without the items at distance ``>= th``; ``rr`` is unchanged.

@@ -21,4 +21,13 @@ def l2_dist(x1: Tensor, x2: Tensor) -> Tensor:
     return l2_dist_mm(x1.detach().double(), x2.detach().double()).to(x1.dtype)
 
 
-__all__ = ["l2_dist"]
+def l2_dist_pairs(x: Tensor, rows: Tensor, cols: Tensor) -> Tensor:
+    """``||x[rows[i]] - x[cols[i]]||_2`` for the given pairs of rows of ``x`` ``[n, d]``: detached, from the
+    differences in float64 (no cancellation: equal rows are exactly ``0`` apart), rounded to the dtype of ``x``.
+    The exact values that :func:`l2_dist` approximates, for the few pairs where its rounding could matter."""
+    detached = x.detach()
+    differences = detached[rows].double() - detached[cols].double()
+    return (differences * differences).sum(dim=1).sqrt_().to(x.dtype)
+
+
+__all__ = ["l2_dist", "l2_dist_pairs"]

@@ -6,10 +6,7 @@ from torch import Tensor
 
 from oml_core.interfaces.miners import ITripletsMinerInBatch
 from oml_losses.miners.checks import check_batch
-from oml_losses.miners.distances import l2_dist
-from oml_losses.miners.hardest import get_hard_triplets_ids
-
-HARDEST = slice(0, 1)
+from oml_losses.miners.hardest import hardest_triplets_ids
 
 
 class HardTripletsMiner(ITripletsMinerInBatch):
@@ -20,7 +17,8 @@ class HardTripletsMiner(ITripletsMinerInBatch):
 
     Every sample of the batch that has a positive and a negative is an anchor, once: the output has one
     triplet per such sample, in increasing anchor order. Distances are Euclidean, on detached features; equal
-    distances are broken by the smallest batch index.
+    distances are broken by the smallest batch index. Mined by
+    :func:`~oml_losses.miners.hardest.hardest_triplets_ids` (a float32 screen, exact near ties).
     """
 
     def _sample(self, features: Tensor, labels: Tensor | list[int]) -> tuple[Tensor, Tensor, Tensor]:
@@ -31,7 +29,7 @@ class HardTripletsMiner(ITripletsMinerInBatch):
             labels: Labels with the size of ``batch_size``.
         """
         labels_t = check_batch(features, labels)
-        return get_hard_triplets_ids(l2_dist(features, features), labels_t, HARDEST, HARDEST)
+        return hardest_triplets_ids(features, labels_t)
 
 
 __all__ = ["HardTripletsMiner"]

@@ -5,6 +5,8 @@ Shared by the in-batch miners: ``all`` mines every available triplet, hard miner
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import torch
 from torch import Tensor
 
@@ -68,4 +70,47 @@ def get_available_triplets_ids(
     return triplets_from_masks(*get_pos_neg_masks(labels, device))
 
 
-__all__ = ["get_available_triplets_ids", "get_pos_neg_masks", "triplets_from_masks"]
+class PositiveSlots(NamedTuple):
+    """Each sample's positives as ``[B, S]`` slots (:func:`positive_slots`)."""
+
+    pos_ids: Tensor  #: ``[B, S]`` indices of the positives, padded with the sample's own index
+    valid: Tensor  #: ``[B, S]`` mask of the real slots
+    counts: Tensor  #: ``[B]`` size of each sample's label group
+
+    @property
+    def n_triplets(self) -> int:
+        """``sum_a (count_a - 1) * (B - count_a)``: the number of all the triplets of the batch."""
+        return int(((self.counts - 1) * (len(self.counts) - self.counts)).sum())
+
+
+def positive_slots(labels: Tensor) -> PositiveSlots:
+    """Each sample's positives (same label, other index) in increasing order, as ``[B, S]`` slots.
+
+    ``S + 1`` is the largest label count. Computed from a stable sort of the labels (no ``[B, B]`` mask):
+    sample ``i`` of a label group starting at ``start`` in the sorted order, at rank ``r`` in its group of
+    ``c`` members, has the positives ``order[start + k + (k >= r)]`` for the slots ``k < c - 1``.
+    """
+    order = torch.sort(labels, stable=True).indices
+    _, group_of_sorted, group_counts = torch.unique_consecutive(
+        labels[order], return_inverse=True, return_counts=True
+    )
+    group_starts = torch.cumsum(group_counts, 0) - group_counts
+    start = torch.empty_like(order).scatter_(0, order, group_starts[group_of_sorted])
+    counts = torch.empty_like(order).scatter_(0, order, group_counts[group_of_sorted])
+    ranks = torch.empty_like(order).scatter_(0, order, torch.arange(len(order), device=order.device)) - start
+    slots = torch.arange(int(group_counts.max()) - 1 if len(order) else 0, device=order.device)
+    valid = slots[None, :] < counts[:, None] - 1
+    sorted_pos = (start[:, None] + slots[None, :] + (slots[None, :] >= ranks[:, None])).clamp_(
+        max=len(order) - 1
+    )
+    pos_ids = torch.where(valid, order[sorted_pos], torch.arange(len(order), device=order.device)[:, None])
+    return PositiveSlots(pos_ids, valid, counts)
+
+
+__all__ = [
+    "PositiveSlots",
+    "get_available_triplets_ids",
+    "get_pos_neg_masks",
+    "positive_slots",
+    "triplets_from_masks",
+]
