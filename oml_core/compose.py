@@ -135,6 +135,12 @@ def _compose_pipeline_config(
 ) -> Any:
     """:func:`compose_config` but the ``hydra:`` section."""
     check_override_syntax(overrides)
+    for override in overrides:
+        if _overridden_key(override) == "hydra.searchpath":  # hydra would import a pkg:// entry's package
+            raise ConfigError(
+                f"{override}: the config search path is not set on the command line (nothing a config names is "
+                f"imported); give --config-path DIR for a folder of configs, or install the plugin that has them"
+            )
     if config_path is not None:
         primary = Path(config_path).expanduser().resolve()
         if not primary.is_dir():
@@ -174,13 +180,25 @@ def _compose_pipeline_config(
 
 def _search_path(primary: Path, config_name: str | None, registry: Registry) -> list[str]:
     """The config search path: the primary config's own ``hydra.searchpath`` (OML's ``pkg://oml.configs`` read
-    as ``pkg://oml_core.configs``), then the plugins' config dirs."""
+    as ``pkg://oml_core.configs``), then the plugins' config dirs.
+
+    Raises:
+        ConfigError: the config's own search path has a ``pkg://`` entry that is no loaded plugin's config dir
+            (hydra would import that package to read it).
+    """
     own: list[str] = []
     hydra_section = _primary_yaml(primary, config_name).get("hydra")
     entries = hydra_section.get("searchpath") if isinstance(hydra_section, dict) else None
     if isinstance(entries, list):
         own = [str(e).replace("pkg://oml.configs", "pkg://oml_core.configs") for e in entries]
-    return list(dict.fromkeys([*own, *registry.config_dirs()]))
+    plugin_dirs = registry.config_dirs()
+    for entry in own:
+        if entry.startswith("pkg://") and entry not in plugin_dirs:  # hydra would import the package
+            raise ConfigError(
+                f"{primary / f'{config_name}.yaml'}: hydra.searchpath: {entry!r} is no loaded plugin's config dir; "
+                f"a config adds folders (file://...) and the plugins' pkg:// dirs only, never a package to import"
+            )
+    return list(dict.fromkeys([*own, *plugin_dirs]))
 
 
 def _primary_yaml(primary: Path, config_name: str | None) -> dict[str, Any]:

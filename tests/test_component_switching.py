@@ -23,6 +23,7 @@ VALIDATE = "extractor_validation_pipeline"
 SCHEDULING = (
     "scheduling={scheduler: {name: step, args: {}}, scheduler_interval: epoch, scheduler_frequency: 1}"
 )
+LAMBDA_SCHEDULING = "scheduling={scheduler: {name: lambda, args: {lr_lambda: constant}}}"
 #: The kinds whose components are ``{name, args}`` specs, with the pipeline and key a spec of them goes to and
 #: the overrides that make that key exist.
 SPEC_KINDS = {
@@ -32,6 +33,7 @@ SPEC_KINDS = {
     "sampler": (TRAIN, "sampler", []),
     "optimizer": (TRAIN, "optimizer", []),
     "scheduler": (TRAIN, "scheduling.scheduler", [SCHEDULING]),
+    "lr_function": (TRAIN, "scheduling.scheduler.args.lr_lambda", [LAMBDA_SCHEDULING]),
     "transforms": (TRAIN, "transforms_train", []),
     "logger": (TRAIN, "logger", []),
     "pairwise_model": (TRAIN_POSTPROCESSOR, "pairwise_model", []),

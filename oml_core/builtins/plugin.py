@@ -24,6 +24,15 @@ SCHEDULERS = {
     "one_cycle": "torch.optim.lr_scheduler:OneCycleLR",
 }
 
+#: The learning-rate functions of the ``lambda`` scheduler: ``{name: description}``, each a factory of
+#: :mod:`oml_core.builtins.lr_functions` of that name.
+LR_FUNCTIONS = {
+    "constant": "the factor 1 at every epoch",
+    "linear_warmup": "linear warm-up from start_factor to 1 over warmup_epochs, then 1",
+    "cosine": "cosine decay from 1 to min_factor over total_epochs, after an optional linear warm-up",
+    "step": "gamma ** (epoch // step_size)",
+}
+
 
 @hookimpl
 def oml_register_optimizers(register):
@@ -36,6 +45,12 @@ def oml_register_schedulers(register):
     for name, factory in SCHEDULERS.items():
         described = "LambdaLR" if name == "lambda" else factory.rpartition(":")[2]
         register(name, factory, description=f"{described} from torch.optim.lr_scheduler")
+
+
+@hookimpl
+def oml_register_lr_functions(register):
+    for name, description in LR_FUNCTIONS.items():
+        register(name, f"oml_core.builtins.lr_functions:{name}", description=description)
 
 
 @hookimpl

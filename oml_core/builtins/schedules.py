@@ -1,42 +1,46 @@
-"""The built-in ``lambda`` scheduler, configurable from yaml: its ``lr_lambda`` may be a ``"module:function"``
-path, and :func:`constant` is a function for it."""
+"""The built-in ``lambda`` scheduler: ``LambdaLR`` with a registered learning-rate function.
+
+In a config ``lr_lambda`` names a registered ``lr_function`` (``cosine``) or gives its spec (``{name:
+linear_warmup, args: {warmup_epochs: 3}}``); the registry builds it (see
+:class:`~oml_core.registry.kinds.ComponentOf`) and nothing a config holds is ever imported. In Python,
+``lambda_lr`` takes any callable ``f(epoch) -> factor`` as well: code of one's own, not a config's.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from typing import Annotated
 
 from torch.optim import Optimizer
 from torch.optim.lr_scheduler import LambdaLR
 
-from oml_core.utils.imports import resolve
-
-
-def constant(epoch: int) -> float:
-    """The factor 1 at every epoch: the learning rate stays as the optimizer's (``lr_lambda`` of the default
-    config of ``lambda``; write your own ``f(epoch) -> factor`` and name it ``"my_module:f"``)."""
-    return 1.0
+from oml_core.builtins.lr_functions import LrFunction
+from oml_core.registry.kinds import ComponentOf
 
 
 def lambda_lr(
-    optimizer: Optimizer, lr_lambda: str | Callable[[int], float], last_epoch: int = -1
+    optimizer: Optimizer,
+    lr_lambda: Annotated[LrFunction, ComponentOf("lr_function")],
+    last_epoch: int = -1,
 ) -> LambdaLR:
-    """``torch.optim.lr_scheduler.LambdaLR(optimizer, lr_lambda, last_epoch)``: the learning rate of epoch ``e``
-    is ``initial lr * lr_lambda(e)``; ``lr_lambda`` is a callable or a ``"module:function"`` path to one (a
-    config cannot hold a Python lambda).
+    """``torch.optim.lr_scheduler.LambdaLR(optimizer, lr_lambda, last_epoch)``: the learning rate of step ``e``
+    is the optimizer's initial learning rate times ``lr_lambda(e)``.
+
+    Args:
+        optimizer: The optimizer whose learning rate is scheduled.
+        lr_lambda: ``f(epoch) -> factor``. From a config: a registered ``lr_function`` name or ``{name, args}``
+            spec, built by the registry (``oml registry lr_function`` lists them). In Python: any callable.
+        last_epoch: The index of the last epoch (``-1``: start afresh).
 
     Raises:
-        ValueError: ``lr_lambda`` is a path that does not resolve, or names something that is not callable.
+        TypeError: ``lr_lambda`` is not callable (a name given in Python: build it with
+            ``registry.build("lr_function", name)``; the registry does that for a config).
     """
-    if isinstance(lr_lambda, str):
-        try:
-            function = resolve(lr_lambda)
-        except (ImportError, ValueError) as e:
-            raise ValueError(f"lr_lambda {lr_lambda!r}: {e}") from e
-    else:
-        function = lr_lambda
-    if not callable(function):
-        raise ValueError(f"lr_lambda {lr_lambda!r} is not callable")
-    return LambdaLR(optimizer, function, last_epoch=last_epoch)
+    if not callable(lr_lambda):
+        raise TypeError(
+            f"lr_lambda must be a callable f(epoch) -> factor, got {lr_lambda!r}; a registered lr_function is "
+            f"built by the registry from a config's name or spec (registry.build('lr_function', name) in Python)"
+        )
+    return LambdaLR(optimizer, lr_lambda, last_epoch=last_epoch)
 
 
-__all__ = ["constant", "lambda_lr"]
+__all__ = ["lambda_lr"]

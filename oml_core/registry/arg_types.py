@@ -14,6 +14,10 @@ Example::
 
     check_argument_types(TripletLossWithMiner, {"margin": "abc"}, "criterion.args.")
     # ConfigError: criterion.args.margin: expected float, got 'abc'
+
+No string a config gives is a Python import path (``"os:system"``): configs name registered components only, and
+nothing they hold is imported (:func:`check_no_import_paths`; ``plugin:name``, a qualified component name, is
+fine).
 """
 
 from __future__ import annotations
@@ -21,12 +25,14 @@ from __future__ import annotations
 import collections.abc
 import inspect
 import numbers
+import re
 import types
 import typing
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from oml_core.registry.errors import ConfigError
+from oml_core.registry.kinds import component_of
 
 if TYPE_CHECKING:
     from oml_core.registry.registry import Registry
@@ -47,6 +53,8 @@ _ITERABLE_ORIGINS = (collections.abc.Iterable, collections.abc.Collection)
 #: Origins of the annotations whose values a config gives as a mapping.
 _MAPPING_ORIGINS = (dict, collections.abc.Mapping, collections.abc.MutableMapping)
 _UNION_ORIGINS = (typing.Union, types.UnionType)
+#: The shape of a Python import path ``package.module:attr`` (dotted identifiers on both sides of one ``:``).
+IMPORT_PATH = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*:[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*")
 
 
 def check_argument_types(factory: Callable[..., Any], args: Mapping[str, Any], where: str) -> None:
@@ -88,16 +96,19 @@ def check_argument_types(factory: Callable[..., Any], args: Mapping[str, Any], w
 
 
 def check_spec_argument_types(registry: Registry, kind: str, spec: Any, key: str) -> None:
-    """Check the argument types of the component spec ``spec`` (of ``kind``, at the config key ``key``) and of
-    the specs nested in its arguments, before anything is built (:func:`check_argument_types`).
+    """Check the component spec ``spec`` (of ``kind``, at the config key ``key``) and the components nested in
+    its arguments before anything is built or imported: its name is no Python import path, its arguments' types
+    fit (:func:`check_argument_types`) and hold no import path (:func:`check_no_import_paths`).
 
-    The kind of a nested spec is told as the registry tells it when it builds (the argument's name or its
-    annotation); a nested spec whose kind cannot be told, and the arguments the factory builds itself
-    (``SELF_BUILT_ARGS_ATTR``), are left to the registry. A malformed spec is left to the registry too.
+    The kind of a nested spec (or of a name given to a :class:`~oml_core.registry.kinds.ComponentOf` argument)
+    is told as the registry tells it when it builds (the argument's name or its annotation); a nested spec whose
+    kind cannot be told, and the arguments the factory builds itself (``SELF_BUILT_ARGS_ATTR``), are left to the
+    registry. A malformed spec is left to the registry too.
 
     Raises:
         ConfigError: ``<key>.args.<name>: expected <annotation>, got <value>`` (``<key>.args.miner.args.<name>``
-            for a nested spec).
+            for a nested spec); ``scheduling.scheduler.args.lr_lambda: 'os:_exit' is not a registered
+            lr_function; configs name registered components only (oml registry lr_function): constant, ...``.
         RegistryError: an unknown or ambiguous component name (the registry's message).
     """
     from oml_core.registry.registry import is_spec, nested_specs, to_plain
@@ -107,20 +118,88 @@ def check_spec_argument_types(registry: Registry, kind: str, spec: Any, key: str
         spec = {"name": spec}
     if not is_spec(spec) or not isinstance(spec.get("args") or {}, Mapping):
         return
+    plugins = registry.plugin_names()
+    if is_import_path(spec["name"], plugins):
+        raise ConfigError(
+            f"{key}: {spec['name']!r} is not a registered {kind}; configs name registered components only "
+            f"(oml registry {kind}): {', '.join(registry.names(kind)) or '(none)'}"
+        )
     factory = registry.get(kind, spec["name"]).load()
     args = spec.get("args") or {}
     check_argument_types(factory, args, f"{key}.args.")
+    check_no_import_paths(factory, args, f"{key}.args.", plugins)
     for name, nested_kind, value in nested_specs(factory, args):
         if nested_kind is not None:
             check_spec_argument_types(registry, nested_kind, value, f"{key}.args.{name}")
 
 
+def is_import_path(value: Any, plugins: Collection[str]) -> bool:
+    """Whether ``value`` is a Python import path, a string ``package.module:attr`` (:data:`IMPORT_PATH`), whose
+    part before ``:`` is not one of ``plugins`` (the names of the loaded plugins: ``plugin:name`` is a qualified
+    component name, looked up in the registry)."""
+    return (
+        isinstance(value, str)
+        and IMPORT_PATH.fullmatch(value) is not None
+        and value.partition(":")[0] not in plugins
+    )
+
+
+def check_no_import_paths(
+    factory: Callable[..., Any], args: Mapping[str, Any], where: str, plugins: Collection[str]
+) -> None:
+    """Refuse a Python import path among a component's config arguments: configs name registered components
+    only, and nothing a config holds is ever imported (:func:`is_import_path`).
+
+    Every string in ``args`` is looked at, in lists and mappings and in the ``args`` of nested ``{name, args}``
+    specs, but for the arguments annotated with :class:`~oml_core.registry.kinds.ComponentOf` (the registry looks
+    their strings up as names) and the ``name`` of a nested spec (a name, looked up by whoever builds it).
+
+    Args:
+        factory: The component's factory (its annotations tell the ``ComponentOf`` arguments).
+        args: The config's arguments, by name.
+        where: The start of the message, followed by the argument's name (as in :func:`check_argument_types`).
+        plugins: The names of the loaded plugins.
+
+    Raises:
+        ConfigError: ``<where><name>: 'os:system' is not a registered component; ...``, naming the value's place
+            inside the argument (``criterion.args.distance.args.fn``, ``extractor.args.layers[1]``).
+    """
+    hints = type_hints(factory)
+    for name, value in args.items():
+        if component_of(hints.get(name)) is not None:
+            continue
+        for place, text in _strings(value, f"{where}{name}"):
+            if is_import_path(text, plugins):
+                raise ConfigError(
+                    f"{place}: {text!r} is not a registered component; configs name registered components only, "
+                    f"and a 'module:attr' string from a config is never imported"
+                )
+
+
+def _strings(value: Any, place: str) -> Iterator[tuple[str, str]]:
+    """``(place, string)`` of every string in ``value`` (lists, mappings, a nested spec's ``args`` but not its
+    ``name``), each with its place under ``place``."""
+    from oml_core.registry.registry import is_spec  # the registry imports this module
+
+    if isinstance(value, str):
+        yield place, value
+    elif is_spec(value):
+        yield from _strings(value.get("args") or {}, f"{place}.args")
+    elif isinstance(value, Mapping):
+        for key, item in value.items():
+            yield from _strings(item, f"{place}.{key}")
+    elif isinstance(value, list | tuple):
+        for index, item in enumerate(value):
+            yield from _strings(item, f"{place}[{index}]")
+
+
 def type_hints(factory: Callable[..., Any]) -> dict[str, Any]:
     """The resolved annotations of ``factory``'s parameters (of ``__init__`` for a class), string annotations
-    (``from __future__ import annotations``) evaluated; one that cannot be evaluated is left out."""
+    (``from __future__ import annotations``) evaluated, ``Annotated`` kept; one that cannot be evaluated is left
+    out."""
     target = factory.__init__ if inspect.isclass(factory) else factory
     try:
-        return typing.get_type_hints(target)
+        return typing.get_type_hints(target, include_extras=True)  # Annotated kept: ComponentOf is read
     except Exception:  # one unresolvable annotation: resolve the others one by one
         pass
     namespace = getattr(inspect.unwrap(target), "__globals__", {})
@@ -259,4 +338,13 @@ def _items_fit(origin: Any, arguments: tuple[Any, ...], items: list[Any]) -> boo
     return all(fits(item_type, item) for item in items)
 
 
-__all__ = ["check_argument_types", "check_spec_argument_types", "describe", "fits", "type_hints"]
+__all__ = [
+    "IMPORT_PATH",
+    "check_argument_types",
+    "check_no_import_paths",
+    "check_spec_argument_types",
+    "describe",
+    "fits",
+    "is_import_path",
+    "type_hints",
+]

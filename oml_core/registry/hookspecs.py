@@ -28,7 +28,9 @@ a nested ``{name, args}`` argument named after a kind, e.g. ``miner:``, is built
 arguments only the pipeline knows (an optimizer's ``params``), listed in each hook below. A factory that does not
 name a runtime argument that the hook calls *offered* is simply not given it. The built object must satisfy the
 kind's interface (checked: a class registered directly must subclass it, and the built object must be an
-instance of it).
+instance of it). A config names registered components only: an argument that takes a function or another
+component is annotated ``Annotated[..., ComponentOf(kind)]`` (:class:`~oml_core.registry.kinds.ComponentOf`) and
+gets the registered name built; a ``"module:attr"`` string among the config's ``args`` is refused, never imported.
 
 **Default configs.** A component whose default arguments should be selectable from the command line
 (``oml train extractor.name=my_net`` or ``extractor@extractor=my_net``) ships ``configs/<kind>/<name>.yaml``
@@ -177,6 +179,20 @@ def oml_register_schedulers(register: RegisterCallback) -> None:
 
     The built object is a ``torch.optim.lr_scheduler`` scheduler (any object with ``step()`` and
     ``state_dict()`` that Lightning accepts). Runtime argument: ``optimizer``.
+    """
+
+
+@hookspec
+def oml_register_lr_functions(register: RegisterCallback) -> None:
+    """Register learning-rate functions: the factors of the ``lambda`` scheduler (config key
+    ``scheduling.scheduler.args.lr_lambda``, a registered name or a ``{name, args}`` spec).
+
+    The factory takes the function's own arguments (``warmup_epochs``, ``min_factor``, ...) and returns a
+    callable ``f(epoch: int) -> float``: the learning rate of step ``epoch`` is the optimizer's initial one times
+    ``f(epoch)`` (``torch.optim.lr_scheduler.LambdaLR``; ``epoch`` counts the scheduler's steps: epochs with
+    ``scheduler_interval: epoch``, optimizer steps with ``step``). The function must be pure (the same factor for
+    the same ``epoch``, so that a resumed run goes on as the uninterrupted one). No runtime arguments. A config
+    names these functions only: a ``"module:function"`` string is never imported.
     """
 
 

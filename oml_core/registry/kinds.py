@@ -2,13 +2,17 @@
 
 A kind is named in the singular (``loss``); its hook is ``oml_register_<plural>`` (``oml_register_losses``).
 The interface is given as a lazy ``"module:attr"`` string so that looking up a kind never imports torch
-modules (or Lightning) that the caller does not need.
+modules (or Lightning) that the caller does not need. :class:`ComponentOf` marks a factory's parameter that takes a
+component of a kind by its registered name (the ``lambda`` scheduler's ``lr_lambda``).
 """
 
 from __future__ import annotations
 
+import types
+import typing
 from dataclasses import dataclass, field
 from types import MappingProxyType
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -77,6 +81,13 @@ _KINDS = (
     ),
     Kind("optimizer", "oml_register_optimizers", "torch.optim:Optimizer", False, "optimizers"),
     Kind("scheduler", "oml_register_schedulers", None, False, "learning-rate schedulers"),
+    Kind(
+        "lr_function",
+        "oml_register_lr_functions",
+        None,
+        True,
+        "learning-rate factors f(epoch) of the lambda scheduler",
+    ),
     Kind("transforms", "oml_register_transforms", None, True, "image transforms (callables)"),
     Kind(
         "logger",
@@ -114,6 +125,35 @@ KINDS: MappingProxyType[str, Kind] = MappingProxyType({k.name: k for k in _KINDS
 
 #: Argument names that refer to a kind other than by its own name (``criterion:`` holds a loss).
 ARGUMENT_ALIASES: MappingProxyType[str, str] = MappingProxyType({"criterion": "loss", "model": "extractor"})
+
+
+@dataclass(frozen=True)
+class ComponentOf:
+    """The metadata of an ``Annotated`` parameter that takes a component of the kind ``kind`` (the registry's
+    business, not the factory's).
+
+    From a config such a parameter takes the component's registered name (``plugin:name`` included) or its
+    ``{name, args}`` spec; the registry builds it, and gives the factory the built object. In code it takes the
+    object itself. Nothing else: a ``"module:attr"`` string is looked up as a name, never imported. Example, the
+    ``lambda`` scheduler's learning-rate function::
+
+        def lambda_lr(optimizer, lr_lambda: Annotated[Callable[[int], float], ComponentOf("lr_function")]): ...
+
+        lr_lambda: cosine                                              # a config: a registered name
+        lr_lambda: {name: linear_warmup, args: {warmup_epochs: 3}}     # or its spec
+    """
+
+    kind: str
+
+
+def component_of(annotation: Any) -> str | None:
+    """The kind of :class:`ComponentOf` in ``annotation`` (``Annotated[X, ComponentOf(kind)]``, alone or in a
+    ``Union``/``Optional``), else None."""
+    if typing.get_origin(annotation) is typing.Annotated:
+        return next((m.kind for m in annotation.__metadata__ if isinstance(m, ComponentOf)), None)
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        return next(filter(None, map(component_of, typing.get_args(annotation))), None)
+    return None
 
 
 def get_kind(name: str) -> Kind:

@@ -19,7 +19,7 @@ import typing
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
-from oml_core.registry.arg_types import check_argument_types, type_hints
+from oml_core.registry.arg_types import check_argument_types, check_no_import_paths, type_hints
 from oml_core.registry.catalog import FIRST_PARTY_PROVIDERS
 from oml_core.registry.entry import Entry, PluginInfo
 from oml_core.registry.errors import (
@@ -32,7 +32,7 @@ from oml_core.registry.errors import (
     UnknownNameError,
     is_plugin_failure,
 )
-from oml_core.registry.kinds import ARGUMENT_ALIASES, KINDS, Kind, get_kind
+from oml_core.registry.kinds import ARGUMENT_ALIASES, KINDS, Kind, component_of, get_kind
 from oml_core.registry.manager import (
     BUILTINS_NAME,
     PluginRecord,
@@ -173,6 +173,10 @@ class Registry:
         """Every plugin seen, loaded or failed, in load order (built-ins first)."""
         self._collect()
         return list(self._records.values())
+
+    def plugin_names(self) -> frozenset[str]:
+        """The names of every plugin seen, loaded or failed: the ``plugin`` of a qualified ``plugin:name``."""
+        return frozenset(self._records)
 
     def provided_by(self, plugin_name: str) -> dict[str, list[str]]:
         """``{kind: [names]}`` that the plugin ``plugin_name`` registers."""
@@ -396,6 +400,7 @@ class Registry:
                 f"must not be given in the config's args"
             )
         check_argument_types(factory, args, f"{kind} {entry.name!r}: argument ")
+        check_no_import_paths(factory, args, f"{kind} {entry.name!r}: argument ", self.plugin_names())
         kwargs = self._build_nested(entry, factory, dict(args))
         kwargs.update(runtime)
         applied = _core_applied_args(kind, factory, kwargs)
@@ -494,18 +499,25 @@ def _signature_text(factory: Callable[..., Any]) -> str:
 def nested_specs(
     factory: Callable[..., Any], args: Mapping[str, Any]
 ) -> Iterator[tuple[str, str | None, Any]]:
-    """The arguments among ``args`` that are ``{name, args}`` specs for the registry to build (those a factory
-    builds itself, its ``SELF_BUILT_ARGS_ATTR``, aside): ``(argument, kind, spec)``, the kind told by the
-    argument's name or the interface of its annotation (None when neither tells it)."""
+    """The arguments among ``args`` that are components for the registry to build (those a factory builds
+    itself, its ``SELF_BUILT_ARGS_ATTR``, aside): ``(argument, kind, spec)`` of every ``{name, args}`` spec, the
+    kind told by the argument's name or its annotation (None when neither tells it), and of every name (a
+    string) given to an argument annotated with :class:`~oml_core.registry.kinds.ComponentOf`."""
     hints = type_hints(factory)
     self_built: Collection[str] = getattr(factory, SELF_BUILT_ARGS_ATTR, frozenset())
     for name, value in args.items():
-        if name not in self_built and is_spec(value):
+        if name in self_built:
+            continue
+        if is_spec(value) or (isinstance(value, str) and component_of(hints.get(name)) is not None):
             yield name, _kind_of_argument(name, hints.get(name)), value
 
 
 def _kind_of_argument(arg_name: str, annotation: Any) -> str | None:
-    """The kind a nested spec argument holds: by its name, else by the interface in its annotation."""
+    """The kind a nested spec argument holds: by its annotation's :class:`~oml_core.registry.kinds.ComponentOf`,
+    its name, or the interface in its annotation."""
+    referenced = component_of(annotation)
+    if referenced is not None:
+        return referenced
     if arg_name in KINDS:
         return arg_name
     if arg_name in ARGUMENT_ALIASES:

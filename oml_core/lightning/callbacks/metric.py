@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -119,11 +120,17 @@ class MetricValCallback(pl.Callback):
         save_figures(self.metric, folder, trainer.loggers, epoch)
 
 
+#: The characters of a figure's title that its file name replaces with ``_``: all but letters, digits and
+#: ``._@=+-`` (no path separator, so that the file stays in its folder).
+UNSAFE_IN_FILE_NAMES = re.compile(r"[^\w.@=+-]")
+
+
 def save_figures(
     metric: IMetricVisualisable, folder: Path | None, loggers: Sequence[Any], idx: int
 ) -> list[Path]:
     """Draw ``metric``'s figures (the worst queries of every per-query metric), log each to the loggers that
-    take figures and, when ``folder`` is given, write it to ``folder/<title>.png``; the figures are closed.
+    take figures and, when ``folder`` is given, write it to ``folder/<title>.png`` (with
+    :data:`UNSAFE_IN_FILE_NAMES` made ``_``: the file stays in ``folder``); the figures are closed.
 
     Returns:
         The PNG files written.
@@ -135,8 +142,8 @@ def save_figures(
         folder.mkdir(parents=True, exist_ok=True)
     for figure, title in zip(*metric.visualize()):
         if folder is not None:
-            paths.append(folder / f"{title.replace(' ', '_')}.png")
-            figure.savefig(paths[-1])
+            paths.append(folder / f"{UNSAFE_IN_FILE_NAMES.sub('_', title)}.png")
+            figure.savefig(paths[-1], format="png")  # given, so that "...png" gets no second ".png"
         for logger in loggers:
             if isinstance(logger, IFigureLogger):
                 logger.log_figure(figure, title, idx)

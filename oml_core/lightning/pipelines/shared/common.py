@@ -27,6 +27,8 @@ RUN_DIR_ENV = "OML_DDP_RUN_DIR"
 FIGURES_FOLDER = "figures"
 #: Sub-folder of a training run directory that holds the checkpoints.
 CHECKPOINTS_FOLDER = "checkpoints"
+#: The pipeline logger of a config whose ``logger`` is null.
+DEFAULT_LOGGER = "tensorboard"
 
 
 #: Top-level keys that belong to hydra, not to a pipeline (OML's configs have a ``hydra:`` section).
@@ -98,15 +100,71 @@ def build_component(registry: Registry, kind: str, spec: Any, key: str, pipeline
         raise ConfigError(f"{pipeline}: config key {key!r} ({spec_of(spec)['name']!r}): {one_line(e)}") from e
 
 
+def path_inside(
+    root: str | os.PathLike[str],
+    relative: str | os.PathLike[str],
+    key: str,
+    root_name: str,
+    allow_root: bool = False,
+) -> Path:
+    """``root / relative`` with symbolic links resolved, where a config names a folder of its own inside a root
+    (``logs_folder`` inside ``logs_root``, a logger's relative ``save_dir`` inside the run directory). Nothing is
+    created; ``root`` itself may be anywhere (``~`` is expanded), as the user chooses.
+
+    Args:
+        root: The root folder (it need not exist yet).
+        relative: The config's value.
+        key: The config key, for the message (``logs_folder``).
+        root_name: What ``root`` is, for the message (``logs_root``, ``the run dir``).
+        allow_root: Whether ``relative`` may name ``root`` itself (``.``).
+
+    Raises:
+        ConfigError: in one line naming ``key``: ``relative`` is absolute, has a ``..`` part, or leads (through a
+            symbolic link) outside ``root``, or to ``root`` itself unless ``allow_root``.
+    """
+    root = Path(root).expanduser().resolve()
+    given = Path(relative)
+    where = f"{root_name} ({str(root)!r})"
+    if given.is_absolute():
+        raise ConfigError(f"{key}: {str(relative)!r} is an absolute path; it names a folder inside {where}")
+    if ".." in given.parts:
+        raise ConfigError(f"{key}: {str(relative)!r} goes up with '..'; it names a folder inside {where}")
+    path = (root / given).resolve()
+    if not path.is_relative_to(root):
+        raise ConfigError(
+            f"{key}: {str(relative)!r} leads to {str(path)!r} through a symbolic link, outside {where}"
+        )
+    if path == root and not allow_root:
+        raise ConfigError(f"{key}: {str(relative)!r} is {where} itself; it names a folder inside it")
+    return path
+
+
+def run_dir_path(
+    logs_root: str | os.PathLike[str], postfix: str, folder: str | None = None, stamp: str | None = None
+) -> Path:
+    """``<logs_root>/<folder>``, by default ``<logs_root>/<stamp>_<postfix>`` (``<stamp>`` for an empty
+    postfix; ``stamp``: now, ``YYYY-mm-dd_HH-MM-SS``), checked to lie inside ``logs_root`` (:func:`path_inside`).
+
+    Raises:
+        ConfigError: ``logs_folder`` (or ``postfix``) leads outside ``logs_root`` or is ``logs_root`` itself.
+    """
+    if folder:
+        return path_inside(logs_root, folder, "logs_folder", "logs_root")
+    stamp = stamp or dt.datetime.now().strftime("%Y-%m-%d_%H-%M-%S")
+    return path_inside(logs_root, "_".join(filter(None, (stamp, postfix))), "postfix", "logs_root")
+
+
 def make_run_dir(logs_root: str | os.PathLike[str], postfix: str, folder: str | None = None) -> Path:
     """A new directory ``<logs_root>/<folder>``, by default ``<logs_root>/<YYYY-mm-dd_HH-MM-SS>_<postfix>``
-    (``<YYYY-mm-dd_HH-MM-SS>`` for an empty postfix; ``_1``, ``_2`` ... appended if taken).
+    (``<YYYY-mm-dd_HH-MM-SS>`` for an empty postfix; ``_1``, ``_2`` ... appended if taken), inside ``logs_root``
+    (:func:`run_dir_path`).
 
     Runs never write into the directory of an earlier run, so nothing already written is overwritten.
+
+    Raises:
+        ConfigError: ``logs_folder`` (or ``postfix``) leads outside ``logs_root``; nothing is created.
     """
-    stamp = dt.datetime.now().strftime("%Y-%m-%d_%H-%M-%S")
-    name = folder if folder else "_".join(filter(None, (stamp, postfix)))
-    base = Path(logs_root).expanduser().resolve() / name
+    base = run_dir_path(logs_root, postfix, folder)
     candidate, n = base, 0
     while True:
         try:
@@ -133,8 +191,12 @@ def external_launcher() -> tuple[str, int, int] | None:
 
 
 def named_run_dir(logs_root: str | os.PathLike[str], folder: str | None) -> Path | None:
-    """``<logs_root>/<folder>``, the run directory a config names (``None`` without ``folder``)."""
-    return Path(logs_root).expanduser().resolve() / folder if folder else None
+    """``<logs_root>/<folder>``, the run directory a config names (``None`` without ``folder``).
+
+    Raises:
+        ConfigError: ``folder`` leads outside ``logs_root`` (:func:`path_inside`).
+    """
+    return path_inside(logs_root, folder, "logs_folder", "logs_root") if folder else None
 
 
 def shared_run_dir(make: Callable[[], Path], named: Path | None = None, key: str = "logs_folder") -> Path:
@@ -333,14 +395,32 @@ def check_train_and_validation_rows(dataframe_path: Path, n_train: int, n_valida
 
 def build_logger(registry: Registry, logger_cfg: Any, run_dir: Path) -> Any:
     """Build the pipeline logger (TensorBoard when the config has none); a relative ``save_dir`` is taken
-    relative to the run directory, as OML does with hydra's run dir."""
-    spec = dict(to_plain(logger_cfg) or {"name": "tensorboard", "args": {}})
+    relative to the run directory, as OML does with hydra's run dir, and stays inside it; the folder the logger
+    writes into (its ``log_dir``: ``save_dir/name/version``) stays inside ``save_dir``.
+
+    Raises:
+        ConfigError: a relative ``save_dir`` that leads outside the run directory (:func:`path_inside`), or a
+            ``name``/``version``/``sub_dir`` that leads the logger's folder outside ``save_dir``; one line naming
+            the key.
+    """
+    spec = dict(to_plain(logger_cfg) or {"name": DEFAULT_LOGGER, "args": {}})
     args = dict(spec.get("args") or {})
     entry = registry.get("logger", spec["name"])
-    if "save_dir" in args or "save_dir" in _parameters(entry.load()):
-        save_dir = Path(args.get("save_dir") or ".")
-        args["save_dir"] = str(save_dir if save_dir.is_absolute() else run_dir / save_dir)
-    return registry.build("logger", {"name": spec["name"], "args": args})
+    if "save_dir" not in args and "save_dir" not in _parameters(entry.load()):
+        return registry.build("logger", {"name": spec["name"], "args": args})
+    save_dir = Path(args.get("save_dir") or ".")
+    if not save_dir.is_absolute():
+        save_dir = path_inside(run_dir, save_dir, "logger.args.save_dir", "the run dir", allow_root=True)
+    args["save_dir"] = str(save_dir)
+    logger = registry.build("logger", {"name": spec["name"], "args": args})
+    # TensorBoard's save_dir/name/version (None for a logger that writes into save_dir itself, or elsewhere)
+    log_dir = getattr(logger, "log_dir", None)
+    if log_dir and not Path(log_dir).resolve().is_relative_to(save_dir.resolve()):
+        raise ConfigError(
+            f"logger.args: {spec['name']!r} would write into {str(log_dir)!r}, outside its save_dir "
+            f"({str(save_dir)!r}); its name, version and sub_dir name folders inside save_dir"
+        )
+    return logger
 
 
 def log_dir_of(logger: Any) -> Path | None:
@@ -406,6 +486,7 @@ def embedding_metrics(
 
 __all__ = [
     "CHECKPOINTS_FOLDER",
+    "DEFAULT_LOGGER",
     "FIGURES_FOLDER",
     "RUN_DIR_ENV",
     "as_config",
@@ -426,10 +507,12 @@ __all__ = [
     "named_run_dir",
     "one_line",
     "parse_engine_params",
+    "path_inside",
     "read_dataframe",
     "require",
     "resolve_dataset_root",
     "run_dir_for_ddp_processes",
+    "run_dir_path",
     "shared_run_dir",
     "spec_of",
     "split_dataframe",

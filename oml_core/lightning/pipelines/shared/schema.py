@@ -37,7 +37,13 @@ from omegaconf import MISSING
 
 from oml_core.functional.metrics import TOP_K_SUFFIX
 from oml_core.lightning.modules.optimization import NAN_POLICIES, SCHEDULER_INTERVALS
-from oml_core.lightning.pipelines.shared.common import HYDRA_KEYS, as_config, check_keys, require
+from oml_core.lightning.pipelines.shared.common import (
+    HYDRA_KEYS,
+    as_config,
+    check_keys,
+    require,
+    run_dir_path,
+)
 from oml_core.registry import ConfigError, Registry
 from oml_core.registry.arg_types import check_argument_types, check_spec_argument_types, fits
 
@@ -518,8 +524,10 @@ def validate_config(cfg: Mapping[str, Any] | Any, pipeline: str) -> PipelineConf
     :func:`without_user_variables`), every required key is there (the messages of
     :func:`~oml_core.lightning.pipelines.shared.common.check_keys` and
     :func:`~oml_core.lightning.pipelines.shared.common.require`), every value fits its field's rule (in the schema's
-    order; inside a mapping value, its keys likewise), then the rules across keys (``check_combination``).
-    Component arguments are :func:`check_component_arguments`'s business.
+    order; inside a mapping value, its keys likewise), then the rules across keys (``check_combination``), then
+    that the run's folder (``logs_folder``, or the default ``<date>_<time>_<postfix>``) lies inside ``logs_root``
+    (:func:`~oml_core.lightning.pipelines.shared.common.run_dir_path`: no absolute path, no ``..``, no symbolic
+    link leading out). Component arguments are :func:`check_component_arguments`'s business.
 
     Returns:
         An instance of the pipeline's schema (a :class:`PipelineConfig`): every key, the defaults filling the
@@ -534,6 +542,7 @@ def validate_config(cfg: Mapping[str, Any] | Any, pipeline: str) -> PipelineConf
     values = without_user_variables(cfg, [f.name for f in fields(schema)], pipeline)
     config = validated(schema, values)
     config.check_combination()
+    run_dir_path(config.logs_root, config.postfix, config.logs_folder)  # refuses one outside logs_root
     return config
 
 
