@@ -3,7 +3,7 @@
     oml --version
     oml train|validate|predict|train-postprocessor|validate-postprocessor
         [--config-path DIR] [--config-name NAME] [--show-config | --cfg job] [hydra overrides ...]
-    oml plugins [--all] [--format table|json] [--check]
+    oml plugins [--all] [--format table|json] [--check [--timeout SECONDS]]
     oml plugin new NAME [DIR] [--kinds KIND,...]
     oml registry [KIND [NAME]] [--format table|json]
     oml mock-dataset DIR [--seed N]
@@ -12,14 +12,18 @@
     oml search INDEX IMAGE... [--top-k K] [--format table|json]
 
 ``oml --version`` prints ``oml-core <version>``, then one line per installed plugin distribution, ``<distribution>
-<version>``. ``oml COMMAND --help`` explains a pipeline's overrides (hydra's ``KEY=VALUE``; ``GROUP@KEY=OPTION``
-among them replaces a component whole, ``loss@criterion=arcface``, see :mod:`oml_core.compose`) and names its
-default config file; ``--show-config`` (hydra's ``--cfg job``, ``-c job``) prints the config as the pipeline
-would run it, composed with the overrides and its interpolations resolved, as yaml, and runs nothing.
-``oml registry KIND NAME`` shows one component: its provider, its factory's arguments with their defaults and
-its default config. ``oml plugins --check`` imports every component and ends with a verdict, ``OK: <n> plugins,
-<m> components load`` or ``FAILED: <p> problems in <q> plugins (see above)``, on stdout; with ``--format json``
-stdout is the json report alone and the verdict goes to stderr.
+<version>``, from the distributions' metadata (``oml --version`` and ``oml --help`` import no plugin). ``oml COMMAND
+--help`` explains a pipeline's overrides (hydra's ``KEY=VALUE``; ``GROUP@KEY=OPTION`` among them replaces a
+component whole, ``loss@criterion=arcface``, see :mod:`oml_core.compose`) and names its default config file;
+``--show-config`` (hydra's ``--cfg job``, ``-c job``) prints the config as the pipeline would run it, composed with
+the overrides and its interpolations resolved, as yaml, and runs nothing. A flag in argparse's style that names a
+key of the pipeline's config schema is that key's override (``--max-epochs 3``, ``--max_epochs=3``: ``max_epochs=3``);
+any other flag is an error that says how to write it. ``oml registry KIND NAME`` shows one
+component: its provider, its factory's arguments with their defaults and its default config. ``oml plugins --check``
+loads each plugin and imports its components in a process of its own (a plugin that hangs for more than
+``--timeout`` seconds in one step, exits or crashes is named, see :mod:`oml_core.registry.isolation`) and ends with
+a verdict, ``OK: <n> plugins, <m> components load`` or ``FAILED: <p> problems in <q> plugins (see above)``, on
+stdout; with ``--format json`` stdout is the json report alone and the verdict goes to stderr.
 
 ``oml index build`` builds a gallery index (:class:`~oml_core.index.GalleryIndex`) from its default config
 ``index_build.yaml`` (the mock dataset, a seeded random ResNet18, the ``exact`` knn backend, a threshold
@@ -59,18 +63,21 @@ import difflib
 import errno
 import inspect
 import json
+import math
 import os
 import shlex
 import sys
 import textwrap
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from oml_core.compose import OML_CONFIGS_DIR, OVERRIDE_GRAMMAR_URL, compose_config, one_line
 from oml_core.lightning.quiet import silence_upstream_warnings
 from oml_core.registry import KINDS, ConfigError, Registry, RegistryError
-from oml_core.registry.manager import BUILTINS_NAME
+from oml_core.registry.isolation import DEFAULT_TIMEOUT, check_plugins
+from oml_core.registry.manager import allow_list_from_env, installed_distributions, strict_from_env
+from oml_core.registry.report import plugins_report
 
 if TYPE_CHECKING:
     from oml_core.lightning.stops import TrainingStopped
@@ -391,8 +398,15 @@ def _parser() -> _Parser:
     plugins.add_argument(
         "--check",
         action="store_true",
-        help="import every component and end with a verdict (with --format json: on stderr); "
-        "exit 1 on any failure",
+        help="load each plugin and import its components in a process of its own, and end with a verdict (with "
+        "--format json: on stderr); exit 1 on any failure (a plugin that fails, hangs, exits or crashes)",
+    )
+    plugins.add_argument(
+        "--timeout",
+        type=_positive_seconds,
+        metavar="SECONDS",
+        help=f"with --check: the time one step of loading a plugin (its import, a hook, a component's import) may "
+        f"take before the plugin is reported as hung (default: {DEFAULT_TIMEOUT:g})",
     )
     plugins.set_defaults(handler=_cmd_plugins)
 
@@ -510,6 +524,17 @@ def _positive_int(value: str) -> int:
     return number
 
 
+def _positive_seconds(value: str) -> float:
+    """A finite number of seconds > 0 (argparse's type of ``--timeout``)."""
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = math.nan
+    if not math.isfinite(seconds) or seconds <= 0:
+        raise argparse.ArgumentTypeError(f"must be a number of seconds > 0, got {value!r}")
+    return seconds
+
+
 def _kind(value: str) -> str:
     """A kind's name (argparse's type of ``oml registry KIND``), with the close match of an unknown one."""
     if value in KINDS:
@@ -573,24 +598,17 @@ def _cmd_version(_: argparse.Namespace, __: list[str]) -> int:
     from oml_core import __version__
 
     print(f"oml-core {__version__}")
-    for line in plugin_versions(Registry()):
+    for line in plugin_versions(allow_list_from_env()):
         print(line)
     return 0
 
 
-def plugin_versions(registry: Registry) -> list[str]:
-    """``<distribution> <version>``, one line per plugin distribution of ``registry`` (in load order; one that
-    failed to load says so), the core's own built-in plugin and plugins added in code aside."""
-    lines: dict[str, str] = {}
-    for record in registry.plugins():
-        info = record.info
-        if info.distribution is None or info.name == BUILTINS_NAME:
-            continue
-        line = f"{info.distribution} {info.version or '?'}"
-        if record.error:
-            line += f" (plugin {info.name} failed to load; see `oml plugins`)"
-        lines.setdefault(info.distribution, line)
-    return list(lines.values())
+def plugin_versions(allow: Collection[str] | None) -> list[str]:
+    """``<distribution> <version>``, one line per installed plugin distribution that the allow-list ``allow``
+    admits (``None``: all), in the order of their entry points' names, read from the distributions' metadata: no
+    plugin is imported, so that a plugin that hangs or ends the process at import cannot take ``oml --version``
+    down (``oml plugins --check`` tells whether each one loads)."""
+    return [f"{distribution} {version or '?'}" for distribution, version in installed_distributions(allow)]
 
 
 # -------------------------------------------------------------------------------------------- pipelines
@@ -630,46 +648,19 @@ def config_yaml(cfg: Any) -> str:
 
 
 # ---------------------------------------------------------------------------------------------- plugins
-def plugins_report(
-    registry: Registry, include_builtins: bool = False, check: bool = False
-) -> list[dict[str, Any]]:
-    """One dict per plugin: name, distribution, version, hooks, provides ``{kind: [names]}``, error.
-
-    With ``check``, every component is imported and the failures are listed under ``broken``.
-    """
-    report = []
-    for record in registry.plugins():
-        info = record.info
-        if info.name == BUILTINS_NAME and not include_builtins:
-            continue
-        row: dict[str, Any] = {
-            "name": info.name,
-            "distribution": info.distribution,
-            "version": info.version,
-            "hooks": record.hooks,
-            "provides": registry.provided_by(info.name),
-            "error": record.error,
-        }
-        if check:
-            row["broken"] = _broken_components(registry, info.name)
-        report.append(row)
-    return report
-
-
-def _broken_components(registry: Registry, plugin_name: str) -> list[str]:
-    broken = []
-    for kind in KINDS:
-        for entry in registry.entries(kind):
-            if entry.plugin.name == plugin_name:
-                try:
-                    entry.load()
-                except RegistryError as e:
-                    broken.append(str(e))
-    return broken
-
-
 def _cmd_plugins(args: argparse.Namespace, _: list[str]) -> int:
-    report = plugins_report(Registry(), include_builtins=args.all, check=args.check)
+    """List the plugins (:func:`~oml_core.registry.report.plugins_report`); with ``--check`` each one is loaded
+    and its components imported in a process of its own, each step within ``--timeout`` seconds
+    (:func:`~oml_core.registry.isolation.check_plugins`), and the verdict ends the output."""
+    if args.check:
+        timeout = DEFAULT_TIMEOUT if args.timeout is None else args.timeout
+        report = check_plugins(
+            include_builtins=args.all, allow=allow_list_from_env(), strict=strict_from_env(), timeout=timeout
+        )
+    elif args.timeout is not None:
+        raise ConfigError("--timeout is the time limit of --check: oml plugins --check --timeout SECONDS")
+    else:
+        report = plugins_report(Registry(), include_builtins=args.all)
     if args.format == "json":
         print(json.dumps(report, indent=2))
     else:
@@ -683,14 +674,14 @@ def _cmd_plugins(args: argparse.Namespace, _: list[str]) -> int:
 
 
 def check_verdict(report: list[dict[str, Any]]) -> tuple[bool, str]:
-    """Whether every plugin of a checked ``report`` (:func:`plugins_report` with ``check``) loads with all its
-    components, and the last line of ``oml plugins --check``: ``OK: 7 plugins, 123 components load`` or
-    ``FAILED: 2 problems in 1 plugin (see above)``, a problem being a plugin that does not load or a component
-    that does not import."""
-    problems = {row["name"]: int(bool(row["error"])) + len(row.get("broken", [])) for row in report}
-    failed = {name: count for name, count in problems.items() if count}
+    """Whether every plugin of a checked ``report`` (:func:`~oml_core.registry.isolation.check_plugins`) loads
+    with all its components, and the last line of ``oml plugins --check``: ``OK: 7 plugins, 123 components load``
+    or ``FAILED: 2 problems in 1 plugin (see above)``, a problem being a plugin that does not load (or is refused)
+    or a component that does not import; two distributions' rows of one name are two plugins."""
+    problems = [int(bool(row["error"])) + len(row.get("broken", [])) for row in report]
+    failed = [count for count in problems if count]
     if failed:
-        total = sum(failed.values())
+        total = sum(failed)
         return False, (f"FAILED: {_count(total, 'problem')} in {_count(len(failed), 'plugin')} (see above)")
     components = sum(len(names) for row in report for names in row["provides"].values())
     return True, f"OK: {_count(len(report), 'plugin')}, {_count(components, 'component')} load"

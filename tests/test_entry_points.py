@@ -7,6 +7,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from oml_core.registry.catalog import FIRST_PARTY_PROVIDERS
+from tests.scripts.fake_plugins import fake_distribution
 
 
 def _expected_provides() -> dict[str, dict[str, list[str]]]:
@@ -73,13 +74,9 @@ def test_plugins_check_imports_every_component(run_oml):
 
 
 def _fake_broken_distribution(root: Path) -> Path:
-    """A real (metadata-only) distribution whose ``oml`` entry point raises on import."""
-    (root / "broken_oml_plugin.py").write_text("raise ImportError('needs the package frobnicate')\n")
-    dist_info = root / "broken_oml_plugin-0.3.dist-info"
-    dist_info.mkdir()
-    (dist_info / "METADATA").write_text("Metadata-Version: 2.1\nName: broken-oml-plugin\nVersion: 0.3\n")
-    (dist_info / "entry_points.txt").write_text("[oml]\nbroken = broken_oml_plugin\n")
-    return root
+    """A real distribution whose ``oml`` entry point raises on import."""
+    source = "raise ImportError('needs the package frobnicate')\n"
+    return fake_distribution(root, "broken-oml-plugin", "broken", "broken_oml_plugin", source)
 
 
 def test_broken_plugin_is_skipped_with_a_warning(run_oml, tmp_path):
@@ -92,8 +89,14 @@ def test_broken_plugin_is_skipped_with_a_warning(run_oml, tmp_path):
     )
     assert report["broken"]["error"].endswith("ImportError: needs the package frobnicate")
     assert report["oml_losses"]["error"] is None  # the others still load
-    checked = run_oml("plugins", "--check", env=env)
-    assert checked.returncode == 1 and "FAILED" in checked.stdout
+    # checked beside one working plugin only: each plugin's check is a process of its own
+    checked = run_oml("plugins", "--check", env={**env, "OML_LOAD_PLUGINS": "broken,oml_samplers"})
+    assert checked.returncode == 1
+    assert checked.stdout.splitlines()[-1] == "FAILED: 1 problem in 1 plugin (see above)"
+    assert (
+        "    FAILED: oml plugin broken (broken-oml-plugin 0.3): import failed: ImportError: needs the package "
+        "frobnicate\n" in checked.stdout
+    )
 
 
 def test_broken_plugin_raises_when_strict(run_oml, tmp_path):

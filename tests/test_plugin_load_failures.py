@@ -1,8 +1,7 @@
 """Plugins that fail with a ``BaseException`` (``sys.exit`` at import or in a hook) and allow-lists that name
 plugins which are not installed: reported like any broken plugin, never ending the host's command.
 
-The entry-point plugins here are real distributions on ``sys.path``: a ``*.dist-info`` folder with
-``METADATA`` and ``entry_points.txt`` next to the plugin's module, found by ``importlib.metadata``.
+The entry-point plugins here are real distributions on ``sys.path`` (:mod:`tests.scripts.fake_plugins`).
 """
 
 from __future__ import annotations
@@ -17,17 +16,7 @@ import pytest
 from oml_core import hookimpl
 from oml_core.registry import PluginLoadError, PluginWarning, Registry
 from oml_core.registry.errors import PROPAGATED_EXCEPTIONS, describe_error, is_plugin_failure
-
-
-def fake_distribution(root: Path, distribution: str, entry_point: str, module: str, source: str) -> Path:
-    """Install under ``root`` the distribution ``distribution`` 0.3 whose ``oml`` entry point ``entry_point``
-    is the module ``module`` with the code ``source``; returns ``root`` (to put on ``sys.path``)."""
-    (root / f"{module}.py").write_text(source)
-    dist_info = root / f"{distribution.replace('-', '_')}-0.3.dist-info"
-    dist_info.mkdir()
-    (dist_info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {distribution}\nVersion: 0.3\n")
-    (dist_info / "entry_points.txt").write_text(f"[oml]\n{entry_point} = {module}\n")
-    return root
+from tests.scripts.fake_plugins import fake_distribution
 
 
 def exiting_distribution(root: Path) -> Path:

@@ -8,23 +8,43 @@ Each entry point is loaded on its own inside ``try``: a broken plugin is skipped
 ``OML_LOAD_PLUGINS`` is an allow-list of entry-point or distribution names (comma separated; set and empty
 means none); a name in it that no installed entry point or distribution has is reported the same way. The
 built-ins of the core are always loaded.
+
+Entry-point names are settled from the distributions' metadata before anything is imported
+(:func:`discover_plugins`): the name of a first-party plugin (:data:`FIRST_PARTY_PLUGINS`: ``oml_core`` for the
+built-ins, ``oml_losses`` for oml-losses, ...) belongs to its distribution alone, so another distribution
+claiming it is refused, whether the first-party one is installed or not; a name that several third-party
+distributions claim loads none of them. A refused plugin is reported as a broken one is, naming the name and the
+distributions.
+
+Every plugin's import and hook runs under :func:`watch_loading`: a watchdog thread warns, once, when it has been
+running for ``OML_PLUGIN_SLOW_SECONDS`` (default 5; 0: never), naming the plugin, where it is stuck and the
+allow-list that skips it; the plugin is never stopped (``oml plugins --check`` runs each plugin in a process of
+its own, with a time limit: :mod:`oml_core.registry.isolation`). ``OML_PLUGIN_TRACE=1`` warns before each step
+("loading plugin X (dist 1.2): import"), so that the last such line names a plugin that ends the process.
 """
 
 from __future__ import annotations
 
+import contextlib
 import difflib
+import logging
+import math
 import os
+import threading
 import warnings
 from collections.abc import Collection, Iterator
 from dataclasses import dataclass, field
 from importlib.metadata import EntryPoint, entry_points
+from types import MappingProxyType
 
 import pluggy
 
 from oml_core.markers import PROJECT_NAME
 from oml_core.registry import hookspecs
+from oml_core.registry.catalog import FIRST_PARTY_PROVIDERS
 from oml_core.registry.entry import PluginInfo
 from oml_core.registry.errors import (
+    ConfigError,
     PluginLoadError,
     PluginWarning,
     describe_error,
@@ -33,8 +53,34 @@ from oml_core.registry.errors import (
 
 ENV_ALLOW = "OML_LOAD_PLUGINS"
 ENV_STRICT = "OML_STRICT_PLUGINS"
+#: Seconds after which a plugin's import or hook still running is reported (0: never).
+ENV_SLOW = "OML_PLUGIN_SLOW_SECONDS"
+DEFAULT_SLOW_SECONDS = 5.0
+#: Set to 1 (true, yes, on), a warning names each plugin's import and hook before it runs.
+ENV_TRACE = "OML_PLUGIN_TRACE"
+#: The logger that records, at ``DEBUG``, each step of loading a plugin (``<plugin name>\t<step>``) as it begins;
+#: silent unless configured (``oml plugins --check`` reads it from each plugin's process).
+LOADING_LOGGER = "oml_core.registry.loading"
 BUILTINS_NAME = "oml_core"
 BUILTINS_DISTRIBUTION = "oml-core"
+
+
+def _normalized(name: str) -> str:
+    """``name`` lower-cased with ``-`` and ``.`` as ``_`` (how a distribution's name maps to a module's)."""
+    return name.lower().replace("-", "_").replace(".", "_")
+
+
+#: The entry-point names reserved to oml's first-party distributions: the built-ins' name, and the name of each
+#: distribution of the first-party catalog (:mod:`~oml_core.registry.catalog`) spelled as its package
+#: (``oml_losses`` -> ``oml-losses``).
+FIRST_PARTY_PLUGINS: MappingProxyType[str, str] = MappingProxyType(
+    {
+        BUILTINS_NAME: BUILTINS_DISTRIBUTION,
+        **{_normalized(d): d for d in sorted(set(FIRST_PARTY_PROVIDERS.values()))},
+    }
+)
+
+_loading_log = logging.getLogger(LOADING_LOGGER)
 
 
 @dataclass
@@ -44,6 +90,21 @@ class PluginRecord:
     info: PluginInfo
     hooks: list[str] = field(default_factory=list)
     error: str | None = None
+
+
+@dataclass(frozen=True)
+class FoundPlugin:
+    """An installed ``oml`` entry point, as :func:`discover_plugins` settled it (nothing imported).
+
+    Attributes:
+        info: The plugin's name, distribution and version.
+        entry_point: Its entry point.
+        refused: ``None`` for a plugin to load; else the one-line message (already reported) of why it is not.
+    """
+
+    info: PluginInfo
+    entry_point: EntryPoint
+    refused: str | None = None
 
 
 def create_plugin_manager() -> pluggy.PluginManager:
@@ -61,17 +122,48 @@ def allow_list_from_env() -> frozenset[str] | None:
     return frozenset(part.strip() for part in raw.split(",") if part.strip())
 
 
+def _flag_from_env(name: str) -> bool:
+    return os.environ.get(name, "").strip().lower() in {"1", "true", "yes", "on"}
+
+
 def strict_from_env() -> bool:
     """``OML_STRICT_PLUGINS`` set to 1/true/yes makes a broken plugin raise instead of warn."""
-    return os.environ.get(ENV_STRICT, "").strip().lower() in {"1", "true", "yes", "on"}
+    return _flag_from_env(ENV_STRICT)
+
+
+def slow_seconds_from_env() -> float:
+    """``OML_PLUGIN_SLOW_SECONDS``: after how many seconds a plugin's import or hook is reported as still running
+    (:data:`DEFAULT_SLOW_SECONDS` when unset or empty; 0: never).
+
+    Raises:
+        ConfigError: the value is not a finite number >= 0.
+    """
+    raw = os.environ.get(ENV_SLOW, "").strip()
+    if not raw:
+        return DEFAULT_SLOW_SECONDS
+    try:
+        seconds = float(raw)
+    except ValueError:
+        seconds = math.nan
+    if not math.isfinite(seconds) or seconds < 0:
+        raise ConfigError(f"{ENV_SLOW} must be a number of seconds >= 0 (0: never warn), got {raw!r}")
+    return seconds
+
+
+def is_allowed(info: PluginInfo, allow: Collection[str] | None) -> bool:
+    """Whether the allow-list ``allow`` (``None``: everything) names the plugin or its distribution."""
+    return allow is None or info.name in allow or info.distribution in allow
 
 
 def iter_entry_points() -> Iterator[EntryPoint]:
-    """Entry points of group ``oml``, one per (name, value) even if a distribution is seen twice."""
+    """Entry points of group ``oml`` sorted by name, one per (name, distribution) even if a distribution is seen
+    twice."""
     seen: set[tuple[str, str]] = set()
     for ep in sorted(entry_points(group=PROJECT_NAME), key=lambda e: e.name):
-        if (ep.name, ep.value) not in seen:
-            seen.add((ep.name, ep.value))
+        dist = getattr(ep, "dist", None)
+        key = (ep.name, _normalized(dist.metadata["Name"]) if dist is not None else ep.value)
+        if key not in seen:
+            seen.add(key)
             yield ep
 
 
@@ -86,20 +178,165 @@ def plugin_info_for(ep: EntryPoint) -> PluginInfo:
     )
 
 
+def installed_distributions(allow: Collection[str] | None) -> list[tuple[str, str | None]]:
+    """``(distribution, version)`` of each distribution with an ``oml`` entry point that ``allow`` admits, in
+    the order of their entry points' names, read from the metadata alone: no plugin is imported."""
+    found: dict[str, str | None] = {}
+    for info in map(plugin_info_for, iter_entry_points()):
+        if info.distribution is not None and is_allowed(info, allow):
+            found.setdefault(info.distribution, info.version)
+    return list(found.items())
+
+
+def report_plugin_failure(message: str, strict: bool, cause: BaseException | None = None) -> str:
+    """Warn with ``message`` (a :class:`PluginWarning`), or raise it as a :class:`PluginLoadError` (chained to
+    ``cause``) when ``strict``; returns ``message``, to be stored on the plugin's record."""
+    if strict:
+        raise PluginLoadError(message) from cause
+    warnings.warn(f"{message} (skipped; set {ENV_STRICT}=1 to raise)", PluginWarning, stacklevel=3)
+    return message
+
+
 def report_plugin_error(info: PluginInfo, what: str, error: BaseException, strict: bool) -> str:
     """Turn a plugin failure into a warning (or a :class:`PluginLoadError` when ``strict``).
 
     Returns:
-        The one-line message, to be stored on the plugin's record.
+        The one-line message ``oml plugin <provider>: <what>: <error>``, to be stored on the plugin's record.
 
     Raises:
         PluginLoadError: ``strict`` is true (chained to ``error``).
     """
-    message = f"oml plugin {info.provider}: {what}: {describe_error(error)}"
-    if strict:
-        raise PluginLoadError(message) from error
-    warnings.warn(f"{message} (skipped; set {ENV_STRICT}=1 to raise)", PluginWarning, stacklevel=3)
-    return message
+    return report_plugin_failure(
+        f"oml plugin {info.provider}: {what}: {describe_error(error)}", strict, error
+    )
+
+
+# ------------------------------------------------------------------------------------------- watching
+def skip_hint(plugin: PluginInfo) -> str:
+    """``; OML_LOAD_PLUGINS=<every other allowed entry point> skips it`` (empty for the core's built-ins, which
+    are always loaded, and for plugins added in code)."""
+    if plugin.name == BUILTINS_NAME or plugin.distribution is None:
+        return ""
+    allow = allow_list_from_env()
+    names = allow if allow is not None else {ep.name for ep in iter_entry_points()}
+    others = sorted(set(names) - {plugin.name, plugin.distribution})
+    return f"; {ENV_ALLOW}={','.join(others)} skips it"
+
+
+def _warn_still_loading(plugin: PluginInfo, step: str, seconds: float) -> None:
+    warnings.warn(
+        f"still loading plugin {plugin.provider} in {step} after {seconds:g} s{skip_hint(plugin)}",
+        PluginWarning,
+        stacklevel=1,  # from the watchdog's thread: there is no caller to point at
+    )
+
+
+@contextlib.contextmanager
+def watch_loading(plugin: PluginInfo, step: str) -> Iterator[None]:
+    """Run one step of loading ``plugin`` (``import``, ``hook oml_register_losses``) under a watchdog.
+
+    The step is logged to :data:`LOADING_LOGGER` (``DEBUG``) as it begins, and warned when ``OML_PLUGIN_TRACE``
+    is set; a ``threading.Timer`` warns (a :class:`PluginWarning`) if it still runs after
+    ``OML_PLUGIN_SLOW_SECONDS``: ``still loading plugin X (dist 1.2) in hook oml_register_losses after 5 s;
+    OML_LOAD_PLUGINS=<the other plugins> skips it``. The step is never interrupted.
+
+    Raises:
+        ConfigError: ``OML_PLUGIN_SLOW_SECONDS`` is not a number of seconds >= 0 (before the step runs).
+    """
+    seconds = slow_seconds_from_env()
+    _loading_log.debug("%s\t%s", plugin.name, step)
+    if _flag_from_env(ENV_TRACE):
+        warnings.warn(f"loading plugin {plugin.provider}: {step}", PluginWarning, stacklevel=3)
+    timer = None
+    if seconds > 0:
+        timer = threading.Timer(seconds, _warn_still_loading, args=(plugin, step, seconds))
+        timer.daemon = True  # a plugin stuck for good must not keep the process alive at exit
+        timer.start()
+    try:
+        yield
+    finally:
+        if timer is not None:
+            timer.cancel()
+
+
+# ------------------------------------------------------------------------------------------ discovery
+def discover_plugins(allow: Collection[str] | None, strict: bool) -> list[FoundPlugin]:
+    """The installed ``oml`` entry points that ``allow`` admits, each to load or refused, from metadata alone.
+
+    A first-party name (:data:`FIRST_PARTY_PLUGINS`) is loaded from its own distribution only; any other
+    distribution claiming it is refused. A name that several other distributions claim is refused for every one
+    of them. Each refusal (and each name of ``allow`` that nothing installed has, see
+    :func:`report_unknown_allowed`) is reported: a :class:`PluginWarning`, or a :class:`PluginLoadError` when
+    ``strict``.
+    """
+    installed = list(iter_entry_points())
+    if allow is not None:
+        report_unknown_allowed(allow, installed, strict)
+    claims: dict[str, list[tuple[EntryPoint, PluginInfo]]] = {}
+    for ep in installed:  # sorted by name, then by distribution: the same order wherever they are installed
+        claims.setdefault(ep.name, []).append((ep, plugin_info_for(ep)))
+    for claimants in claims.values():
+        claimants.sort(key=lambda claim: _normalized(claim[1].distribution or ""))
+    found = []
+    for name, claimants in claims.items():
+        refusals = refused_claimants(name, [info for _, info in claimants])
+        for ep, info in claimants:
+            if not is_allowed(info, allow):
+                continue
+            reason = refusals.get(info)
+            refused = None
+            if reason is not None:
+                refused = report_plugin_failure(f"oml plugin {info.provider}: refused: {reason}", strict)
+            found.append(FoundPlugin(info, ep, refused))
+    return found
+
+
+def refused_claimants(name: str, claimants: list[PluginInfo]) -> dict[PluginInfo, str]:
+    """Why each refused one of the ``claimants`` of the entry-point name ``name`` is refused (the others may
+    load); see :func:`discover_plugins`."""
+    owner = FIRST_PARTY_PLUGINS.get(name)
+    if owner is None:
+        if len(claimants) == 1:
+            return {}
+        listed = ", ".join(f"{info.distribution} {info.version or '?'}" for info in claimants)
+        reason = (
+            f"the entry-point name {name!r} is claimed by {len(claimants)} distributions ({listed}); "
+            f"none of them is loaded: uninstall all but one"
+        )
+        return dict.fromkeys(claimants, reason)
+    own = [info for info in claimants if _normalized(info.distribution or "") == _normalized(owner)]
+    if name == BUILTINS_NAME:
+        holder = "oml-core's built-in plugin"
+    else:
+        state = f"installed: {own[0].version or '?'}" if own else "not installed"
+        holder = f"oml's first-party distribution {owner} ({state})"
+    return {
+        info: (
+            f"the entry-point name {name!r} is reserved for {holder}; {info.distribution or info.module} must give "
+            f"its entry point a name of its own"
+        )
+        for info in claimants
+        if info not in own
+    }
+
+
+def import_plugin(ep: EntryPoint, info: PluginInfo, strict: bool) -> tuple[object | None, str | None]:
+    """Import the plugin object of ``ep`` under :func:`watch_loading` (step ``import``).
+
+    Returns:
+        ``(plugin, None)``, or ``(None, message)`` when the import failed (reported, see
+        :func:`report_plugin_error`).
+
+    Raises:
+        PluginLoadError: the import failed and ``strict``.
+    """
+    with watch_loading(info, "import"):
+        try:
+            return ep.load(), None
+        except BaseException as e:  # a third-party plugin's import (even sys.exit) must not end the host
+            if not is_plugin_failure(e):
+                raise
+            return None, report_plugin_error(info, "import failed", e, strict)
 
 
 #: The prefix of every oml hook; a function of a plugin named with it must be one of the hooks.
@@ -185,34 +422,21 @@ def load_entry_point_plugins(
     allow: Collection[str] | None,
     strict: bool,
 ) -> None:
-    """Import and register every allowed ``oml`` entry point, each guarded on its own.
+    """Import and register every allowed ``oml`` entry point (:func:`discover_plugins`), each guarded on its own.
 
-    A name of ``allow`` that is neither an installed entry point nor a distribution is reported (a warning, or
-    :class:`PluginLoadError` when ``strict``) with the installed names and the close matches.
+    A refused plugin's record is keyed by its ``provider`` (``oml_losses (squatter 0.3)``), as its name is another
+    plugin's; every other record by the plugin's name.
     """
-    installed = list(iter_entry_points())
-    if allow is not None:
-        report_unknown_allowed(allow, installed, strict)
-    for ep in installed:
-        info = plugin_info_for(ep)
-        if allow is not None and ep.name not in allow and info.distribution not in allow:
+    for found in discover_plugins(allow, strict):
+        info = found.info
+        if found.refused is not None:
+            records[info.provider] = PluginRecord(info=info, error=found.refused)
             continue
-        if ep.name in records:
-            error = ValueError(
-                f"the plugin name {ep.name!r} is already taken by {records[ep.name].info.provider}"
-            )
-            report_plugin_error(info, "duplicate plugin name", error, strict)
+        plugin, error = import_plugin(found.entry_point, info, strict)
+        if error is not None:
+            records[info.name] = PluginRecord(info=info, error=error)
             continue
-        try:
-            module = ep.load()
-        except BaseException as e:  # a third-party plugin's import (even sys.exit) must not end the host
-            if not is_plugin_failure(e):
-                raise
-            records[ep.name] = PluginRecord(
-                info=info, error=report_plugin_error(info, "import failed", e, strict)
-            )
-            continue
-        register_plugin(pm, module, info, records, strict)
+        register_plugin(pm, plugin, info, records, strict)
 
 
 def report_unknown_allowed(allow: Collection[str], installed: Collection[EntryPoint], strict: bool) -> None:
@@ -238,8 +462,3 @@ def report_unknown_allowed(allow: Collection[str], installed: Collection[EntryPo
         if strict:
             raise PluginLoadError(message)
         warnings.warn(f"{message} (set {ENV_STRICT}=1 to raise)", PluginWarning, stacklevel=3)
-
-
-def _normalized(name: str) -> str:
-    """``name`` lower-cased with ``-`` and ``.`` as ``_`` (how a distribution's name maps to a module's)."""
-    return name.lower().replace("-", "_").replace(".", "_")

@@ -42,6 +42,7 @@ from oml_core.registry.manager import (
     register_plugin,
     report_plugin_error,
     strict_from_env,
+    watch_loading,
 )
 from oml_core.utils.imports import resolve
 
@@ -234,18 +235,19 @@ class Registry:
         """Call one plugin's hook with its own ``register`` callback; a failing hook is reported (any
         ``BaseException``, ``SystemExit`` included; a ``KeyboardInterrupt`` or ``GeneratorExit`` propagates)."""
         record = self._records[impl.plugin_name]
-        try:
-            impl.function(**{arg: register for arg in impl.argnames})
-        except BaseException as e:
-            if not is_plugin_failure(e):
-                raise
-            record.error = report_plugin_error(
-                record.info, f"hook {impl.function.__name__} failed", e, self.strict
-            )
+        with watch_loading(record.info, f"hook {impl.function.__name__}"):  # warns when it takes long
+            try:
+                impl.function(**{arg: register for arg in impl.argnames})
+            except BaseException as e:
+                if not is_plugin_failure(e):
+                    raise
+                record.error = report_plugin_error(
+                    record.info, f"hook {impl.function.__name__} failed", e, self.strict
+                )
 
     def _registering(self, kind: Kind, plugin_name: str, sink: list[Entry]) -> Callable[..., None]:
         info = self._records[plugin_name].info
-        own: list[Entry] = []
+        taken: set[str] = set()  # the names and aliases this plugin registered for this kind so far
 
         def register(
             name: str,
@@ -259,14 +261,13 @@ class Registry:
             if not (isinstance(factory, str) and ":" in factory) and not callable(factory):
                 raise TypeError(f"{kind.name} {name!r}: factory must be callable or a 'module:attr' string")
             self._check_factory_class(kind, name, factory, info)
-            taken = {n for e in own for n in (e.name, *e.aliases)}
             for n in (name, *aliases):
                 if n in taken:
                     raise DuplicateRegistrationError(
                         f"plugin {info.provider} registers {kind.name} {n!r} twice"
                     )
             entry = Entry(kind.name, name, factory, info, tuple(aliases), description)
-            own.append(entry)
+            taken.update((entry.name, *entry.aliases))
             sink.append(entry)
 
         return register
