@@ -9,7 +9,7 @@
     oml mock-dataset DIR [--seed N]
     oml check-dataframe CSV [--dataset-root DIR] [--sep SEP]
     oml index build [--config-path DIR] [--config-name NAME] [--show-config] [hydra overrides ...]
-    oml search INDEX IMAGE... [--top-k K] [--format table|json]
+    oml search INDEX QUERY... [--dataset-root DIR] [--top-k K] [--format table|json]
 
 ``oml --version`` prints ``oml-core <version>``, then one line per installed plugin distribution, ``<distribution>
 <version>``, from the distributions' metadata (``oml --version`` and ``oml --help`` import no plugin). ``oml COMMAND
@@ -28,9 +28,16 @@ stdout; with ``--format json`` stdout is the json report alone and the verdict g
 ``oml index build`` builds a gallery index (:class:`~oml_core.index.GalleryIndex`) from its default config
 ``index_build.yaml`` (the mock dataset, a seeded random ResNet18, the ``exact`` knn backend, a threshold
 calibrated on the validation split) and the overrides, into a new ``index_dir`` that is never written over.
-``oml search INDEX IMAGE...`` prints, for every image, its ``--top-k`` nearest gallery items (rank, distance,
-label, id, path) and, when the index is calibrated, match or no match (distance < threshold); ``--format json``
-prints ``{"index", "threshold", "queries": [{"query", "match", "results": [...]}]}``.
+``oml search INDEX QUERY...`` prints, for every query image (a file, every image of a folder, every row of a CSV
+of queries in OML's format: a ``path`` column, joined to ``--dataset-root`` or the CSV's folder), named by its
+path, its ``--top-k`` nearest gallery items (rank, distance, label, id, path) and, when the index is calibrated,
+match or no match (distance < threshold); ``--format json`` prints ``{"index", "threshold", "queries":
+[{"query", "match", "results": [...]}]}``. An index whose weights, config or model no longer match its
+embeddings is refused in one line (:mod:`oml_core.index.integrity`).
+
+``oml check-dataframe CSV`` prints the summary of a csv in OML's format (text in ``--encoding``, utf-8 by
+default), with a warning for what it cannot serve: without train rows it is usable for validate/predict only; it
+exits 1 with the problems of one that is not.
 
 ``oml plugin new NAME [DIR]`` writes a working plugin distribution to ``DIR`` (default ``./NAME``): its
 pyproject with the entry point, the plugin module, one component of each ``--kinds`` (default: an extractor, a
@@ -503,7 +510,18 @@ def _parser() -> _Parser:
         parents=[common],
     )
     search.add_argument("index", type=Path, metavar="INDEX", help="the folder of an index (oml index build)")
-    search.add_argument("images", nargs="+", metavar="IMAGE", help="the query images")
+    search.add_argument(
+        "queries",
+        nargs="+",
+        metavar="QUERY",
+        help="query images: image files, folders of images, CSVs of queries (OML format: a path column)",
+    )
+    search.add_argument(
+        "--dataset-root",
+        type=Path,
+        metavar="DIR",
+        help="the folder the paths of the CSVs of queries are joined to (default: each CSV's folder)",
+    )
     search.add_argument(
         "--top-k", type=_positive_int, default=5, metavar="K", help="gallery items per query (default: 5)"
     )
@@ -916,17 +934,19 @@ def _cmd_index_build(args: argparse.Namespace, overrides: list[str]) -> int:
     else:
         print(f"Calibration:      none ({result.not_calibrated}): oml search answers with distances only")
     print(f"Index folder:     {result.index_dir}")
-    print(f"Search it:        oml search {shlex.quote(str(result.index_dir))} IMAGE...")
+    print(f"Search it:        oml search {shlex.quote(str(result.index_dir))} IMAGE|FOLDER|CSV...")
     return 0
 
 
 def _cmd_search(args: argparse.Namespace, _: list[str]) -> int:
     from oml_core.index import GalleryIndex
+    from oml_core.index.queries import collect_queries
 
     index = GalleryIndex.load(args.index, registry=Registry())
-    hits = index.search(args.images, top_k=args.top_k)
+    queries = collect_queries(args.queries, args.dataset_root)
+    hits = index.search(queries.paths, top_k=args.top_k, bboxes=queries.bboxes)
     report = search_report(
-        args.index, index.calibration.threshold if index.calibration else None, args.images, hits
+        args.index, index.calibration.threshold if index.calibration else None, queries.paths, hits
     )
     print(json.dumps(report, indent=2) if args.format == "json" else _search_table(report))
     return 0

@@ -4,6 +4,7 @@ one-line errors of bad input; and the README's section on serving a gallery, run
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import shlex
@@ -13,9 +14,13 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+import torch
+from PIL import Image
 
 from oml_core.cli import main
 from oml_core.datasets.mock import generate_mock_dataset, get_mock_dataset_root
+from oml_core.index import GalleryIndex
+from oml_core.registry import Registry
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 
@@ -164,7 +169,7 @@ def test_bad_search_input_is_one_line(world, tmp_path, capsys):
         capsys, ["search", index, str(tmp_path / "text.png")], "cannot read the image file", "text.png"
     )
     one_error_line(capsys, ["search", index, image, "--top-k", "0"], "--top-k: must be a positive integer")
-    one_error_line(capsys, ["search", index], "required: IMAGE")
+    one_error_line(capsys, ["search", index], "required: QUERY")
 
 
 def test_bad_build_input_is_one_line_and_writes_nothing(world, tmp_path, capsys):
@@ -213,10 +218,14 @@ def test_the_readme_section_runs_as_written(tmp_path, oml_cache_dir, monkeypatch
     section = readme_section()
     (shell,) = re.findall(r"^```sh\n(.*?)^```", section, flags=re.MULTILINE | re.DOTALL)
     commands = [shlex.split(line, comments=True) for line in shell.splitlines() if line.strip()]
-    assert [argv[:2] for argv in commands] == [["oml", "index"], ["oml", "search"], ["oml", "search"]]
+    assert [argv[:2] for argv in commands] == [["oml", "index"], *[["oml", "search"]] * 3]
     for argv in commands:
         assert main(argv[1:]) == 0, capsys.readouterr().err
-    assert '"threshold": 0.' in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert '"threshold": 0.' in out
+    named = re.findall(r"^(my_dataset/images/\d{6}\.png): (?:no )?match \(threshold", out, flags=re.MULTILINE)
+    rows = [f"my_dataset/images/{row:06d}.png" for row in range(192)]
+    assert named == [rows[0], *rows]  # the image of the first search, then the csv's rows in order
 
     (snippet,) = re.findall(r"^```python\n(.*?)^```", section, flags=re.MULTILINE | re.DOTALL)
     namespace: dict = {}
@@ -225,3 +234,217 @@ def test_the_readme_section_runs_as_written(tmp_path, oml_cache_dir, monkeypatch
     assert hits[0].path.endswith("000000.png") and hits[0].distance < 1e-3 and hits[0].match is True
     assert namespace["postprocessor"].th == namespace["index"].calibration.threshold
     assert (tmp_path / "my_gallery" / "calibration.png").is_file()
+
+
+# ----------------------------------------------------------------- a self-contained index, checked at search
+RESNET_ARGS = {"arch": "resnet18", "gem_p": None, "remove_fc": True, "normalise_features": True}
+
+
+def save_resnet_checkpoint(path: Path, seed: int) -> Path:
+    """The state dict of a ResNet18 extractor of random weights drawn from ``seed``, as ``oml train`` would
+    leave a checkpoint."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        model = Registry().build("extractor", {"name": "resnet", "args": {"weights": None, **RESNET_ARGS}})
+    torch.save(model.state_dict(), path)
+    return path
+
+
+@dataclass(frozen=True)
+class CheckpointIndex:
+    """A copy of an index built from a checkpoint (``transforms.args.im_size=32``), and query pictures."""
+
+    folder: Path
+    checkpoint: Path  # the path the index was built from (index.json's extractor.args.weights)
+    queries: list[str]
+
+    def answers(self, capsys, folder: Path | None = None) -> list[dict]:
+        """The "queries" of ``oml search --format json --top-k 4`` of the index (at ``folder`` when given)."""
+        report = search_json(str(folder or self.folder), *self.queries, "--top-k", "4", capsys=capsys)
+        assert report["index"] == str(folder or self.folder)
+        return report["queries"]
+
+
+@pytest.fixture(scope="module")
+def built_from_checkpoint(world, tmp_path_factory) -> tuple[Path, Path]:
+    """The folder of an index built once from a checkpoint, and the checkpoint's path; tests take it through
+    :func:`checkpoint_index`, which copies it."""
+    tmp = tmp_path_factory.mktemp("from_checkpoint")
+    checkpoint = save_resnet_checkpoint(tmp / "best.ckpt", seed=1)
+    folder = tmp / "ckpt_index"
+    build = [f"dataset_root={world.root}", f"index_dir={folder}", f"extractor.args.weights={checkpoint}"]
+    assert main(["index", "build", *build, "transforms.args.im_size=32"]) == 0
+    return folder, checkpoint
+
+
+@pytest.fixture()
+def checkpoint_index(world, built_from_checkpoint, tmp_path, capsys) -> CheckpointIndex:
+    """A copy of the index built from a checkpoint, with the checkpoint as it was built from (at its path)."""
+    built, checkpoint = built_from_checkpoint
+    capsys.readouterr()
+    folder = Path(shutil.copytree(built, tmp_path / "ckpt_index"))
+    save_resnet_checkpoint(checkpoint, seed=1)  # as it was, whatever a test did to it
+    return CheckpointIndex(folder, checkpoint, [str(world.held_out), str(world.gallery_image)])
+
+
+def test_search_answers_the_same_after_the_checkpoint_is_replaced(checkpoint_index, capsys):
+    expected = checkpoint_index.answers(capsys)
+    assert [len(answer["results"]) for answer in expected] == [4, 4]
+    assert expected[1]["results"][0]["path"] == checkpoint_index.queries[1]
+    spec = {"name": "resnet", "args": {"weights": str(checkpoint_index.checkpoint), **RESNET_ARGS}}
+    transforms = {"name": "norm_resize", "args": {"im_size": 32}}
+    before = GalleryIndex(extractor=spec, transforms=transforms).embed(checkpoint_index.queries[:1])
+    save_resnet_checkpoint(checkpoint_index.checkpoint, seed=2)  # other weights under the same name
+    after = GalleryIndex(extractor=spec, transforms=transforms).embed(checkpoint_index.queries[:1])
+    assert float((before - after).norm()) > 0.1  # the path now names another model
+    assert checkpoint_index.answers(capsys) == expected
+
+
+def test_search_answers_the_same_after_the_index_is_moved_and_the_checkpoint_deleted(
+    checkpoint_index, tmp_path, capsys
+):
+    expected = checkpoint_index.answers(capsys)
+    (tmp_path / "elsewhere").mkdir()
+    moved = Path(shutil.move(checkpoint_index.folder, tmp_path / "elsewhere" / "index"))
+    checkpoint_index.checkpoint.unlink()
+    assert checkpoint_index.answers(capsys, folder=moved) == expected
+
+
+def edit_index_json(folder: Path, edit) -> None:
+    meta = json.loads((folder / "index.json").read_text())
+    edit(meta)
+    (folder / "index.json").write_text(json.dumps(meta, indent=1))
+
+
+def test_an_edited_architecture_is_one_line_from_the_program_and_no_hits(checkpoint_index, run_oml):
+    edit_index_json(
+        checkpoint_index.folder, lambda d: d["config"]["extractor"]["args"].update(arch="resnet34")
+    )
+    result = run_oml("search", str(checkpoint_index.folder), checkpoint_index.queries[0])
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr.splitlines() == [
+        f"oml search: error: {checkpoint_index.folder / 'index.json'}: its extractor.args.arch is 'resnet34', the "
+        f"embeddings of embeddings.pt were built with 'resnet18': the index's config no longer matches what built "
+        f"its embeddings; rebuild the index (oml index build)"
+    ]
+
+
+def test_an_edited_transforms_size_is_one_line(checkpoint_index, capsys):
+    edit_index_json(checkpoint_index.folder, lambda d: d["config"]["transforms"]["args"].update(im_size=64))
+    line = one_error_line(capsys, ["search", str(checkpoint_index.folder), checkpoint_index.queries[0]])
+    assert "its transforms.args.im_size is 64, the embeddings of embeddings.pt were built with 32" in line
+
+
+def test_weights_tampered_with_in_the_index_are_one_line_and_no_hits(checkpoint_index, capsys):
+    weights = checkpoint_index.folder / "weights.pt"
+    built_with = hashlib.sha256(weights.read_bytes()).hexdigest()
+    data = bytearray(weights.read_bytes())
+    data[len(data) // 2] ^= 0x01  # one bit of a tensor
+    weights.write_bytes(bytes(data))
+    status = main(["search", str(checkpoint_index.folder), *checkpoint_index.queries])
+    captured = capsys.readouterr()
+    assert status == 2 and captured.out == ""
+    assert captured.err.splitlines() == [
+        f"oml search: error: the weights of the index {weights} have sha256 {hashlib.sha256(data).hexdigest()}, "
+        f"the index was built with {built_with}: the file was changed; rebuild the index (oml index build)"
+    ]
+
+
+def test_an_index_of_version_1_is_one_line_asking_to_rebuild(checkpoint_index, capsys):
+    edit_index_json(checkpoint_index.folder, lambda d: d.update(version=1))
+    one_error_line(
+        capsys,
+        ["search", str(checkpoint_index.folder), checkpoint_index.queries[0]],
+        "an index of version 1, which keeps only the path of its weights",
+        "rebuild the index (oml index build)",
+    )
+
+
+@pytest.fixture()
+def query_folder(world, tmp_path) -> Path:
+    """Two query pictures in a folder (``a.png``: held out, ``b.png``: a gallery picture)."""
+    folder = tmp_path / "queries"
+    folder.mkdir()
+    shutil.copy(world.held_out, folder / "a.png")
+    shutil.copy(world.gallery_image, folder / "b.png")
+    return folder
+
+
+def test_a_folder_and_a_csv_of_queries_answer_as_their_files(world, query_folder, tmp_path, capsys):
+    index = str(world.index)
+    files = [str(query_folder / "a.png"), str(query_folder / "b.png")]
+    expected = search_json(index, *files, capsys=capsys)["queries"]
+    assert [answer["query"] for answer in expected] == files and expected[1]["match"] is True
+
+    assert search_json(index, str(query_folder), capsys=capsys)["queries"] == expected
+    pd.DataFrame({"path": ["queries/a.png", "queries/b.png"], "label": [23, 1]}).to_csv(
+        tmp_path / "queries.csv", index=False
+    )
+    assert search_json(index, str(tmp_path / "queries.csv"), capsys=capsys)["queries"] == expected
+    (tmp_path / "lists").mkdir()
+    pd.DataFrame({"path": ["a.png", "b.png"]}).to_csv(tmp_path / "lists" / "q.CSV", index=False)
+    by_root = search_json(
+        index, str(tmp_path / "lists" / "q.CSV"), "--dataset-root", str(query_folder), capsys=capsys
+    )
+    assert by_root["queries"] == expected
+    mixed = search_json(index, files[1], str(tmp_path / "queries.csv"), capsys=capsys)["queries"]
+    assert without_distances(mixed) == without_distances([expected[1], *expected])  # other batches:
+    for answer, alike in zip(mixed, [expected[1], *expected]):  # float32 noise in the distances
+        distances = [hit["distance"] for hit in alike["results"]]
+        assert [hit["distance"] for hit in answer["results"]] == pytest.approx(distances, abs=1e-3)
+
+
+def without_distances(answers: list[dict]) -> list[dict]:
+    return [{**a, "results": [{**hit, "distance": None} for hit in a["results"]]} for a in answers]
+
+
+def test_a_csv_of_queries_with_boxes_crops_them(world, tmp_path, capsys):
+    """The left half of the gallery picture, as a box of a CSV row and as a file of its own, answer alike."""
+    with Image.open(world.gallery_image) as image:
+        width, height = image.size
+        image.crop((0, 0, width // 2, height)).save(tmp_path / "left.png")
+    shutil.copy(world.gallery_image, tmp_path / "whole.png")
+    pd.DataFrame(
+        {"path": ["whole.png"], "x_1": [0], "x_2": [width // 2], "y_1": [0], "y_2": [height]}
+    ).to_csv(tmp_path / "boxes.csv", index=False)
+    (boxed,) = search_json(str(world.index), str(tmp_path / "boxes.csv"), capsys=capsys)["queries"]
+    (left,) = search_json(str(world.index), str(tmp_path / "left.png"), capsys=capsys)["queries"]
+    (whole,) = search_json(str(world.index), str(tmp_path / "whole.png"), capsys=capsys)["queries"]
+    assert boxed["query"] == str(tmp_path / "whole.png") and boxed["results"] == left["results"]
+    assert boxed["results"] != whole["results"] and whole["results"][0]["distance"] < 1e-3
+
+
+def test_bad_queries_are_one_line(world, query_folder, tmp_path, capsys):
+    index = str(world.index)
+    (tmp_path / "empty").mkdir()
+    one_error_line(capsys, ["search", index, str(tmp_path / "empty")], "empty: holds no image files")
+    pd.DataFrame({"file": ["a.png"]}).to_csv(tmp_path / "no_path.csv", index=False)
+    one_error_line(
+        capsys,
+        ["search", index, str(tmp_path / "no_path.csv")],
+        "no_path.csv",
+        "missing the required column(s) 'path'",
+    )
+    pd.DataFrame({"path": ["a.png", "nope.png"]}).to_csv(query_folder / "bad.csv", index=False)
+    one_error_line(
+        capsys,
+        ["search", index, str(query_folder / "bad.csv")],
+        f"'{query_folder / 'bad.csv'}': column 'path': no such image file under '{query_folder}' at row 1 ('nope.png')",
+    )
+    pd.DataFrame({"path": ["a.png", None], "label": [1, 2]}).to_csv(query_folder / "blank.csv", index=False)
+    one_error_line(
+        capsys, ["search", index, str(query_folder / "blank.csv")], "column 'path': an empty path at row 1"
+    )
+    pd.DataFrame({"path": ["a.png"], "x_1": [0]}).to_csv(query_folder / "box.csv", index=False)
+    one_error_line(capsys, ["search", index, str(query_folder / "box.csv")], "box.csv", "x_2")
+    one_error_line(capsys, ["search", index, str(tmp_path / "missing.csv")], "missing.csv' does not exist")
+    one_error_line(
+        capsys,
+        ["search", index, str(query_folder), "--dataset-root", str(tmp_path)],
+        "--dataset-root is the folder of a CSV's paths, and no query is a CSV",
+    )
+    one_error_line(
+        capsys,
+        ["search", index, str(query_folder / "bad.csv"), "--dataset-root", str(tmp_path / "nowhere")],
+        f"dataset root '{tmp_path / 'nowhere'}' is not a folder",
+    )

@@ -6,7 +6,9 @@ a plugin (a brute-force ``IKnnIndex`` defined here, registered on a fresh ``Regi
 
 from __future__ import annotations
 
+import hashlib
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -20,12 +22,14 @@ from torch import LongTensor, Tensor, nn
 from oml_core import hookimpl
 from oml_core.datasets import ImageQueryGalleryLabeledDataset
 from oml_core.index import CalibrationError, GalleryIndex, GalleryIndexError, calibrate_rr
+from oml_core.index.integrity import first_difference, rebuilt_spec
 from oml_core.interfaces.knn import IKnnIndex, KnnSearchResult
 from oml_core.interfaces.models import IExtractor
 from oml_core.registry import Registry, UnknownNameError
 from oml_core.retrieval import RetrievalResults
 from oml_core.retrieval.knn_backends import ExactKnnIndex
 from oml_core.utils.atomic import TEMPORARY_PREFIX
+from oml_core.utils.checkpoints import load_checkpoint
 
 
 # ------------------------------------------------------------------------------------- the test plugin
@@ -83,11 +87,14 @@ def make_brute(distance: str = "l2") -> BruteForceIndex:
 
 
 class MeanColour(IExtractor):
-    """A tiny extractor: a random linear map of an image's mean colour (its weights come from the seed)."""
+    """A tiny extractor: a linear map of an image's mean colour (random weights from the seed, or a checkpoint's
+    ``weights``)."""
 
-    def __init__(self, dim: int = 4) -> None:
+    def __init__(self, dim: int = 4, weights: str | None = None) -> None:
         super().__init__()
         self.head = nn.Linear(3, dim)
+        if weights is not None:
+            load_checkpoint(self, weights)
 
     @property
     def feat_dim(self) -> int:
@@ -222,6 +229,9 @@ def test_images_that_cannot_be_read_are_named(tmp_path, registry):
     index = GalleryIndex(extractor=EXTRACTOR, transforms=TRANSFORMS, registry=registry)
     with pytest.raises(GalleryIndexError, match="image file not found: '.*missing.png'"):
         index.add([tmp_path / "missing.png"])
+    (tmp_path / "folder.png").mkdir()
+    with pytest.raises(GalleryIndexError, match="'.*folder.png' is a directory, not an image file"):
+        index.add([tmp_path / "folder.png"])
     (tmp_path / "text.png").write_text("not an image")
     with pytest.raises(GalleryIndexError, match="cannot read the image file '.*text.png'"):
         index.search([tmp_path / "text.png"])
@@ -325,6 +335,8 @@ def test_save_and_load_give_the_same_index(tmp_path, colour_dataset, registry, b
         "index.json",
         "items.json",
         "embeddings.pt",
+        "weights.pt",
+        "probe.png",
         "backend",
         "calibration.json",
         "calibration.png",
@@ -484,3 +496,328 @@ def test_bad_constructor_arguments(registry):
         GalleryIndex(extractor={"name": "mean_colour", "args": {"dim": np.int64(4)}}, registry=registry)
     with pytest.raises(UnknownNameError, match="Did you mean: exact"):
         GalleryIndex(knn_backend="exakt", registry=registry)
+
+
+# ------------------------------------------------------------------------ a self-contained, checked index
+def save_checkpoint(path: Path, seed: int, dim: int = 4) -> Path:
+    """A checkpoint of a ``MeanColour`` whose weights are drawn from ``seed``."""
+    generator = torch.Generator().manual_seed(seed)
+    state = {
+        "head.weight": torch.randn(dim, 3, generator=generator),
+        "head.bias": torch.randn(dim, generator=generator),
+    }
+    torch.save(state, path)
+    return path
+
+
+def checkpoint_spec(checkpoint: Path) -> dict:
+    return {"name": "mean_colour", "args": {"dim": 4, "weights": str(checkpoint)}}
+
+
+@pytest.fixture()
+def saved_with_weights(tmp_path, registry) -> Path:
+    """An index of the five colours, its extractor loaded from a checkpoint, saved to ``tmp_path / saved``."""
+    solid_images(tmp_path / "gallery", COLOURS)
+    spec = checkpoint_spec(save_checkpoint(tmp_path / "best.ckpt", seed=1))
+    index = GalleryIndex.from_folder(
+        tmp_path / "gallery", extractor=spec, transforms=TRANSFORMS, registry=registry
+    )
+    return index.save(tmp_path / "saved")
+
+
+@pytest.fixture()
+def query(tmp_path) -> Path:
+    return solid_images(tmp_path / "queries", {"orange": (200, 90, 30)})["orange"]
+
+
+def test_a_saved_index_carries_its_weights_so_its_checkpoint_may_change_or_go(
+    tmp_path, registry, saved_with_weights, query
+):
+    checkpoint = tmp_path / "best.ckpt"
+    built = GalleryIndex(extractor=checkpoint_spec(checkpoint), transforms=TRANSFORMS, registry=registry)
+    expected = GalleryIndex.load(saved_with_weights, registry=registry).search([query], top_k=5)
+    gallery = sorted(str(p) for p in (tmp_path / "gallery").iterdir())
+    distances, order = torch.sort(naive_distances(built.embed([query]), built.embed(gallery), "l2")[0])
+    assert [hit.path for hit in expected[0]] == [gallery[i] for i in order]
+    assert [hit.distance for hit in expected[0]] == pytest.approx(distances.tolist(), abs=1e-5)
+
+    save_checkpoint(checkpoint, seed=2)  # other weights under the checkpoint's name
+    replaced = GalleryIndex(extractor=checkpoint_spec(checkpoint), transforms=TRANSFORMS, registry=registry)
+    assert not torch.allclose(
+        replaced.embed([query]), built.embed([query]), atol=1e-2
+    )  # the path means another model
+    assert GalleryIndex.load(saved_with_weights, registry=registry).search([query], top_k=5) == expected
+
+    (tmp_path / "elsewhere").mkdir()
+    moved = Path(shutil.move(saved_with_weights, tmp_path / "elsewhere" / "moved"))
+    checkpoint.unlink()
+    loaded = GalleryIndex.load(moved, registry=registry)
+    assert loaded.search([query], top_k=5) == expected
+    assert torch.equal(loaded.extractor.head.weight, built.extractor.head.weight)
+    assert loaded.config["extractor"]["args"]["weights"] == str(checkpoint)  # kept as a record, never read
+
+
+def test_a_loaded_index_saved_again_keeps_its_weights_and_probe(
+    tmp_path, registry, saved_with_weights, query
+):
+    loaded = GalleryIndex.load(saved_with_weights, registry=registry)
+    expected = loaded.search([query], top_k=3)
+    (tmp_path / "best.ckpt").unlink()
+    again = loaded.save(tmp_path / "again")
+    assert {"weights.pt", "probe.png"} <= {p.name for p in again.iterdir()}
+    assert torch.equal(
+        torch.load(again / "embeddings.pt", weights_only=True)["probe"],
+        torch.load(saved_with_weights / "embeddings.pt", weights_only=True)["probe"],
+    )
+    assert GalleryIndex.load(again, registry=registry).search([query], top_k=3) == expected
+
+
+def flip_a_byte(path: Path, position: int) -> None:
+    data = bytearray(path.read_bytes())
+    data[position] ^= 0xFF
+    path.write_bytes(bytes(data))
+
+
+def test_weights_tampered_with_are_one_line_naming_both_digests(
+    tmp_path, registry, saved_with_weights, query
+):
+    weights = saved_with_weights / "weights.pt"
+    built_with = json.loads((saved_with_weights / "index.json").read_text())["weights_sha256"]
+    assert built_with == hashlib.sha256(weights.read_bytes()).hexdigest()
+    flip_a_byte(weights, weights.stat().st_size // 2)
+    found = hashlib.sha256(weights.read_bytes()).hexdigest()
+
+    loaded = GalleryIndex.load(saved_with_weights, registry=registry)
+    assert len(loaded.search(torch.zeros(1, 4), top_k=2)[0]) == 2  # embeddings need no model
+    with pytest.raises(GalleryIndexError) as raised:
+        loaded.search([query])
+    assert str(raised.value) == (
+        f"the weights of the index {weights} have sha256 {found}, the index was built with {built_with}: the file "
+        f"was changed; rebuild the index (oml index build)"
+    )
+    with pytest.raises(GalleryIndexError, match="have sha256"):  # nor is it saved again
+        loaded.save(tmp_path / "again")
+    assert not (tmp_path / "again").exists()
+
+
+EDITS = {
+    "transforms size": (
+        lambda c: c["transforms"]["args"].update(im_size=16),
+        "its transforms.args.im_size is 16, the embeddings of embeddings.pt were built with 8",
+    ),
+    "extractor name": (
+        lambda c: c["extractor"].update(name="other_model"),
+        "its extractor.name is 'other_model', the embeddings of embeddings.pt were built with 'mean_colour'",
+    ),
+    "extractor argument": (
+        lambda c: c["extractor"]["args"].update(dim=5),
+        "its extractor.args.dim is 5, the embeddings of embeddings.pt were built with 4",
+    ),
+    "extractor removed": (
+        lambda c: c.update(extractor=None),
+        "its extractor is None, the embeddings of embeddings.pt were built with {'args': {'dim': 4, 'weights': None}, "
+        "'name': 'mean_colour'}",
+    ),
+    "distance": (
+        lambda c: (c.update(distance="cosine"), c["knn_backend"]["args"].update(distance="cosine")),
+        "its distance is 'cosine', the embeddings of embeddings.pt were built with 'l2'",
+    ),
+}
+
+
+@pytest.mark.parametrize("edit", list(EDITS))
+def test_an_edited_config_is_refused_at_load_naming_the_key(registry, saved_with_weights, edit):
+    change, message = EDITS[edit]
+    _edit_json(saved_with_weights / "index.json", lambda d: change(d["config"]))
+    with pytest.raises(GalleryIndexError) as raised:
+        GalleryIndex.load(saved_with_weights, registry=registry)
+    assert str(raised.value) == (
+        f"{saved_with_weights / 'index.json'}: {message}: the index's config no longer matches what built its "
+        f"embeddings; rebuild the index (oml index build)"
+    )
+
+
+def test_an_edited_weights_digest_is_refused_and_the_weights_path_is_only_a_record(
+    tmp_path, registry, saved_with_weights, query
+):
+    index_json = saved_with_weights / "index.json"
+    built_with = json.loads(index_json.read_text())["weights_sha256"]
+    _edit_json(
+        index_json, lambda d: d["config"]["extractor"]["args"].update(weights=str(tmp_path / "gone.ckpt"))
+    )
+    assert len(GalleryIndex.load(saved_with_weights, registry=registry).search([query])[0]) == 5
+    _edit_json(index_json, lambda d: d.update(weights_sha256="0" * 64))
+    with pytest.raises(
+        GalleryIndexError, match=f"its weights_sha256 is '{'0' * 64}', .* built with '{built_with}'"
+    ):
+        GalleryIndex.load(saved_with_weights, registry=registry)
+    _edit_json(index_json, lambda d: d.update(weights_sha256="not a digest"))
+    with pytest.raises(
+        GalleryIndexError, match="index.json: weights_sha256 must be null or a sha256 hex digest"
+    ):
+        GalleryIndex.load(saved_with_weights, registry=registry)
+
+
+def swap_channels(transforms):
+    """``transforms``, then the colour channels in BGR order: a silent mistake the probe must catch."""
+    return lambda image: transforms(image)[[2, 1, 0]]
+
+
+def test_the_probe_catches_another_model_or_transforms(registry, saved_with_weights, query):
+    loaded = GalleryIndex.load(saved_with_weights, registry=registry)
+    expected = loaded.search([query])
+    transforms = loaded.transforms
+    same = GalleryIndex.load(
+        saved_with_weights, registry=registry, extractor=loaded.extractor, transforms=transforms
+    )
+    assert same.search([query]) == expected
+
+    probe = saved_with_weights / "probe.png"
+    for other in [
+        dict(extractor=MeanColour(4)),  # random weights
+        dict(transforms=swap_channels(transforms)),
+        dict(extractor=loaded.extractor, transforms=swap_channels(transforms)),
+    ]:
+        index = GalleryIndex.load(saved_with_weights, registry=registry, **other)
+        with pytest.raises(GalleryIndexError) as raised:
+            index.search([query])
+        assert re.fullmatch(
+            rf"{re.escape(str(probe))}: the index's extractor and transforms embed it \d\S* away \(relative L2\) "
+            rf"from its embedding at build time \(tolerance 0\.001\): they are not the model that built the index; "
+            rf"rebuild the index \(oml index build\), or give the extractor and transforms it was built with",
+            str(raised.value),
+        ), str(raised.value)
+    with pytest.raises(
+        GalleryIndexError, match="embeds it into dimension 5, the index was built with dimension 4"
+    ):
+        GalleryIndex.load(saved_with_weights, registry=registry, extractor=MeanColour(5)).search([query])
+
+
+def test_an_index_of_an_extractor_object_is_checked_by_its_probe(tmp_path, registry, query):
+    solid_images(tmp_path / "gallery", COLOURS)
+    model, transforms = MeanColour(4), registry.build("transforms", TRANSFORMS)
+    index = GalleryIndex.from_folder(
+        tmp_path / "gallery", extractor=model, transforms=transforms, registry=registry
+    )
+    folder = index.save(tmp_path / "saved")
+    assert "weights.pt" not in {p.name for p in folder.iterdir()} and (folder / "probe.png").is_file()
+
+    assert GalleryIndex.load(folder, extractor=model, transforms=transforms).search([query]) == index.search(
+        [query]
+    )
+    with pytest.raises(GalleryIndexError, match="has no extractor"):
+        GalleryIndex.load(folder).search([query])
+    with pytest.raises(GalleryIndexError, match="probe.png: the index's extractor and transforms embed it"):
+        GalleryIndex.load(folder, extractor=MeanColour(4), transforms=transforms).search([query])
+    GalleryIndex.load(folder).save(tmp_path / "again")  # without its model, the probe is kept as it was
+    assert GalleryIndex.load(tmp_path / "again", extractor=model, transforms=transforms).search([query]) == (
+        index.search([query])
+    )
+
+
+def test_an_index_of_version_1_is_refused_with_rebuild(registry, saved_with_weights):
+    """What version 1 wrote: no weights.pt, no probe.png, no model in embeddings.pt, version 1."""
+    (saved_with_weights / "weights.pt").unlink()
+    (saved_with_weights / "probe.png").unlink()
+    embeddings = torch.load(saved_with_weights / "embeddings.pt", weights_only=True)
+    torch.save(
+        {"format": embeddings["format"], "embeddings": embeddings["embeddings"]},
+        saved_with_weights / "embeddings.pt",
+    )
+    _edit_json(saved_with_weights / "index.json", lambda d: (d.update(version=1), d.pop("weights_sha256")))
+    with pytest.raises(GalleryIndexError) as raised:
+        GalleryIndex.load(saved_with_weights, registry=registry)
+    assert str(raised.value) == (
+        f"{saved_with_weights / 'index.json'}: an index of version 1, which keeps only the path of its weights, so "
+        f"its model cannot be checked; this oml reads version 2: rebuild the index (oml index build)"
+    )
+
+
+@pytest.mark.parametrize("file", ["weights.pt", "probe.png"])
+def test_a_missing_weights_or_probe_file_is_named(registry, saved_with_weights, file):
+    (saved_with_weights / file).unlink()
+    with pytest.raises(GalleryIndexError, match=f"{file}: no such file .*the index folder is incomplete"):
+        GalleryIndex.load(saved_with_weights, registry=registry)
+
+
+def test_the_rebuilt_spec_nulls_every_weights_argument():
+    spec = {
+        "name": "extractor_with_mlp",
+        "args": {
+            "weights": "head.ckpt",
+            "mlp_features": [8],
+            "extractor": {"name": "vit", "args": {"weights": "vits16_dino", "arch": "vits16"}},
+        },
+    }
+    assert rebuilt_spec(spec) == {
+        "name": "extractor_with_mlp",
+        "args": {
+            "weights": None,
+            "mlp_features": [8],
+            "extractor": {"name": "vit", "args": {"weights": None, "arch": "vits16"}},
+        },
+    }
+    assert spec["args"]["extractor"]["args"]["weights"] == "vits16_dino"  # not changed in place
+    assert first_difference({"a": {"b": [1, 2]}}, {"a": {"b": [1, 3]}}) == ("a.b[1]", 2, 3)
+    assert first_difference({"a": 1}, {"a": 1, "c": 2}) == ("c", "(absent)", 2)
+    assert first_difference({"a": [1]}, {"a": [1, 2]}) == ("a", [1], [1, 2])
+    assert first_difference({"a": None}, {"a": None}) is None
+
+
+def test_queries_cropped_to_their_boxes(tmp_path, registry, saved_with_weights):
+    """A picture of red (left half) and blue (right half) cropped to its left half searches as a red picture."""
+    two = np.zeros((8, 8, 3), dtype=np.uint8)
+    two[:, :4], two[:, 4:] = COLOURS["red"], COLOURS["blue"]
+    Image.fromarray(two).save(tmp_path / "two.png")
+    Image.fromarray(two[:, :4]).save(tmp_path / "left.png")
+    index = GalleryIndex.load(saved_with_weights, registry=registry)
+    cropped = index.search([tmp_path / "two.png"], top_k=5, bboxes=[(0, 0, 4, 8)])
+    assert cropped == index.search([tmp_path / "left.png"], top_k=5)
+    assert cropped[0][0].path.endswith("red.png") and cropped != index.search([tmp_path / "two.png"], top_k=5)
+    with pytest.raises(ValueError, match="bboxes must have one entry per image"):
+        index.search([tmp_path / "two.png"], bboxes=[None, None])
+    with pytest.raises(ValueError, match="bboxes go with image paths"):
+        index.search(torch.zeros(1, 4), bboxes=[None])
+
+
+class MaxColour(MeanColour):
+    """Another version of the plugin: the same weights, a linear map of the largest colour values."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        return self.head(x.amax(dim=(2, 3)))
+
+
+class Renamed(IExtractor):
+    """Another version of the plugin, whose layers have other names."""
+
+    def __init__(self, dim: int = 4, weights: str | None = None) -> None:
+        super().__init__()
+        self.projection = nn.Linear(3, dim)
+
+    @property
+    def feat_dim(self) -> int:
+        return self.projection.out_features
+
+    def forward(self, x: Tensor) -> Tensor:
+        return self.projection(x.mean(dim=(2, 3)))
+
+
+def plugin_version(extractor: type) -> Registry:
+    """A registry whose ``mean_colour`` is ``extractor``."""
+
+    class Version:
+        @hookimpl
+        def oml_register_extractors(self, register):
+            register("mean_colour", extractor)
+
+    return Registry([("index_test_plugin", Version())], load_entrypoints=False)
+
+
+def test_another_version_of_the_extractors_plugin_is_refused(saved_with_weights, query):
+    with pytest.raises(GalleryIndexError, match="probe.png: the index's extractor and transforms embed it"):
+        GalleryIndex.load(saved_with_weights, registry=plugin_version(MaxColour)).search([query])
+    with pytest.raises(
+        GalleryIndexError,
+        match=r"weights.pt: does not fit the index's extractor 'mean_colour' \(.*head.weight",
+    ):
+        GalleryIndex.load(saved_with_weights, registry=plugin_version(Renamed)).search([query])

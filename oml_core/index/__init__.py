@@ -1,5 +1,6 @@
 """Serving a gallery: :class:`GalleryIndex` (build from a dataframe, a folder of images or embeddings; search by
-images or embeddings; save and load) and the calibration of a match threshold (:mod:`.calibration`)."""
+images or embeddings; save to a self-contained folder and load, checked against the model that built it:
+:mod:`.integrity`) and the calibration of a match threshold (:mod:`.calibration`)."""
 
 from oml_core.index.calibration import (
     TARGETS,

@@ -38,11 +38,13 @@ from oml_core.const import (
     PATHS_COLUMN,
     SEQUENCE_COLUMN,
     SPLIT_COLUMN,
+    TBBox,
 )
 from oml_core.datasets.dataframe_format import check_retrieval_dataframe_format, parse_bboxes, parse_flags
 from oml_core.datasets.images import ImageBaseDataset
 from oml_core.index.calibration import Calibration, CalibrationError, calibrate_rr, check_target
 from oml_core.index.errors import GalleryIndexError
+from oml_core.index.integrity import check_model, check_probe, model_json, rebuilt_spec
 from oml_core.index.storage import (
     BACKEND_FOLDER,
     CALIBRATION_FILE,
@@ -52,11 +54,17 @@ from oml_core.index.storage import (
     INDEX_FORMAT,
     INDEX_VERSION,
     ITEMS_FILE,
+    PROBE_FILE,
+    WEIGHTS_FILE,
+    StoredEmbeddings,
     new_folder,
     read_embeddings,
     read_json,
+    read_weights,
     write_embeddings,
     write_json,
+    write_probe_image,
+    write_weights,
 )
 from oml_core.inference.flat import inference
 from oml_core.interfaces.knn import IKnnIndex
@@ -160,6 +168,11 @@ class GalleryIndex:
         self._ids: list[int] = []
         self._paths: list[str | None] = []
         self._labels: list[int | None] = []
+        #: A loaded index's weights file and its sha256: the extractor spec is rebuilt with them.
+        self._weights: tuple[Path, str] | None = None
+        #: A loaded index's probe picture and its embedding at build time; checked before the first query.
+        self._probe: tuple[Path, Tensor] | None = None
+        self._probe_checked = False
         #: The calibrated match threshold (None: search answers no match / no-match).
         self.calibration: Calibration | None = None
 
@@ -315,11 +328,13 @@ class GalleryIndex:
 
     @property
     def extractor(self) -> nn.Module:
-        """The extractor (built from its spec on first use, seeded with ``seed``).
+        """The extractor (built from its spec on first use, seeded with ``seed``). A loaded index rebuilds it
+        from its spec with every ``weights`` argument null and loads the weights saved in its folder
+        (``weights.pt``, checked against its sha256): no file outside the folder is read.
 
         Raises:
             GalleryIndexError: the index has no extractor, or its spec cannot be built (a weights file that does
-                not exist or does not fit).
+                not exist or does not fit), or its saved weights are not those it was built with.
             RegistryError: its name is not registered (e.g. its plugin is not installed).
         """
         if self._extractor is None:
@@ -328,8 +343,24 @@ class GalleryIndex:
                     "this index has no extractor (it was built from embeddings, or with an extractor object, "
                     "which is not saved): give one (GalleryIndex.load(folder, extractor=...)) to embed images"
                 )
-            self._extractor = self._build("extractor", self._extractor_spec)
+            if self._weights is None:
+                self._extractor = self._build("extractor", self._extractor_spec)
+            else:
+                self._extractor = self._build_with_saved_weights(self._extractor_spec, *self._weights)
         return self._extractor
+
+    def _build_with_saved_weights(self, spec: dict[str, Any], weights_file: Path, sha256: str) -> nn.Module:
+        """The extractor of ``spec`` with null ``weights``, loaded strictly with the state dict of
+        ``weights_file`` (whose sha256 is checked first)."""
+        state_dict = read_weights(weights_file, sha256)
+        extractor = self._build("extractor", rebuilt_spec(spec))
+        try:
+            extractor.load_state_dict(state_dict, strict=True)
+        except RuntimeError as e:
+            raise GalleryIndexError(
+                f"{weights_file}: does not fit the index's extractor {spec['name']!r} ({e})"
+            ) from e
+        return extractor
 
     @property
     def transforms(self) -> Callable[[Any], Any] | None:
@@ -348,19 +379,45 @@ class GalleryIndex:
         except (FileNotFoundError, ValueError) as e:
             raise GalleryIndexError(f"the index's {kind} {spec['name']!r} cannot be built: {e}") from e
 
-    def embed(self, paths: Sequence[str | Path]) -> Tensor:
-        """``[len(paths), dim]`` float32 embeddings of the images ``paths`` (transforms, then the extractor).
+    def embed(self, paths: Sequence[str | Path], bboxes: Sequence[TBBox | None] | None = None) -> Tensor:
+        """``[len(paths), dim]`` float32 embeddings of the images ``paths`` (cropped to ``bboxes``, then the
+        transforms, then the extractor).
+
+        A loaded index first embeds its probe picture and checks it against its embedding at build time
+        (:func:`~oml_core.index.integrity.check_probe`), once.
+
+        Args:
+            paths: The image files.
+            bboxes: One box ``(x_1, y_1, x_2, y_2)`` (or None: the whole image) per image; None: no boxes.
 
         Raises:
+            ValueError: ``bboxes`` of another length.
             GalleryIndexError: an image that does not exist (checked before the extractor is built) or cannot
-                be read (the message names it); see :attr:`extractor`.
+                be read (the message names it); the extractor or transforms do not reproduce the probe's
+                embedding; see :attr:`extractor`.
         """
-        return self._embed([str(p) for p in paths], None)
+        if bboxes is not None and len(bboxes) != len(paths):
+            raise ValueError(f"bboxes must have one entry per image ({len(paths)}), got {len(bboxes)}")
+        return self._embed([str(p) for p in paths], None if bboxes is None else list(bboxes))
 
     def _embed(self, paths: list[str], bboxes: list[Any] | None) -> Tensor:
         missing = next((p for p in paths if not Path(p).is_file()), None)
         if missing is not None:
+            if Path(missing).is_dir():
+                raise GalleryIndexError(f"'{missing}' is a directory, not an image file")
             raise GalleryIndexError(f"image file not found: '{missing}'")
+        self._check_probe()
+        return self._infer(paths, bboxes)
+
+    def _check_probe(self) -> None:
+        """A loaded index's probe picture embedded by the extractor and transforms in use, checked against its
+        embedding at build time (once)."""
+        if self._probe is not None and not self._probe_checked:
+            probe_file, built = self._probe
+            check_probe(built, self._infer([str(probe_file)], None)[0], probe_file)
+            self._probe_checked = True
+
+    def _infer(self, paths: list[str], bboxes: list[Any] | None) -> Tensor:
         dataset = ImageBaseDataset(paths, bboxes=bboxes, transform=self.transforms)
         extractor = self.extractor
         try:
@@ -443,30 +500,38 @@ class GalleryIndex:
 
     # ----------------------------------------------------------------------------------------- search
     def search(
-        self, queries: Tensor | Sequence[str | Path] | str | Path, top_k: int = 5
+        self,
+        queries: Tensor | Sequence[str | Path] | str | Path,
+        top_k: int = 5,
+        *,
+        bboxes: Sequence[TBBox | None] | None = None,
     ) -> list[list[SearchHit]]:
         """The ``top_k`` nearest gallery items of every query, nearest first.
 
         Args:
             queries: ``[Q, dim]`` embeddings, or image paths (one or a sequence) embedded by :meth:`embed`.
             top_k: Items per query (fewer when the gallery is smaller).
+            bboxes: With image paths, the box of each to crop it to (see :meth:`embed`).
 
         Returns:
             One list of :class:`SearchHit` per query; ``match`` is ``distance < threshold`` when the index is
             calibrated, else None.
 
         Raises:
-            ValueError: ``top_k`` is not a positive integer; embeddings of another dimension than the index's.
+            ValueError: ``top_k`` is not a positive integer; embeddings of another dimension than the index's;
+                ``bboxes`` with embeddings, or of another length than the paths.
             GalleryIndexError: see :meth:`embed`.
         """
         check_k(top_k)
         if isinstance(queries, Tensor):
+            if bboxes is not None:
+                raise ValueError("bboxes go with image paths, not with embeddings")
             embeddings = queries.detach().float().cpu()
         else:
             paths = [str(p) for p in ([queries] if isinstance(queries, str | Path) else queries)]
             if not paths:
                 return []
-            embeddings = self.embed(paths)
+            embeddings = self.embed(paths, bboxes)
         if len(embeddings) == 0:
             return []
         found = self._backend.search(embeddings, top_k)
@@ -552,18 +617,35 @@ class GalleryIndex:
         """Write the index into the new folder ``folder`` (see :mod:`oml_core.index.storage` for its files): its
         config, items, embeddings, the knn backend's own save, and the calibration with its curve as a PNG.
 
+        The index is self-contained (:mod:`oml_core.index.integrity`): an extractor spec's weights are copied
+        (the state dict of the extractor as it is, ``weights.pt``, with its sha256 in ``index.json``), and with
+        any extractor the probe picture and its embedding are kept, as is the model JSON of what defines the
+        embeddings. A loaded index is checked against its probe before it is saved again (and keeps it).
+
         Everything is written into a temporary folder beside it, which is renamed to ``folder`` when complete:
         ``folder`` appears whole or not at all.
 
         Raises:
             FileExistsError: ``folder`` exists and is not an empty folder (it is never written over).
+            GalleryIndexError: see :attr:`extractor` and :meth:`embed` (the extractor of a spec is built here).
         """
         from oml_core import __version__
         from oml_core.index.plot import plot_calibration
 
         folder = Path(folder)
         embeddings = self.embeddings
+        has_extractor = self._extractor_spec is not None or self._extractor is not None
+        if has_extractor:
+            self._check_probe()
         with new_folder(folder) as temporary:
+            weights_sha256 = None
+            if self._extractor_spec is not None:
+                weights_sha256 = write_weights(temporary / WEIGHTS_FILE, self.extractor.state_dict())
+            probe = None if self._probe is None else self._probe[1]
+            if probe is not None or has_extractor:
+                write_probe_image(temporary / PROBE_FILE)
+            if probe is None and has_extractor:
+                probe = self._infer([str(temporary / PROBE_FILE)], None)[0]
             write_json(
                 temporary / INDEX_FILE,
                 {
@@ -573,12 +655,14 @@ class GalleryIndex:
                     "config": self.config,
                     "n_items": len(self),
                     "dim": int(embeddings.shape[1]),
+                    "weights_sha256": weights_sha256,
                 },
             )
             write_json(
                 temporary / ITEMS_FILE, {"ids": self._ids, "paths": self._paths, "labels": self._labels}
             )
-            write_embeddings(temporary / EMBEDDINGS_FILE, embeddings)
+            model = model_json(self._extractor_spec, self._transforms_spec, self.distance, weights_sha256)
+            write_embeddings(temporary / EMBEDDINGS_FILE, StoredEmbeddings(embeddings, model, probe))
             self._backend.save(temporary / BACKEND_FOLDER)
             if self.calibration is not None:
                 write_json(temporary / CALIBRATION_FILE, self.calibration.to_dict())
@@ -595,12 +679,19 @@ class GalleryIndex:
         transforms: Callable[[Any], Any] | None = None,
     ) -> GalleryIndex:
         """The index saved by :meth:`save` in ``folder``. Its extractor and transforms are built from the saved
-        config when first needed (or the objects given here are used instead); the knn backend's state is read
-        by the ``load`` of the backend registered under the saved name.
+        config when first needed, with the weights saved in the folder (or the objects given here are used
+        instead); the knn backend's state is read by the ``load`` of the backend registered under the saved name.
+        The folder may have moved: nothing outside it is read but the images to search.
+
+        Checked (:mod:`oml_core.index.integrity`): at load, the model JSON of ``index.json``'s config against
+        the one its embeddings were built with (an edited extractor, transforms or distance is refused, naming
+        the key); when the extractor is built, the sha256 of ``weights.pt``; before the first image is embedded,
+        the embedding of the probe picture by the extractor and transforms in use.
 
         Raises:
             GalleryIndexError: ``folder`` is not a folder, or a file of it is missing, foreign, corrupt or
-                inconsistent with the others (the message names the file).
+                inconsistent with the others (the message names the file); an index of an older version
+                (rebuild it).
             RegistryError: the saved knn backend is not registered (e.g. its plugin is not installed).
         """
         folder = Path(folder)
@@ -611,10 +702,18 @@ class GalleryIndex:
         if not isinstance(meta, dict) or meta.get("format") != INDEX_FORMAT:
             found = meta.get("format") if isinstance(meta, dict) else type(meta).__name__
             raise GalleryIndexError(f"{meta_path}: not an oml gallery index (format {found!r})")
+        if meta.get("version") == 1:
+            raise GalleryIndexError(
+                f"{meta_path}: an index of version 1, which keeps only the path of its weights, so its model cannot "
+                f"be checked; this oml reads version {INDEX_VERSION}: rebuild the index (oml index build)"
+            )
         if meta.get("version") != INDEX_VERSION:
             raise GalleryIndexError(
                 f"{meta_path}: an index of version {meta.get('version')!r}; this oml reads version {INDEX_VERSION}"
             )
+        weights_sha256 = meta.get("weights_sha256")
+        if weights_sha256 is not None and not _is_sha256(weights_sha256):
+            raise GalleryIndexError(f"{meta_path}: weights_sha256 must be null or a sha256 hex digest")
         try:
             config, n_items, dim = meta["config"], int(meta["n_items"]), int(meta["dim"])
             index = cls(
@@ -634,7 +733,16 @@ class GalleryIndex:
                 f"{meta_path}: not a valid gallery index config ({type(e).__name__}: {e})"
             ) from e
         index._restore_items(folder / ITEMS_FILE, n_items)
-        index._chunks = [read_embeddings(folder / EMBEDDINGS_FILE, n_items, dim)] if n_items else []
+        stored = read_embeddings(folder / EMBEDDINGS_FILE, n_items, dim)
+        saved_model = model_json(
+            config["extractor"], config["transforms"], config["distance"], weights_sha256
+        )
+        check_model(stored.model, saved_model, meta_path, folder / EMBEDDINGS_FILE)
+        index._chunks = [stored.embeddings] if n_items else []
+        if weights_sha256 is not None:
+            index._weights = (_existing(folder / WEIGHTS_FILE, "the index's weights"), weights_sha256)
+        if stored.probe is not None:
+            index._probe = (_existing(folder / PROBE_FILE, "the index's probe picture"), stored.probe)
         index._backend = _load_backend(folder / BACKEND_FOLDER, index, n_items)
         calibration_path = folder / CALIBRATION_FILE
         if calibration_path.exists():
@@ -707,6 +815,17 @@ def _with_absolute_weights(spec: dict[str, Any]) -> dict[str, Any]:
     if isinstance(weights, str) and Path(weights).is_file() and not Path(weights).is_absolute():
         return {**spec, "args": {**spec["args"], "weights": str(Path(weights).absolute())}}
     return spec
+
+
+def _is_sha256(value: Any) -> bool:
+    return isinstance(value, str) and len(value) == 64 and all(c in "0123456789abcdef" for c in value)
+
+
+def _existing(path: Path, what: str) -> Path:
+    """``path``, checked to be a file."""
+    if not path.is_file():
+        raise GalleryIndexError(f"{path}: no such file ({what}); the index folder is incomplete")
+    return path
 
 
 def _is_int(value: Any) -> bool:

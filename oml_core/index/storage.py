@@ -3,9 +3,14 @@ appears whole) and read back (with one-line errors that name the file).
 
 A saved index is a folder::
 
-    index.json        format tag, version, the config that built the index, number of items, dimension
+    index.json        format tag, version, the config that built the index, number of items, dimension, the
+                      sha256 of weights.pt
     items.json        ids, paths and labels of the items, in the order of the embeddings
-    embeddings.pt     {format, embeddings [n, dim] float32}: torch.load(weights_only=True)
+    embeddings.pt     {format, version, embeddings [n, dim] float32, model: the canonical JSON of what defines
+                      the embeddings, probe: the embedding [dim] of probe.png}: torch.load(weights_only=True)
+    weights.pt        {format, state_dict}: the extractor's weights as it embedded the gallery (only when the
+                      index has an extractor spec)
+    probe.png         a fixed picture whose embedding at build time is kept (only when the index has an extractor)
     backend/          the knn backend's own save (IKnnIndex.save)
     calibration.json  the calibration (only when calibrated)
     calibration.png   its precision / recall curve (only when calibrated)
@@ -14,14 +19,19 @@ A saved index is a folder::
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import io
 import json
 import os
 import shutil
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
+from PIL import Image
 from torch import Tensor
 
 from oml_core.index.errors import GalleryIndexError
@@ -31,14 +41,19 @@ from oml_core.utils.atomic import TEMPORARY_PREFIX, atomic_torch_save, atomic_wr
 INDEX_FILE = "index.json"
 ITEMS_FILE = "items.json"
 EMBEDDINGS_FILE = "embeddings.pt"
+WEIGHTS_FILE = "weights.pt"
+PROBE_FILE = "probe.png"
 BACKEND_FOLDER = "backend"
 CALIBRATION_FILE = "calibration.json"
 CALIBRATION_PLOT = "calibration.png"
 #: The format tags of ``index.json`` and ``embeddings.pt``.
 INDEX_FORMAT = "oml-gallery-index"
 EMBEDDINGS_FORMAT = "oml-gallery-embeddings"
-#: The version of the layout this code writes and reads.
-INDEX_VERSION = 1
+WEIGHTS_FORMAT = "oml-gallery-weights"
+#: The version of the layout this code writes and reads (1: no weights.pt, probe.png nor model in embeddings.pt).
+INDEX_VERSION = 2
+#: The size (width, height) of the probe picture.
+PROBE_SIZE = (40, 32)
 
 
 @contextlib.contextmanager
@@ -92,16 +107,42 @@ def read_json(path: Path) -> Any:
         raise GalleryIndexError(f"{path}: not a readable gallery index file ({type(e).__name__}: {e})") from e
 
 
-def write_embeddings(path: Path, embeddings: Tensor) -> None:
-    """The ``[n, dim]`` embeddings, written atomically for ``torch.load(weights_only=True)``."""
-    atomic_torch_save({"format": EMBEDDINGS_FORMAT, "version": INDEX_VERSION, "embeddings": embeddings}, path)
+@dataclass(frozen=True)
+class StoredEmbeddings:
+    """What ``embeddings.pt`` holds.
+
+    Attributes:
+        embeddings: ``[n, dim]`` float32 embeddings of the items.
+        model: The canonical JSON of what defined them (:func:`oml_core.index.integrity.model_json`).
+        probe: ``[dim]`` embedding of ``probe.png`` at build time (None: the index had no extractor).
+    """
+
+    embeddings: Tensor
+    model: str
+    probe: Tensor | None
 
 
-def read_embeddings(path: Path, n_items: int, dim: int) -> Tensor:
-    """The embeddings of ``path``, checked to be ``[n_items, dim]`` finite floats.
+def write_embeddings(path: Path, stored: StoredEmbeddings) -> None:
+    """``stored``, written atomically for ``torch.load(weights_only=True)``."""
+    atomic_torch_save(
+        {
+            "format": EMBEDDINGS_FORMAT,
+            "version": INDEX_VERSION,
+            "embeddings": stored.embeddings,
+            "model": stored.model,
+            "probe": stored.probe,
+        },
+        path,
+    )
+
+
+def read_embeddings(path: Path, n_items: int, dim: int) -> StoredEmbeddings:
+    """The embeddings of ``path``, checked to be ``[n_items, dim]`` finite floats, with the model JSON and the
+    probe embedding (``[dim]`` finite floats (any length in an empty index), or None) they were saved with.
 
     Raises:
-        GalleryIndexError: no such file, not a torch file, another format, or another shape (naming the file).
+        GalleryIndexError: no such file, not a torch file, another format, another shape, no model JSON
+            (naming the file).
     """
     try:
         state = load_index_state(path, EMBEDDINGS_FORMAT)
@@ -116,7 +157,76 @@ def read_embeddings(path: Path, n_items: int, dim: int) -> Tensor:
         )
     if not bool(torch.isfinite(embeddings).all()):
         raise GalleryIndexError(f"{path}: the embeddings are not all finite")
-    return embeddings.float()
+    model, probe = state.get("model"), state.get("probe")
+    if not isinstance(model, str):
+        raise GalleryIndexError(f"{path}: holds no model JSON (what defined the embeddings)")
+    if probe is not None and not (
+        isinstance(probe, Tensor)
+        and probe.dtype.is_floating_point
+        and probe.ndim == 1
+        and (n_items == 0 or len(probe) == dim)
+        and bool(torch.isfinite(probe).all())
+    ):
+        raise GalleryIndexError(f"{path}: its probe embedding is not a vector of {dim} finite floats")
+    return StoredEmbeddings(embeddings.float(), model, None if probe is None else probe.float())
+
+
+def write_weights(path: Path, state_dict: Mapping[str, Tensor]) -> str:
+    """The extractor's ``state_dict`` (on the CPU), written atomically for ``torch.load(weights_only=True)``.
+
+    Returns:
+        The sha256 hex digest of the file's bytes.
+    """
+    buffer = io.BytesIO()
+    tensors = {name: tensor.detach().cpu() for name, tensor in state_dict.items()}
+    torch.save({"format": WEIGHTS_FORMAT, "version": INDEX_VERSION, "state_dict": tensors}, buffer)
+    atomic_write_bytes(path, buffer.getbuffer())
+    return hashlib.sha256(buffer.getbuffer()).hexdigest()
+
+
+def read_weights(path: Path, sha256: str) -> dict[str, Tensor]:
+    """The state dict of the weights file ``path``, whose bytes must have the sha256 digest ``sha256`` (the file
+    is read once: hashed, then loaded with ``weights_only=True``).
+
+    Raises:
+        GalleryIndexError: no such file, another digest ("the weights of the index ... have sha256 X, the index
+            was built with Y"), or not a weights file of an index (naming the file).
+    """
+    try:
+        data = path.read_bytes()
+    except OSError as e:
+        raise GalleryIndexError(f"{path}: the index's weights cannot be read ({e.strerror or e})") from e
+    found = hashlib.sha256(data).hexdigest()
+    if found != sha256:
+        raise GalleryIndexError(
+            f"the weights of the index {path} have sha256 {found}, the index was built with {sha256}: the file "
+            f"was changed; rebuild the index (oml index build)"
+        )
+    try:
+        state = torch.load(io.BytesIO(data), map_location="cpu", weights_only=True)
+    except Exception as e:  # a file of the right digest that torch cannot read: written by something else
+        raise GalleryIndexError(f"{path}: not a readable weights file ({type(e).__name__}: {e})") from e
+    tensors = state.get("state_dict") if isinstance(state, dict) else None
+    if (
+        not isinstance(tensors, dict)
+        or state.get("format") != WEIGHTS_FORMAT
+        or not all(isinstance(v, Tensor) for v in tensors.values())
+    ):
+        raise GalleryIndexError(f"{path}: not a weights file of a gallery index (format {WEIGHTS_FORMAT!r})")
+    return tensors
+
+
+def write_probe_image(path: Path) -> None:
+    """The probe picture, a fixed pattern of :data:`PROBE_SIZE` (colour ramps across and down, stripes), as PNG.
+
+    Its pixel ``(x, y)`` is ``(255 x // (W - 1), 255 y // (H - 1), 4 ((7 x + 13 y) mod 64))``.
+    """
+    width, height = PROBE_SIZE
+    y, x = np.mgrid[0:height, 0:width]
+    pixels = np.stack([255 * x // (width - 1), 255 * y // (height - 1), 4 * ((7 * x + 13 * y) % 64)], axis=-1)
+    buffer = io.BytesIO()
+    Image.fromarray(pixels.astype(np.uint8)).save(buffer, format="PNG")
+    atomic_write_bytes(path, buffer.getbuffer())
 
 
 __all__ = [
@@ -129,9 +239,17 @@ __all__ = [
     "INDEX_FORMAT",
     "INDEX_VERSION",
     "ITEMS_FILE",
+    "PROBE_FILE",
+    "PROBE_SIZE",
+    "WEIGHTS_FILE",
+    "WEIGHTS_FORMAT",
+    "StoredEmbeddings",
     "new_folder",
     "read_embeddings",
     "read_json",
+    "read_weights",
     "write_embeddings",
     "write_json",
+    "write_probe_image",
+    "write_weights",
 ]
