@@ -105,6 +105,7 @@ USER_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.ENAMETOO
 #: CLI imports neither torch nor pandas to tell them apart.
 USER_ERROR_TYPES = (
     ("oml_core.utils.checkpoints", "CheckpointError"),
+    ("oml_core.utils.digest", "CorruptCheckpointError"),
     ("oml_core.datasets.dataframe_format", "DataFrameFormatError"),
     ("oml_core.zoo.store", "PretrainedDownloadError"),
     ("oml_core.index.errors", "GalleryIndexError"),

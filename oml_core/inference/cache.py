@@ -6,7 +6,8 @@ A cache file is a ``torch.save`` of ``{"format": CACHE_MARKER, "version": CACHE_
 "embeddings": tensor}``. A file at the cache path that is not one (a checkpoint, a text file, anything that
 cannot be read as a cache) is never overwritten: :class:`NotAnEmbeddingsCacheError`. A cache written for
 another key is replaced, atomically (a temporary file in the same folder, flushed to disk, renamed into place),
-so that a crash never leaves a truncated cache.
+so that a crash never leaves a truncated cache. The file carries the sha256 of its bytes, checked before it is
+read (:mod:`oml_core.utils.digest`): a damaged cache is never read as embeddings.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import torch
 from torch import Tensor, nn
 
 from oml_core.utils.atomic import atomic_torch_save
+from oml_core.utils.digest import CorruptCheckpointError, verify_checkpoint
 
 #: Bump when the content of the cache files changes meaning, so that older files are computed again.
 CACHE_FORMAT = 1
@@ -102,14 +104,15 @@ def _describe(payload: Any) -> str:
 def _read(path: Path, key: str, n_rows: int, replace_foreign: bool) -> Tensor | None:
     """The ``[n_rows, dim]`` embeddings stored in ``path`` for ``key``; ``None`` (with a warning naming the file)
     when it is a cache written for another key, another format version or another number of embeddings (or,
-    with ``replace_foreign``, when it is not a readable cache at all).
+    with ``replace_foreign``, when it is not a readable cache at all: a corrupt one too).
 
     Raises:
-        NotAnEmbeddingsCacheError: without ``replace_foreign``, ``path`` cannot be read as a cache or holds
-            something else.
+        NotAnEmbeddingsCacheError: without ``replace_foreign``, ``path`` is corrupt (its digest, see
+            :func:`~oml_core.utils.digest.verify_checkpoint`), cannot be read as a cache or holds something else.
     """
     error: Exception | None = None
     try:
+        verify_checkpoint(path)
         payload = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as e:  # a truncated, corrupt or foreign file
         error, payload = e, None
@@ -117,6 +120,10 @@ def _read(path: Path, key: str, n_rows: int, replace_foreign: bool) -> Tensor | 
         problem = (
             f"{type(error).__name__}: {error}" if error is not None else f"it holds {_describe(payload)}"
         )
+        if isinstance(error, CorruptCheckpointError) and not replace_foreign:
+            raise NotAnEmbeddingsCacheError(
+                f"{error}; it was left untouched: delete it if it is a damaged cache, or choose another cache path"
+            ) from error
         if not replace_foreign:
             why = f"cannot be read as one: {problem}" if error is not None else problem
             raise NotAnEmbeddingsCacheError(

@@ -20,6 +20,7 @@ from oml_core.functional.knn import STRIP_ROWS, KnnResult, ground_truth_ids, sea
 from oml_core.interfaces.knn import IKnnIndex, KnnSearchResult
 from oml_core.utils.atomic import atomic_torch_save
 from oml_core.utils.checks import as_int_tensor, check_int
+from oml_core.utils.digest import verify_checkpoint
 from oml_core.utils.misc_torch import iter_chunks
 from oml_core.utils.ragged import Ragged
 
@@ -255,10 +256,12 @@ def load_index_state(path: Path, expected_format: str) -> dict:
 
     Raises:
         FileNotFoundError: no such file.
-        ValueError: the file is not a torch file, is corrupt, or holds something else; the message names it.
+        ValueError: the file is not a torch file, is corrupt (a ``CorruptCheckpointError``: its digest,
+            :func:`~oml_core.utils.digest.verify_checkpoint`), or holds something else; the message names it.
     """
     if not path.is_file():
         raise FileNotFoundError(f"{path}: no such file; is the folder a saved {expected_format} index?")
+    verify_checkpoint(path)
     try:
         state = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as e:

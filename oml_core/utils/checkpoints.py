@@ -1,7 +1,9 @@
 """Loading local checkpoints into models: plain state dicts, Lightning checkpoints, wrapped keys.
 
 Checkpoints are always read with ``torch.load(path, map_location="cpu", weights_only=True)``: a file that
-holds arbitrary pickled objects is refused rather than executed.
+holds arbitrary pickled objects is refused rather than executed. A file that oml wrote is read only once its
+digest is checked (:func:`~oml_core.utils.digest.verify_checkpoint`): a damaged ``best.ckpt`` is refused, never
+loaded into a model.
 """
 
 from __future__ import annotations
@@ -11,6 +13,8 @@ from pathlib import Path
 
 import torch
 from torch import Tensor, nn
+
+from oml_core.utils.digest import CorruptCheckpointError, verify_checkpoint
 
 #: Prefixes that wrappers add to the keys of a model's state dict: a Lightning module's ``model.``,
 #: an ``extractor.`` attribute of a meta-model, DDP's / DataParallel's ``module.``.
@@ -27,18 +31,25 @@ def read_state_dict(path: str | Path) -> dict[str, Tensor]:
     """Read the state dict stored in the local file ``path``.
 
     A ``.safetensors`` file is read with the safetensors library. Any other file is read with
-    ``torch.load(weights_only=True)``: a Lightning checkpoint (a dict with a ``"state_dict"`` entry) is
-    unwrapped to its ``state_dict``; else the file must hold a ``{str: Tensor}`` mapping itself.
+    ``torch.load(weights_only=True)``, after its digest is checked when oml wrote it
+    (:func:`~oml_core.utils.digest.verify_checkpoint`): a Lightning checkpoint (a dict with a ``"state_dict"``
+    entry) is unwrapped to its ``state_dict``; else the file must hold a ``{str: Tensor}`` mapping itself.
 
     Raises:
         FileNotFoundError: ``path`` is not an existing file.
-        CheckpointError: the file cannot be loaded with ``weights_only=True`` or holds no state dict.
+        CheckpointError: the file is corrupt (its sha256 is not the one written with it: "... is corrupt: its
+            sha256 ... differs from the one written with it"), cannot be loaded with ``weights_only=True`` or
+            holds no state dict.
     """
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"Checkpoint file not found: {str(path)!r}")
     if path.suffix == ".safetensors":
         return _read_safetensors(path)
+    try:
+        verify_checkpoint(path)
+    except CorruptCheckpointError as e:
+        raise CheckpointError(str(e)) from e
     try:
         obj = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as e:

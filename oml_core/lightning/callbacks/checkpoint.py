@@ -13,7 +13,8 @@ from pytorch_lightning.callbacks import ModelCheckpoint
 
 from oml_core.lightning.interrupts import InterruptRequest
 from oml_core.lightning.stops import NonFiniteLossError, TrainingInterrupted
-from oml_core.utils.atomic import atomic_torch_save
+from oml_core.utils.atomic import atomic_torch_save, remove_stale_temporaries
+from oml_core.utils.digest import verify_checkpoint
 
 #: The file name of the checkpoint of the latest epoch or step.
 LAST_CHECKPOINT_NAME = "last.ckpt"
@@ -23,27 +24,41 @@ class AtomicCheckpointIO(TorchCheckpointIO):
     """Lightning's checkpoint IO for local files, with every write atomic (``oml_core.utils.atomic``): a
     temporary file in the same directory, flushed, ``fsync``-ed and renamed over the checkpoint. A kill or a
     full disk while saving leaves the previous checkpoint whole under its name and no truncated file
-    (:func:`~oml_core.utils.atomic.atomic_torch_save`).
+    (:func:`~oml_core.utils.atomic.atomic_torch_save`). Every checkpoint carries the sha256 of its bytes
+    (:mod:`oml_core.utils.digest`), checked before it is loaded.
 
     Give it to the Trainer: ``pl.Trainer(plugins=[AtomicCheckpointIO()])``; every checkpoint the Trainer
-    writes (``ModelCheckpoint``'s ``best.ckpt``, :class:`LastCheckpoint`'s, ``trainer.save_checkpoint``) goes
-    through it.
+    writes (``ModelCheckpoint``'s ``best.ckpt``, :class:`LastCheckpoint`'s, ``trainer.save_checkpoint``) or
+    loads (``fit(ckpt_path=...)``, ``validate(ckpt_path="best")``) goes through it.
 
     Raises (from ``save_checkpoint``):
         AtomicWriteError: the file could not be written (the message names it and the cause, e.g. "No space
             left on device", and says that the previous file is intact).
+
+    Raises (from ``load_checkpoint``):
+        CorruptCheckpointError: the file's bytes are not the ones written (the message names it).
     """
 
     def save_checkpoint(
         self, checkpoint: dict[str, Any], path: Any, storage_options: Any | None = None
     ) -> None:
+        """Write ``checkpoint`` to ``path`` atomically, with its digest; first remove the temporary files that
+        killed writes left in its directory (:func:`~oml_core.utils.atomic.remove_stale_temporaries`)."""
         if storage_options is not None:
             raise TypeError(
                 f"AtomicCheckpointIO.save_checkpoint takes no storage_options, got {storage_options!r}"
             )
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
+        remove_stale_temporaries(path.parent)
         atomic_torch_save(checkpoint, path)
+
+    def load_checkpoint(self, path: Any, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        """Lightning's ``load_checkpoint`` (its arguments), once the file's digest is checked
+        (:func:`~oml_core.utils.digest.verify_checkpoint`; a file without oml's digest is loaded as before)."""
+        if Path(path).is_file():  # else Lightning's own FileNotFoundError
+            verify_checkpoint(path)
+        return super().load_checkpoint(path, *args, **kwargs)
 
 
 class LastCheckpoint(pl.Callback):

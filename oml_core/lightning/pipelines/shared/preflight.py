@@ -22,6 +22,7 @@ from tqdm.auto import tqdm
 from oml_core.lightning.pipelines.shared.common import one_line
 from oml_core.lightning.progress import on_terminal
 from oml_core.registry import ConfigError
+from oml_core.utils.digest import CorruptCheckpointError, DigestStatus, verify_checkpoint
 
 #: How many files (or rows) at fault an error message names (the rest are counted).
 MAX_FILES_NAMED = 5
@@ -145,14 +146,19 @@ def check_validation_ground_truth(
         )
 
 
-def check_resume_checkpoint(path: str | Path) -> None:
+def check_resume_checkpoint(path: str | Path) -> DigestStatus:
     """Fail unless ``path`` (the config key ``resume``) is a training checkpoint that loads with
-    ``torch.load(weights_only=True)``: it exists, is whole, holds tensors and plain data only (a pickle that
-    would run code is refused, never run) and has the training state (``state_dict``, ``optimizer_states``,
-    ``loops``) that Lightning resumes from.
+    ``torch.load(weights_only=True)``: it exists, has the bytes it was written with when oml wrote it (its
+    digest, :func:`~oml_core.utils.digest.verify_checkpoint`), is whole, holds tensors and plain data only (a
+    pickle that would run code is refused, never run) and has the training state (``state_dict``,
+    ``optimizer_states``, ``loops``) that Lightning resumes from.
+
+    Returns:
+        ``VERIFIED`` for a checkpoint with oml's digest, ``UNVERIFIED`` for one without (written by another tool).
 
     Raises:
-        ConfigError: naming ``resume``, the file and the cause.
+        ConfigError: naming ``resume``, the file and the cause ("resume: checkpoints/last.ckpt is corrupt: its
+            sha256 ... differs from the one written with it; ...").
     """
     import pickle
 
@@ -161,6 +167,10 @@ def check_resume_checkpoint(path: str | Path) -> None:
     path = Path(path)
     if not path.is_file():
         raise ConfigError(f"resume: the checkpoint {str(path)!r} does not exist")
+    try:
+        status = verify_checkpoint(path)
+    except CorruptCheckpointError as e:
+        raise ConfigError(f"resume: {e}") from None
     try:
         checkpoint = torch.load(path, map_location="cpu", weights_only=True)
     except pickle.UnpicklingError:
@@ -183,6 +193,7 @@ def check_resume_checkpoint(path: str | Path) -> None:
             f"resume: {str(path)!r} is not a training checkpoint (it lacks {', '.join(missing)}); resume from "
             f"a run's checkpoints/last.ckpt, or give a model's weights as extractor.args.weights"
         )
+    return status
 
 
 def check_metric_for_checkpointing(name: str, metric_keys: Iterable[str]) -> None:
