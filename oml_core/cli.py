@@ -7,7 +7,7 @@
     oml plugin new NAME [DIR] [--kinds KIND,...]
     oml registry [KIND [NAME]] [--format table|json]
     oml mock-dataset DIR [--seed N]
-    oml check-dataframe CSV [--dataset-root DIR] [--sep SEP]
+    oml check-dataframe CSV [--dataset-root DIR] [--sep SEP] [--encoding ENCODING]
     oml index build [--config-path DIR] [--config-name NAME] [--show-config] [hydra overrides ...]
     oml search INDEX QUERY... [--dataset-root DIR] [--top-k K] [--format table|json]
 
@@ -57,7 +57,8 @@ stderr, never as a traceback (``OML_TRACEBACK=1`` or ``--traceback`` re-raises t
   ``oml train: <the step, loss and learning rate>; last good checkpoint: <path>``;
   a Ctrl-C anywhere else exits with 130, ``oml COMMAND: interrupted``;
 - any other exception is a bug of oml or a plugin: status 1, ``oml COMMAND: internal error: <Type>: <message>
-  (run with OML_TRACEBACK=1 for the traceback)``.
+  (run with OML_TRACEBACK=1 for the traceback)``, which names the component and its plugin when a component's
+  constructor raised it (one built for a config key is a user error naming the key).
 
 When the reader of stdout goes away (``oml registry --format json | head -1``), the command stops quietly
 with status 1, as Python's documentation recommends (see :func:`_stdout_closed`).
@@ -76,14 +77,22 @@ import shlex
 import sys
 import textwrap
 from collections.abc import Collection, Sequence
+from dataclasses import fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from oml_core.compose import OML_CONFIGS_DIR, OVERRIDE_GRAMMAR_URL, compose_config, one_line
+from oml_core.compose import (
+    OML_CONFIGS_DIR,
+    OVERRIDE_GRAMMAR_URL,
+    compose_config,
+    one_line,
+    unresolvable_config_error,
+)
 from oml_core.lightning.quiet import silence_upstream_warnings
 from oml_core.registry import KINDS, ConfigError, Registry, RegistryError
 from oml_core.registry.isolation import DEFAULT_TIMEOUT, check_plugins
 from oml_core.registry.manager import allow_list_from_env, installed_distributions, strict_from_env
+from oml_core.registry.registry import failed_component
 from oml_core.registry.report import plugins_report
 
 if TYPE_CHECKING:
@@ -277,7 +286,8 @@ def error_report(error: Exception, argv: Sequence[str]) -> tuple[str, int]:
     ``error: <message>`` and :data:`EXIT_USAGE` for a user error (see :func:`is_user_error`); for a run stopped
     on purpose, its message, the command that resumes it (:func:`resume_command`) and its own ``exit_code``;
     else ``internal error: <Type>: <message> (run with OML_TRACEBACK=1 for the traceback)`` and
-    :data:`EXIT_INTERNAL`.
+    :data:`EXIT_INTERNAL`, naming the component and its plugin when a component's factory raised ``error``
+    (:func:`~oml_core.registry.registry.failed_component`).
     """
     # STOPPED_TYPE names TrainingStopped, looked up without importing Lightning
     stopped = cast("type[TrainingStopped] | None", _loaded_type(*STOPPED_TYPE))
@@ -290,6 +300,10 @@ def error_report(error: Exception, argv: Sequence[str]) -> tuple[str, int]:
         return f"error: {one_line(text)}", EXIT_USAGE
     detail = one_line(str(error))
     described = f"{type(error).__name__}: {detail}" if detail else type(error).__name__
+    failed = failed_component(error)  # raised by a component's factory that no config key's build named
+    if failed is not None:
+        plugin = failed.plugin.provider
+        described = f"the {failed.kind} {failed.name!r} of the plugin {plugin} failed to build: {described}"
     return f"internal error: {described} (run with {TRACEBACK_ENV}=1 for the traceback)", EXIT_INTERNAL
 
 
@@ -476,6 +490,11 @@ def _parser() -> _Parser:
         help="the folder the relative paths are joined to (default: the csv's folder)",
     )
     check.add_argument("--sep", default=",", help="the csv's separator (default: ',')")
+    check.add_argument(
+        "--encoding",
+        default="utf-8",
+        help="the csv's text encoding, e.g. latin-1 or cp1252 (default: utf-8; the pipelines' dataframe_encoding)",
+    )
     check.set_defaults(handler=_cmd_check_dataframe)
 
     index = sub.add_parser("index", help="build a gallery index to serve (oml index build)", parents=[common])
@@ -636,6 +655,7 @@ def _cmd_pipeline(args: argparse.Namespace, overrides: list[str]) -> int:
     a bad config or override fails before Lightning is imported); with ``--show-config`` (``--cfg job``) print
     that config instead (:func:`config_yaml`) and run nothing."""
     registry = Registry()
+    overrides = flags_as_overrides(args.command, overrides)
     if getattr(args, "skip_image_check", False):
         overrides = [*overrides, "++check_images=false"]  # set, or add to a config without it
     cfg = compose_config(args.config_name, overrides, args.config_path, registry)
@@ -646,6 +666,44 @@ def _cmd_pipeline(args: argparse.Namespace, overrides: list[str]) -> int:
 
     getattr(pipelines, PIPELINE_CONFIGS[args.command])(cfg, registry=registry)
     return 0
+
+
+def flags_as_overrides(command: str, arguments: Sequence[str]) -> list[str]:
+    """The overrides of ``oml COMMAND ARGUMENTS`` (what argparse left of its command line), where an
+    argparse-style flag that names a key of the pipeline's schema becomes that key's override: ``--max-epochs 3``
+    and ``--max_epochs=3`` become ``max_epochs=3`` (``-`` read as ``_``; ``--optimizer.args.lr 0.1`` sets a
+    nested key). Every other argument is kept as it is.
+
+    Raises:
+        ConfigError: a flag that names no key of the schema (``--max-epoch``: with the close key, and how
+            overrides are written), or a flag without a value (``--max-epochs`` last).
+    """
+    if not any(argument.startswith("--") for argument in arguments):
+        return list(arguments)
+    from oml_core.lightning.pipelines.shared.schema import schema_of  # imports Lightning: only when needed
+
+    keys = sorted(f.name for f in fields(schema_of(PIPELINE_CONFIGS[command])))
+    overrides: list[str] = []
+    rest = iter(arguments)
+    for argument in rest:
+        if not argument.startswith("--"):
+            overrides.append(argument)
+            continue
+        name, has_value, value = argument[2:].partition("=")
+        key = name.replace("-", "_")
+        if key.partition(".")[0] not in keys:
+            close = difflib.get_close_matches(key, keys, n=1)
+            hint = f"; did you mean {close[0]}=VALUE?" if close else ""
+            raise ConfigError(
+                f"unknown option {argument!r}{hint} (the config's keys are set with overrides KEY=VALUE, "
+                f"e.g. {PIPELINE_EXAMPLES[command]['value']}; see oml {command} --help)"
+            )
+        if not has_value:
+            value = next(rest, "--")
+            if value.startswith("--"):
+                raise ConfigError(f"{argument} needs a value: write {key}=VALUE")
+        overrides.append(f"{key}={value}")
+    return overrides
 
 
 def config_yaml(cfg: Any) -> str:
@@ -661,9 +719,7 @@ def config_yaml(cfg: Any) -> str:
     try:
         return OmegaConf.to_yaml(OmegaConf.masked_copy(cfg, [k for k in cfg if k != "hydra"]), resolve=True)
     except OmegaConfBaseException as e:
-        reason = str(e).partition("\n")[0]
-        key = f"config key {e.full_key!r}: " if e.full_key else ""
-        raise ConfigError(one_line(f"cannot resolve the config: {key}{reason}")) from e
+        raise unresolvable_config_error(e) from e
 
 
 # ---------------------------------------------------------------------------------------------- plugins
@@ -904,7 +960,9 @@ def _cmd_check_dataframe(args: argparse.Namespace, _: list[str]) -> int:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
-            check_retrieval_dataframe_format(args.csv, dataset_root=root, sep=args.sep, verbose=True)
+            check_retrieval_dataframe_format(
+                args.csv, dataset_root=root, sep=args.sep, verbose=True, encoding=args.encoding
+            )
         except (DataFrameFormatError, FileNotFoundError) as e:
             print(f"oml check-dataframe: error: {e}", file=sys.stderr)
             return 1

@@ -47,7 +47,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from oml_core.registry import ConfigError, Registry, RegistryError
+from oml_core.registry import ConfigError, Registry, RegistryError, to_plain
+from oml_core.utils.text import undecodable_position
 
 #: The directory of oml's own pipeline configs.
 OML_CONFIGS_DIR = Path(__file__).parent / "configs"
@@ -210,10 +211,28 @@ def _primary_yaml(primary: Path, config_name: str | None) -> dict[str, Any]:
     if config_name is None or not path.is_file():
         return {}
     try:
-        text = yaml.safe_load(path.read_text(encoding="utf-8"))
+        text = yaml.safe_load(read_config_text(path))
     except yaml.YAMLError:
         return {}
     return text if isinstance(text, dict) else {}
+
+
+def read_config_text(path: Path) -> str:
+    """The text of the yaml config file ``path``, which must be UTF-8 (as hydra reads it).
+
+    Raises:
+        ConfigError: the file is not UTF-8 text (a binary file, another encoding): one line naming the file and
+            where its first undecodable byte is (line and column, 1-based).
+    """
+    data = path.read_bytes()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line, column = undecodable_position(data, e)
+        raise ConfigError(
+            f"the config file {str(path)!r} is not UTF-8 text: the byte 0x{data[e.start]:02x} at line {line}, "
+            f"column {column} is not UTF-8 (a config is a yaml text file, saved as UTF-8)"
+        ) from None
 
 
 def _selection(override: str) -> ComponentSelection | None:
@@ -293,7 +312,7 @@ def _plain_option(search_dirs: list[str], group: str, option: str) -> Any:
     candidate = find_option_file(search_dirs, group, option)
     if candidate is None:
         return None
-    text = candidate.read_text(encoding="utf-8")
+    text = read_config_text(candidate)
     if "@package" in text:
         return None
     try:
@@ -402,15 +421,17 @@ def _composition_error(
 ) -> str | None:
     """The one-line message of an error of hydra's ``compose``, or None when it is no user error (a bug).
 
-    User errors: a yaml file that does not parse, an override that does not parse, an override of a key that
-    the config does not have, a config or option that does not exist, and any other error of hydra or omegaconf
-    (its message folded onto one line).
+    User errors: a yaml file that does not parse or is not UTF-8, an override that does not parse, an override
+    of a key that the config does not have, a config or option that does not exist, and any other error of hydra
+    or omegaconf (its message folded onto one line).
     """
     import yaml
     from hydra.errors import ConfigCompositionException, MissingConfigException, OverrideParseException
 
     if isinstance(error, yaml.YAMLError):
         return _yaml_error_message(error)
+    if isinstance(error, UnicodeDecodeError):
+        return _undecodable_config_message(error, primary)
     if isinstance(error, OverrideParseException):
         return _bad_override_message(error.override, error.message)
     if isinstance(error, MissingConfigException):
@@ -423,6 +444,18 @@ def _composition_error(
         parts = (str(error), _omegaconf_message(error.__cause__))
         return one_line(": ".join(part for part in parts if part)) or type(error).__name__
     return None
+
+
+def _undecodable_config_message(error: UnicodeDecodeError, primary: Path) -> str:
+    """The message of a config file that hydra could not decode (its error does not name the file): that of
+    the first ``.yaml`` file under the primary config dir ``primary`` that is not UTF-8
+    (:func:`read_config_text`), else hydra's reason."""
+    for path in sorted(primary.rglob("*.yaml")):
+        try:
+            read_config_text(path)
+        except ConfigError as e:
+            return str(e)
+    return one_line(f"a config file is not UTF-8 text: {error}")
 
 
 def _yaml_error_message(error: Any) -> str:
@@ -510,6 +543,31 @@ def _omegaconf_message(error: BaseException | None) -> str:
     return f"config key {error.full_key!r}: {message}" if error.full_key else message
 
 
+def unresolvable_config_error(error: Exception) -> ConfigError:
+    """The one-line ``ConfigError`` of omegaconf's ``error`` while resolving a config's interpolations (``seed:
+    ${nope}``): ``cannot resolve the config: config key 'seed': Interpolation key 'nope' not found`` (the key at
+    fault and omegaconf's reason, which names the reference)."""
+    reason = str(error).partition("\n")[0]
+    full_key = getattr(error, "full_key", None)
+    key = f"config key {full_key!r}: " if full_key else ""
+    return ConfigError(one_line(f"cannot resolve the config: {key}{reason}"))
+
+
+def resolved_config(cfg: Any) -> Any:
+    """``cfg`` (a ``DictConfig``, or any value) as plain containers with its interpolations resolved
+    (:func:`~oml_core.registry.to_plain`).
+
+    Raises:
+        ConfigError: an interpolation does not resolve (:func:`unresolvable_config_error`).
+    """
+    from omegaconf.errors import OmegaConfBaseException
+
+    try:
+        return to_plain(cfg)
+    except OmegaConfBaseException as e:
+        raise unresolvable_config_error(e) from None
+
+
 def one_line(text: object) -> str:
     """``str(text)`` (a message, an exception) with its white space (new lines, tabs) folded into single spaces,
     for the one-line errors of the command line and the pipelines."""
@@ -523,4 +581,7 @@ __all__ = [
     "check_override_syntax",
     "compose_config",
     "one_line",
+    "read_config_text",
+    "resolved_config",
+    "unresolvable_config_error",
 ]

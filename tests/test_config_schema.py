@@ -298,6 +298,7 @@ def test_required_keys_and_defaults_are_the_pipelines():
         "devices": 1,
         "num_nodes": 1,
         "dataset_root": None,
+        "dataframe_encoding": "utf-8",
         "logs_root": "logs",
         "logs_folder": None,
         "num_workers": 0,

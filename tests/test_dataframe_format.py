@@ -454,5 +454,7 @@ def test_the_signature_is_the_manuals_and_oml_import_path_works() -> None:
         ("dataset_root", None),
         ("sep", ","),
         ("verbose", True),
+        ("encoding", "utf-8"),  # oml's addition, keyword-only: OML's positional order is kept
     ]
+    assert parameters["encoding"].kind is inspect.Parameter.KEYWORD_ONLY
     assert issubclass(DataFrameFormatError, ValueError)

@@ -90,11 +90,9 @@ def test_a_huge_learning_rate_stops_at_the_first_nan_naming_the_step_checkpoint_
 
 
 def test_weights_gone_infinite_are_never_saved(tmp_path):
-    """An infinite learning rate makes the weights infinite at step 1: the step checkpoint is refused before
-    anything is written."""
-    cfg = tiny_config(
-        tmp_path, optimizer={"name": "sgd", "args": {"lr": float("inf")}}, checkpoint_every_n_steps=1
-    )
+    """A learning rate near float32's largest number (an infinite one is refused before any work) makes weights
+    infinite at step 1: the step checkpoint is refused before anything is written."""
+    cfg = tiny_config(tmp_path, optimizer={"name": "sgd", "args": {"lr": 3e38}}, checkpoint_every_n_steps=1)
     with pytest.raises(NonFiniteLossError) as caught:
         extractor_training_pipeline(cfg)
     assert str(caught.value).startswith("after step 1 (epoch 0) the weight 'extractor.")

@@ -16,6 +16,7 @@ allowed but likely a mistake: a label with several categories, an image (and box
 
 from __future__ import annotations
 
+import io
 import os
 import warnings
 from collections.abc import Sequence
@@ -42,10 +43,13 @@ from oml_core.const import (
 )
 from oml_core.registry.errors import ConfigError
 from oml_core.utils.logs import get_logger
+from oml_core.utils.text import is_text_encoding, undecodable_position
 
 logger = get_logger(__name__)
 
 SPLITS = ("train", "validation")
+#: The text encoding of a csv unless told otherwise (pandas' default, as OML reads them).
+DEFAULT_ENCODING = "utf-8"
 
 
 class DataFrameFormatError(ValueError):
@@ -211,18 +215,64 @@ def parse_bboxes(df: pd.DataFrame, owner: str = "dataset") -> list[TBBox | None]
     ]
 
 
-def _read(df: pd.DataFrame | Path | str, sep: str) -> tuple[pd.DataFrame, str]:
+def _read(
+    df: pd.DataFrame | Path | str, sep: str, encoding: str = DEFAULT_ENCODING
+) -> tuple[pd.DataFrame, str]:
     if isinstance(df, pd.DataFrame):
         return df.reset_index(drop=True), "the dataframe"
     if not isinstance(df, (str, Path)):
         raise TypeError(f"df must be a pandas DataFrame or the path of a csv file, got {type(df).__name__}")
-    path = Path(df)
+    return read_csv_file(df, sep, encoding), f"'{Path(df)}'"
+
+
+def read_csv_file(path: Path | str, sep: str = ",", encoding: str = DEFAULT_ENCODING) -> pd.DataFrame:
+    """The csv file ``path`` (text in ``encoding``, fields separated by ``sep``) as pandas reads it, unchecked.
+
+    Raises:
+        FileNotFoundError: no such file.
+        DataFrameFormatError: ``encoding`` is no text encoding; the file is not text in ``encoding`` (the message
+            names the line and the data row of its first undecodable byte, and how to give the encoding); it does
+            not parse as a csv.
+    """
+    path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"the dataframe file '{path}' does not exist")
+    if not is_text_encoding(encoding):
+        raise DataFrameFormatError(f"'{path}': unknown encoding {encoding!r} (e.g. utf-8, latin-1, cp1252)")
     try:
-        return pd.read_csv(path, sep=sep, index_col=False), f"'{path}'"
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as e:
+        return pd.read_csv(path, sep=sep, index_col=False, encoding=encoding)
+    except UnicodeDecodeError:
+        raise DataFrameFormatError(_undecodable_message(path, sep, encoding)) from None
+    except (pd.errors.ParserError, pd.errors.EmptyDataError) as e:
         raise DataFrameFormatError(f"'{path}': cannot be read as a csv with sep={sep!r}: {e}") from e
+
+
+def _undecodable_message(path: Path, sep: str, encoding: str) -> str:
+    """The message of the csv file ``path`` that pandas cannot decode as ``encoding``: the file, the line
+    (1-based, the header being line 1) and the data row (0-based, as :func:`check_retrieval_dataframe_format`
+    names rows; pandas' count of the rows above, blank lines and quoted line breaks included) of its first
+    undecodable byte, and how to give the file's encoding."""
+    hint = (
+        "give the file's encoding (the config key dataframe_encoding, oml check-dataframe --encoding), e.g. "
+        "latin-1 or cp1252, or save it as UTF-8"
+    )
+    data = path.read_bytes()
+    try:
+        data.decode(encoding)
+    except UnicodeDecodeError as e:
+        line, column = undecodable_position(data, e)
+        above = data[: e.start - column + 1].decode(encoding)  # the lines above that byte's
+        try:
+            row = f"row {len(pd.read_csv(io.StringIO(above), sep=sep, index_col=False))}"
+        except pd.errors.EmptyDataError:  # nothing above: the byte is in the header
+            row = "the header"
+        except pd.errors.ParserError:
+            row = f"row {line - 2}"
+        return (
+            f"'{path}': is not {encoding} text: the byte 0x{data[e.start]:02x} at line {line} ({row}), column "
+            f"{column} is not {encoding}; {hint}"
+        )
+    return f"'{path}': is not {encoding} text; {hint}"  # pandas' decoder failed where Python's does not
 
 
 def _labels(df: pd.DataFrame, problems: list[str]) -> pd.Series | None:
@@ -428,6 +478,24 @@ def dataframe_warnings(df: pd.DataFrame, source: str = "the dataframe") -> list[
     return [f"{source}: {message}" for message in found]
 
 
+def split_warnings(df: pd.DataFrame, source: str = "the dataframe") -> list[str]:
+    """What a dataframe in OML's format (it has rows, each of one split) cannot be used for, as messages that
+    start with ``source``: without train rows it serves ``oml validate`` and ``oml predict`` only (the training
+    pipelines need both splits); without validation rows ``oml predict`` only (validating needs them)."""
+    splits = set(df[SPLIT_COLUMN])
+    if "train" not in splits:
+        return [
+            f"{source}: no train rows: usable for validate/predict only (oml train and oml train-postprocessor "
+            f"need rows with split=train)"
+        ]
+    if "validation" not in splits:
+        return [
+            f"{source}: no validation rows: usable for predict only (oml train, oml validate and the "
+            f"post-processor pipelines need rows with split=validation)"
+        ]
+    return []
+
+
 def _summary(df: pd.DataFrame, source: str) -> str:
     labels = df[LABELS_COLUMN]
     is_val = (df[SPLIT_COLUMN] == "validation").to_numpy()
@@ -455,6 +523,8 @@ def check_retrieval_dataframe_format(
     dataset_root: Path | str | None = None,
     sep: str = ",",
     verbose: bool = True,
+    *,
+    encoding: str = DEFAULT_ENCODING,
 ) -> None:
     """Check that a dataframe is in OML's retrieval format (see the module's docstring); cheap: vectorised
     pandas and file existence checks, no image is decoded.
@@ -466,12 +536,16 @@ def check_retrieval_dataframe_format(
         sep: The separator of the ``.csv`` file (unused for a DataFrame).
         verbose: Log (``INFO``, :mod:`oml_core.utils.logs`) a short summary (rows, labels, queries, gallery
             items per split) when the dataframe is fine, and warn the :func:`dataframe_warnings` (a label with
-            several categories, an image on several rows, labels in both splits).
+            several categories, an image on several rows, labels in both splits) and the
+            :func:`split_warnings` (no train rows, no validation rows: which commands can use it).
+        encoding: The text encoding of the ``.csv`` file (unused for a DataFrame); keyword-only, oml's addition to
+            OML's signature.
 
     Raises:
         FileNotFoundError: ``df`` is a path that does not exist.
         TypeError: ``df`` is neither a DataFrame nor a path.
-        DataFrameFormatError: (a ``ValueError``) The dataframe is not in the format. The message names the
+        DataFrameFormatError: (a ``ValueError``) The file is not text in ``encoding`` (the message names its line
+            and row, :func:`_undecodable_message`), or the dataframe is not in the format. The message names the
             file (for a path), and lists every problem found with its column(s) and the first offending rows:
             missing required columns, no rows, empty or non-integer labels, a split other than ``train`` or
             ``validation``, ``is_query`` or ``is_gallery`` set on a train row, empty or non-boolean on a
@@ -480,24 +554,27 @@ def check_retrieval_dataframe_format(
             negative or inverted bounding boxes, empty ``category`` or ``sequence`` values, empty paths and
             paths with no file (with how many are missing).
     """
-    df, source = _read(df, sep)
+    df, source = _read(df, sep, encoding)
     _check(df, source, dataset_root, verbose)
 
 
-def read_dataframe(dataset_root: Path | str, dataframe_name: str) -> pd.DataFrame:
-    """Read ``dataset_root / dataframe_name`` (a ``,``-separated csv) once, checked with
-    :func:`check_retrieval_dataframe_format` (columns, labels, splits, query/gallery flags, boxes, existing
-    image paths; no summary printed).
+def read_dataframe(
+    dataset_root: Path | str, dataframe_name: str, encoding: str = DEFAULT_ENCODING
+) -> pd.DataFrame:
+    """Read ``dataset_root / dataframe_name`` (a ``,``-separated csv of text in ``encoding``, the config key
+    ``dataframe_encoding``) once, checked with :func:`check_retrieval_dataframe_format` (columns, labels, splits,
+    query/gallery flags, boxes, existing image paths; no summary printed).
 
     Raises:
-        ConfigError: the file does not exist, or is not in OML's format (the message names the file, the
-            column and the first offending rows).
+        ConfigError: the file does not exist, is not text in ``encoding`` (the message names the line and row of
+            its first undecodable byte), or is not in OML's format (the message names the file, the column and the
+            first offending rows).
     """
     path = Path(dataset_root) / dataframe_name
     if not path.is_file():
         raise ConfigError(f"dataframe {str(path)!r} (dataset_root + dataframe_name) does not exist")
     try:
-        df, source = _read(path, ",")
+        df, source = _read(path, ",", encoding)
         _check(df, source, dataset_root, verbose=False)
     except DataFrameFormatError as e:
         raise ConfigError(str(e)) from e
@@ -532,13 +609,16 @@ def _check(df: pd.DataFrame, source: str, dataset_root: Path | str | None, verbo
         )
 
     if verbose:
-        for message in dataframe_warnings(df, source):
+        for message in [*dataframe_warnings(df, source), *split_warnings(df, source)]:
             warnings.warn(message, stacklevel=3)
         logger.info(_summary(df, source))
 
 
 __all__ = [
+    "DEFAULT_ENCODING",
+    "read_csv_file",
     "read_dataframe",
+    "split_warnings",
     "BBOXES_COLUMNS",
     "CATEGORIES_COLUMN",
     "DataFrameFormatError",

@@ -10,11 +10,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from oml_core.compose import one_line
+from oml_core.compose import one_line, resolved_config
 from oml_core.index.calibration import CalibrationError
 from oml_core.index.errors import GalleryIndexError
 from oml_core.index.gallery import GALLERY_ROWS, GalleryIndex, check_calibration_args
-from oml_core.registry import ConfigError, Registry, default_registry, to_plain
+from oml_core.registry import ConfigError, Registry, default_registry
 
 #: Every key of the config, all required (the default config has them all).
 CONFIG_KEYS = (
@@ -110,8 +110,8 @@ def build_gallery_index(cfg: Mapping[str, Any] | Any, registry: Registry | None 
 
 
 def _checked(cfg: Any) -> dict[str, Any]:
-    """The config as a plain dict, its keys and simple values checked."""
-    cfg = to_plain(cfg)
+    """The config as a plain dict (its interpolations resolved), its keys and simple values checked."""
+    cfg = resolved_config(cfg)
     if not isinstance(cfg, Mapping):
         raise ConfigError(f"the config must be a mapping, got {type(cfg).__name__}")
     cfg = {key: value for key, value in cfg.items() if key != "hydra"}

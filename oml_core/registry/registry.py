@@ -28,6 +28,7 @@ from oml_core.registry.errors import (
     DuplicateRegistrationError,
     InterfaceError,
     MissingArgumentError,
+    RegistryError,
     UnexpectedArgumentError,
     UnknownNameError,
     is_plugin_failure,
@@ -47,6 +48,9 @@ from oml_core.registry.manager import (
 from oml_core.utils.imports import resolve
 
 SPEC_KEYS = frozenset({"name", "args"})
+#: The attribute that :meth:`Registry.build` sets on an exception raised by a component's factory: its entry
+#: (read it with :func:`failed_component`).
+FAILED_COMPONENT_ATTR = "oml_failed_component"
 
 
 def to_plain(cfg: Any) -> Any:
@@ -373,6 +377,8 @@ class Registry:
             UnexpectedArgumentError: an argument the factory does not accept (the accepted ones are listed).
             MissingArgumentError: a required argument not given.
             InterfaceError: the built object does not implement the kind's interface.
+            Exception: whatever the factory raises, as it is; :func:`failed_component` of it tells the entry whose
+                factory raised it (the innermost, for a nested spec).
         """
         spec = to_plain(cfg)
         if isinstance(spec, str):
@@ -406,7 +412,14 @@ class Registry:
         kwargs.update(runtime)
         applied = _core_applied_args(kind, factory, kwargs)
         self._check_arguments(entry, factory, kwargs)
-        obj = factory(**kwargs)
+        try:
+            obj = factory(**kwargs)
+        except RegistryError:
+            raise
+        except Exception as e:  # raised as it is, marked with the component whose factory raised it
+            if failed_component(e) is None:  # the innermost: a nested component's own failure is kept
+                setattr(e, FAILED_COMPONENT_ATTR, entry)
+            raise
         self._check_product(entry, obj)
         for apply, value in applied:
             apply(obj, value)
@@ -467,6 +480,13 @@ class Registry:
             raise InterfaceError(
                 f"{entry.kind} {entry.name!r} from {entry.plugin.provider} built a non-callable"
             )
+
+
+def failed_component(error: BaseException) -> Entry | None:
+    """The entry whose factory raised ``error`` in :meth:`Registry.build` (for a nested spec, the innermost
+    component that failed), or None when no factory raised it."""
+    entry = getattr(error, FAILED_COMPONENT_ATTR, None)
+    return entry if isinstance(entry, Entry) else None
 
 
 def _core_applied_args(

@@ -15,6 +15,7 @@ import torch
 from torch import Tensor, nn
 
 from oml_core.utils.digest import CorruptCheckpointError, verify_checkpoint
+from oml_core.utils.misc_torch import first_non_finite
 
 #: Prefixes that wrappers add to the keys of a model's state dict: a Lightning module's ``model.``,
 #: an ``extractor.`` attribute of a meta-model, DDP's / DataParallel's ``module.``.
@@ -156,14 +157,22 @@ def load_checkpoint(
     """Load the local checkpoint ``path`` into ``module`` strictly.
 
     Steps: :func:`read_state_dict` (Lightning checkpoints unwrapped), :func:`strip_prefixes` with
-    ``prefixes``, :func:`drop_keys` of ``ignore`` (key prefixes, after stripping) and
+    ``prefixes``, :func:`drop_keys` of ``ignore`` (key prefixes, after stripping), the values checked finite
+    (a checkpoint saved by a run that diverged is refused before ``module`` changes) and
     :func:`load_state_dict_strict`.
 
     Raises:
         FileNotFoundError: no such file.
-        CheckpointError: unreadable file or keys/shapes that do not match ``module``.
+        CheckpointError: unreadable file, a tensor with a NaN or infinite value (the message names the file and
+            the first such tensor), or keys/shapes that do not match ``module``.
     """
     state_dict = drop_keys(strip_prefixes(read_state_dict(path), prefixes), ignore)
+    not_finite = first_non_finite(state_dict.items())
+    if not_finite is not None:
+        raise CheckpointError(
+            f"the checkpoint {str(path)!r} has NaN or infinite values, first in the tensor {not_finite!r} (saved "
+            f"by a run that diverged?); give weights whose values are all finite"
+        )
     load_state_dict_strict(module, state_dict, path)
 
 

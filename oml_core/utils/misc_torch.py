@@ -1,4 +1,4 @@
-"""Torch helpers shared by the core and the plugins (distances, chunking).
+"""Torch helpers shared by the core and the plugins (distances, chunking, finding non-finite weights).
 
 The Euclidean distance is computed in one place, :func:`l2_dist_mm` (one matrix multiply of
 :func:`l2_factors`, then :func:`l2_from_squared_`): :func:`pairwise_dist`, the k-nearest-neighbour search
@@ -12,7 +12,7 @@ The Euclidean distance is computed in one place, :func:`l2_dist_mm` (one matrix 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Protocol
 
 import torch
@@ -257,3 +257,20 @@ def iter_chunks(n: int, chunk_size: int) -> Iterator[slice]:
         raise ValueError(f"chunk_size must be positive, got {chunk_size}")
     for start in range(0, n, chunk_size):
         yield slice(start, min(start + chunk_size, n))
+
+
+def first_non_finite(tensors: Iterable[tuple[str, object]]) -> str | None:
+    """The name of the first floating-point tensor of ``tensors`` (``(name, value)`` pairs: a module's
+    ``named_parameters()``, a state dict's ``items()``) that has a NaN or infinite value, or None.
+
+    One sum per tensor screens them (a sum of finite values is finite, unless it overflows); only a tensor whose
+    sum is not finite is scanned value by value. Integer tensors (counters) and values that are not tensors (a
+    module's extra state) are never at fault.
+    """
+    for name, tensor in tensors:
+        if not isinstance(tensor, Tensor) or not (tensor.is_floating_point() or tensor.is_complex()):
+            continue
+        values = tensor.detach()
+        if not torch.isfinite(values.sum()) and not torch.isfinite(values).all():
+            return name
+    return None

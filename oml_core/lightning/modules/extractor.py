@@ -82,7 +82,9 @@ class ExtractorModule(pl.LightningModule):
         if self.criterion is None:
             raise RuntimeError("ExtractorModule was built without a criterion, so it cannot be trained")
         embeddings = self.extractor(batch[self.input_tensors_key])
-        loss = finite_loss_or_none(self, self.criterion(embeddings, batch[self.labels_key]), self.nan_policy)
+        loss = finite_loss_or_none(
+            self, self.criterion(embeddings, batch[self.labels_key]), self.nan_policy, embeddings
+        )
         if loss is None:
             return None
         batch_size = len(embeddings)

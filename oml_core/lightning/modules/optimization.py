@@ -14,11 +14,18 @@ from torch import Tensor, nn
 from torch.optim import Optimizer
 
 from oml_core.interfaces.models import IFreezable
+from oml_core.utils.misc_torch import first_non_finite
 
 #: When Lightning steps the scheduler: after every optimisation step, or after every epoch.
 SCHEDULER_INTERVALS = ("step", "epoch")
 #: What a NaN or infinite loss does: stop the run at that step, or skip the batch (no optimizer step).
 NAN_POLICIES = ("stop", "skip_batch")
+#: ``nan_policy: skip_batch`` stops the run at this many non-finite losses in a row: the skipped batches leave the
+#: weights as they were, so batch after batch failing with the same weights means the weights, not the data, are
+#: at fault (a learning rate too high), and the rest of the run would be skipped too.
+MAX_SKIPPED_IN_A_ROW = 5
+#: The attribute of a training module that counts its batches skipped in a row (see :func:`finite_loss_or_none`).
+_SKIPPED_IN_A_ROW_ATTR = "_oml_skipped_in_a_row"
 
 
 def check_optimization_args(
@@ -74,16 +81,32 @@ def log_learning_rate(module: pl.LightningModule, optimizer: Optimizer | None, b
         module.log("lr", optimizer.param_groups[0]["lr"], on_step=True, on_epoch=False, batch_size=batch_size)
 
 
-def finite_loss_or_none(module: pl.LightningModule, loss: Tensor, nan_policy: str) -> Tensor | None:
+def finite_loss_or_none(
+    module: pl.LightningModule, loss: Tensor, nan_policy: str, outputs: Tensor | None = None
+) -> Tensor | None:
     """``loss`` when it is finite; else, by ``nan_policy`` (one of :data:`NAN_POLICIES`), stop the run or skip
     the batch (None, which makes Lightning skip the backward pass and the optimizer step; a warning names the
     step). In DDP the processes decide together: a non-finite loss in any of them counts for all.
 
+    ``skip_batch`` skips a batch only while skipping can help, and stops the run as ``stop`` does as soon as it
+    cannot (in DDP: in any process), that is when
+
+    1. a weight of ``module`` (a parameter or a buffer, such as the running statistics of a batch norm) is NaN
+       or infinite itself, or the model's ``outputs`` for the batch (its embeddings, from which the loss was
+       computed) are: the weights are broken or so large that the forward pass overflows, and every later loss,
+       and the validation, would be NaN too;
+    2. :data:`MAX_SKIPPED_IN_A_ROW` batches in a row had a non-finite loss: skipped batches leave the weights as
+       they were, so the weights (a learning rate too high), not the data, are at fault;
+    3. or the last batch of an epoch is skipped, as every other batch of that epoch was: nothing was trained.
+
+    The batches skipped in a row are counted on ``module`` (a finite loss resets the count).
+
     The check reads the loss's value, i.e. it waits for the step's forward pass on an accelerator.
 
     Raises:
-        NonFiniteLossError: ``nan_policy="stop"`` and the loss is NaN or infinite; the message names the step,
-            the epoch, the loss value and the learning rate(s) (the pipeline adds the last good checkpoint).
+        NonFiniteLossError: the loss is NaN or infinite and ``nan_policy="stop"``, or ``skip_batch`` cannot help;
+            the message names the step, the epoch, the loss value and the learning rate(s), and why skipping
+            cannot help (the pipeline adds the last good checkpoint).
     """
     from oml_core.lightning.stops import NonFiniteLossError
 
@@ -92,6 +115,8 @@ def finite_loss_or_none(module: pl.LightningModule, loss: Tensor, nan_policy: st
     if trainer is not None and trainer.world_size > 1:
         finite = bool(trainer.strategy.reduce_boolean_decision(finite, all=True))
     if finite:
+        if getattr(module, _SKIPPED_IN_A_ROW_ATTR, 0):
+            setattr(module, _SKIPPED_IN_A_ROW_ATTR, 0)
         return loss
     where = "outside a fit"
     if trainer is not None:
@@ -100,10 +125,39 @@ def finite_loss_or_none(module: pl.LightningModule, loss: Tensor, nan_policy: st
     rates = sorted({group["lr"] for optimizer in _optimizers(module) for group in optimizer.param_groups})
     lr = ", ".join(f"{rate:g}" for rate in rates) or "unknown"
     what = f"{where} the loss is {float(loss.detach().float().mean()):g} (learning rate {lr})"
-    if nan_policy == "skip_batch":
-        rank_zero_warn(f"{what}: the batch is skipped (nan_policy: skip_batch)")
-        return None
-    raise NonFiniteLossError(f"{what}: training stopped (nan_policy: skip_batch skips such batches)")
+    if nan_policy != "skip_batch":
+        raise NonFiniteLossError(f"{what}: training stopped (nan_policy: skip_batch skips such batches)")
+    skipped = getattr(module, _SKIPPED_IN_A_ROW_ATTR, 0) + 1
+    why = _skipping_cannot_help(module, trainer, skipped, outputs)
+    if trainer is not None and trainer.world_size > 1:  # one process's reason (its batch norm) stops them all
+        if trainer.strategy.reduce_boolean_decision(why is not None, all=False):
+            why = why or "and skipping cannot help in another process"
+    if why is not None:
+        raise NonFiniteLossError(
+            f"{what}, {why}: training stopped (nan_policy: skip_batch cannot help); lower the learning rate"
+        )
+    setattr(module, _SKIPPED_IN_A_ROW_ATTR, skipped)
+    rank_zero_warn(f"{what}: the batch is skipped (nan_policy: skip_batch)")
+    return None
+
+
+def _skipping_cannot_help(
+    module: pl.LightningModule, trainer: pl.Trainer | None, skipped: int, outputs: Tensor | None
+) -> str | None:
+    """Why skipping the current batch, the ``skipped``-th in a row with a non-finite loss, of the model's
+    ``outputs``, cannot help (the rules of :func:`finite_loss_or_none`), or None when it can."""
+    bad_weight = first_non_finite(module.state_dict().items())
+    if bad_weight is not None:
+        return f"and the weight {bad_weight!r} is not finite itself"
+    if outputs is not None and not bool(torch.isfinite(outputs.detach()).all()):
+        return "and so are the model's outputs (the forward pass overflows: the weights are too large)"
+    if skipped >= MAX_SKIPPED_IN_A_ROW:
+        return f"{skipped} batches in a row with a non-finite loss"
+    if trainer is not None:
+        batch = trainer.fit_loop.epoch_loop.batch_idx + 1
+        if batch == trainer.num_training_batches and skipped >= batch:
+            return f"as was every batch of epoch {module.current_epoch} ({batch} batches, nothing trained)"
+    return None
 
 
 def attached_trainer(module: pl.LightningModule) -> pl.Trainer | None:
@@ -133,6 +187,7 @@ def freeze_for_epochs(model: Any, current_epoch: int, freeze_n_epochs: int) -> N
 
 
 __all__ = [
+    "MAX_SKIPPED_IN_A_ROW",
     "NAN_POLICIES",
     "SCHEDULER_INTERVALS",
     "check_optimization_args",

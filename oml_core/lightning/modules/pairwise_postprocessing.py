@@ -101,7 +101,7 @@ class PairwiseModule(pl.LightningModule):
         images = batch[self.input_tensors_key]
         logits = self.model(x1=images[ids1], x2=images[ids2])
         loss = finite_loss_or_none(
-            self, self.criterion(logits, is_negative.float().to(logits.device)), self.nan_policy
+            self, self.criterion(logits, is_negative.float().to(logits.device)), self.nan_policy, logits
         )
         if loss is None:
             return None

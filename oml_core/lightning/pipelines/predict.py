@@ -174,7 +174,7 @@ def _prediction_dataset(cfg: Mapping[str, Any], registry: Registry) -> Any:
                 f"dataset_root), not both"
             )
         root = resolve_dataset_root(cfg["dataset_root"])
-        paths, bboxes = _read_paths(root / cfg["dataframe_name"])
+        paths, bboxes = _read_paths(root / cfg["dataframe_name"], cfg["dataframe_encoding"])
         return ImageBaseDataset(paths, dataset_root=root, bboxes=bboxes, transform=transform)
     if cfg["dataset_root"] is not None:
         raise ConfigError(
@@ -205,20 +205,22 @@ def _image_files(data_dir: Path) -> list[Path]:
     return files
 
 
-def _read_paths(csv_path: Path) -> tuple[list[str], Sequence[Any] | None]:
-    """The ``path`` column and the bounding boxes (or None) of every row of ``csv_path``.
+def _read_paths(csv_path: Path, encoding: str) -> tuple[list[str], Sequence[Any] | None]:
+    """The ``path`` column and the bounding boxes (or None) of every row of ``csv_path`` (text in ``encoding``).
 
     Raises:
-        ConfigError: no such file, no ``path`` column, empty or duplicate paths, bad boxes (naming the file,
-            the column and the rows).
+        ConfigError: no such file, not text in ``encoding`` or not a csv, no ``path`` column, empty or
+            duplicate paths, bad boxes (naming the file, the column and the rows).
     """
-    import pandas as pd
-
     from oml_core.datasets import DataFrameFormatError, parse_bboxes
+    from oml_core.datasets.dataframe_format import read_csv_file
 
     if not csv_path.is_file():
         raise ConfigError(f"dataframe {str(csv_path)!r} (dataset_root + dataframe_name) does not exist")
-    df = pd.read_csv(csv_path)
+    try:
+        df = read_csv_file(csv_path, encoding=encoding)
+    except DataFrameFormatError as e:
+        raise ConfigError(str(e)) from e
     if "path" not in df.columns:
         raise ConfigError(
             f"{str(csv_path)!r}: has no column 'path' (columns: {', '.join(map(str, df.columns))})"

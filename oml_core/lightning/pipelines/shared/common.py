@@ -14,9 +14,11 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from oml_core.compose import one_line
+from oml_core.compose import one_line, resolved_config
 from oml_core.datasets.dataframe_format import read_dataframe
 from oml_core.registry import ConfigError, Registry, RegistryError, to_plain
+from oml_core.registry.errors import describe_error
+from oml_core.registry.registry import failed_component
 
 if TYPE_CHECKING:
     pass
@@ -38,7 +40,12 @@ HYDRA_KEYS = ("hydra",)
 def as_config(cfg: Any) -> dict[str, Any]:
     """A pipeline config (dict or ``DictConfig``) as a plain dict with interpolations resolved, without hydra's
     own section (:data:`HYDRA_KEYS`, whose interpolations such as ``${hydra:runtime.cwd}`` resolve only inside
-    a hydra run)."""
+    a hydra run).
+
+    Raises:
+        ConfigError: the config is not a mapping, or an interpolation does not resolve (one line naming the key
+            and the reference, :func:`~oml_core.compose.unresolvable_config_error`).
+    """
     from omegaconf import DictConfig, OmegaConf
 
     if isinstance(cfg, DictConfig):
@@ -48,7 +55,7 @@ def as_config(cfg: Any) -> dict[str, Any]:
             cfg = OmegaConf.create({k: v for k, v in unresolved.items() if k not in HYDRA_KEYS})
     elif isinstance(cfg, Mapping):
         cfg = {k: v for k, v in cfg.items() if k not in HYDRA_KEYS}
-    plain = to_plain(cfg)
+    plain = resolved_config(cfg)
     if not isinstance(plain, Mapping):
         raise ConfigError(f"a pipeline config must be a mapping, got {type(cfg).__name__}")
     return dict(plain)
@@ -87,7 +94,9 @@ def build_component(registry: Registry, kind: str, spec: Any, key: str, pipeline
         RegistryError: an unknown name or argument (the registry's message).
         ConfigError: the component refuses its arguments: a weights file that does not exist or does not fit,
             zoo weights that cannot be downloaded, a bad argument value; one line naming ``pipeline``, ``key``,
-            the component and the cause (the file, for a checkpoint).
+            the component and the cause (the file, for a checkpoint). Any other exception of a component's
+            factory (of a nested spec's too): one line naming ``pipeline``, ``key``, the component that raised
+            it, the plugin and distribution that registered it, and the error.
     """
     from oml_core.utils.checkpoints import CheckpointError
     from oml_core.zoo.store import PretrainedDownloadError
@@ -98,6 +107,14 @@ def build_component(registry: Registry, kind: str, spec: Any, key: str, pipeline
         raise
     except (FileNotFoundError, CheckpointError, PretrainedDownloadError, ValueError) as e:
         raise ConfigError(f"{pipeline}: config key {key!r} ({spec_of(spec)['name']!r}): {one_line(e)}") from e
+    except Exception as e:
+        failed = failed_component(e)
+        if failed is None:  # not a factory's: a bug of the core
+            raise
+        raise ConfigError(
+            f"{pipeline}: config key {key!r}: the {failed.kind} {failed.name!r} of the plugin "
+            f"{failed.plugin.provider} failed to build: {one_line(describe_error(e))}"
+        ) from e
 
 
 def path_inside(

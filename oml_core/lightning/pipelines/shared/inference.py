@@ -18,6 +18,7 @@ from oml_core.lightning.pipelines.shared.common import (
     resolve_dataset_root,
     split_dataframe,
 )
+from oml_core.lightning.pipelines.shared.preflight import check_engine
 from oml_core.lightning.progress import PROGRESS_BAR_ARG, progress_bar_enabled
 from oml_core.registry import ConfigError, Registry
 
@@ -65,8 +66,10 @@ def inference_config(
         ``(config as a plain dict with the defaults, Trainer arguments without logger, callbacks and root dir)``.
 
     Raises:
-        ConfigError: a missing required key, more than one device without ``multi_device``, or
-            ``lightning_trainer_extra_args`` that ``pl.Trainer`` does not take or that a config key sets.
+        ConfigError: a missing required key, more than one device without ``multi_device``,
+            ``lightning_trainer_extra_args`` that ``pl.Trainer`` does not take or that a config key sets, or an
+            engine, precision or Trainer argument this machine or Lightning refuses
+            (:func:`~oml_core.lightning.pipelines.shared.preflight.check_engine`).
     """
     known = {*required, *defaults}
     cfg = {
@@ -83,6 +86,7 @@ def inference_config(
         TRAINER_ARGS_SET_BY_KEYS,
     )
     trainer_args[PROGRESS_BAR_ARG] = progress_bar_enabled(trainer_args)
+    check_engine(engine, cfg["precision"], cfg["lightning_trainer_extra_args"])
     return cfg, trainer_args
 
 
@@ -96,7 +100,9 @@ def validation_dataset(cfg: Mapping[str, Any], registry: Registry, pipeline: str
     from oml_core.datasets import ImageQueryGalleryLabeledDataset
 
     dataset_root = resolve_dataset_root(cfg["dataset_root"])
-    _, df_val = split_dataframe(read_dataframe(dataset_root, cfg["dataframe_name"]))
+    _, df_val = split_dataframe(
+        read_dataframe(dataset_root, cfg["dataframe_name"], cfg["dataframe_encoding"])
+    )
     if len(df_val) == 0:
         raise ConfigError(f"{dataset_root / cfg['dataframe_name']}: has no rows with split=validation")
     return ImageQueryGalleryLabeledDataset(

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import shutil
 import tempfile
+import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -22,6 +23,7 @@ from tqdm.auto import tqdm
 from oml_core.lightning.pipelines.shared.common import one_line
 from oml_core.lightning.progress import on_terminal
 from oml_core.registry import ConfigError
+from oml_core.registry.arg_types import check_argument_types
 from oml_core.utils.digest import CorruptCheckpointError, DigestStatus, verify_checkpoint
 
 #: How many files (or rows) at fault an error message names (the rest are counted).
@@ -258,13 +260,29 @@ def checkpoint_size(modules: Iterable[Any], optimizer_states: int = 2) -> int:
     return total
 
 
-def check_engine(engine: Mapping[str, Any], precision: Any) -> None:
+#: Lightning's short spellings of precisions and what they mean (its ``16`` is ``16-mixed``, ...).
+PRECISION_ALIASES = {"16": "16-mixed", "bf16": "bf16-mixed", "32": "32-true", "64": "64-true"}
+#: ``pl.Trainer`` arguments that it takes at 0 but divides by in the first step of a fit.
+TRAINER_POSITIVE_ARGS = ("accumulate_grad_batches", "check_val_every_n_epoch", "val_check_interval")
+
+
+def check_engine(
+    engine: Mapping[str, Any], precision: Any, extra_args: Mapping[str, Any] | None = None
+) -> None:
     """Fail unless this machine has the ``accelerator`` and the number of ``devices`` of ``engine`` (see
-    :func:`~oml_core.lightning.pipelines.shared.common.parse_engine_params`), and Lightning accepts ``precision`` on it.
+    :func:`~oml_core.lightning.pipelines.shared.common.parse_engine_params`), Lightning accepts ``precision`` on
+    it and runs it as asked, and ``pl.Trainer`` accepts every value of ``extra_args`` (the config's
+    ``lightning_trainer_extra_args``: ``limit_train_batches=-1`` fails here, not after the data is read): each
+    fits the annotation of its ``pl.Trainer`` parameter, those of :data:`TRAINER_POSITIVE_ARGS` are > 0.
+
+    A throwaway ``pl.Trainer`` of these arguments tells (nothing runs). A precision that Lightning would silently
+    replace by another is refused: on a CPU, ``16`` and ``16-mixed`` (float16 autocast, which the CPU lacks)
+    would run as ``bf16-mixed``, bfloat16 autocast, which is many times slower there than ``32`` and computes
+    other numbers; ``bf16``/``bf16-mixed``, ``16-true`` and ``bf16-true`` run as asked and are accepted.
 
     Raises:
-        ConfigError: naming the key (``accelerator``, ``devices``, ``precision``), its value and what this
-            machine has.
+        ConfigError: naming the key (``accelerator``, ``devices``, ``precision``,
+            ``lightning_trainer_extra_args.<argument>``), its value and what this machine has or Lightning says.
     """
     import pytorch_lightning as pl
     import torch
@@ -277,23 +295,65 @@ def check_engine(engine: Mapping[str, Any], precision: Any) -> None:
         wanted = len(devices) if isinstance(devices, list | tuple) else devices
         if isinstance(wanted, int) and wanted > available:
             raise ConfigError(f"devices: {devices!r}, but this machine has {available} CUDA GPU(s)")
-    rank_zero_logger = logging.getLogger("pytorch_lightning.utilities.rank_zero")
-    level = rank_zero_logger.level
-    rank_zero_logger.setLevel(logging.WARNING)  # the throwaway Trainer's "GPU available: ..." lines
+    base = {"accelerator": accelerator, "devices": devices, "precision": precision}
     try:
-        pl.Trainer(
-            accelerator=accelerator,
-            devices=devices,
-            precision=precision,
-            logger=False,
-            enable_checkpointing=False,
-            enable_progress_bar=False,
-            enable_model_summary=False,
-        )
+        trainer = _throwaway_trainer(base)
     except Exception as e:  # Lightning's MisconfigurationException / ValueError name the problem
         raise ConfigError(
             f"accelerator={accelerator!r}, devices={devices!r}, precision={precision!r}: {one_line(e)}"
         ) from None
+    asked = PRECISION_ALIASES.get(str(precision), str(precision))
+    if trainer.precision != asked:
+        meaning = f" ({asked})" if asked != str(precision) else ""
+        device = trainer.strategy.root_device.type
+        slow = device == "cpu" and trainer.precision == "bf16-mixed"
+        why = " (bfloat16 autocast, many times slower than 32 on most CPUs)" if slow else ""
+        raise ConfigError(
+            f"precision: {precision!r}{meaning} is not available on the {device}: Lightning would silently run "
+            f"{trainer.precision!r} instead{why}; set precision=32, or precision={trainer.precision} to run that "
+            f"on purpose"
+        )
+    extra = dict(extra_args or {})
+    if not extra:
+        return
+    check_argument_types(pl.Trainer, extra, "lightning_trainer_extra_args.")
+    for key in TRAINER_POSITIVE_ARGS:
+        value = extra.get(key)
+        if isinstance(value, int | float) and not value > 0:  # val_check_interval may be a duration too
+            raise ConfigError(f"lightning_trainer_extra_args.{key}: must be > 0, got {value!r}")
+    try:
+        _throwaway_trainer({**base, **extra})
+    except Exception as e:
+        for key, value in extra.items():  # the argument at fault: the first one refused on its own
+            try:
+                _throwaway_trainer({**base, key: value})
+            except Exception as alone:
+                raise ConfigError(
+                    f"lightning_trainer_extra_args.{key}: pl.Trainer refuses {value!r}: {one_line(alone)}"
+                ) from None
+        raise ConfigError(
+            f"lightning_trainer_extra_args: pl.Trainer refuses {extra!r} together: {one_line(e)}"
+        ) from None
+
+
+def _throwaway_trainer(args: Mapping[str, Any]) -> Any:
+    """A ``pl.Trainer`` of ``args`` that logs, checkpoints and shows nothing, built quietly (its "GPU available"
+    lines and its warnings about the arguments aside): only to see whether Lightning takes ``args``."""
+    import pytorch_lightning as pl
+
+    quiet = {
+        "logger": False,
+        "enable_checkpointing": False,
+        "enable_progress_bar": False,
+        "enable_model_summary": False,
+    }
+    rank_zero_logger = logging.getLogger("pytorch_lightning.utilities.rank_zero")
+    level = rank_zero_logger.level
+    rank_zero_logger.setLevel(logging.WARNING)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return pl.Trainer(**{**quiet, **args})
     finally:
         rank_zero_logger.setLevel(level)
 
@@ -323,6 +383,8 @@ def _size(n_bytes: float) -> str:
 __all__ = [
     "CHECKPOINTS_ROOM",
     "MAX_FILES_NAMED",
+    "PRECISION_ALIASES",
+    "TRAINER_POSITIVE_ARGS",
     "check_engine",
     "check_images",
     "check_logs_root",

@@ -35,6 +35,8 @@ from typing import Any, ClassVar, TypeVar, cast
 
 from omegaconf import MISSING
 
+from oml_core.compose import unresolvable_config_error
+from oml_core.datasets.dataframe_format import DEFAULT_ENCODING
 from oml_core.functional.metrics import TOP_K_SUFFIX
 from oml_core.lightning.modules.optimization import NAN_POLICIES, SCHEDULER_INTERVALS
 from oml_core.lightning.pipelines.shared.common import (
@@ -46,6 +48,7 @@ from oml_core.lightning.pipelines.shared.common import (
 )
 from oml_core.registry import ConfigError, Registry
 from oml_core.registry.arg_types import check_argument_types, check_spec_argument_types, fits
+from oml_core.utils.text import is_text_encoding
 
 #: The ``ConfigStore`` group of the schemas (``oml_schema/extractor_training_pipeline``, ...).
 SCHEMA_GROUP = "oml_schema"
@@ -214,6 +217,10 @@ def _precision_rule() -> Rule:
     return one_of(*sorted(options, key=lambda o: (isinstance(o, str), o)))
 
 
+#: ``dataframe_encoding``: the text encoding of the csv (Python's name of it).
+ENCODING = Rule(
+    "a text encoding Python knows (utf-8, latin-1, cp1252, ...)", "text encodings", is_text_encoding
+)
 #: Lightning's seeds (numpy's range).
 SEED = _seed_rule()
 PRECISION = _precision_rule()
@@ -356,6 +363,8 @@ class PipelineConfig:
     devices: Any = setting(DEVICES, 1)  # null, an int or a list of ints (an omegaconf field cannot say so)
     num_nodes: int = setting(POSITIVE_INT, 1)
     dataset_root: str | None = setting(nullable(PATH), None)
+    # the text encoding of the csv dataframe_name (pandas' default, as OML reads it); latin-1, cp1252, ... else
+    dataframe_encoding: str = setting(ENCODING, DEFAULT_ENCODING)
     logs_root: str = setting(PATH, "logs")
     logs_folder: str | None = setting(nullable(PATH), None)
     num_workers: int = setting(NON_NEGATIVE_INT, 0)
@@ -429,6 +438,10 @@ class TrainingConfig(PipelineConfig):
     metric_for_checkpointing: str = setting(STRING)
     mode_for_checkpointing: str = setting(one_of("min", "max"), "max")
     checkpoint_every_n_steps: int | None = setting(nullable(POSITIVE_INT), None)
+    # a NaN or infinite loss: stop the run there, or skip_batch that batch (its optimizer step); skip_batch stops
+    # the run too once skipping cannot help: a weight or the batch's embeddings not finite, MAX_SKIPPED_IN_A_ROW
+    # (5) such batches in a row, or every batch of an epoch (oml_core.lightning.modules.optimization's
+    # finite_loss_or_none)
     nan_policy: str = setting(one_of(*NAN_POLICIES), "stop")
     optimizer: ComponentSpec = spec("optimizer")
     scheduling: SchedulingConfig | None = setting(SCHEDULING, None)
@@ -617,11 +630,20 @@ def without_user_variables(
 
 
 def _resolved(cfg: Any, key: str) -> Any:
-    """The value of ``cfg[key]`` with its interpolations resolved, as plain containers."""
-    from omegaconf import OmegaConf
+    """The value of ``cfg[key]`` with its interpolations resolved, as plain containers.
 
-    value = cfg[key]
-    return OmegaConf.to_container(value, resolve=True) if OmegaConf.is_config(value) else value
+    Raises:
+        ConfigError: an interpolation does not resolve (``seed: ${nope}``): one line naming the key and the
+            reference (:func:`~oml_core.compose.unresolvable_config_error`).
+    """
+    from omegaconf import OmegaConf
+    from omegaconf.errors import OmegaConfBaseException
+
+    try:
+        value = cfg[key]
+        return OmegaConf.to_container(value, resolve=True) if OmegaConf.is_config(value) else value
+    except OmegaConfBaseException as e:
+        raise unresolvable_config_error(e) from None
 
 
 def _interpolated_keys(cfg: Any) -> set[str]:
@@ -709,6 +731,7 @@ __all__ = [
     "ARGS",
     "BOOL",
     "DEVICES",
+    "ENCODING",
     "FRACTION",
     "FRACTIONS",
     "MAPPING",
