@@ -57,7 +57,13 @@ def finite(checkpoint: Path) -> bool:
 
 
 def test_a_diverging_learning_rate_stops_at_the_step_keeping_the_good_checkpoints(tmp_path):
-    cfg = tiny_config(tmp_path, max_epochs=3, logs_folder="run", scheduling=BLOW_UP_AFTER_EPOCH_0)
+    cfg = tiny_config(
+        tmp_path,
+        max_epochs=3,
+        logs_folder="run",
+        scheduling=BLOW_UP_AFTER_EPOCH_0,
+        checkpoint_every_seconds=0,  # last.ckpt after every epoch
+    )
     with pytest.raises(NonFiniteLossError) as caught:
         extractor_training_pipeline(cfg)
     checkpoints = tmp_path / "run" / "checkpoints"
@@ -126,7 +132,13 @@ def test_skip_batch_skips_the_steps_of_a_nan_loss_and_goes_on(tmp_path):
 
 
 def test_the_command_line_says_it_in_one_line(run_oml, tmp_path):
-    cfg = tiny_config(tmp_path / "logs", max_epochs=3, scheduling=BLOW_UP_AFTER_EPOCH_0, logs_folder="run")
+    cfg = tiny_config(
+        tmp_path / "logs",
+        max_epochs=3,
+        scheduling=BLOW_UP_AFTER_EPOCH_0,
+        logs_folder="run",
+        checkpoint_every_seconds=0,  # last.ckpt after every epoch
+    )
     (tmp_path / "tiny.yaml").write_text(yaml.safe_dump(cfg))
     done = run_oml("train", "--config-path", str(tmp_path), "--config-name", "tiny")
     assert done.returncode == 1 and "Traceback" not in done.stderr

@@ -150,34 +150,37 @@ def test_a_run_that_makes_the_embedding_worse_says_so(tmp_path, oml_cache_dir, m
     assert f"Training made OVERALL/cmc/1 worse than the initial weights: {start:.4f} before training" in out
 
 
-def test_best_checkpoint_goes_on_from_the_resumed_runs_best_in_a_new_directory(tmp_path):
-    """Lightning's ModelCheckpoint forgets the best score when the resumed run writes elsewhere (then a worse
-    epoch would become best.ckpt); BestCheckpoint keeps it, and the earlier run's file as the best one."""
-    from pytorch_lightning.callbacks import ModelCheckpoint
-
+def test_best_checkpoint_takes_the_resumed_runs_best_unless_on_other_data(tmp_path):
+    """BestCheckpoint goes on from the best state of the checkpoint it resumes (score, file, epoch and that
+    validation's metrics); on other data (``carry_over=False``) from none. A value is better only when strictly
+    better and finite."""
     from oml_core.lightning.callbacks.checkpoint import BestCheckpoint
 
-    earlier = tmp_path / "run_1" / "checkpoints"
+    folder = tmp_path / "run" / "checkpoints"
     state = {
-        "dirpath": str(earlier),
+        "dirpath": str(folder),
         "best_model_score": torch.tensor(0.75),
-        "best_model_path": str(earlier / "best.ckpt"),
-        "kth_best_model_path": str(earlier / "best.ckpt"),
+        "best_model_path": str(folder / "best.ckpt"),
+        "kth_best_model_path": str(folder / "best.ckpt"),
         "kth_value": torch.tensor(0.75),
-        "best_k_models": {str(earlier / "best.ckpt"): torch.tensor(0.75)},
+        "best_k_models": {str(folder / "best.ckpt"): torch.tensor(0.75)},
+        "best_epoch": 3,
+        "best_metrics": {"m": 0.75, "other": 0.5},
     }
-    kwargs = {
-        "dirpath": tmp_path / "run_2" / "checkpoints",
-        "filename": "best",
-        "monitor": "m",
-        "mode": "max",
-    }
-    lightning = ModelCheckpoint(**kwargs)
-    with pytest.warns(UserWarning, match="dirpath has changed"):
-        lightning.load_state_dict(state)
-    assert lightning.best_model_score is None  # what BestCheckpoint fixes
-    best = BestCheckpoint(**kwargs)
+    best = BestCheckpoint(folder, monitor="m", mode="max")
     best.load_state_dict(state)
-    assert float(best.best_model_score) == 0.75 and best.best_model_path == str(earlier / "best.ckpt")
-    assert best.best_k_models == {str(earlier / "best.ckpt"): torch.tensor(0.75)}
-    assert float(best.kth_value) == 0.75
+    assert float(best.best_model_score) == 0.75 and best.best_model_path == str(folder / "best.ckpt")
+    assert (best.best_epoch, best.best_metrics) == (3, {"m": 0.75, "other": 0.5})
+    assert best.best_k_models == {str(folder / "best.ckpt"): torch.tensor(0.75)}
+    assert [best.is_better(v) for v in (0.75, 0.76, float("nan"), float("inf"))] == [
+        False,
+        True,
+        False,
+        False,
+    ]
+    assert best.state_dict()["best_epoch"] == 3 and best.state_dict()["best_metrics"] == state["best_metrics"]
+
+    fresh = BestCheckpoint(folder, monitor="m", mode="min", carry_over=False)
+    fresh.load_state_dict(state)
+    assert (fresh.best_model_score, fresh.best_model_path, fresh.best_epoch) == (None, "", None)
+    assert fresh.is_better(1e9) and not fresh.is_better(float("nan"))

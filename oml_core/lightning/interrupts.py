@@ -2,8 +2,10 @@
 
 Within :func:`graceful_interrupts` the first SIGINT or SIGTERM only *asks* the run to stop: the training goes
 on to the end of its current step (or, during an epoch's last step and its validation, to the end of the
-epoch), saves ``last.ckpt`` there and raises :class:`~oml_core.lightning.stops.TrainingInterrupted` (see
-:class:`~oml_core.lightning.callbacks.checkpoint.LastCheckpoint`). A second signal ends the process at once
+epoch, after that epoch's ``best.ckpt``), saves ``last.ckpt`` there, whatever its time cadence, and raises
+:class:`~oml_core.lightning.stops.TrainingInterrupted` (see
+:class:`~oml_core.lightning.callbacks.checkpoint.LastCheckpoint`); at the end of the last epoch the run simply
+finishes. A second signal ends the process at once
 with status ``128 + signal`` (the checkpoints written so far are whole: they are written atomically).
 """
 

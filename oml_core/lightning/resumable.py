@@ -52,21 +52,23 @@ class ResumableBatchSampler(IBatchSampler):
 
     def __iter__(self) -> Iterator[list[int]]:
         resume, self._pending = self._pending, None
-        if resume is not None:
+        # the epoch's own order and random states, or (a new seed) the position only
+        replay = resume if resume is not None and "epoch_start" in resume else None
+        if replay is not None:
             for name, generator in self.generators.items():
-                generator.set_state(resume["epoch_start"][name])
+                generator.set_state(replay["epoch_start"][name])
         skip = resume["batches_done"] if resume is not None else 0
         self._epoch_start = {name: generator.get_state() for name, generator in self.generators.items()}
         self._states_before.clear()
         for index, batch in enumerate(self.batch_sampler):
             if index < skip:
                 continue
-            if resume is not None and index == skip:
-                set_rng_state(resume["rng_before_batch"], {})
+            if replay is not None and index == skip:
+                set_rng_state(replay["rng_before_batch"], {})
             self._states_before.append((index, get_rng_state({})))
             yield batch
-            if resume is not None and index == skip and resume["rng_after_batch"] is not None:
-                set_rng_state(resume["rng_after_batch"], {})  # what the uninterrupted run had from here on
+            if replay is not None and index == skip and replay["rng_after_batch"] is not None:
+                set_rng_state(replay["rng_after_batch"], {})  # what the uninterrupted run had from here on
 
     def state_dict(self, batches_done: int) -> dict[str, Any]:
         """What resuming the current epoch after its first ``batches_done`` batches needs.
@@ -101,11 +103,15 @@ class ResumableBatchSampler(IBatchSampler):
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         """Resume with the next epoch that starts (the next ``iter()``): its order as of :meth:`state_dict`'s
-        epoch, its first ``state["batches_done"]`` batches skipped.
+        epoch, its first ``state["batches_done"]`` batches skipped. A ``state`` of ``batches_done`` alone skips
+        that many batches of an order drawn anew from the generators as they are (a run resumed with a new seed).
 
         Raises:
             KeyError: ``state`` has no start state of one of this sampler's generators.
         """
+        if "epoch_start" not in state:
+            self._pending = {"batches_done": state["batches_done"]}
+            return
         missing = set(self.generators) - set(state["epoch_start"])
         if missing:
             raise KeyError(f"the checkpoint has no epoch-start state of the generator(s) {sorted(missing)}")

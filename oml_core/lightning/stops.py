@@ -11,7 +11,9 @@ class TrainingStopped(RuntimeError):
     """A training run stopped early, on purpose; the checkpoints written before it are intact.
 
     Attributes:
-        checkpoint: The last good checkpoint (``last.ckpt``), None when none was written.
+        checkpoint: The last good checkpoint: the last one the run wrote (``last.ckpt``, or ``best.ckpt`` when
+            it is the newer), else the checkpoint it resumed from when its digest was verified; None when there
+            is none (a file never verified is never called good).
         exit_code: The exit status the command line gives it.
         resumable: Whether resuming from ``checkpoint`` goes on with the run as it was (an interrupt), or
             something must change first (a diverged loss).

@@ -6,6 +6,7 @@ epoch 3/24: loss 0.1234, OVERALL/cmc/1 0.8750, 2.1 s
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import pytorch_lightning as pl
 
@@ -38,7 +39,9 @@ class EpochSummary(pl.Callback):
 
     The training pipelines add it instead of a progress bar (see
     :func:`~oml_core.lightning.pipelines.shared.training.progress_callbacks`), so that a log written to a file has a
-    line per epoch rather than a bar's every redraw.
+    line per epoch rather than a bar's every redraw. The end of an epoch that a resumed run replays (Lightning
+    ends again an epoch whose checkpoint was written at its end, without training or validating) prints nothing:
+    its line was printed by the run that trained it.
 
     Args:
         monitor: The metric to show after a validation (the run's ``metric_for_checkpointing``), or None.
@@ -51,16 +54,28 @@ class EpochSummary(pl.Callback):
         self.loss_key = loss_key
         self._started = time.perf_counter()
         self._validated = False
+        self._batches = 0
+
+    def on_train_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        self._started = time.perf_counter()  # a resumed epoch starts here: no on_train_epoch_start
+        self._validated = False
+        self._batches = 0
+
+    def on_train_batch_end(
+        self, trainer: pl.Trainer, pl_module: pl.LightningModule, outputs: Any, batch: Any, batch_idx: int
+    ) -> None:
+        self._batches += 1
 
     def on_train_epoch_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
-        self._started = time.perf_counter()
-        self._validated = False
+        self.on_train_start(trainer, pl_module)
 
     def on_validation_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
         if not trainer.sanity_checking:
             self._validated = True
 
     def on_train_epoch_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        if self._batches == 0 and not self._validated:
+            return  # a replayed epoch end (the same decision on every process)
         # every process reads the metrics: under DDP reading them reduces the values logged with sync_dist,
         # a collective that would wait forever for processes that skipped it; only the main process prints
         logged = trainer.callback_metrics

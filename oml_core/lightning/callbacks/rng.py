@@ -73,25 +73,34 @@ class RNGStateCallback(pl.Callback):
     :class:`~oml_core.lightning.resumable.ResumableBatchSampler`): resuming from it goes on with the rest of
     that epoch, batch for batch and augmentation for augmentation (``num_workers=0``), as if never stopped.
 
+    With ``restore`` false (a run resumed with another seed) nothing random is restored: the random state is
+    the one the new seed gave, and an epoch resumed in the middle draws its order anew and skips as many
+    batches as were done.
+
     Args:
         generators: The generators to save and restore besides the global ones, by name.
         resumable: The training loader's batch sampler, when mid-epoch checkpoints are to be resumable.
+        restore: Whether a resumed run takes the random state of its checkpoint.
     """
 
     def __init__(
         self,
         generators: Mapping[str, torch.Generator] | None = None,
         resumable: ResumableBatchSampler | None = None,
+        restore: bool = True,
     ) -> None:
         super().__init__()
         self.generators = dict(generators or {})
         self.resumable = resumable
+        self.restore = restore
 
     def state_dict(self) -> dict[str, Any]:
         """``{"per_process": [state of process 0, state of process 1, ...]}``."""
         return sync_dicts_ddp({"per_process": [get_rng_state(self.generators)]}, get_world_size_safe())
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        if not self.restore:
+            return
         states = state_dict["per_process"]
         rank = get_rank_safe()
         set_rng_state(states[rank] if rank < len(states) else states[0], self.generators)
@@ -108,7 +117,10 @@ class RNGStateCallback(pl.Callback):
         self, trainer: pl.Trainer, pl_module: pl.LightningModule, checkpoint: dict[str, Any]
     ) -> None:
         if self.resumable is not None and MID_EPOCH_KEY in checkpoint:
-            self.resumable.load_state_dict(checkpoint[MID_EPOCH_KEY])
+            position = checkpoint[MID_EPOCH_KEY]
+            self.resumable.load_state_dict(
+                position if self.restore else {"batches_done": position["batches_done"]}
+            )
 
 
 __all__ = ["MID_EPOCH_KEY", "RNGStateCallback", "get_rng_state", "set_rng_state"]

@@ -19,16 +19,29 @@ class ValidateAfterLastEpoch(pl.Callback):
     """Validate after the last epoch (``max_epochs``) whatever the Trainer's ``check_val_every_n_epoch``.
 
     With ``max_epochs=1`` and ``check_val_every_n_epoch=4`` Lightning never validates, so a run would end with no
-    metrics and no best checkpoint. At the start of the last epoch this callback sets the Trainer's
+    metrics and no best checkpoint. When the last epoch starts this callback sets the Trainer's
     ``check_val_every_n_epoch`` to 1 (Lightning reads it at the end of every epoch), and puts the period back
-    when training ends. A Trainer that validates by steps (``check_val_every_n_epoch=None``) is left alone.
+    when training ends. A run resumed in the middle of its last epoch gets it too: Lightning does not call
+    ``on_train_epoch_start`` for an epoch it restarts in the middle, so the check is made when training starts as
+    well. A Trainer that validates by steps (``check_val_every_n_epoch=None``) is left alone.
     """
 
     def __init__(self) -> None:
         super().__init__()
         self._period: int | None = None
 
+    def on_train_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        self._validate_if_last(trainer)
+
     def on_train_epoch_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        self._validate_if_last(trainer)
+
+    def on_train_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        if self._period is not None:
+            trainer.check_val_every_n_epoch = self._period
+            self._period = None
+
+    def _validate_if_last(self, trainer: pl.Trainer) -> None:
         period = trainer.check_val_every_n_epoch
         max_epochs = trainer.max_epochs
         if period is None or max_epochs is None or max_epochs < 0:
@@ -37,11 +50,6 @@ class ValidateAfterLastEpoch(pl.Callback):
             self._period = period
             trainer.check_val_every_n_epoch = 1
 
-    def on_train_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
-        if self._period is not None:
-            trainer.check_val_every_n_epoch = self._period
-            self._period = None
-
 
 class ValidationHistory(pl.Callback):
     """The metrics of every validation of a run, by epoch: ``0`` for a validation before training
@@ -49,15 +57,18 @@ class ValidationHistory(pl.Callback):
 
     It reads the metrics that ``metric_callback`` computed (:attr:`MetricValCallback.last_metrics`) when a
     validation ends (Lightning's sanity check is not kept). The history is part of the checkpoints (the callback's
-    state), so a resumed run knows its start and best epochs.
+    state), so a resumed run knows its start and earlier epochs; with ``carry_over`` false (a run resumed on
+    other data) the resumed checkpoint's history is dropped, so that only validations on the new data are kept.
 
     Args:
         metric_callback: The callback that computes the validation metrics.
+        carry_over: Whether a resumed run takes the history of the checkpoint it resumes.
     """
 
-    def __init__(self, metric_callback: MetricValCallback) -> None:
+    def __init__(self, metric_callback: MetricValCallback, carry_over: bool = True) -> None:
         super().__init__()
         self.metric_callback = metric_callback
+        self.carry_over = carry_over
         self.epochs: dict[int, dict[str, float]] = {}
 
     def on_validation_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
@@ -101,6 +112,8 @@ class ValidationHistory(pl.Callback):
         return {"epochs": {epoch: dict(metrics) for epoch, metrics in self.epochs.items()}}
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        if not self.carry_over:
+            return
         self.epochs = {int(epoch): dict(metrics) for epoch, metrics in state_dict.get("epochs", {}).items()}
 
 

@@ -18,8 +18,8 @@ from torch.utils.data import DataLoader
 from oml_core.datasets.dataframe_format import dataframe_warnings
 from oml_core.interfaces.models import IFreezable
 from oml_core.lightning.callbacks.metric import MetricValCallback, MetricValCallbackDDP
-from oml_core.lightning.callbacks.rng import RNGStateCallback
-from oml_core.lightning.callbacks.validation import ValidateAfterLastEpoch, ValidationHistory
+from oml_core.lightning.callbacks.run_record import make_run_record
+from oml_core.lightning.callbacks.validation import START_EPOCH
 from oml_core.lightning.interrupts import InterruptRequest, graceful_interrupts
 from oml_core.lightning.modules.extractor import ExtractorModule, ExtractorModuleDDP
 from oml_core.lightning.pipelines.shared.common import (
@@ -47,11 +47,15 @@ from oml_core.lightning.pipelines.shared.preflight import (
     check_images,
     check_logs_root,
     check_metric_for_checkpointing,
-    check_resume_checkpoint,
     check_validation_ground_truth,
     checkpoint_size,
 )
-from oml_core.lightning.pipelines.shared.report import format_training_table, regression_note
+from oml_core.lightning.pipelines.shared.report import (
+    format_run_paths,
+    format_training_table,
+    regression_note,
+)
+from oml_core.lightning.pipelines.shared.resume import plan_resume
 from oml_core.lightning.pipelines.shared.schema import (
     ExtractorTrainingConfig,
     check_component_arguments,
@@ -60,13 +64,13 @@ from oml_core.lightning.pipelines.shared.schema import (
     validate_config,
 )
 from oml_core.lightning.pipelines.shared.training import (
+    build_optimizer,
     build_train_loader,
     check_criterion_fits,
-    checkpoint_callbacks,
-    checkpoint_paths,
     fit_keeping_checkpoints,
     offered_args,
-    progress_callbacks,
+    resumed_logger_spec,
+    run_callbacks,
     scheduler_args,
     training_trainer_args,
 )
@@ -140,20 +144,31 @@ def extractor_training_pipeline(
     - ``show_dataset_warnings``: warn about doubtful rows of the dataframe (OML's key; true).
     - ``metric_args, log_images``: ``EmbeddingMetrics``' arguments; log the worst queries' figures.
     - ``metric_for_checkpointing, mode_for_checkpointing`` (``max``/``min``): ``checkpoints/best.ckpt`` keeps
-      the best epoch; ``checkpoints/last.ckpt`` is written after every epoch and, with
-      ``checkpoint_every_n_steps``, every that many steps within an epoch too. Every checkpoint is written
-      atomically (a kill or a full disk never leaves a truncated one).
+      the best epoch, written at the end of every validation that improves it; ``checkpoints/last.ckpt`` is
+      written after it, once ``checkpoint_every_seconds`` (60; 0: after every epoch) have passed since its last
+      write, at the end of training, on SIGINT/SIGTERM and, with ``checkpoint_every_n_steps``, every that many
+      steps within an epoch too; so ``last.ckpt`` always records the ``best.ckpt`` of its epoch. Every
+      checkpoint is written atomically (a kill or a full disk never leaves a truncated one) and carries the
+      run's record (its config, the sha256 of its dataframe, the epochs done).
     - ``nan_policy``: a NaN or infinite loss ``stop``-s the run at that step (the default) or ``skip_batch``-es
-      that batch.
+      that batch, until skipping cannot help (see :func:`~oml_core.lightning.modules.optimization.finite_loss_or_none`).
     - ``extractor, criterion, optimizer``; ``scheduling`` (null, or ``{scheduler: {name, args},
       scheduler_interval: step|epoch, scheduler_frequency: int, monitor_metric: null|key}``).
     - ``logger`` (null: TensorBoard), ``tags``: the pipeline logger; it gets the whole config.
     - ``freeze_n_epochs``: keep an ``IFreezable`` extractor frozen for that many epochs.
     - ``lightning_trainer_extra_args``: more ``pl.Trainer`` arguments (they win over the pipeline's
       defaults ``num_sanity_val_steps=0, deterministic=True, log_every_n_steps=1, enable_model_summary=False``).
-    - ``resume``: null, or a checkpoint (``last.ckpt``) to go on from: weights, optimizer, scheduler, epoch and
-      the random state of the run that wrote it, and for a checkpoint written within an epoch the position in
-      that epoch; the resumed run writes into its own new directory and ends as the uninterrupted run would.
+    - ``resume``: null, or a run's checkpoint (``<run>/checkpoints/last.ckpt``) to go on from: weights,
+      optimizer, scheduler, epoch, best checkpoint, validation history and the random state of the run that
+      wrote it, and for a checkpoint written within an epoch the position in that epoch; the resumed run writes
+      into that run's folder (``logs_root``/``logs_folder`` are not used; a TensorBoard logger goes on in its
+      version folder) and ends as the uninterrupted run would, its final validation included. Refused before
+      any work, in one line: a run that already trained ``max_epochs`` epochs, and a config whose run keys
+      (extractor, criterion, optimizer, scheduling, sampler, bs_train, transforms, freeze_n_epochs, the
+      checkpointing metric, seed, and the dataset: its dataframe's path and bytes) differ from the run's
+      (:mod:`~oml_core.lightning.pipelines.shared.resume`); the other keys may change.
+      ``resume_allow_changes`` (``[seed]``, ``[dataset]``): the resumed run takes a new seed (its random state
+      starts from it) or new data (the earlier epochs' metrics and best checkpoint are then not carried over).
 
     SIGINT (Ctrl-C) or SIGTERM during training: the run ends its current step, saves ``last.ckpt`` and raises
     :class:`~oml_core.lightning.stops.TrainingInterrupted` (a second signal exits at once), see
@@ -183,11 +198,13 @@ def extractor_training_pipeline(
     trainer_args = training_trainer_args(config, engine)
     launching = not is_ddp_child_process()  # the DDP processes skip what the launching process checked
     if launching:
-        check_engine(engine, config.precision)
+        check_engine(engine, config.precision, config.lightning_trainer_extra_args)
     pl.seed_everything(config.seed, workers=True, verbose=False)
 
     dataset_root = resolve_dataset_root(config.dataset_root)
-    df = read_dataframe(dataset_root, config.dataframe_name)
+    df = read_dataframe(dataset_root, config.dataframe_name, config.dataframe_encoding)
+    record = make_run_record(PIPELINE, config, dataset_root / config.dataframe_name)
+    resume = plan_resume(record, config) if config.resume else None  # refused before any work
     df_train, df_val = split_dataframe(df)
     train_dataset, val_dataset = _build_datasets(config, registry, dataset_root, df_train, df_val)
     if launching:
@@ -198,8 +215,9 @@ def extractor_training_pipeline(
     metric = embedding_metrics(val_dataset, config.metric_args, registry, None, PIPELINE, ddp=is_ddp)
     if launching:
         check_metric_for_checkpointing(config.metric_for_checkpointing, metric.metric_keys())
-        check_logs_root(
-            config.logs_root, checkpoint_size([module_args["extractor"], module_args["criterion"]])
+        check_logs_root(  # a resumed run writes into its own folder, wherever logs_root is
+            resume.run_dir.parent if resume is not None else config.logs_root,
+            checkpoint_size([module_args["extractor"], module_args["criterion"]]),
         )
     if is_ddp:
         module: ExtractorModule = ExtractorModuleDDP(
@@ -207,48 +225,57 @@ def extractor_training_pipeline(
         )
     else:
         module = ExtractorModule(**module_args)
-    run_dir = shared_run_dir(
-        lambda: make_run_dir(config.logs_root, config.postfix, config.logs_folder),
-        named_run_dir(config.logs_root, config.logs_folder),
-    )
+    if resume is not None:
+        run_dir = resume.run_dir  # the run goes on in its own folder
+    else:
+        run_dir = shared_run_dir(
+            lambda: make_run_dir(config.logs_root, config.postfix, config.logs_folder),
+            named_run_dir(config.logs_root, config.logs_folder),
+        )
     callback_class = MetricValCallbackDDP if is_ddp else MetricValCallback
     metric_callback = callback_class(
         metric=metric, log_images=config.log_images, figures_dir=run_dir / FIGURES_FOLDER
     )
-    logger = build_logger(registry, config.logger, run_dir)
+    logger = build_logger(registry, resumed_logger_spec(registry, config.logger, resume), run_dir)
     rank_zero_only(logger.log_pipeline_info)(cfg)  # the config as it was given
     interrupt = InterruptRequest()
-    best, last = checkpoint_callbacks(config, run_dir / CHECKPOINTS_FOLDER, interrupt)
-    history = ValidationHistory(metric_callback)
-    callbacks = [
+    run = run_callbacks(
+        config,
+        run_dir / CHECKPOINTS_FOLDER,
         metric_callback,
-        history,
-        ValidateAfterLastEpoch(),
-        # the epoch's summary line (without a progress bar) comes before last.ckpt's save
-        *progress_callbacks(trainer_args, config.metric_for_checkpointing),
-        best,
-        last,
-        RNGStateCallback(generators, resumable),
-    ]
-    trainer = pl.Trainer(**trainer_args, logger=logger, callbacks=callbacks, default_root_dir=str(run_dir))
-    fit_args: dict[str, Any] = {"ckpt_path": config.resume, "weights_only": True}
+        trainer_args,
+        record,
+        resume,
+        interrupt,
+        generators,
+        resumable,
+    )
+    trainer = pl.Trainer(
+        **trainer_args, logger=logger, callbacks=run.callbacks, default_root_dir=str(run_dir)
+    )
+    fit_args: dict[str, Any] = {
+        "ckpt_path": str(resume.checkpoint) if resume is not None else None,
+        "weights_only": True,
+    }
     if not is_ddp:
         fit_args.update(train_dataloaders=train_loader, val_dataloaders=val_loader)
     with run_dir_for_ddp_processes(run_dir) if is_ddp else nullcontext(), graceful_interrupts(interrupt):
-        if config.validate_before_training and config.resume is None:
+        if config.validate_before_training and resume is None:
             # the initial weights' metrics (epoch 0): a run that makes them worse says so in its report
             trainer.validate(module, dataloaders=None if is_ddp else val_loader, verbose=False)
-        fit_keeping_checkpoints(trainer, module, last, config.resume, **fit_args)
+        good = resume.checkpoint if resume is not None and resume.verified else None
+        fit_keeping_checkpoints(trainer, module, run, good, **fit_args)
 
-    best_checkpoint, last_checkpoint = checkpoint_paths(best, last)
+    epochs = run.epochs()
+    last_epoch = max((epoch for epoch in epochs if epoch != START_EPOCH), default=None)
     result = TrainingResult(
-        metrics=dict(history.epochs.get(history.last_epoch, {})) if history.last_epoch else {},
+        metrics=dict(epochs[last_epoch]) if last_epoch is not None else {},
         run_dir=run_dir,
         log_dir=log_dir_of(logger),
-        best_checkpoint=best_checkpoint,
-        last_checkpoint=last_checkpoint,
-        epochs={epoch: dict(metrics) for epoch, metrics in history.epochs.items()},
-        best_epoch=history.best_epoch(config.metric_for_checkpointing, config.mode_for_checkpointing),
+        best_checkpoint=run.best_checkpoint(),
+        last_checkpoint=run.last.last_saved,
+        epochs=epochs,
+        best_epoch=run.best.best_epoch,
     )
     if trainer.is_global_zero:
         _report(result, config)
@@ -256,13 +283,9 @@ def extractor_training_pipeline(
 
 
 def _check_config(cfg: Mapping[str, Any]) -> ExtractorTrainingConfig:
-    """The config checked against the pipeline's schema (see :func:`validate_config`) and its ``resume``
-    checkpoint readable (:func:`check_resume_checkpoint`): fail at once, with one line naming the key, on an
-    unknown, missing or malformed key."""
-    config = cast(ExtractorTrainingConfig, validate_config(cfg, PIPELINE))
-    if config.resume is not None:
-        check_resume_checkpoint(config.resume)
-    return config
+    """The config checked against the pipeline's schema (see :func:`validate_config`): fail at once, with one
+    line naming the key, on an unknown, missing or malformed key."""
+    return cast(ExtractorTrainingConfig, validate_config(cfg, PIPELINE))
 
 
 def _module_args(config: ExtractorTrainingConfig, registry: Registry, train_dataset: Any) -> dict[str, Any]:
@@ -287,7 +310,7 @@ def _module_args(config: ExtractorTrainingConfig, registry: Registry, train_data
         criterion, getattr(extractor, "feat_dim", None), train_dataset.get_labels(), PIPELINE
     )
     params = list(extractor.parameters()) + list(criterion.parameters())
-    optimizer = build_component(registry, "optimizer", config.optimizer, "optimizer", PIPELINE, params=params)
+    optimizer = build_optimizer(registry, config.optimizer, params, PIPELINE)
     return {
         "extractor": extractor,
         "criterion": criterion,
@@ -360,13 +383,16 @@ def _report(result: TrainingResult, config: ExtractorTrainingConfig) -> None:
     )
     if note:
         print(note)
-    if config.resume:
-        print(f"Resumed from:     {config.resume}")
-    best_epoch = f" (epoch {result.best_epoch})" if result.best_checkpoint and result.best_epoch else ""
-    print(f"Run directory:    {result.run_dir}")
-    print(f"Logs:             {result.log_dir}")
-    print(f"Best checkpoint:  {result.best_checkpoint}{best_epoch}")
-    print(f"Last checkpoint:  {result.last_checkpoint}")
+    print(
+        format_run_paths(
+            result.run_dir,
+            result.log_dir,
+            result.best_checkpoint,
+            result.best_epoch,
+            result.last_checkpoint,
+            Path(config.resume) if config.resume else None,
+        )
+    )
 
 
 __all__ = ["TrainingResult", "extractor_training_pipeline"]

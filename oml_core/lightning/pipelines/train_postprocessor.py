@@ -15,6 +15,8 @@ from torch.utils.data import DataLoader
 
 from oml_core.interfaces.models import IFreezable
 from oml_core.lightning.callbacks.metric import MetricValCallback
+from oml_core.lightning.callbacks.run_record import make_run_record
+from oml_core.lightning.interrupts import InterruptRequest, graceful_interrupts
 from oml_core.lightning.modules.pairwise_postprocessing import PairwiseModule
 from oml_core.lightning.pipelines.shared.common import (
     CHECKPOINTS_FOLDER,
@@ -46,6 +48,9 @@ from oml_core.lightning.pipelines.shared.postprocessing import (
     metrics_of_embeddings,
     report_metrics,
 )
+from oml_core.lightning.pipelines.shared.preflight import check_engine
+from oml_core.lightning.pipelines.shared.report import format_run_paths
+from oml_core.lightning.pipelines.shared.resume import plan_resume
 from oml_core.lightning.pipelines.shared.schema import (
     PostprocessorTrainingConfig,
     check_component_arguments,
@@ -54,11 +59,11 @@ from oml_core.lightning.pipelines.shared.schema import (
     validate_config,
 )
 from oml_core.lightning.pipelines.shared.training import (
+    build_optimizer,
     build_train_loader,
-    checkpoint_callbacks,
-    checkpoint_paths,
     fit_keeping_checkpoints,
-    progress_callbacks,
+    resumed_logger_spec,
+    run_callbacks,
     scheduler_args,
     training_trainer_args,
 )
@@ -87,6 +92,7 @@ class PostprocessorTrainingResult:
         best_checkpoint: The checkpoint of the pairwise model with the best ``metric_for_checkpointing``.
         last_checkpoint: The checkpoint of the last epoch.
         embeddings: Where the embeddings of every split came from.
+        best_epoch: The epoch ``best_checkpoint`` holds (None when no epoch was validated).
     """
 
     metrics: dict[str, float]
@@ -96,6 +102,7 @@ class PostprocessorTrainingResult:
     best_checkpoint: Path | None
     last_checkpoint: Path | None
     embeddings: list[EmbeddingsSource]
+    best_epoch: int | None = None
 
 
 @quiet_lightning()
@@ -130,7 +137,9 @@ def postprocessor_training_pipeline(
     ``metric_args`` ({}), ``log_images`` (false), ``mode_for_checkpointing`` (max), ``scheduling`` (null),
     ``freeze_n_epochs`` (0), ``logger`` (null: TensorBoard), ``lightning_trainer_extra_args`` (null; its
     ``enable_progress_bar`` null or absent: progress bars only on a terminal, else a line per epoch),
-    ``tags`` ([]).
+    ``tags`` ([]), ``nan_policy`` (stop), and the checkpoint and resume keys of the extractor's training
+    pipeline, with the same meaning: ``checkpoint_every_seconds`` (60), ``checkpoint_every_n_steps`` (null),
+    ``resume`` (null), ``resume_allow_changes`` ([]).
 
     Steps: (a) the embeddings of the train and validation splits by the extractor (``transforms_extraction``),
     read from ``embeddings_cache_dir`` when cached there; (b) training of :class:`PairwiseModule`: in every
@@ -139,16 +148,21 @@ def postprocessor_training_pipeline(
     ``is_negative`` with ``BCEWithLogitsLoss``; (c) validation every ``valid_period`` epochs: the retrieval
     results of the validation embeddings re-ranked by the post-processor, which holds the model as trained so
     far, its images read with ``transforms_extraction``. The metrics of the embeddings alone (before) are
-    computed once. ``checkpoints/best.ckpt`` and ``checkpoints/last.ckpt`` hold the pairwise model (its
-    ``weights`` argument loads them). Both metric tables and the paths are printed. The run is quiet (see
-    :func:`~oml_core.lightning.quiet.quiet_lightning`).
+    computed once. ``checkpoints/best.ckpt`` (the best validation, written when it improves) and
+    ``checkpoints/last.ckpt`` (after ``best.ckpt``, on a time cadence, at the end and on SIGINT/SIGTERM) hold the
+    pairwise model (its ``weights`` argument loads them) and the training state; ``resume`` goes on from
+    ``last.ckpt`` in the run's own folder, checked as the extractor's training pipeline checks it (see
+    :mod:`~oml_core.lightning.pipelines.shared.resume`). Both metric tables and the paths are printed. The run
+    is quiet (see :func:`~oml_core.lightning.quiet.quiet_lightning`).
 
     Returns:
         A :class:`PostprocessorTrainingResult`.
 
     Raises:
-        ConfigError: an unknown, missing or malformed key, bad weights, more than one device (one line naming
-            the key); RegistryError: an unknown component name or argument.
+        ConfigError: an unknown, missing or malformed key, bad weights, more than one device, a resume that
+            differs from its run (one line naming the key); RegistryError: an unknown component name or argument.
+        TrainingStopped: the run was interrupted (``TrainingInterrupted``) or its loss became NaN or infinite
+            (``NonFiniteLossError``); both name the last good checkpoint.
     """
     config = _check_config(cfg)
     cfg = {**DEFAULTS, **{key: value for key, value in as_config(cfg).items() if key in KNOWN_KEYS}}
@@ -159,7 +173,13 @@ def postprocessor_training_pipeline(
     engine = parse_engine_params(config.accelerator, config.devices, num_nodes=config.num_nodes)
     check_one_device(cfg, engine, PIPELINE)
     trainer_args = training_trainer_args(config, engine)
+    check_engine(engine, config.precision, config.lightning_trainer_extra_args)
     pl.seed_everything(cfg["seed"], workers=True, verbose=False)
+
+    dataset_root = resolve_dataset_root(config.dataset_root)
+    df = read_dataframe(dataset_root, config.dataframe_name, config.dataframe_encoding)
+    record = make_run_record(PIPELINE, config, dataset_root / config.dataframe_name)
+    resume = plan_resume(record, config) if config.resume else None  # refused before any work
 
     module = _pairwise_module(config, registry)
     postprocessor = _postprocessor(cfg, registry, module.model)
@@ -167,55 +187,82 @@ def postprocessor_training_pipeline(
         registry,
         cfg,
         transforms_spec=cfg["transforms_extraction"],
-        dataframe_path=resolve_dataset_root(cfg["dataset_root"]) / cfg["dataframe_name"],
+        dataframe_path=dataset_root / config.dataframe_name,
         trainer_args=_extraction_trainer_args(engine, cfg),
         batch_size=cfg["batch_size_inference"],
         pipeline=PIPELINE,
     )
-    train_dataset, val_dataset, emb_val = _datasets_with_embeddings(cfg, registry, extraction)
-    train_loader, _, _ = build_train_loader(config, registry, train_dataset, PIPELINE)
+    train_dataset, val_dataset, emb_val = _datasets_with_embeddings(
+        cfg, registry, extraction, dataset_root, df
+    )
+    train_loader, generators, resumable = build_train_loader(config, registry, train_dataset, PIPELINE)
     val_loader = DataLoader(EmbeddingsDataset(emb_val), batch_size=cfg["batch_size_inference"])
     metrics_before = metrics_of_embeddings(
         embedding_metrics(val_dataset, cfg["metric_args"], registry, None, PIPELINE), emb_val
     )
     metric = embedding_metrics(val_dataset, cfg["metric_args"], registry, postprocessor, PIPELINE)
 
-    run_dir = make_run_dir(cfg["logs_root"], cfg["postfix"], cfg["logs_folder"])
-    logger = build_logger(registry, cfg["logger"], run_dir)
+    if resume is not None:
+        run_dir = resume.run_dir  # the run goes on in its own folder
+    else:
+        run_dir = make_run_dir(config.logs_root, config.postfix, config.logs_folder)
+    logger = build_logger(registry, resumed_logger_spec(registry, config.logger, resume), run_dir)
     logger.log_pipeline_info(cfg)
     logger.log_metrics({f"{BEFORE_PREFIX}{k}": v for k, v in metrics_before.items()}, step=0)
     metric_callback = MetricValCallback(
-        metric=metric, log_images=bool(cfg["log_images"]), figures_dir=run_dir / FIGURES_FOLDER
+        metric=metric, log_images=config.log_images, figures_dir=run_dir / FIGURES_FOLDER
     )
-    best, last = checkpoint_callbacks(config, run_dir / CHECKPOINTS_FOLDER)
-    callbacks = [
+    interrupt = InterruptRequest()
+    run = run_callbacks(
+        config,
+        run_dir / CHECKPOINTS_FOLDER,
         metric_callback,
-        best,
-        last,
-        *progress_callbacks(trainer_args, config.metric_for_checkpointing),
-    ]
-    trainer = pl.Trainer(**trainer_args, logger=logger, callbacks=callbacks, default_root_dir=str(run_dir))
-    # the training's randomness (dropout, augmentations) must not depend on whether the extractor ran
-    pl.seed_everything(cfg["seed"], workers=True, verbose=False)
-    fit_keeping_checkpoints(
-        trainer, module, last, None, train_dataloaders=train_loader, val_dataloaders=val_loader
+        trainer_args,
+        record,
+        resume,
+        interrupt,
+        generators,
+        resumable,
     )
+    trainer = pl.Trainer(
+        **trainer_args, logger=logger, callbacks=run.callbacks, default_root_dir=str(run_dir)
+    )
+    # the training's randomness (dropout, augmentations) must not depend on whether the extractor ran
+    pl.seed_everything(config.seed, workers=True, verbose=False)
+    with graceful_interrupts(interrupt):
+        fit_keeping_checkpoints(
+            trainer,
+            module,
+            run,
+            resume.checkpoint if resume is not None and resume.verified else None,
+            ckpt_path=str(resume.checkpoint) if resume is not None else None,
+            weights_only=True,
+            train_dataloaders=train_loader,
+            val_dataloaders=val_loader,
+        )
 
-    best_checkpoint, last_checkpoint = checkpoint_paths(best, last)
+    epochs = run.epochs()
     result = PostprocessorTrainingResult(
-        metrics=dict(metric_callback.last_metrics),
+        metrics=dict(epochs[max(epochs)]) if epochs else {},
         metrics_before=metrics_before,
         run_dir=run_dir,
         log_dir=log_dir_of(logger),
-        best_checkpoint=best_checkpoint,
-        last_checkpoint=last_checkpoint,
+        best_checkpoint=run.best_checkpoint(),
+        last_checkpoint=run.last.last_saved,
         embeddings=extraction.sources,
+        best_epoch=run.best.best_epoch,
     )
     report_metrics(result.metrics_before, result.metrics, cfg["postprocessor"])
-    print(f"Run directory:    {result.run_dir}")
-    print(f"Logs:             {result.log_dir}")
-    print(f"Best checkpoint:  {result.best_checkpoint}")
-    print(f"Last checkpoint:  {result.last_checkpoint}")
+    print(
+        format_run_paths(
+            result.run_dir,
+            result.log_dir,
+            result.best_checkpoint,
+            result.best_epoch,
+            result.last_checkpoint,
+            resume.checkpoint if resume is not None else None,
+        )
+    )
     return result
 
 
@@ -226,15 +273,14 @@ def _check_config(cfg: Mapping[str, Any]) -> PostprocessorTrainingConfig:
 
 
 def _datasets_with_embeddings(
-    cfg: Mapping[str, Any], registry: Registry, extraction: CachedEmbeddings
+    cfg: Mapping[str, Any], registry: Registry, extraction: CachedEmbeddings, dataset_root: Path, df: Any
 ) -> tuple[Any, Any, Tensor]:
     """The training dataset (images with ``transforms_train`` and the cached embeddings under
     :data:`EMBEDDINGS_KEY`), the validation dataset (images with ``transforms_extraction``, which the
-    post-processor re-ranks) and its embeddings."""
+    post-processor re-ranks) and its embeddings, of the dataframe ``df`` of ``dataset_root``."""
     from oml_core.datasets import ImageLabeledDataset, ImageQueryGalleryLabeledDataset
 
-    dataset_root = resolve_dataset_root(cfg["dataset_root"])
-    df_train, df_val = split_dataframe(read_dataframe(dataset_root, cfg["dataframe_name"]))
+    df_train, df_val = split_dataframe(df)
     check_train_and_validation_rows(dataset_root / cfg["dataframe_name"], len(df_train), len(df_val))
     common = {"dataset_root": dataset_root, "cache_size": cfg["cache_size"]}
     transforms_extraction = build_component(
@@ -265,9 +311,7 @@ def _pairwise_module(config: PostprocessorTrainingConfig, registry: Registry) ->
             f"freeze_n_epochs={config.freeze_n_epochs} needs an IFreezable pairwise model, but "
             f"{config.pairwise_model.name!r} ({type(pairwise_model).__name__}) cannot be frozen"
         )
-    optimizer = build_component(
-        registry, "optimizer", config.optimizer, "optimizer", PIPELINE, params=pairwise_model.parameters()
-    )
+    optimizer = build_optimizer(registry, config.optimizer, pairwise_model.parameters(), PIPELINE)
     return PairwiseModule(
         pairwise_model=pairwise_model,
         pairs_miner=build_pairs_miner(config.pairs_miner, config.hard_pairs_mining, registry),

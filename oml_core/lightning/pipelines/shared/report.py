@@ -4,6 +4,7 @@ when training made the monitored metric worse than the initial weights gave."""
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import Path
 
 from oml_core.lightning.callbacks.validation import START_EPOCH
 
@@ -84,4 +85,26 @@ def regression_note(
     )
 
 
-__all__ = ["format_training_table", "regression_note", "training_columns"]
+def format_run_paths(
+    run_dir: Path,
+    log_dir: Path | None,
+    best_checkpoint: Path | None,
+    best_epoch: int | None,
+    last_checkpoint: Path | None,
+    resumed_from: Path | None = None,
+) -> str:
+    """Where a training run wrote, one line each: ``Resumed from:`` (a resumed run), ``Run directory:``,
+    ``Logs:``, ``Best checkpoint:`` with the epoch it holds (``.../best.ckpt (epoch 3)``) and ``Last
+    checkpoint:``."""
+    lines = [f"Resumed from:     {resumed_from}"] if resumed_from is not None else []
+    epoch = f" (epoch {best_epoch})" if best_checkpoint is not None and best_epoch is not None else ""
+    lines += [
+        f"Run directory:    {run_dir}",
+        f"Logs:             {log_dir}",
+        f"Best checkpoint:  {best_checkpoint}{epoch}",
+        f"Last checkpoint:  {last_checkpoint}",
+    ]
+    return "\n".join(lines)
+
+
+__all__ = ["format_run_paths", "format_training_table", "regression_note", "training_columns"]

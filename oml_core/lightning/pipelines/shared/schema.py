@@ -24,6 +24,7 @@ import copy
 import difflib
 import functools
 import inspect
+import math
 import os
 import re
 import typing
@@ -189,6 +190,8 @@ ARGS = Rule(
 POSITIVE_INT = integer(1)
 NON_NEGATIVE_INT = integer(0)
 FRACTION = number(0, 1)
+#: What ``resume_allow_changes`` may let a resumed run change (see :mod:`~oml_core.lightning.pipelines.shared.resume`).
+RESUME_ALLOWED_CHANGES = ("seed", "dataset")
 
 
 def _seed_rule() -> Rule:
@@ -438,6 +441,8 @@ class TrainingConfig(PipelineConfig):
     metric_for_checkpointing: str = setting(STRING)
     mode_for_checkpointing: str = setting(one_of("min", "max"), "max")
     checkpoint_every_n_steps: int | None = setting(nullable(POSITIVE_INT), None)
+    # last.ckpt once that many seconds passed since the last write (and at the end, on an interrupt); 0: every epoch
+    checkpoint_every_seconds: float = setting(number(0, math.inf), 60.0)
     # a NaN or infinite loss: stop the run there, or skip_batch that batch (its optimizer step); skip_batch stops
     # the run too once skipping cannot help: a weight or the batch's embeddings not finite, MAX_SKIPPED_IN_A_ROW
     # (5) such batches in a row, or every batch of an epoch (oml_core.lightning.modules.optimization's
@@ -448,6 +453,10 @@ class TrainingConfig(PipelineConfig):
     freeze_n_epochs: int = setting(NON_NEGATIVE_INT, 0)
     logger: ComponentSpec | None = spec("logger", optional=True)
     tags: list[Any] = setting(TAGS, [])
+    # a run's checkpoint (<run>/checkpoints/last.ckpt) to go on from, in its run folder, with the same run keys
+    resume: str | None = setting(nullable(PATH), None)
+    # what a resumed run may change of its run: a new seed, a new dataset (earlier metrics then not carried over)
+    resume_allow_changes: list[str] = setting(list_of(one_of(*RESUME_ALLOWED_CHANGES)), [])
 
     def check_combination(self) -> None:
         """Raise a ``ConfigError`` for ``sampler`` null without ``bs_train`` (the batch size of plain batches)."""
@@ -469,7 +478,6 @@ class ExtractorTrainingConfig(TrainingConfig):
     validate_before_training: bool = setting(BOOL, True)
     extractor: ComponentSpec = spec("extractor")
     criterion: ComponentSpec = spec("loss")
-    resume: str | None = setting(nullable(PATH), None)
 
 
 @dataclass
@@ -742,6 +750,7 @@ __all__ = [
     "PATH",
     "POSITIVE_INT",
     "PRECISION",
+    "RESUME_ALLOWED_CHANGES",
     "SCHEDULING",
     "SCHEMAS",
     "SCHEMA_GROUP",

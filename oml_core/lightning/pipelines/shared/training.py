@@ -1,29 +1,38 @@
 """Pieces shared by the training pipelines (extractor and post-processor): their options, Trainer arguments,
-progress report, scheduler, training loader and checkpoints."""
+progress report, scheduler, training loader, checkpoints and the callbacks of a run."""
 
 from __future__ import annotations
 
 import inspect
+import math
 import warnings
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from oml_core.lightning.pipelines.shared.common import build_component, merge_trainer_args
+from oml_core.lightning.pipelines.shared.common import (
+    DEFAULT_LOGGER,
+    build_component,
+    merge_trainer_args,
+    spec_of,
+)
 from oml_core.lightning.progress import PROGRESS_BAR_ARG, progress_bar_enabled
 from oml_core.lightning.quiet import quiet_lightning
 from oml_core.registry import ConfigError, Registry
 
 if TYPE_CHECKING:
     import pytorch_lightning as pl
-    from pytorch_lightning.callbacks import ModelCheckpoint
     from torch import Generator
     from torch.utils.data import DataLoader
 
     from oml_core.lightning.callbacks.checkpoint import BestCheckpoint, LastCheckpoint
+    from oml_core.lightning.callbacks.metric import MetricValCallback
+    from oml_core.lightning.callbacks.validation import ValidationHistory
     from oml_core.lightning.interrupts import InterruptRequest
+    from oml_core.lightning.pipelines.shared.resume import Resume
     from oml_core.lightning.pipelines.shared.schema import SchedulingConfig, TrainingConfig
     from oml_core.lightning.resumable import ResumableBatchSampler
 
@@ -101,54 +110,174 @@ def progress_callbacks(trainer_args: Mapping[str, Any], monitor: str | None = No
     return [] if trainer_args.get(PROGRESS_BAR_ARG, True) else [EpochSummary(monitor)]
 
 
-def checkpoint_callbacks(
-    config: TrainingConfig, dirpath: Path, interrupt: InterruptRequest | None = None
-) -> tuple[BestCheckpoint, LastCheckpoint]:
-    """``best.ckpt`` (the best ``metric_for_checkpointing``, by ``mode_for_checkpointing``, after validation)
-    and ``last.ckpt`` (after every epoch, every ``checkpoint_every_n_steps`` steps when set, and when
-    ``interrupt`` is set: see :class:`~oml_core.lightning.callbacks.checkpoint.LastCheckpoint`), in
-    ``dirpath``. Both are written atomically by the Trainer's
-    :class:`~oml_core.lightning.callbacks.checkpoint.AtomicCheckpointIO` (:func:`training_trainer_args`)."""
-    from oml_core.lightning.callbacks.checkpoint import BestCheckpoint, LastCheckpoint
+@dataclass
+class RunCallbacks:
+    """The callbacks of a training run (:func:`run_callbacks`), and those whose results the pipeline reads.
 
+    Attributes:
+        best: Writes ``best.ckpt``; knows its path, epoch and metrics.
+        last: Writes ``last.ckpt``; knows the file it wrote last.
+        history: The metrics of every validation, by epoch.
+        callbacks: All of them, for ``pl.Trainer(callbacks=...)``.
+    """
+
+    best: BestCheckpoint
+    last: LastCheckpoint
+    history: ValidationHistory
+    callbacks: list[pl.Callback]
+
+    def last_written(self) -> Path | None:
+        """The checkpoint this run wrote last, ``best.ckpt`` or ``last.ckpt`` (``last.ckpt`` of the same step
+        is the later: it follows the epoch's ``best.ckpt``), or None before the first."""
+        written = [
+            (step, order, path)
+            for order, (step, path) in enumerate(
+                ((self.best.saved_step, self.best.last_saved), (self.last.saved_step, self.last.last_saved))
+            )
+            if step is not None and path is not None
+        ]
+        return max(written)[2] if written else None
+
+    def best_checkpoint(self) -> Path | None:
+        """The file ``best`` wrote (or the resumed run's, which it goes on from), or None."""
+        return Path(self.best.best_model_path) if self.best.best_model_path else None
+
+    def epochs(self) -> dict[int, dict[str, float]]:
+        """The metrics of every validation by epoch (:class:`ValidationHistory`), the best epoch's being those of
+        the validation that ``best.ckpt`` holds (the same, unless a resumed run replayed that epoch
+        differently)."""
+        epochs = {epoch: dict(metrics) for epoch, metrics in self.history.epochs.items()}
+        if self.best.best_epoch is not None and self.best.best_metrics:
+            epochs[self.best.best_epoch] = dict(self.best.best_metrics)
+        return epochs
+
+
+def run_callbacks(
+    config: TrainingConfig,
+    dirpath: Path,
+    metric_callback: MetricValCallback,
+    trainer_args: Mapping[str, Any],
+    record: Mapping[str, Any],
+    resume: Resume | None = None,
+    interrupt: InterruptRequest | None = None,
+    generators: Mapping[str, Generator] | None = None,
+    resumable: ResumableBatchSampler | None = None,
+) -> RunCallbacks:
+    """The callbacks of a training run, in ``dirpath`` (the run's ``checkpoints`` folder):
+
+    - ``metric_callback``, then :class:`ValidationHistory` and :class:`ValidateAfterLastEpoch` (the last epoch
+      always validates), then the progress report (:func:`progress_callbacks`);
+    - ``best.ckpt`` (the best ``metric_for_checkpointing`` by ``mode_for_checkpointing``, written at the end of
+      a validation that improves it: :class:`~oml_core.lightning.callbacks.checkpoint.BestCheckpoint`), then
+      ``last.ckpt`` (every ``checkpoint_every_seconds``, every ``checkpoint_every_n_steps`` steps when set, at the
+      end and when ``interrupt`` is set: :class:`~oml_core.lightning.callbacks.checkpoint.LastCheckpoint`), so
+      that ``last.ckpt`` always records the ``best.ckpt`` of its epoch; both are written atomically by the
+      Trainer's :class:`~oml_core.lightning.callbacks.checkpoint.AtomicCheckpointIO`
+      (:func:`training_trainer_args`);
+    - the random state of the run and its loader's position (:class:`RNGStateCallback` of ``generators`` and
+      ``resumable``) and the run record ``record`` (:class:`RunRecordCallback`) in every checkpoint.
+
+    With a ``resume`` on other data (``new_dataset``) the earlier validations and best are not carried over;
+    with a new seed (``new_seed``) the random state is not restored.
+    """
+    from oml_core.lightning.callbacks.checkpoint import BestCheckpoint, LastCheckpoint
+    from oml_core.lightning.callbacks.rng import RNGStateCallback
+    from oml_core.lightning.callbacks.run_record import RunRecordCallback
+    from oml_core.lightning.callbacks.validation import ValidateAfterLastEpoch, ValidationHistory
+
+    carry_over = resume is None or not resume.new_dataset
+    history = ValidationHistory(metric_callback, carry_over=carry_over)
     best = BestCheckpoint(
-        dirpath=dirpath,
-        filename="best",
+        dirpath,
         monitor=config.metric_for_checkpointing,
         mode=config.mode_for_checkpointing,
-        save_top_k=1,
-        auto_insert_metric_name=False,
+        metrics=lambda: metric_callback.last_metrics,
+        carry_over=carry_over,
     )
-    last = LastCheckpoint(dirpath, every_n_steps=config.checkpoint_every_n_steps, interrupt=interrupt)
-    return best, last
-
-
-def checkpoint_paths(best: ModelCheckpoint, last: LastCheckpoint) -> tuple[Path | None, Path | None]:
-    """The files that the :func:`checkpoint_callbacks` ``best`` and ``last`` wrote (None for one that wrote
-    nothing)."""
-    return (Path(best.best_model_path) if best.best_model_path else None, last.last_saved)
+    last = LastCheckpoint(
+        dirpath,
+        every_n_steps=config.checkpoint_every_n_steps,
+        every_seconds=config.checkpoint_every_seconds,
+        interrupt=interrupt,
+    )
+    callbacks = [
+        metric_callback,
+        history,
+        ValidateAfterLastEpoch(),
+        *progress_callbacks(trainer_args, config.metric_for_checkpointing),
+        best,
+        last,
+        RNGStateCallback(generators, resumable, restore=resume is None or not resume.new_seed),
+        RunRecordCallback(record),
+    ]
+    return RunCallbacks(best=best, last=last, history=history, callbacks=callbacks)
 
 
 def fit_keeping_checkpoints(
-    trainer: Any, module: Any, last: LastCheckpoint, resumed_from: str | None, **fit_args: Any
+    trainer: Any, module: Any, run: RunCallbacks, resumed_from: Path | None, **fit_args: Any
 ) -> None:
     """``trainer.fit(module, **fit_args)``; a :class:`~oml_core.lightning.stops.NonFiniteLossError` on the way
-    is raised again naming the last good checkpoint: the last one ``last`` wrote, else ``resumed_from``.
+    is raised again naming the last good checkpoint: the last one the ``run`` wrote (:meth:`RunCallbacks.
+    last_written`), else ``resumed_from`` (give it only when its digest was verified: an unverified file is
+    never called good).
 
     Quiet (:func:`~oml_core.lightning.quiet.quiet_lightning`), and Lightning's warning that a loader is not
     resumable is silenced: the training loaders of the pipelines are (their position is in the checkpoint, see
-    :class:`~oml_core.lightning.resumable.ResumableBatchSampler`). On a resume into a new directory ``best.ckpt``
-    goes on from the resumed run's best (:class:`~oml_core.lightning.callbacks.checkpoint.BestCheckpoint`).
+    :class:`~oml_core.lightning.resumable.ResumableBatchSampler`); so is its warning that the checkpoints folder
+    is not empty: a resumed run goes on in its own.
     """
     from oml_core.lightning.stops import NonFiniteLossError
 
     with quiet_lightning(), warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=r".*your dataloader is not resumable.*")
+        # a resumed run goes on writing into its own checkpoints folder
+        warnings.filterwarnings("ignore", message=r"Checkpoint directory .* exists and is not empty")
         try:
             trainer.fit(module, **fit_args)
         except NonFiniteLossError as error:
-            good = last.last_saved or (Path(resumed_from) if resumed_from else None)
-            raise error.with_checkpoint(good) from None
+            raise error.with_checkpoint(run.last_written() or resumed_from) from None
+
+
+def resumed_logger_spec(registry: Registry, spec: Any, resume: Resume | None) -> Any:
+    """The ``logger`` spec of a run: as given, but for a resumed run whose logger takes a ``version`` (TensorBoard's
+    ``version_<n>`` folder, W&B's run id) and whose spec sets none, the version of the run it resumes, so that
+    the logs go on where they were."""
+    if resume is None or resume.logger_version is None:
+        return spec
+    given: dict[str, Any] = spec_of(spec) if spec is not None else {"name": DEFAULT_LOGGER, "args": {}}
+    args = dict(given.get("args") or {})
+    factory = registry.get("logger", given["name"]).load()
+    if "version" in args or "version" not in inspect.signature(factory).parameters:
+        return spec
+    return {"name": given["name"], "args": {**args, "version": resume.logger_version}}
+
+
+def build_optimizer(registry: Registry, spec: Any, params: Any, pipeline: str, key: str = "optimizer") -> Any:
+    """The optimizer of the config key ``key`` over ``params``
+    (:func:`~oml_core.lightning.pipelines.shared.common.build_component`), refused when the learning rate of one of
+    its parameter groups is not a finite number > 0, whatever optimizer it is (a plugin's too, and whatever its
+    argument is called). Checked before a scheduler is built on it, which may start it at 0 (a warm-up).
+
+    A learning rate of 0 trains nothing: the way to keep a model frozen is ``freeze_n_epochs``.
+
+    Raises:
+        ConfigError: one line naming ``key`` (``optimizer.args.lr`` when the spec sets ``lr``), the value and the
+            parameter group, and what to set instead.
+    """
+    optimizer = build_component(registry, "optimizer", spec, key, pipeline, params=params)
+    args = spec_of(spec).get("args") or {}
+    named = f"{key}.args.lr" if "lr" in args else f"{key} ({spec_of(spec)['name']!r})"
+    groups = [group for group in getattr(optimizer, "param_groups", []) if "lr" in group]
+    for index, group in enumerate(groups):
+        lr = float(group["lr"])
+        if math.isfinite(lr) and lr > 0:
+            continue
+        group_text = f" (parameter group {index})" if len(groups) > 1 else ""
+        fix = "; to keep the model as it is for the first epochs, set freeze_n_epochs" if lr == 0 else ""
+        raise ConfigError(
+            f"{pipeline}: {named}: the learning rate {lr:g}{group_text} must be a finite number > 0{fix}"
+        )
+    return optimizer
 
 
 def scheduler_args(
@@ -267,13 +396,15 @@ def check_criterion_fits(
 __all__ = [
     "TRAINING_TRAINER_ARGS_SET_BY_KEYS",
     "TRAINING_TRAINER_DEFAULTS",
+    "build_optimizer",
     "build_train_loader",
     "check_criterion_fits",
-    "checkpoint_callbacks",
-    "checkpoint_paths",
+    "RunCallbacks",
     "fit_keeping_checkpoints",
     "offered_args",
     "progress_callbacks",
+    "resumed_logger_spec",
+    "run_callbacks",
     "scheduler_args",
     "training_trainer_args",
 ]
