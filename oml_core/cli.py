@@ -76,6 +76,7 @@ import os
 import shlex
 import sys
 import textwrap
+import warnings
 from collections.abc import Collection, Sequence
 from dataclasses import fields
 from pathlib import Path
@@ -662,10 +663,29 @@ def _cmd_pipeline(args: argparse.Namespace, overrides: list[str]) -> int:
     if args.show_config or args.cfg == "job":
         print(config_yaml(cfg), end="")
         return 0
+    check_before_lightning(PIPELINE_CONFIGS[args.command], cfg, registry)
     from oml_core.lightning import pipelines
 
     getattr(pipelines, PIPELINE_CONFIGS[args.command])(cfg, registry=registry)
     return 0
+
+
+def check_before_lightning(pipeline: str, cfg: Any, registry: Registry) -> None:
+    """The checks of ``pipeline``'s config that need no Lightning: its schema
+    (:func:`~oml_core.lightning.pipelines.shared.schema.validate_config`) and its components' arguments
+    (:func:`~oml_core.lightning.pipelines.shared.schema.check_component_arguments`), run before the pipeline's
+    module, and Lightning with it (seconds of imports), is imported: a typo in a config is one line at once. The
+    pipeline runs them again, and says then what they warn of (an ignored key).
+
+    Raises:
+        ConfigError: a key of the config is unknown, missing or malformed, or a component's argument is.
+        RegistryError: an unknown component name or argument.
+    """
+    from oml_core.lightning.pipelines.shared.schema import check_component_arguments, validate_config
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # said once, by the pipeline
+        check_component_arguments(validate_config(cfg, pipeline), registry)
 
 
 def flags_as_overrides(command: str, arguments: Sequence[str]) -> list[str]:

@@ -115,6 +115,8 @@ BBOXES_COLUMNS = (X1_COLUMN, X2_COLUMN, Y1_COLUMN, Y2_COLUMN)
 # ------------------------------------------------------------ keys of the items, batches and metrics
 #: The key of the metrics over all the queries (the others are the categories).
 OVERALL_CATEGORIES_KEY = "OVERALL"
+#: Suffix of the keyword arguments that request a retrieval metric: ``<name>_top_k`` (``cmc_top_k``).
+TOP_K_SUFFIX = "_top_k"
 INPUT_TENSORS_KEY = "input_tensors"
 LABELS_KEY = "labels"
 EMBEDDINGS_KEY = "embeddings"
@@ -213,6 +215,7 @@ __all__ = [
     "OBLIGATORY_COLUMNS",
     "OML_PATH",
     "OVERALL_CATEGORIES_KEY",
+    "TOP_K_SUFFIX",
     "PAD_COLOR",
     "PAIR_1ST_KEY",
     "PAIR_2ND_KEY",

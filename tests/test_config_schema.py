@@ -4,6 +4,8 @@ value and what is expected."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from dataclasses import fields
 from typing import Any
 
@@ -367,3 +369,40 @@ def test_a_config_that_is_no_mapping_is_a_one_line_config_error(cfg):
     """A yaml whose top level is a list (a ListConfig once hydra loads it) used to fail with an AttributeError."""
     with pytest.raises(ConfigError, match="must be a mapping"):
         validate_config(cfg, "extractor_validation_pipeline")
+
+
+def test_the_schema_holds_lightnings_own_precision_values_and_seed_range():
+    """The schema checks ``precision`` and ``seed`` before Lightning is imported, against values held in oml: they
+    must be the installed Lightning's (the literals of ``Fabric``'s ``precision`` annotation, its seed range)."""
+    import typing
+
+    from lightning_fabric import Fabric
+    from lightning_fabric.utilities.seed import max_seed_value, min_seed_value
+
+    from oml_core.lightning.pipelines.shared.schema import PRECISION_OPTIONS, SEED_RANGE
+
+    def literals(annotation):
+        for argument in typing.get_args(annotation):
+            yield from literals(argument) if typing.get_args(argument) else (argument,)
+
+    lightnings = {
+        o for o in literals(typing.get_type_hints(Fabric.__init__)["precision"]) if isinstance(o, int | str)
+    }
+    assert set(PRECISION_OPTIONS) == lightnings and len(PRECISION_OPTIONS) == len(lightnings)
+    assert SEED_RANGE == (min_seed_value, max_seed_value)
+
+
+def test_a_config_is_checked_before_lightning_is_imported():
+    """``oml train`` checks its config (schema and components' arguments) before the pipeline's module, and Lightning
+    with it, is imported: a typo is one line at once."""
+    code = (
+        "import sys\n"
+        "from oml_core.cli import main\n"
+        "status = main(['train', 'max_epochs=abc'])\n"
+        "assert status == 2, status\n"
+        "assert 'pytorch_lightning' not in sys.modules and 'lightning_fabric' not in sys.modules\n"
+        "assert 'torch' not in sys.modules\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.splitlines() == ["oml train: error: max_epochs: expected a positive int, got 'abc'"]

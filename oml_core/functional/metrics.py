@@ -52,6 +52,7 @@ import torch
 from torch import BoolTensor, Tensor  # noqa: F401  (BoolTensor: used by the doctest examples)
 from tqdm.auto import tqdm
 
+from oml_core.const import TOP_K_SUFFIX
 from oml_core.functional.fnmr import calc_fnmr_at_fmr
 from oml_core.functional.ragged_tops import (
     METRICS_CHUNK_SIZE,
@@ -81,8 +82,6 @@ TCategories = Tensor | np.ndarray | Sequence[Any]
 OVERALL_CATEGORIES_KEY = "OVERALL"
 #: Kind of the registry entries computed by :func:`calc_retrieval_metrics`.
 RETRIEVAL_METRIC_KIND = "retrieval_metric"
-#: Suffix of the keyword arguments that request a metric: ``<name>_top_k``.
-TOP_K_SUFFIX = "_top_k"
 
 
 # ------------------------------------------------------------------------------------ retrieval metrics

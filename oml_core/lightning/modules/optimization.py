@@ -14,12 +14,9 @@ from torch import Tensor, nn
 from torch.optim import Optimizer
 
 from oml_core.interfaces.models import IFreezable
+from oml_core.lightning.options import NAN_POLICIES, SCHEDULER_INTERVALS
 from oml_core.utils.misc_torch import first_non_finite
 
-#: When Lightning steps the scheduler: after every optimisation step, or after every epoch.
-SCHEDULER_INTERVALS = ("step", "epoch")
-#: What a NaN or infinite loss does: stop the run at that step, or skip the batch (no optimizer step).
-NAN_POLICIES = ("stop", "skip_batch")
 #: ``nan_policy: skip_batch`` stops the run at this many non-finite losses in a row: the skipped batches leave the
 #: weights as they were, so batch after batch failing with the same weights means the weights, not the data, are
 #: at fault (a learning rate too high), and the rest of the run would be skipped too.

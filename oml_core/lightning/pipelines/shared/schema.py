@@ -27,7 +27,6 @@ import inspect
 import math
 import os
 import re
-import typing
 import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, fields, is_dataclass
@@ -37,9 +36,9 @@ from typing import Any, ClassVar, TypeVar, cast
 from omegaconf import MISSING
 
 from oml_core.compose import unresolvable_config_error
+from oml_core.const import TOP_K_SUFFIX
 from oml_core.datasets.dataframe_format import DEFAULT_ENCODING
-from oml_core.functional.metrics import TOP_K_SUFFIX
-from oml_core.lightning.modules.optimization import NAN_POLICIES, SCHEDULER_INTERVALS
+from oml_core.lightning.options import NAN_POLICIES, SCHEDULER_INTERVALS
 from oml_core.lightning.pipelines.shared.common import (
     HYDRA_KEYS,
     as_config,
@@ -194,30 +193,29 @@ FRACTION = number(0, 1)
 RESUME_ALLOWED_CHANGES = ("seed", "dataset")
 
 
-def _seed_rule() -> Rule:
-    from lightning_fabric.utilities.seed import max_seed_value, min_seed_value
-
-    return integer(min_seed_value, max_seed_value)
-
-
-def _precision_rule() -> Rule:
-    """The ``precision`` values that the installed Lightning accepts (``16``, ``"16-mixed"``, ``"bf16"``, ...),
-    read from the public signature of ``Fabric`` (the literals of its ``precision`` annotation)."""
-    from lightning_fabric import Fabric
-
-    try:
-        annotation = typing.get_type_hints(Fabric.__init__)["precision"]
-    except (KeyError, NameError, TypeError):  # another Lightning: let the Trainer judge the value
-        return either(integer(), STRING)
-
-    def flat(annotation: Any) -> Iterator[Any]:
-        for argument in typing.get_args(annotation):
-            yield from flat(argument) if typing.get_args(argument) else (argument,)
-
-    options = [o for o in dict.fromkeys(flat(annotation)) if isinstance(o, int | str)]
-    if not options:
-        return either(integer(), STRING)
-    return one_of(*sorted(options, key=lambda o: (isinstance(o, str), o)))
+#: The seeds Lightning's ``seed_everything`` takes: numpy's, ``[0, 2**32 - 1]`` (``lightning_fabric``'s
+#: ``min_seed_value``, ``max_seed_value``; a test keeps them equal).
+SEED_RANGE = (0, 2**32 - 1)
+#: The ``precision`` values Lightning accepts: the literals of the ``precision`` annotation of ``Fabric``'s public
+#: signature (a test keeps them equal to the installed Lightning's). Held here, so that a config is checked before
+#: Lightning is imported (seconds before a user learns of a typo).
+PRECISION_OPTIONS = (
+    16,
+    32,
+    64,
+    "16",
+    "16-mixed",
+    "16-true",
+    "32",
+    "32-true",
+    "64",
+    "64-true",
+    "bf16",
+    "bf16-mixed",
+    "bf16-true",
+    "transformer-engine",
+    "transformer-engine-float16",
+)
 
 
 #: ``dataframe_encoding``: the text encoding of the csv (Python's name of it).
@@ -225,8 +223,8 @@ ENCODING = Rule(
     "a text encoding Python knows (utf-8, latin-1, cp1252, ...)", "text encodings", is_text_encoding
 )
 #: Lightning's seeds (numpy's range).
-SEED = _seed_rule()
-PRECISION = _precision_rule()
+SEED = integer(*SEED_RANGE)
+PRECISION = one_of(*PRECISION_OPTIONS)
 #: ``devices``: null (every GPU, or 1 on the CPU), a number of devices or a list of device indices.
 DEVICES = nullable(POSITIVE_INT, list_of(NON_NEGATIVE_INT, non_empty=True))
 
@@ -750,11 +748,13 @@ __all__ = [
     "PATH",
     "POSITIVE_INT",
     "PRECISION",
+    "PRECISION_OPTIONS",
     "RESUME_ALLOWED_CHANGES",
     "SCHEDULING",
     "SCHEMAS",
     "SCHEMA_GROUP",
     "SEED",
+    "SEED_RANGE",
     "STRING",
     "TAGS",
     "TOP_K",

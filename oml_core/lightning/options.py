@@ -1,0 +1,10 @@
+"""The closed sets of values of the training options, in a module that imports nothing: the config schema checks
+against them before Lightning is imported (:mod:`oml_core.lightning.pipelines.shared.schema`), and the training
+modules act on them (:mod:`oml_core.lightning.modules.optimization`)."""
+
+#: When Lightning steps the scheduler: after every optimisation step, or after every epoch.
+SCHEDULER_INTERVALS = ("step", "epoch")
+#: What a NaN or infinite loss does: stop the run at that step, or skip the batch (no optimizer step).
+NAN_POLICIES = ("stop", "skip_batch")
+
+__all__ = ["NAN_POLICIES", "SCHEDULER_INTERVALS"]
