@@ -5,6 +5,7 @@ the digest record itself changed), refused by every reader before use; foreign f
 from __future__ import annotations
 
 import hashlib
+import io
 import re
 import zipfile
 from pathlib import Path
@@ -29,6 +30,7 @@ from oml_core.utils.digest import (
     DIGEST_RECORD_SIZE,
     CorruptCheckpointError,
     DigestStatus,
+    SealingWriter,
     is_verified_checkpoint,
     verify_checkpoint,
 )
@@ -79,6 +81,47 @@ def last_ckpt(tmp_path: Path) -> Path:
     path = tmp_path / "checkpoints" / "last.ckpt"
     AtomicCheckpointIO().save_checkpoint(training_checkpoint(), path)
     return path
+
+
+def sealed_at_once(data: bytes) -> bytes:
+    """The sealed form of ``torch.save``'s output ``data``, computed from the whole (the module's formula)."""
+    head = data[:-2] + DIGEST_RECORD_SIZE.to_bytes(2, "little")
+    return head + MAGIC + hashlib.sha256(head).hexdigest().encode("ascii")
+
+
+@pytest.mark.parametrize("chunking", ["torch", "bytes_of_1_to_40"])
+def test_the_sealing_writer_writes_what_sealing_the_whole_output_gives(tmp_path, chunking):
+    buffer = io.BytesIO()
+    torch.save(training_checkpoint(), buffer)
+    data = buffer.getvalue()
+    target = tmp_path / "sealed.ckpt"
+    with open(target, "wb") as file:
+        writer = SealingWriter(file)
+        if chunking == "torch":
+            torch.save(training_checkpoint(), writer)
+        else:  # writes shorter and longer than the held end record, as another writer could make them
+            sizes = torch.randint(1, 41, (len(data),), generator=torch.Generator().manual_seed(0)).tolist()
+            start = 0
+            for size in sizes:
+                if start >= len(data):
+                    break
+                assert writer.write(data[start : start + size]) == len(data[start : start + size])
+                start += size
+        writer.finish()
+    assert target.read_bytes() == sealed_at_once(data)
+    assert verify_checkpoint(target) is DigestStatus.VERIFIED
+    assert torch.equal(
+        torch.load(target, weights_only=True)["state_dict"]["model.w"],
+        training_checkpoint()["state_dict"]["model.w"],
+    )
+
+
+def test_the_sealing_writer_refuses_what_is_not_torch_save_output(tmp_path):
+    with open(tmp_path / "x.bin", "wb") as file:
+        writer = SealingWriter(file)
+        writer.write(b"not a zip archive at all, longer than 22 bytes")
+        with pytest.raises(ValueError, match="does not end with the zip end record of torch.save"):
+            writer.finish()
 
 
 def test_the_digest_is_the_zip_comment_and_plain_torch_load_reads_the_file(last_ckpt: Path) -> None:

@@ -345,8 +345,7 @@ def test_a_stale_cache_is_replaced_atomically(tmp_path, mock_root, extractor, tr
     real_save = torch.save
 
     def crash(obj, file, *args, **kwargs):
-        real_save(obj, file, *args, **kwargs)
-        file.truncate(100)
+        real_save(obj, file, *args, **kwargs)  # written into the temporary file, not yet renamed
         raise KeyboardInterrupt
 
     monkeypatch.setattr("oml_core.inference.cache.torch.save", crash)

@@ -14,7 +14,6 @@ written in the same atomic write, so that a damaged file is told from a good one
 from __future__ import annotations
 
 import contextlib
-import io
 import logging
 import os
 import re
@@ -22,7 +21,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from oml_core.utils.digest import seal_torch_file
+from oml_core.utils.digest import SealingWriter
 
 #: The prefix of the temporary files, so that a file left by a process killed mid-write is recognisable.
 TEMPORARY_PREFIX = ".tmp-"
@@ -92,21 +91,24 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes | memoryview) -
 
 def atomic_torch_save(obj: Any, path: str | os.PathLike[str]) -> None:
     """``torch.save(obj, path)``, atomically (see :func:`atomic_write`), with the sha256 of the file's bytes in
-    it (:func:`~oml_core.utils.digest.seal_torch_file`; :func:`~oml_core.utils.digest.verify_checkpoint` checks
-    it). The file loads with plain ``torch.load(path, weights_only=True)``.
+    it (:class:`~oml_core.utils.digest.SealingWriter`, hashed as they are written;
+    :func:`~oml_core.utils.digest.verify_checkpoint` checks it). The file loads with plain
+    ``torch.load(path, weights_only=True)``.
 
-    ``obj`` is serialised in memory first: ``torch.save`` straight into a full disk hides the write's
-    ``OSError`` behind a ``RuntimeError`` of its zip writer, while here it is the :class:`AtomicWriteError`
-    that names the file.
+    An ``OSError`` of a write (a full disk), which ``torch.save`` reports as a ``RuntimeError`` of its zip
+    writer, is raised as the :class:`AtomicWriteError` that names the file.
     """
     import torch
 
-    buffer = io.BytesIO()
-    torch.save(obj, buffer)
-    head, tail = seal_torch_file(buffer.getbuffer())
     with atomic_write(path) as file:
-        file.write(head)
-        file.write(tail)
+        writer = SealingWriter(file)
+        try:
+            torch.save(obj, writer)
+        except RuntimeError as error:
+            if writer.error is None:
+                raise
+            raise writer.error from error
+        writer.finish()
 
 
 def remove_stale_temporaries(directory: str | os.PathLike[str], name: str | None = None) -> list[Path]:

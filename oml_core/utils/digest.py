@@ -5,7 +5,7 @@ of random bytes written into the middle of a checkpoint load silently, as weight
 
 Where the digest lives: in the zip archive comment of the file. ``torch.save`` writes a zip archive that ends
 with its "end of central directory" record (22 bytes, the last two the length of the archive comment, 0).
-:func:`seal_torch_file` sets that length to :data:`DIGEST_RECORD_SIZE` and appends the digest record as the
+:class:`SealingWriter` sets that length to :data:`DIGEST_RECORD_SIZE` and appends the digest record as the
 comment::
 
     <torch's zip up to its comment length> <comment length = 96> "oml-checkpoint-digest v1 sha256:" <64 hex digits>
@@ -49,6 +49,7 @@ import os
 import re
 import struct
 from pathlib import Path
+from typing import BinaryIO
 
 #: What starts the digest record (the zip comment of a sealed file); it holds no ``PK`` (no zip signature).
 DIGEST_MAGIC = b"oml-checkpoint-digest v1 sha256:"
@@ -83,29 +84,72 @@ class CorruptCheckpointError(ValueError):
         self.path = Path(path)
 
 
-def seal_torch_file(data: bytes | memoryview) -> tuple[memoryview, bytes]:
-    """The two parts to write, one after the other, for the ``torch.save`` output ``data`` to carry its digest.
+class SealingWriter:
+    """A write-only file object that passes ``torch.save``'s output on to ``file`` sealed: with the digest record
+    as the zip comment (see the module's docstring), hashed on the way, with no copy of the whole in memory.
 
-    Args:
-        data: What ``torch.save`` wrote (a zip archive with an empty comment).
+    ``torch.save(obj, writer)`` then :meth:`finish`. The writer holds back the last 22 bytes it was given (the
+    zip end record, once ``torch.save`` is done), so that :meth:`finish` can write the record's comment length
+    :data:`DIGEST_RECORD_SIZE` in place of 0, and the digest record after it. The file so written holds exactly
+    what sealing the whole output at once would give.
 
-    Returns:
-        ``(head, tail)``: ``data`` but its last two bytes (the comment length), and the comment length
-        :data:`DIGEST_RECORD_SIZE` followed by the digest record (:data:`DIGEST_MAGIC` and the sha256 hex digest
-        of ``head`` and the new comment length).
-
-    Raises:
-        ValueError: ``data`` does not end with a zip end record of an empty comment (not ``torch.save``'s output).
+    Attributes:
+        error: The ``OSError`` that a write into ``file`` raised (a full disk), None if none did: ``torch.save``
+            reports it as a ``RuntimeError`` of its zip writer, which hides the cause.
     """
-    view = memoryview(data).cast("B")
-    end_record = bytes(view[-_END_RECORD_SIZE:])
-    if not (end_record.startswith(_END_RECORD_SIGNATURE) and end_record.endswith(b"\0\0")):
-        raise ValueError("cannot seal: the data does not end with the zip end record of torch.save")
-    head = view[:-2]
-    comment_length = struct.pack("<H", DIGEST_RECORD_SIZE)
-    digest = hashlib.sha256(head)
-    digest.update(comment_length)
-    return head, comment_length + DIGEST_MAGIC + digest.hexdigest().encode("ascii")
+
+    def __init__(self, file: BinaryIO) -> None:
+        self._file = file
+        self._digest = hashlib.sha256()
+        self._held = b""
+        self.error: OSError | None = None
+
+    def write(self, data: bytes | bytearray | memoryview) -> int:
+        """Hash and write ``data`` but the last :data:`_END_RECORD_SIZE` bytes written so far; returns its length."""
+        view = memoryview(data).cast("B")
+        size = len(view)
+        if size >= _END_RECORD_SIZE:
+            self._emit(self._held)
+            self._emit(view[:-_END_RECORD_SIZE])
+            self._held = bytes(view[-_END_RECORD_SIZE:])
+        else:
+            joined = self._held + bytes(view)
+            self._emit(joined[:-_END_RECORD_SIZE])
+            self._held = joined[-_END_RECORD_SIZE:]
+        return size
+
+    def flush(self) -> None:
+        """Flush ``file`` (the held bytes stay held until :meth:`finish`)."""
+        self._file.flush()
+
+    def finish(self) -> None:
+        """Write the held end record with the digest record's length as its comment length, then the record.
+
+        Raises:
+            ValueError: What was written does not end with the zip end record of an empty comment (not the
+                output of ``torch.save``).
+        """
+        end_record = self._held
+        if not (
+            len(end_record) == _END_RECORD_SIZE
+            and end_record.startswith(_END_RECORD_SIGNATURE)
+            and end_record.endswith(b"\0\0")
+        ):
+            raise ValueError("cannot seal: the data does not end with the zip end record of torch.save")
+        comment_length = struct.pack("<H", DIGEST_RECORD_SIZE)
+        self._emit(end_record[:-2] + comment_length)
+        self._held = b""
+        self._file.write(DIGEST_MAGIC + self._digest.hexdigest().encode("ascii"))
+
+    def _emit(self, chunk: bytes | memoryview) -> None:
+        if not chunk:
+            return
+        self._digest.update(chunk)
+        try:
+            self._file.write(chunk)
+        except OSError as error:
+            self.error = error
+            raise
 
 
 def verify_checkpoint(path: str | os.PathLike[str]) -> DigestStatus:
@@ -180,6 +224,6 @@ __all__ = [
     "CorruptCheckpointError",
     "DigestStatus",
     "is_verified_checkpoint",
-    "seal_torch_file",
+    "SealingWriter",
     "verify_checkpoint",
 ]
