@@ -18,7 +18,8 @@ run the same config on the same data, whole processes timed from outside (start-
 - **OML 4.0**: ``oml.lightning.pipelines.train.extractor_training_pipeline(cfg)`` called by a small script
   with the same config (``--oml-python``: a python with ``open-metric-learning[pipelines]==4.0.0``), run in
   a fresh folder (OML writes into the working directory, as its hydra scripts do);
-- **protocol**: ``--repeat`` pairs, interleaved (oml, OML, oml, OML, ...), each a fresh process with
+- **protocol**: ``--repeat`` pairs, interleaved in alternating order (oml, OML, OML, oml, oml, OML ...), so
+  that neither system always runs first; each a fresh process with
   ``OMP_NUM_THREADS=--threads``; the table gives every run, the medians and the median of the pairwise
   ratios (a drift of the machine's speed moves both runs of a pair).
 
@@ -202,20 +203,28 @@ def main() -> None:
     env.pop("PYTHONPATH", None)
     oml40_env = {**env, "PYTHONPATH": args.oml_pythonpath} if args.oml_pythonpath else env
 
-    runs: dict[str, list[tuple[float, float]]] = {"oml": [], "OML 4.0": []}
-    for i in range(args.repeat):
+    def run_oml(i: int) -> None:
         wall, cpu = timed(
             oml_command(work / "configs", work / "logs", f"oml_{i}"), work, env, work / f"oml_{i}.log"
         )
         runs["oml"].append((wall, cpu))
         print(f"run {i}: oml train {wall:.1f} s (cpu {cpu:.1f} s)", flush=True)
-        if args.only == "both":
-            folder = work / f"oml40_{i}"
-            folder.mkdir()
-            command = [args.oml_python, str(work / "oml40_run.py"), str(work / "oml40.yaml")]
-            wall, cpu = timed(command, folder, oml40_env, work / f"oml40_{i}.log")
-            runs["OML 4.0"].append((wall, cpu))
-            print(f"run {i}: OML 4.0   {wall:.1f} s (cpu {cpu:.1f} s)", flush=True)
+
+    def run_oml40(i: int) -> None:
+        folder = work / f"oml40_{i}"
+        folder.mkdir()
+        command = [args.oml_python, str(work / "oml40_run.py"), str(work / "oml40.yaml")]
+        wall, cpu = timed(command, folder, oml40_env, work / f"oml40_{i}.log")
+        runs["OML 4.0"].append((wall, cpu))
+        print(f"run {i}: OML 4.0   {wall:.1f} s (cpu {cpu:.1f} s)", flush=True)
+
+    runs: dict[str, list[tuple[float, float]]] = {"oml": [], "OML 4.0": []}
+    for i in range(args.repeat):
+        if args.only == "oml":
+            run_oml(i)
+        else:  # the order alternates, so that neither system always runs first (a machine warms or cools)
+            for run in (run_oml, run_oml40) if i % 2 == 0 else (run_oml40, run_oml):
+                run(i)
 
     table = report(runs, args.epochs)
     print(table)
