@@ -19,7 +19,7 @@ import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import IO, Any, BinaryIO, cast
 
 from oml_core.utils.digest import SealingWriter
 
@@ -103,7 +103,7 @@ def atomic_torch_save(obj: Any, path: str | os.PathLike[str]) -> None:
     with atomic_write(path) as file:
         writer = SealingWriter(file)
         try:
-            torch.save(obj, writer)
+            torch.save(obj, cast(IO[bytes], writer))  # torch calls its write and flush only
         except RuntimeError as error:
             if writer.error is None:
                 raise
