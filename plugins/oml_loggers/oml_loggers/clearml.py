@@ -97,7 +97,8 @@ class ClearMLPipelineLogger(ClientRunLogger):
         offline_mode: Keep the task offline (nothing is sent).
         auto_connect_frameworks: ``Task.init``'s automatic bindings; ``False`` turns all of them off,
             repository detection included.
-        task_init_kwargs: Passed on to ``Task.init`` (``tags``, ``output_uri``, ``auto_connect_streams``, ...).
+        task_init_kwargs: Passed on to ``Task.init`` (``tags``, ``output_uri``, ``auto_connect_streams``, ...);
+            ``auto_connect_arg_parser`` is False unless given (ClearML's argparse binding stays off).
 
     Raises:
         ImportError: clearml is not installed (``pip install 'oml-loggers[clearml]'``).
@@ -126,6 +127,10 @@ class ClearMLPipelineLogger(ClientRunLogger):
             "task_name": task_name,
             "task_type": clearml.Task.TaskTypes(task_type),
             "auto_connect_frameworks": auto_connect_frameworks or NO_AUTO_CONNECT,
+            # the config is logged by the pipeline; ClearML's argparse binding would patch the process's
+            # argparse for good: every later parse_args (the caller's own, oml's CLI) reaching the task
+            # after it closed, which retries a server for minutes
+            "auto_connect_arg_parser": False,
             **task_init_kwargs,
         }
         self._task: Task | None = None

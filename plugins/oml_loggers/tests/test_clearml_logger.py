@@ -119,6 +119,22 @@ def test_the_next_logger_closes_the_task_that_a_finished_pipeline_left_open(isol
 
 
 @pytest.mark.usefixtures("clearml_offline_state")
+def test_the_task_leaves_the_processs_argparse_alone() -> None:
+    """ClearML's argparse binding would record every later ``parse_args`` of the process into the task, even
+    after it closed (then retrying a server for minutes: ``oml --version`` run in process hung so)."""
+    import argparse
+
+    logger = ClearMLPipelineLogger(project_name="oml", task_name="argparse")
+    task = logger.experiment
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--learning-rate", type=float, default=0.1)
+    assert parser.parse_args(["--learning-rate", "0.5"]).learning_rate == 0.5
+    assert not [key for key in task.get_parameters() if "learning" in key]
+    logger.close()
+    assert parser.parse_args([]).learning_rate == 0.1  # a closed task is not reached
+
+
+@pytest.mark.usefixtures("clearml_offline_state")
 def test_the_task_neither_reseeds_nor_takes_clearmls_default_seed_from_the_caller() -> None:
     """``Task.init`` seeds random, numpy and torch with ClearML's seed (1337) unless its seeding is off."""
     from clearml import Task
