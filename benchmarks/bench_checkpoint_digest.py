@@ -5,8 +5,9 @@ A checkpoint of ``--megabytes`` MB of float32 tensors (a state dict of 4 MB tens
 (default: the system's temporary folder), side by side:
 
 - **save, before**: ``torch.save`` into memory, then ``atomic_write_bytes`` (temporary file, fsync, rename): what
-  ``atomic_torch_save`` did without a digest;
-- **save, sealed**: ``atomic_torch_save`` (the same, plus the sha256 of the bytes and the 96-byte record);
+  ``atomic_torch_save`` did before the digest;
+- **save, sealed**: ``atomic_torch_save``: ``torch.save`` straight into the temporary file through
+  ``SealingWriter`` (the bytes hashed on their way, the 96-byte record at the end), fsync, rename;
 - **load, before**: ``torch.load(path, weights_only=True)``;
 - **load, verified**: ``verify_checkpoint(path)`` (the file read and hashed once), then the same ``torch.load``.
 
