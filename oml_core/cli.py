@@ -77,7 +77,7 @@ import shlex
 import sys
 import textwrap
 import warnings
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
@@ -90,10 +90,10 @@ from oml_core.compose import (
     unresolvable_config_error,
 )
 from oml_core.lightning.quiet import silence_upstream_warnings
-from oml_core.registry import KINDS, ConfigError, Registry, RegistryError
+from oml_core.registry import KINDS, ConfigError, Registry, RegistryError, UnknownNameError
 from oml_core.registry.isolation import DEFAULT_TIMEOUT, check_plugins
 from oml_core.registry.manager import allow_list_from_env, installed_distributions, strict_from_env
-from oml_core.registry.registry import failed_component
+from oml_core.registry.registry import FAILED_COMPONENT_ATTR, failed_component
 from oml_core.registry.report import plugins_report
 
 if TYPE_CHECKING:
@@ -216,10 +216,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     silence_upstream_warnings()
     parser = _parser()
     argv = list(sys.argv[1:] if argv is None else argv)
-    unknown = _unknown_command(argv, parser.commands)
-    if unknown is not None:
-        print(f"oml: error: {unknown}", file=sys.stderr)
-        return EXIT_USAGE
+    given = _command_name(argv)
+    if given is not None and given not in parser.commands:
+        return _run_plugin_command(given, argv, parser.commands)
     try:
         args, rest = parser.parse_known_args(argv)
     except SystemExit as e:  # --help (0) or a bad command line (2, reported on one line by _Parser.error)
@@ -235,8 +234,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"oml {args.command}: error: unrecognized arguments: {' '.join(rest)}", file=sys.stderr)
         return EXIT_USAGE
     command = "oml" if args.command is None else f"oml {args.command}"
+    return _reporting_errors(command, lambda: args.handler(args, rest), args, argv)
+
+
+def _reporting_errors(
+    command: str, run: Callable[[], int], args: argparse.Namespace, argv: Sequence[str]
+) -> int:
+    """``run()``'s exit status, its errors reported on one line of stderr after ``command`` (``oml train``), see
+    :func:`error_report` (re-raised when ``args`` ask for the traceback, :func:`wants_traceback`)."""
     try:
-        status = args.handler(args, rest)
+        status = run()
         sys.stdout.flush()  # a closed stdout shows here, not at exit
         return status
     except BrokenPipeError:
@@ -263,15 +270,55 @@ def _flushed(status: int) -> int:
     return status
 
 
-def _unknown_command(argv: Sequence[str], commands: Sequence[str]) -> str | None:
-    """The message for a command line whose command (its first argument that is no option) is not one of
-    ``commands``: ``unknown command 'trian'; did you mean 'train'? (commands: ...)``; None for a known one."""
-    given = next((arg for arg in argv if not arg.startswith("-")), None)
-    if given is None or given in commands:
-        return None
-    close = difflib.get_close_matches(given, commands, n=1)
+def _command_name(argv: Sequence[str]) -> str | None:
+    """The command of a command line: its first argument that is no option (None: there is none)."""
+    return next((arg for arg in argv if not arg.startswith("-")), None)
+
+
+def unknown_command(given: str, commands: Sequence[str], plugin_commands: Sequence[str] = ()) -> str:
+    """The message for the command ``given`` that is none of oml's ``commands`` nor of the ``plugin_commands``:
+    ``unknown command 'trian'; did you mean 'train'? (commands: ...; plugin commands: ...)``."""
+    close = difflib.get_close_matches(given, [*commands, *plugin_commands], n=1)
     hint = f"; did you mean {close[0]!r}?" if close else ""
-    return f"unknown command {given!r}{hint} (commands: {', '.join(commands)})"
+    listed = f"; plugin commands: {', '.join(plugin_commands)}" if plugin_commands else ""
+    return f"unknown command {given!r}{hint} (commands: {', '.join(commands)}{listed})"
+
+
+def _run_plugin_command(name: str, argv: Sequence[str], commands: Sequence[str]) -> int:
+    """Run ``oml ... NAME ...``, where ``NAME`` is none of oml's ``commands``: the plugins are loaded and the
+    command ``NAME`` that one registered (``oml_register_commands``; ``plugin:NAME`` names one of two) gets its own
+    parser (``oml NAME``, with ``--traceback``) from its factory, which returns the handler, called with the
+    arguments parsed (those before ``NAME`` too); its status (None: 0) is the exit status. Errors are reported as
+    every command's are (:func:`error_report`); a name no plugin registered is the one-line ``unknown command``
+    error, listing the plugins' commands."""
+    args = argparse.Namespace()
+    position = list(argv).index(name)
+    arguments = [*argv[:position], *argv[position + 1 :]]
+
+    def run() -> int:
+        registry = Registry()
+        try:
+            entry = registry.get("command", name)
+        except UnknownNameError:
+            print(
+                f"oml: error: {unknown_command(name, commands, registry.names('command'))}", file=sys.stderr
+            )
+            return EXIT_USAGE
+        parser = _Parser(prog=f"oml {entry.name}", description=entry.description, parents=[_common_parser()])
+        handler = registry.build("command", entry.qualified_name, parser=parser)
+        try:
+            parser.parse_args(arguments, namespace=args)
+        except SystemExit as e:  # --help (0) or a bad command line (2, reported on one line by _Parser.error)
+            return _flushed(e.code if isinstance(e.code, int) else EXIT_USAGE)
+        try:
+            status = handler(args)
+        except Exception as e:  # a bug of the plugin's command is named as such (a user error stays one)
+            if not is_user_error(e) and failed_component(e) is None:
+                setattr(e, FAILED_COMPONENT_ATTR, entry)
+            raise
+        return 0 if status is None else int(status)
+
+    return _reporting_errors(f"oml {name}", run, args, argv)
 
 
 def wants_traceback(args: argparse.Namespace) -> bool:
@@ -304,7 +351,8 @@ def error_report(error: Exception, argv: Sequence[str]) -> tuple[str, int]:
     failed = failed_component(error)  # raised by a component's factory that no config key's build named
     if failed is not None:
         plugin = failed.plugin.provider
-        described = f"the {failed.kind} {failed.name!r} of the plugin {plugin} failed to build: {described}"
+        failure = "failed" if failed.kind == "command" else "failed to build"  # a command: built or run
+        described = f"the {failed.kind} {failed.name!r} of the plugin {plugin} {failure}: {described}"
     return f"internal error: {described} (run with {TRACEBACK_ENV}=1 for the traceback)", EXIT_INTERNAL
 
 
@@ -357,8 +405,8 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EXIT_USAGE, f"{self.prog}: error: {one_line(message)}\n")
 
 
-def _parser() -> _Parser:
-    # a parent of the subparsers (which are _Parsers, as argparse types them): only its arguments count
+def _common_parser() -> _Parser:
+    """The parent of every command's parser (which are _Parsers, as argparse types them): ``--traceback``."""
     common = _Parser(add_help=False)
     # SUPPRESS: a command that is not given the flag leaves the one given before the command's name as it is
     common.add_argument(
@@ -367,7 +415,18 @@ def _parser() -> _Parser:
         default=argparse.SUPPRESS,
         help=f"show the traceback of an error (as {TRACEBACK_ENV}=1 does)",
     )
-    parser = _Parser(prog="oml", description="oml: metric learning with plugins", parents=[common])
+    return common
+
+
+def _parser() -> _Parser:
+    common = _common_parser()
+    parser = _Parser(
+        prog="oml",
+        description="oml: metric learning with plugins",
+        epilog="plugins add commands of their own: `oml plugins` lists them (as 'command'); run one as "
+        "oml NAME [ARGUMENTS ...] (oml NAME --help)",
+        parents=[common],
+    )
     parser.add_argument(
         "--version",
         action="store_true",

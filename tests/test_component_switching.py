@@ -41,8 +41,9 @@ SPEC_KINDS = {
     "postprocessor": (VALIDATE, "postprocessor", []),
     "knn_backend": (VALIDATE, "metric_args.knn_backend", []),
 }
-#: The kinds that are no ``{name, args}`` specs: metrics are asked for by ``<name>_top_k``, zoo entries by key.
-NOT_SPEC_KINDS = {"retrieval_metric", "pretrained"}
+#: The kinds that are no ``{name, args}`` spec of one key: metrics are asked for by ``<name>_top_k``, zoo entries
+#: by key, commands by ``oml NAME``, callbacks in the list ``callbacks``.
+NOT_SPEC_KINDS = {"retrieval_metric", "pretrained", "command", "callback"}
 #: Kinds whose every default config the plugins' own tests build (and use: train a step, log offline, ...):
 #: ``oml_models`` (extractors, pairwise models), ``oml_losses`` and ``oml_pml`` (losses), ``oml_loggers``.
 #: Building them here again would double the slowest part (ViTs, logger libraries); composition is checked.

@@ -15,6 +15,10 @@ calls every hook once, the first time it is asked for a component; ``default_reg
 process. Each implementation is called with its own ``register`` callback, so what a plugin registers is known to
 be its own (``oml plugins`` lists it under the plugin; ``plugin:name`` names it when two plugins use one name).
 
+**Beyond components.** :func:`oml_register_commands` adds ``oml`` subcommands and :func:`oml_register_callbacks`
+Lightning callbacks of the training runs; they are registered as the components are (kinds ``command`` and
+``callback``).
+
 **What every hook gets.** One argument, ``register``: :class:`RegisterCallback` for the component kinds,
 :class:`RegisterConfigDirCallback` for :func:`oml_register_config_dirs`. A hook returns nothing. Call
 ``register(name, factory, aliases=(), description=None)`` once per component: ``name`` is the name configs use
@@ -267,4 +271,64 @@ def oml_register_config_dirs(register: RegisterConfigDirCallback) -> None:
     yaml files must be package data) or ``"file:///abs/dir"``. The folder holds ``<kind>/<name>.yaml`` files,
     each ``{name: <name>, args: {...}}``: the default config of a component, used when a config switches to it
     (``extractor.name=my_net``, ``extractor@extractor=my_net``).
+    """
+
+
+@hookspec
+def oml_register_commands(register: RegisterCallback) -> None:
+    """Register ``oml`` subcommands: ``oml NAME [ARGUMENTS...]`` runs the plugin's command ``NAME``.
+
+    The factory is called with the runtime argument ``parser``, an ``argparse.ArgumentParser`` of its own (``prog``
+    ``oml NAME``, the registered ``description`` as its description, ``--traceback`` already there); it adds the
+    command's arguments and returns the handler, ``handler(args: argparse.Namespace) -> int | None``, which runs the
+    command with the parsed arguments and returns its exit status (None: 0)::
+
+        def hello(parser):
+            parser.add_argument("who")
+            parser.add_argument("--times", type=int, default=1)
+            return lambda args: print(", ".join([f"hello {args.who}"] * args.times))
+
+        @hookimpl
+        def oml_register_commands(register):
+            register("hello", "my_pkg.cli:hello", description="greet someone")
+
+    **Dispatch.** oml's own commands never load a plugin to be found (``oml --version``, ``oml --help``, ``oml
+    train`` ...): a plugin cannot replace one. A command name that is not oml's loads the plugins and runs the
+    plugin's command of that name (``plugin:NAME`` when two plugins register it: the name alone is refused,
+    naming both); else it is the one-line ``unknown command`` error, which lists the plugins' commands too.
+    ``oml plugins`` (``--format json``) lists each plugin's commands, kind ``command``, beside its components.
+
+    **Names.** A name of oml's own commands (``train``, ``plugins``, ...:
+    :data:`~oml_core.registry.kinds.BUILTIN_COMMANDS`) is refused when the plugin registers it: the plugin fails to
+    load, with a warning naming it and the command (``oml plugins --check`` reports it and exits 1).
+
+    **Errors.** A bad command line (argparse's error) and the handler's user errors (a
+    :class:`~oml_core.registry.errors.ConfigError` or any ``RegistryError``, an ``OSError`` on a user's path) print
+    one line, ``oml NAME: error: <message>``, status 2, as every oml command does; any other exception is an
+    internal error of the plugin's command (status 1, naming the command and its plugin; ``OML_TRACEBACK=1`` or
+    ``--traceback`` shows the traceback).
+    """
+
+
+@hookspec
+def oml_register_callbacks(register: RegisterCallback) -> None:
+    """Register Lightning callbacks for the training runs (config key ``callbacks`` of ``oml train`` and ``oml
+    train-postprocessor``: a list of ``{name, args}`` specs, default ``[]``)::
+
+        callbacks:
+          - {name: epoch_log, args: {path: epochs.txt}}
+
+    The built object must be a ``pytorch_lightning.Callback`` (checked: a one-line error naming the callback and
+    its plugin). No runtime arguments. A run's ``callbacks`` are checked before any work, as every component is
+    (the names registered, the arguments fitting the factory's annotations), then built with the run's own
+    callbacks and added, in the list's order, after oml's progress report and before its checkpoints (so that
+    what a callback does at the end of an epoch is done when that epoch's checkpoints are written).
+
+    **Resume.** Lightning saves each callback's ``state_dict()`` in the checkpoint under its ``state_key`` (the
+    class name, unless the callback overrides it) and gives it back to the callback of the same ``state_key`` of
+    the resumed run (``load_state_dict``); a callback with state that a run may hold twice must override
+    ``state_key`` (with its arguments), as Lightning asks. ``callbacks`` is no run key
+    (:data:`~oml_core.lightning.pipelines.shared.resume.RUN_KEYS`): like the logger, it may differ in a resumed
+    run (the run record keeps the config it was started with); the state of a callback that the resumed run does
+    not have is left unused.
     """

@@ -14,6 +14,25 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+#: The commands of ``oml`` itself (``oml_core.cli``; a test keeps the two equal): a plugin's command may not take
+#: one of these names.
+BUILTIN_COMMANDS = frozenset(
+    {
+        "train",
+        "validate",
+        "predict",
+        "train-postprocessor",
+        "validate-postprocessor",
+        "plugins",
+        "plugin",
+        "registry",
+        "mock-dataset",
+        "check-dataframe",
+        "index",
+        "search",
+    }
+)
+
 
 @dataclass(frozen=True)
 class Kind:
@@ -31,6 +50,7 @@ class Kind:
             argument gets it like any other; for one that does not, the registry builds the component without it
             and then calls ``apply`` (an extractor's ``weights`` are loaded by
             :func:`oml_core.zoo.weights.load_weights`).
+        reserved: Names no plugin may register for this kind (the ``oml`` commands of the core).
     """
 
     name: str
@@ -39,6 +59,7 @@ class Kind:
     callable: bool
     description: str
     core_args: MappingProxyType[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    reserved: frozenset[str] = frozenset()
 
 
 _KINDS = (
@@ -118,6 +139,21 @@ _KINDS = (
         "k-nearest-neighbour indexes that retrieval searches through",
     ),
     Kind("pretrained", "oml_register_pretrained", None, False, "checkpoints of the pretrained zoo"),
+    Kind(
+        "command",
+        "oml_register_commands",
+        None,
+        True,
+        "oml subcommands (oml NAME ...): factory(parser) adds the arguments and returns handler(args)",
+        reserved=BUILTIN_COMMANDS,
+    ),
+    Kind(
+        "callback",
+        "oml_register_callbacks",
+        "pytorch_lightning:Callback",
+        False,
+        "Lightning callbacks of the training runs (config key callbacks)",
+    ),
 )
 
 #: All kinds by name (read-only).

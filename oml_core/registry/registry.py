@@ -266,6 +266,11 @@ class Registry:
                 raise TypeError(f"{kind.name} {name!r}: factory must be callable or a 'module:attr' string")
             self._check_factory_class(kind, name, factory, info)
             for n in (name, *aliases):
+                if n in kind.reserved:
+                    raise ValueError(
+                        f"{kind.name} {n!r} of plugin {info.provider}: {n!r} is a built-in {kind.name} of oml; "
+                        f"register it under another name"
+                    )
                 if n in taken:
                     raise DuplicateRegistrationError(
                         f"plugin {info.provider} registers {kind.name} {n!r} twice"
@@ -545,8 +550,8 @@ def _kind_of_argument(arg_name: str, annotation: Any) -> str | None:
         return ARGUMENT_ALIASES[arg_name]
     candidates = typing.get_args(annotation) or (annotation,)
     for kind in KINDS.values():
-        if kind.interface is None or kind.interface.startswith("torch"):
-            continue
+        if kind.interface is None or kind.interface.startswith(("torch", "pytorch_lightning")):
+            continue  # no component of these is told by a torch or Lightning class: not imported for nothing
         interface = resolve(kind.interface)
         if any(inspect.isclass(c) and issubclass(c, interface) for c in candidates):
             return kind.name

@@ -249,6 +249,7 @@ def extractor_training_pipeline(
         interrupt,
         generators,
         resumable,
+        registry=registry,
     )
     trainer = pl.Trainer(
         **trainer_args, logger=logger, callbacks=run.callbacks, default_root_dir=str(run_dir)

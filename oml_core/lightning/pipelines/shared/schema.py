@@ -243,6 +243,12 @@ def spec(kind: str, optional: bool = False) -> Any:
     return field(default=None if optional else MISSING, metadata={_RULE: rule, _KIND: kind})
 
 
+def specs(kind: str) -> Any:
+    """A schema field holding a list of components of ``kind`` (each a ``{name, args}`` spec or a name), ``[]`` by
+    default."""
+    return field(default_factory=list, metadata={_RULE: list_of(component(kind)), _KIND: kind})
+
+
 # ---------------------------------------------------------------------------------------- nested values
 @dataclass(eq=False)
 class ComponentSpec(Mapping[str, Any]):
@@ -455,6 +461,8 @@ class TrainingConfig(PipelineConfig):
     resume: str | None = setting(nullable(PATH), None)
     # what a resumed run may change of its run: a new seed, a new dataset (earlier metrics then not carried over)
     resume_allow_changes: list[str] = setting(list_of(one_of(*RESUME_ALLOWED_CHANGES)), [])
+    # the Lightning callbacks of plugins (oml_register_callbacks) added to the run, in this order: {name, args} specs
+    callbacks: list[ComponentSpec] = specs("callback")
 
     def check_combination(self) -> None:
         """Raise a ``ConfigError`` for ``sampler`` null without ``bs_train`` (the batch size of plain batches)."""
@@ -707,7 +715,10 @@ def check_component_arguments(config: Any, registry: Registry, key: str = "") ->
         value = getattr(config, f.name)
         if value is None:
             continue
-        if _KIND in f.metadata:
+        if _KIND in f.metadata and isinstance(value, list):  # a list of specs (specs())
+            for i, item in enumerate(value):
+                check_spec_argument_types(registry, f.metadata[_KIND], item, f"{key}{f.name}[{i}]")
+        elif _KIND in f.metadata:
             check_spec_argument_types(registry, f.metadata[_KIND], value, f"{key}{f.name}")
         elif is_dataclass(value) and not isinstance(value, ComponentSpec):
             check_component_arguments(value, registry, f"{key}{f.name}.")
@@ -780,6 +791,7 @@ __all__ = [
     "schema_of",
     "setting",
     "spec",
+    "specs",
     "store_schemas",
     "validate_config",
     "validated",

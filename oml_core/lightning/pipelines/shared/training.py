@@ -162,11 +162,15 @@ def run_callbacks(
     interrupt: InterruptRequest | None = None,
     generators: Mapping[str, Generator] | None = None,
     resumable: ResumableBatchSampler | None = None,
+    *,
+    registry: Registry,
 ) -> RunCallbacks:
     """The callbacks of a training run, in ``dirpath`` (the run's ``checkpoints`` folder):
 
     - ``metric_callback``, then :class:`ValidationHistory` and :class:`ValidateAfterLastEpoch` (the last epoch
       always validates), then the progress report (:func:`progress_callbacks`);
+    - the plugins' callbacks of the config key ``callbacks``, built by ``registry`` in the list's order (see
+      ``oml_register_callbacks``);
     - ``best.ckpt`` (the best ``metric_for_checkpointing`` by ``mode_for_checkpointing``, written at the end of
       a validation that improves it: :class:`~oml_core.lightning.callbacks.checkpoint.BestCheckpoint`), then
       ``last.ckpt`` (every ``checkpoint_every_seconds``, every ``checkpoint_every_n_steps`` steps when set, at the
@@ -205,6 +209,10 @@ def run_callbacks(
         history,
         ValidateAfterLastEpoch(),
         *progress_callbacks(trainer_args, config.metric_for_checkpointing),
+        *(
+            build_component(registry, "callback", spec, f"callbacks[{i}]", config.pipeline)
+            for i, spec in enumerate(config.callbacks)
+        ),
         best,
         last,
         RNGStateCallback(generators, resumable, restore=resume is None or not resume.new_seed),
