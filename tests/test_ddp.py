@@ -201,7 +201,7 @@ def straight_runs(tmp_path_factory, oml_cache_dir) -> tuple[Path, dict, dict]:
 def test_two_processes_train_on_the_single_process_batches_and_get_its_metrics(straight_runs):
     """1 process x batches of 30 vs 2 processes x 15: every step the two processes train on the two halves
     of the single-process batch, and the weights and validation metrics come out the same."""
-    _, single, ddp = straight_runs
+    out, single, ddp = straight_runs
     single, rank0, rank1 = single[0], ddp[0], ddp[1]
     assert len(single["steps"]) == len(rank0["steps"]) == len(rank1["steps"]) == 4  # 2 epochs x 16 // 6
     for whole, part0, part1 in zip(single["steps"], rank0["steps"], rank1["steps"]):
@@ -225,6 +225,9 @@ def test_two_processes_train_on_the_single_process_batches_and_get_its_metrics(s
         torch.testing.assert_close(value, single_weights[key], atol=1e-5, rtol=0)
     ddp_callbacks = torch.load(rank0["last_checkpoint"], weights_only=True)["callbacks"]
     assert len(ddp_callbacks["RNGStateCallback"]["per_process"]) == 2  # the random state of every process
+    # gloo's group is destroyed before the interpreter finalises (else it may abort then, exit -6)
+    for rank in (0, 1):
+        assert json.loads((out / f"ddp_rank{rank}_exit.json").read_text()) == {"group_alive": False}
 
 
 @pytest.mark.slow

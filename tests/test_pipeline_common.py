@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from pytorch_lightning.strategies import DDPStrategy
 
+from oml_core.ddp.strategy import DDPStrategyClosedAtExit
 from oml_core.lightning.pipelines.shared.common import (
     RUN_DIR_ENV,
     check_keys,
@@ -168,7 +168,7 @@ def test_engine_params_follow_oml():
     }
     assert not is_ddp_engine(single)
     ddp = parse_engine_params("cpu", [0, 1, 2], find_unused_parameters=True)
-    assert ddp["devices"] == 3 and isinstance(ddp["strategy"], DDPStrategy) and is_ddp_engine(ddp)
+    assert ddp["devices"] == 3 and isinstance(ddp["strategy"], DDPStrategyClosedAtExit) and is_ddp_engine(ddp)
     assert ddp["strategy"]._ddp_kwargs == {"find_unused_parameters": True}
     assert not parse_engine_params("cpu", 2)["strategy"]._ddp_kwargs["find_unused_parameters"]
     with pytest.raises(ConfigError, match="^devices must be null, a positive number .* got -1$"):
@@ -178,7 +178,7 @@ def test_engine_params_follow_oml():
 def test_one_device_on_each_of_several_nodes_is_ddp():
     nodes = parse_engine_params("cpu", 1, num_nodes=2)
     assert nodes["num_nodes"] == 2 and nodes["devices"] == 1
-    assert isinstance(nodes["strategy"], DDPStrategy) and is_ddp_engine(nodes)
+    assert isinstance(nodes["strategy"], DDPStrategyClosedAtExit) and is_ddp_engine(nodes)
     with pytest.raises(ConfigError, match="^num_nodes must be a positive number of machines, got 0$"):
         parse_engine_params("cpu", 1, num_nodes=0)
     with pytest.raises(

@@ -9,11 +9,13 @@ Every process writes ``OUT_DIR/<NAME>_rank<RANK>.json``: its validation metrics,
 on at every step (also those of all the processes, gathered by ``sync_dicts_ddp``), and the last checkpoint.
 """
 
+import atexit
 import json
 import sys
 from pathlib import Path
 from typing import Any
 
+import torch.distributed as dist
 from tiny_training import IMAGE_ARGS, tiny_config
 
 from oml_core.ddp import sync_dicts_ddp
@@ -34,8 +36,14 @@ ORIGINAL_TRAINING_STEP = ExtractorModule.training_step
 ExtractorModule.training_step = recording_training_step  # ExtractorModuleDDP inherits it
 
 
+def record_group_at_exit(out: Path, name: str) -> None:
+    alive = dist.is_available() and dist.is_initialized()
+    (out / f"{name}_rank{RANK['rank']}_exit.json").write_text(json.dumps({"group_alive": alive}))
+
+
 if __name__ == "__main__":
     out, name, n_devices, max_epochs = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+    atexit.register(record_group_at_exit, out, name)
     cfg = tiny_config(
         out / name,
         devices=n_devices,

@@ -286,7 +286,8 @@ def parse_engine_params(
     ``accelerator`` null: ``gpu`` when CUDA is available, else ``cpu``; ``devices`` null: every GPU (``gpu``)
     or 1. On the CPU a list of devices means that many processes. ``num_nodes`` machines run ``devices``
     processes each. More than one process in all (see :func:`is_ddp_engine`) runs DDP:
-    ``DDPStrategy(find_unused_parameters=find_unused_parameters)``; one runs the plain ``"auto"`` strategy.
+    :class:`~oml_core.ddp.strategy.DDPStrategyClosedAtExit` (Lightning's ``DDPStrategy`` whose process group is
+    destroyed at exit) with ``find_unused_parameters``; one runs the plain ``"auto"`` strategy.
     ``use_distributed_sampler`` is always ``False``: the DDP modules patch their loaders themselves.
 
     Raises:
@@ -294,7 +295,8 @@ def parse_engine_params(
             positive int.
     """
     import torch
-    from pytorch_lightning.strategies import DDPStrategy
+
+    from oml_core.ddp.strategy import DDPStrategyClosedAtExit
 
     accelerator = accelerator or ("gpu" if torch.cuda.is_available() else "cpu")
     if devices is None:
@@ -316,7 +318,7 @@ def parse_engine_params(
         "use_distributed_sampler": False,
     }
     if is_ddp_engine(engine):
-        engine["strategy"] = DDPStrategy(find_unused_parameters=bool(find_unused_parameters))
+        engine["strategy"] = DDPStrategyClosedAtExit(find_unused_parameters=bool(find_unused_parameters))
     return engine
 
 
