@@ -23,9 +23,9 @@ from PIL import Image, ImageCms
 
 from oml_core.builtins.transforms import NormaliseResize
 from oml_core.cli import main
+from oml_core.datasets.image_checks import check_images
 from oml_core.datasets.images import ImageBaseDataset, ImageLabeledDataset
 from oml_core.datasets.mock import get_mock_dataset_root
-from oml_core.lightning.pipelines.shared.preflight import check_images
 from oml_core.registry import ConfigError
 from oml_core.utils.images import ImageConversionError, imread_pil, imread_pillow, to_rgb8
 

@@ -7,6 +7,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from oml_core.datasets.dataframe_format import read_dataframe
+from oml_core.datasets.image_data import split_dataframe
 from oml_core.ddp.strategy import DDPStrategyClosedAtExit
 from oml_core.lightning.pipelines.shared.common import (
     RUN_DIR_ENV,
@@ -21,10 +23,8 @@ from oml_core.lightning.pipelines.shared.common import (
     make_run_dir,
     merge_trainer_args,
     parse_engine_params,
-    read_dataframe,
     run_dir_for_ddp_processes,
     shared_run_dir,
-    split_dataframe,
 )
 from oml_core.registry import ConfigError, Registry, UnknownNameError
 

@@ -15,11 +15,12 @@ from oml_core import hookimpl
 from oml_core.cli import main
 from oml_core.compose import compose_config
 from oml_core.datasets import ImageQueryGalleryLabeledDataset
+from oml_core.datasets.dataframe_format import read_dataframe
+from oml_core.datasets.image_data import split_dataframe
 from oml_core.datasets.mock import get_mock_dataset_root
 from oml_core.interfaces.miners import IPairsMiner
 from oml_core.interfaces.models import IExtractor, IPairwiseModel
 from oml_core.lightning.modules.pairwise_postprocessing import PairwiseModule
-from oml_core.lightning.pipelines.shared.common import read_dataframe, split_dataframe
 from oml_core.lightning.pipelines.shared.embeddings_cache import CachedEmbeddings, EmbeddingsSource
 from oml_core.lightning.pipelines.shared.inference import TRAINER_DEFAULTS
 from oml_core.lightning.pipelines.shared.postprocessing import AFTER_TITLE, BEFORE_TITLE

@@ -12,10 +12,10 @@ import pytest
 import torch
 from PIL import Image
 
+from oml_core.datasets.image_checks import check_images
 from oml_core.lightning.pipelines.shared.preflight import (
     CHECKPOINTS_ROOM,
     check_engine,
-    check_images,
     check_logs_root,
     check_metric_for_checkpointing,
     check_resume_checkpoint,

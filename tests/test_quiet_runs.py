@@ -19,13 +19,13 @@ from omegaconf import OmegaConf
 from torch.utils.data import DataLoader
 
 from oml_core.compose import compose_config
+from oml_core.datasets.image_checks import check_images
 from oml_core.lightning.callbacks.epoch_summary import EpochSummary, format_epoch_summary
 from oml_core.lightning.pipelines import (
     extractor_prediction_pipeline,
     extractor_training_pipeline,
     postprocessor_training_pipeline,
 )
-from oml_core.lightning.pipelines.shared.preflight import check_images
 from oml_core.lightning.progress import progress_bar_enabled
 from oml_core.lightning.quiet import quiet_lightning
 from oml_core.registry import Registry

@@ -68,6 +68,15 @@ def oml_register_transforms(register):
 
 
 @hookimpl
+def oml_register_datasets(register):
+    register(
+        "images",
+        "oml_core.datasets.image_data:ImageData",
+        description="images of a dataframe in OML's format (the default dataset)",
+    )
+
+
+@hookimpl
 def oml_register_retrieval_metrics(register):
     metrics = {
         "cmc": ("metrics:calc_cmc", "cmc@k: 1 if a relevant item is in top k"),

@@ -210,6 +210,31 @@ def oml_register_transforms(register: RegisterCallback) -> None:
 
 
 @hookspec
+def oml_register_datasets(register: RegisterCallback) -> None:
+    """Register dataset components: kinds of data, one modality each (config key ``dataset`` of every pipeline;
+    absent or null: ``images``, the core's, which reads OML's dataframes of images).
+
+    The built object must be an :class:`~oml_core.interfaces.datasets.IDatasetComponent`: it gives the pipeline
+    its training, validation and prediction datasets (items are dicts whose ``input_tensors`` the extractor
+    takes), names the items it predicts, and checks its data before any model runs. Runtime arguments offered,
+    each given only if the factory names it and the config's ``args`` do not set it: the pipeline's data keys
+    ``dataset_root``, ``dataframe_name``, ``dataframe_encoding``, ``cache_size``, ``num_workers``,
+    ``transforms_train``, ``transforms_val``, ``transforms_predict`` (built transforms), ``data_dir`` (prediction),
+    ``check_images`` and ``show_dataset_warnings`` (training), each where the pipeline has that key, and
+    ``pipeline`` (the pipeline's name, for messages)::
+
+        class Vectors(IDatasetComponent):
+            def __init__(self, dataset_root, dataframe_name, column_prefix="x"): ...
+
+        @hookimpl
+        def oml_register_datasets(register):
+            register("vectors", "my_pkg.data:Vectors", description="rows of numbers")
+
+        # oml train dataset.name=vectors dataset_root=/data dataframe_name=df.csv extractor.name=my_mlp ...
+    """
+
+
+@hookspec
 def oml_register_loggers(register: RegisterCallback) -> None:
     """Register pipeline loggers (config key ``logger``).
 

@@ -111,6 +111,13 @@ _KINDS = (
     ),
     Kind("transforms", "oml_register_transforms", None, True, "image transforms (callables)"),
     Kind(
+        "dataset",
+        "oml_register_datasets",
+        "oml_core.interfaces.datasets:IDatasetComponent",
+        False,
+        "kinds of data (modalities): the datasets of a pipeline from its data keys (config key dataset)",
+    ),
+    Kind(
         "logger",
         "oml_register_loggers",
         "oml_core.interfaces.loggers:IPipelineLogger",

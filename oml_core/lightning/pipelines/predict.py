@@ -4,7 +4,7 @@ dataframe, as OML does: ``<save_dir>/predictions.json``, ``{image path: [feature
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,15 +19,14 @@ from oml_core.lightning.pipelines.shared.common import (
     is_ddp_engine,
     make_run_dir,
     named_run_dir,
-    resolve_dataset_root,
     run_dir_for_ddp_processes,
     shared_run_dir,
 )
+from oml_core.lightning.pipelines.shared.data import build_dataset_component, check_datasets, dataset_of
 from oml_core.lightning.pipelines.shared.inference import (
     extract_embeddings,
     inference_config,
 )
-from oml_core.lightning.pipelines.shared.preflight import check_images
 from oml_core.lightning.pipelines.shared.schema import (
     check_component_arguments,
     optional_defaults,
@@ -37,7 +36,6 @@ from oml_core.lightning.pipelines.shared.schema import (
 from oml_core.lightning.progress import PROGRESS_BAR_ARG
 from oml_core.lightning.quiet import quiet_lightning
 from oml_core.registry import ConfigError, Registry, default_registry
-from oml_core.utils.images import IMAGE_SUFFIXES, find_images
 
 PIPELINE = "extractor_prediction_pipeline"
 REQUIRED_KEYS = required_keys(PIPELINE)
@@ -111,11 +109,12 @@ def extractor_prediction_pipeline(
         _check_not_written(Path(cfg["save_dir"]).expanduser().resolve() / PREDICTIONS_FILE)
     pl.seed_everything(cfg["seed"], workers=True, verbose=False)
 
-    dataset = _prediction_dataset(cfg, registry)
+    data = build_dataset_component(registry, cfg, PIPELINE)
+    dataset = dataset_of(data, "prediction", PIPELINE)
     extractor = build_component(registry, "extractor", cfg["extractor"], "extractor", PIPELINE)
     if launching:
         progress_bar = trainer_args[PROGRESS_BAR_ARG]  # always set by inference_config
-        check_images(dataset.paths, dataset.f_imread, cfg["num_workers"], PIPELINE, progress_bar)
+        check_datasets(data, [dataset], cfg["num_workers"], progress_bar)
 
     save_dir = shared_run_dir(lambda: _make_save_dir(cfg), *_named_save_dir(cfg))
     trainer = pl.Trainer(**trainer_args, logger=False, default_root_dir=str(save_dir))
@@ -123,7 +122,7 @@ def extractor_prediction_pipeline(
     with run_dir_for_ddp_processes(save_dir) if is_ddp_engine(trainer_args) else nullcontext():
         features = extract_embeddings(trainer, extractor, loader)
 
-    paths = [str(path) for path in dataset.paths]
+    paths = data.item_names(dataset)
     predictions_path = save_dir / PREDICTIONS_FILE
     if trainer.is_global_zero:
         with predictions_path.open(
@@ -158,88 +157,6 @@ def _named_save_dir(cfg: Mapping[str, Any]) -> tuple[Path | None, str]:
         return Path(cfg["save_dir"]).expanduser().resolve(), "save_dir"
     named = named_run_dir(cfg["logs_root"], cfg["logs_folder"])
     return named, "logs_folder" if named else "save_dir"
-
-
-def _prediction_dataset(cfg: Mapping[str, Any], registry: Registry) -> Any:
-    """An ``ImageBaseDataset`` of the images of ``data_dir``, of the dataframe, or of the mock dataset."""
-    from oml_core.datasets import ImageBaseDataset
-
-    transform = build_component(
-        registry, "transforms", cfg["transforms_predict"], "transforms_predict", PIPELINE
-    )
-    if cfg["dataframe_name"] is not None:
-        if cfg["data_dir"] is not None:
-            raise ConfigError(
-                f"{PIPELINE}: give either data_dir (a folder of images) or dataframe_name (a csv under "
-                f"dataset_root), not both"
-            )
-        root = resolve_dataset_root(cfg["dataset_root"])
-        paths, bboxes = _read_paths(root / cfg["dataframe_name"], cfg["dataframe_encoding"])
-        return ImageBaseDataset(paths, dataset_root=root, bboxes=bboxes, transform=transform)
-    if cfg["dataset_root"] is not None:
-        raise ConfigError(
-            f"{PIPELINE}: dataset_root is set but dataframe_name is null: set dataframe_name to predict the "
-            f"images of a csv, or data_dir to predict the images of a folder"
-        )
-    return ImageBaseDataset(_image_files(_data_dir(cfg)), transform=transform)
-
-
-def _data_dir(cfg: Mapping[str, Any]) -> Path:
-    if cfg["data_dir"] is None:
-        from oml_core.datasets.mock import get_mock_dataset_root
-
-        return get_mock_dataset_root() / "images"
-    data_dir = Path(cfg["data_dir"]).expanduser().resolve()
-    if not data_dir.is_dir():
-        raise ConfigError(f"{PIPELINE}: data_dir {str(data_dir)!r} is not a directory")
-    return data_dir
-
-
-def _image_files(data_dir: Path) -> list[Path]:
-    """The image files under ``data_dir`` (recursively), sorted by path."""
-    files = find_images(data_dir)
-    if not files:
-        raise ConfigError(
-            f"{PIPELINE}: no image files ({', '.join(IMAGE_SUFFIXES)}) under data_dir {str(data_dir)!r}"
-        )
-    return files
-
-
-def _read_paths(csv_path: Path, encoding: str) -> tuple[list[str], Sequence[Any] | None]:
-    """The ``path`` column and the bounding boxes (or None) of every row of ``csv_path`` (text in ``encoding``).
-
-    Raises:
-        ConfigError: no such file, not text in ``encoding`` or not a csv, no ``path`` column, empty or
-            duplicate paths, bad boxes (naming the file, the column and the rows).
-    """
-    from oml_core.datasets import DataFrameFormatError, parse_bboxes
-    from oml_core.datasets.dataframe_format import read_csv_file
-
-    if not csv_path.is_file():
-        raise ConfigError(f"dataframe {str(csv_path)!r} (dataset_root + dataframe_name) does not exist")
-    try:
-        df = read_csv_file(csv_path, encoding=encoding)
-    except DataFrameFormatError as e:
-        raise ConfigError(str(e)) from e
-    if "path" not in df.columns:
-        raise ConfigError(
-            f"{str(csv_path)!r}: has no column 'path' (columns: {', '.join(map(str, df.columns))})"
-        )
-    missing = df.index[df["path"].isna()].tolist()
-    if missing:
-        raise ConfigError(f"{str(csv_path)!r}: column 'path' is empty in the row(s) {missing[:10]}")
-    paths = df["path"].astype(str)
-    duplicated = paths[paths.duplicated()].unique().tolist()
-    if duplicated:
-        raise ConfigError(
-            f"{str(csv_path)!r}: column 'path' repeats {duplicated[:5]}; {PREDICTIONS_FILE} has one entry per "
-            f"image path"
-        )
-    try:
-        bboxes = parse_bboxes(df, owner=repr(str(csv_path)))
-    except DataFrameFormatError as e:
-        raise ConfigError(str(e)) from e
-    return paths.tolist(), bboxes
 
 
 __all__ = ["PREDICTIONS_FILE", "PredictionResult", "extractor_prediction_pipeline"]

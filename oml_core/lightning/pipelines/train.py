@@ -2,20 +2,17 @@
 
 from __future__ import annotations
 
-import time
-import warnings
 from collections.abc import Mapping
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
-import numpy as np
 import pytorch_lightning as pl
 from pytorch_lightning.utilities import rank_zero_only
 from torch.utils.data import DataLoader
 
-from oml_core.datasets.dataframe_format import dataframe_warnings
+from oml_core.interfaces.datasets import IDatasetComponent
 from oml_core.interfaces.models import IFreezable
 from oml_core.lightning.callbacks.metric import MetricValCallback, MetricValCallbackDDP
 from oml_core.lightning.callbacks.run_record import make_run_record
@@ -28,23 +25,20 @@ from oml_core.lightning.pipelines.shared.common import (
     as_config,
     build_component,
     build_logger,
-    check_train_and_validation_rows,
     embedding_metrics,
     is_ddp_child_process,
     is_ddp_engine,
     log_dir_of,
     make_run_dir,
     named_run_dir,
+    offered_args,
     parse_engine_params,
-    read_dataframe,
-    resolve_dataset_root,
     run_dir_for_ddp_processes,
     shared_run_dir,
-    split_dataframe,
 )
+from oml_core.lightning.pipelines.shared.data import build_dataset_component, check_datasets, dataset_of
 from oml_core.lightning.pipelines.shared.preflight import (
     check_engine,
-    check_images,
     check_logs_root,
     check_metric_for_checkpointing,
     check_validation_ground_truth,
@@ -68,7 +62,6 @@ from oml_core.lightning.pipelines.shared.training import (
     build_train_loader,
     check_criterion_fits,
     fit_keeping_checkpoints,
-    offered_args,
     resumed_logger_spec,
     run_callbacks,
     scheduler_args,
@@ -201,14 +194,13 @@ def extractor_training_pipeline(
         check_engine(engine, config.precision, config.lightning_trainer_extra_args)
     pl.seed_everything(config.seed, workers=True, verbose=False)
 
-    dataset_root = resolve_dataset_root(config.dataset_root)
-    df = read_dataframe(dataset_root, config.dataframe_name, config.dataframe_encoding)
-    record = make_run_record(PIPELINE, config, dataset_root / config.dataframe_name)
+    data = build_dataset_component(registry, config.as_mapping(), PIPELINE)
+    train_dataset = dataset_of(data, "train", PIPELINE)
+    val_dataset = dataset_of(data, "validation", PIPELINE)
+    record = make_run_record(PIPELINE, config, data.source)
     resume = plan_resume(record, config) if config.resume else None  # refused before any work
-    df_train, df_val = split_dataframe(df)
-    train_dataset, val_dataset = _build_datasets(config, registry, dataset_root, df_train, df_val)
     if launching:
-        _check_data(config, dataset_root / config.dataframe_name, df, train_dataset, val_dataset)
+        _check_data(config, data, train_dataset, val_dataset)
     train_loader, generators, resumable = build_train_loader(config, registry, train_dataset, PIPELINE)
     val_loader = DataLoader(val_dataset, batch_size=config.bs_val, num_workers=config.num_workers)
     module_args = _module_args(config, registry, train_dataset)
@@ -325,52 +317,17 @@ def _module_args(config: ExtractorTrainingConfig, registry: Registry, train_data
 
 
 def _check_data(
-    config: ExtractorTrainingConfig, csv: Path, df: Any, train_dataset: Any, val_dataset: Any
+    config: ExtractorTrainingConfig, data: IDatasetComponent, train_dataset: Any, val_dataset: Any
 ) -> None:
-    """The checks of the data before training (see :mod:`~oml_core.lightning.pipelines.shared.preflight`): the
-    validation split's ground truth; unless ``check_images`` is false, every image of both splits opens and
-    its box lies in it (named by csv row; the time it took is printed); warnings for boxes that cross their
-    images' edges, duplicated paths and labels shared by the splits."""
+    """The checks of the data before training: the validation split's ground truth
+    (:func:`~oml_core.lightning.pipelines.shared.preflight.check_validation_ground_truth`), then the dataset
+    component's own (images: every image opens and its box lies in it, unless ``check_images`` is false; the
+    dataframe's doubtful rows as warnings)."""
     check_validation_ground_truth(
-        val_dataset.get_labels(), val_dataset.get_query_ids(), val_dataset.get_gallery_ids(), str(csv)
+        val_dataset.get_labels(), val_dataset.get_query_ids(), val_dataset.get_gallery_ids(), str(data.source)
     )
-    found = dataframe_warnings(df, repr(str(csv))) if config.show_dataset_warnings else []
-    if config.check_images:
-        started = time.perf_counter()
-        paths = [*train_dataset.paths, *val_dataset.paths]
-        bboxes = None
-        if train_dataset.bboxes is not None or val_dataset.bboxes is not None:
-            bboxes = [
-                *(train_dataset.bboxes or [None] * len(train_dataset)),
-                *(val_dataset.bboxes or [None] * len(val_dataset)),
-            ]
-        rows = [*np.flatnonzero(df["split"] == "train"), *np.flatnonzero(df["split"] == "validation")]
-        progress = progress_bar_enabled(config.lightning_trainer_extra_args)
-        images = check_images(
-            paths, train_dataset.f_imread, config.num_workers, PIPELINE, progress, bboxes, rows
-        )
-        found += [f"{str(csv)!r}: {message}" for message in images]
-        print(
-            f"Checked {len(paths)} images in {time.perf_counter() - started:.1f} s (check_images=false skips it)"
-        )
-    for message in found:
-        warnings.warn(message, stacklevel=3)
-
-
-def _build_datasets(
-    config: ExtractorTrainingConfig, registry: Registry, dataset_root: Path, df_train: Any, df_val: Any
-) -> tuple[Any, Any]:
-    from oml_core.datasets import ImageLabeledDataset, ImageQueryGalleryLabeledDataset
-
-    common: dict[str, Any] = {"dataset_root": dataset_root, "cache_size": config.cache_size}
-    train_transform = build_component(
-        registry, "transforms", config.transforms_train, "transforms_train", PIPELINE
-    )
-    val_transform = build_component(registry, "transforms", config.transforms_val, "transforms_val", PIPELINE)
-    train = ImageLabeledDataset(df_train, transform=train_transform, **common)
-    val = ImageQueryGalleryLabeledDataset(df_val, transform=val_transform, **common)
-    check_train_and_validation_rows(dataset_root / config.dataframe_name, len(train), len(val))
-    return train, val
+    progress = progress_bar_enabled(config.lightning_trainer_extra_args)
+    check_datasets(data, [train_dataset, val_dataset], config.num_workers, progress)
 
 
 def _report(result: TrainingResult, config: ExtractorTrainingConfig) -> None:

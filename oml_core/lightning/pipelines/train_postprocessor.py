@@ -13,6 +13,12 @@ import torch
 from torch import Tensor
 from torch.utils.data import DataLoader
 
+from oml_core.datasets.dataframe_format import read_dataframe
+from oml_core.datasets.image_data import (
+    check_train_and_validation_rows,
+    resolve_dataset_root,
+    split_dataframe,
+)
 from oml_core.interfaces.models import IFreezable
 from oml_core.lightning.callbacks.metric import MetricValCallback
 from oml_core.lightning.callbacks.run_record import make_run_record
@@ -25,15 +31,11 @@ from oml_core.lightning.pipelines.shared.common import (
     build_component,
     build_logger,
     check_one_device,
-    check_train_and_validation_rows,
     embedding_metrics,
     log_dir_of,
     make_run_dir,
     parse_engine_params,
-    read_dataframe,
-    resolve_dataset_root,
     spec_of,
-    split_dataframe,
 )
 from oml_core.lightning.pipelines.shared.embeddings_cache import (
     EMBEDDINGS_KEY,
@@ -72,6 +74,8 @@ from oml_core.lightning.quiet import quiet_lightning
 from oml_core.registry import ConfigError, Registry, default_registry
 
 PIPELINE = "postprocessor_training_pipeline"
+#: The names of the core's images dataset component, the one this pipeline reads.
+IMAGES_DATASET_NAMES = ("images", "oml_core:images")
 REQUIRED_KEYS = required_keys(PIPELINE)
 DEFAULTS = optional_defaults(PIPELINE)
 #: Every key of the pipeline's config; any other is a variable of the user's (see ``without_user_variables``).
@@ -168,6 +172,11 @@ def postprocessor_training_pipeline(
     cfg = {**DEFAULTS, **{key: value for key, value in as_config(cfg).items() if key in KNOWN_KEYS}}
     registry = registry or default_registry()
     check_component_arguments(config, registry)
+    if config.dataset is not None and config.dataset.name not in IMAGES_DATASET_NAMES:
+        raise ConfigError(
+            f"{PIPELINE}: config key 'dataset': this pipeline trains on images only (dataset null or images), "
+            f"got {config.dataset.name!r}"
+        )
     if cfg["pairs_miner"] is None:
         registry.get("pairs_miner", DEFAULT_PAIRS_MINER)
     engine = parse_engine_params(config.accelerator, config.devices, num_nodes=config.num_nodes)
@@ -292,9 +301,9 @@ def _datasets_with_embeddings(
     emb_val = extraction(val_dataset, "validation")
     train_dataset = ImageLabeledDataset(
         df_train,
-        transform=build_component(
-            registry, "transforms", cfg["transforms_train"], "transforms_train", PIPELINE
-        ),
+        transform=None  # null: the images normalised as OML does
+        if cfg["transforms_train"] is None
+        else build_component(registry, "transforms", cfg["transforms_train"], "transforms_train", PIPELINE),
         extra_data={EMBEDDINGS_KEY: emb_train},
         **common,
     )

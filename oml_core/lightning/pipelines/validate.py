@@ -27,11 +27,8 @@ from oml_core.lightning.pipelines.shared.common import (
     run_dir_for_ddp_processes,
     shared_run_dir,
 )
-from oml_core.lightning.pipelines.shared.inference import (
-    inference_config,
-    validation_dataset,
-)
-from oml_core.lightning.pipelines.shared.preflight import check_images
+from oml_core.lightning.pipelines.shared.data import build_dataset_component, check_datasets, dataset_of
+from oml_core.lightning.pipelines.shared.inference import inference_config
 from oml_core.lightning.pipelines.shared.schema import (
     check_component_arguments,
     optional_defaults,
@@ -114,7 +111,8 @@ def extractor_validation_pipeline(
     check_component_arguments(config, registry)
     pl.seed_everything(cfg["seed"], workers=True, verbose=False)
 
-    dataset = validation_dataset(cfg, registry, PIPELINE)
+    data = build_dataset_component(registry, cfg, PIPELINE)
+    dataset = dataset_of(data, "validation", PIPELINE)
     extractor = build_component(registry, "extractor", cfg["extractor"], "extractor", PIPELINE)
     postprocessor = (
         build_component(registry, "postprocessor", cfg["postprocessor"], "postprocessor", PIPELINE)
@@ -124,7 +122,7 @@ def extractor_validation_pipeline(
     metric = embedding_metrics(dataset, cfg["metric_args"], registry, postprocessor, PIPELINE, ddp=is_ddp)
     if not is_ddp_child_process():  # the DDP processes skip what the launching process checked
         progress_bar = trainer_args[PROGRESS_BAR_ARG]  # always set by inference_config
-        check_images(dataset.paths, dataset.f_imread, cfg["num_workers"], PIPELINE, progress_bar)
+        check_datasets(data, [dataset], cfg["num_workers"], progress_bar)
     metric_callback = (MetricValCallbackDDP if is_ddp else MetricValCallback)(metric=metric)
 
     run_dir = shared_run_dir(

@@ -20,25 +20,21 @@ from oml_core.lightning.pipelines.shared.common import (
     embedding_metrics,
     log_dir_of,
     make_run_dir,
-    resolve_dataset_root,
     spec_of,
 )
+from oml_core.lightning.pipelines.shared.data import build_dataset_component, check_datasets, dataset_of
 from oml_core.lightning.pipelines.shared.embeddings_cache import (
     CachedEmbeddings,
     EmbeddingsDataset,
     EmbeddingsSource,
 )
-from oml_core.lightning.pipelines.shared.inference import (
-    inference_config,
-    validation_dataset,
-)
+from oml_core.lightning.pipelines.shared.inference import inference_config
 from oml_core.lightning.pipelines.shared.postprocessing import (
     BEFORE_PREFIX,
     build_pairwise_postprocessor,
     metrics_of_embeddings,
     report_metrics,
 )
-from oml_core.lightning.pipelines.shared.preflight import check_images
 from oml_core.lightning.pipelines.shared.schema import (
     check_component_arguments,
     optional_defaults,
@@ -115,7 +111,8 @@ def postprocessor_validation_pipeline(
     check_component_arguments(config, registry)
     pl.seed_everything(cfg["seed"], workers=True, verbose=False)
 
-    dataset = validation_dataset(cfg, registry, PIPELINE)
+    data = build_dataset_component(registry, cfg, PIPELINE)
+    dataset = dataset_of(data, "validation", PIPELINE)
     pairwise_model = build_component(
         registry, "pairwise_model", _pairwise_model_spec(cfg), "postprocessor.args.pairwise_model", PIPELINE
     )
@@ -123,12 +120,12 @@ def postprocessor_validation_pipeline(
     metric_before = embedding_metrics(dataset, cfg["metric_args"], registry, None, PIPELINE)
     metric = embedding_metrics(dataset, cfg["metric_args"], registry, postprocessor, PIPELINE)
     progress_bar = trainer_args[PROGRESS_BAR_ARG]  # always set by inference_config
-    check_images(dataset.paths, dataset.f_imread, cfg["num_workers"], PIPELINE, progress_bar)
+    check_datasets(data, [dataset], cfg["num_workers"], progress_bar)
     extraction = CachedEmbeddings(
         registry,
         cfg,
         transforms_spec=cfg["transforms_val"],
-        dataframe_path=resolve_dataset_root(cfg["dataset_root"]) / cfg["dataframe_name"],
+        dataframe_path=data.source,
         trainer_args=trainer_args,
         batch_size=cfg["bs_val"],
         pipeline=PIPELINE,

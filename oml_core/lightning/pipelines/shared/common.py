@@ -12,10 +12,7 @@ from collections.abc import Callable, Collection, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import pandas as pd
-
 from oml_core.compose import one_line, resolved_config
-from oml_core.datasets.dataframe_format import read_dataframe
 from oml_core.registry import ConfigError, Registry, RegistryError, to_plain
 from oml_core.registry.errors import describe_error
 from oml_core.registry.registry import failed_component
@@ -86,7 +83,9 @@ def spec_of(value: Any) -> dict[str, Any]:
     return {"name": spec} if isinstance(spec, str) else dict(spec)
 
 
-def build_component(registry: Registry, kind: str, spec: Any, key: str, pipeline: str, **runtime: Any) -> Any:
+def build_component(
+    registry: Registry, kind: str, spec: Any, key: str, pipeline: str, /, **runtime: Any
+) -> Any:
     """Build the component of the config key ``key`` (e.g. an extractor whose ``args.weights`` is a checkpoint
     path, a zoo key or null), with the ``runtime`` arguments of its factory.
 
@@ -115,6 +114,16 @@ def build_component(registry: Registry, kind: str, spec: Any, key: str, pipeline
             f"{pipeline}: config key {key!r}: the {failed.kind} {failed.name!r} of the plugin "
             f"{failed.plugin.provider} failed to build: {one_line(describe_error(e))}"
         ) from e
+
+
+def offered_args(
+    registry: Registry, kind: str, spec: Mapping[str, Any], offers: Mapping[str, Callable[[], Any]]
+) -> dict[str, Any]:
+    """The runtime arguments of a component: ``offers[name]()`` for every ``name`` its factory accepts and its
+    config's ``args`` do not set (a sampler's ``labels`` and ``generator``, a loss's ``label2category``)."""
+    accepted = inspect.signature(registry.get(kind, spec["name"]).load()).parameters
+    given = set(spec.get("args") or {})
+    return {name: offer() for name, offer in offers.items() if name in accepted and name not in given}
 
 
 def path_inside(
@@ -378,40 +387,6 @@ def merge_trainer_args(
     return {**defaults, **extra}
 
 
-def resolve_dataset_root(dataset_root: str | os.PathLike[str] | None) -> Path:
-    """The config key ``dataset_root`` as an absolute folder, or the built-in mock dataset (generated on first
-    use) when it is null.
-
-    Raises:
-        ConfigError: ``dataset_root`` is not a directory.
-    """
-    if dataset_root is None:
-        from oml_core.datasets.mock import get_mock_dataset_root
-
-        return get_mock_dataset_root()
-    path = Path(dataset_root).expanduser().resolve()
-    if not path.is_dir():
-        raise ConfigError(f"dataset_root {str(path)!r} is not a directory")
-    return path
-
-
-def split_dataframe(df: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """The ``split == "train"`` and ``split == "validation"`` rows of a checked dataframe, index reset."""
-    df_train = df[df["split"] == "train"].reset_index(drop=True)
-    df_val = df[df["split"] == "validation"].reset_index(drop=True)
-    return df_train, df_val
-
-
-def check_train_and_validation_rows(dataframe_path: Path, n_train: int, n_validation: int) -> None:
-    """Raise a ``ConfigError`` naming ``dataframe_path`` when a training pipeline's dataframe has no
-    ``split == "train"`` rows (``n_train``) or no ``split == "validation"`` rows (``n_validation``)."""
-    if n_train == 0 or n_validation == 0:
-        raise ConfigError(
-            f"{dataframe_path}: needs rows with split=train and split=validation "
-            f"(found {n_train} and {n_validation})"
-        )
-
-
 def build_logger(registry: Registry, logger_cfg: Any, run_dir: Path) -> Any:
     """Build the pipeline logger (TensorBoard when the config has none); a relative ``save_dir`` is taken
     relative to the run directory, as OML does with hydra's run dir, and stays inside it; the folder the logger
@@ -513,7 +488,6 @@ __all__ = [
     "build_logger",
     "check_keys",
     "check_one_device",
-    "check_train_and_validation_rows",
     "embedding_metrics",
     "external_launcher",
     "format_metrics_table",
@@ -524,15 +498,13 @@ __all__ = [
     "make_run_dir",
     "merge_trainer_args",
     "named_run_dir",
+    "offered_args",
     "one_line",
     "parse_engine_params",
     "path_inside",
-    "read_dataframe",
     "require",
-    "resolve_dataset_root",
     "run_dir_for_ddp_processes",
     "run_dir_path",
     "shared_run_dir",
     "spec_of",
-    "split_dataframe",
 ]

@@ -1,6 +1,6 @@
 """Pieces shared by the inference pipelines (validation, post-processor validation and prediction): their
-config checks and Trainer arguments, the config and dataset of the validation pipelines, the check that every
-image can be read, and the extraction of embeddings in dataset order, on one process or gathered from DDP's."""
+config checks and Trainer arguments, and the extraction of embeddings in dataset order, on one process or
+gathered from DDP's."""
 
 from __future__ import annotations
 
@@ -9,18 +9,13 @@ from typing import TYPE_CHECKING, Any, cast
 
 from oml_core.lightning.pipelines.shared.common import (
     as_config,
-    build_component,
     check_one_device,
     merge_trainer_args,
     parse_engine_params,
-    read_dataframe,
     require,
-    resolve_dataset_root,
-    split_dataframe,
 )
 from oml_core.lightning.pipelines.shared.preflight import check_engine
 from oml_core.lightning.progress import PROGRESS_BAR_ARG, progress_bar_enabled
-from oml_core.registry import ConfigError, Registry
 
 if TYPE_CHECKING:
     import pytorch_lightning as pl
@@ -88,29 +83,6 @@ def inference_config(
     trainer_args[PROGRESS_BAR_ARG] = progress_bar_enabled(trainer_args)
     check_engine(engine, cfg["precision"], cfg["lightning_trainer_extra_args"])
     return cfg, trainer_args
-
-
-def validation_dataset(cfg: Mapping[str, Any], registry: Registry, pipeline: str) -> Any:
-    """The ``ImageQueryGalleryLabeledDataset`` of the ``split == "validation"`` rows of ``dataset_root /
-    dataframe_name``, with the transforms ``transforms_val`` and ``cache_size``.
-
-    Raises:
-        ConfigError: a bad dataframe, or one without validation rows (naming the file).
-    """
-    from oml_core.datasets import ImageQueryGalleryLabeledDataset
-
-    dataset_root = resolve_dataset_root(cfg["dataset_root"])
-    _, df_val = split_dataframe(
-        read_dataframe(dataset_root, cfg["dataframe_name"], cfg["dataframe_encoding"])
-    )
-    if len(df_val) == 0:
-        raise ConfigError(f"{dataset_root / cfg['dataframe_name']}: has no rows with split=validation")
-    return ImageQueryGalleryLabeledDataset(
-        df_val,
-        dataset_root=dataset_root,
-        transform=build_component(registry, "transforms", cfg["transforms_val"], "transforms_val", pipeline),
-        cache_size=cfg["cache_size"],
-    )
 
 
 def extract_embeddings(trainer: pl.Trainer, extractor: Any, loader: DataLoader) -> Tensor:
@@ -184,5 +156,4 @@ __all__ = [
     "extract_embeddings",
     "in_dataset_order",
     "inference_config",
-    "validation_dataset",
 ]

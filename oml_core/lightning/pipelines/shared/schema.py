@@ -369,6 +369,8 @@ class PipelineConfig:
     accelerator: str | None = setting(nullable(STRING), None)
     devices: Any = setting(DEVICES, 1)  # null, an int or a list of ints (an omegaconf field cannot say so)
     num_nodes: int = setting(POSITIVE_INT, 1)
+    # the kind of data (oml_register_datasets), built from the data keys below; null: images (OML's dataframes)
+    dataset: ComponentSpec | None = spec("dataset", optional=True)
     dataset_root: str | None = setting(nullable(PATH), None)
     # the text encoding of the csv dataframe_name (pandas' default, as OML reads it); latin-1, cp1252, ... else
     dataframe_encoding: str = setting(ENCODING, DEFAULT_ENCODING)
@@ -380,6 +382,10 @@ class PipelineConfig:
     def check_combination(self) -> None:
         """Raise a ``ConfigError`` when values that are right one by one do not go together (none here)."""
 
+    def as_mapping(self) -> dict[str, Any]:
+        """Every key of the config and its checked value (the values themselves, not copies)."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
 
 @dataclass
 class ExtractorValidationConfig(PipelineConfig):
@@ -390,7 +396,7 @@ class ExtractorValidationConfig(PipelineConfig):
     postfix: str = setting(NAME, "validation")
     dataframe_name: str = setting(PATH)
     cache_size: int = setting(NON_NEGATIVE_INT, 0)
-    transforms_val: ComponentSpec = spec("transforms")
+    transforms_val: ComponentSpec | None = spec("transforms", optional=True)
     bs_val: int = setting(POSITIVE_INT)
     metric_args: dict[str, Any] = setting(METRIC_ARGS, {})
     postprocessor: ComponentSpec | None = spec("postprocessor", optional=True)
@@ -423,7 +429,7 @@ class ExtractorPredictionConfig(PipelineConfig):
     dataframe_name: str | None = setting(nullable(PATH), None)
     save_dir: str | None = setting(nullable(PATH), None)
     bs: int = setting(POSITIVE_INT)
-    transforms_predict: ComponentSpec = spec("transforms")
+    transforms_predict: ComponentSpec | None = spec("transforms", optional=True)
     extractor: ComponentSpec = spec("extractor")
 
 
@@ -435,7 +441,7 @@ class TrainingConfig(PipelineConfig):
     dataframe_name: str = setting(PATH)
     cache_size: int = setting(NON_NEGATIVE_INT, 0)
     show_dataset_warnings: bool = setting(BOOL, True)
-    transforms_train: ComponentSpec = spec("transforms")
+    transforms_train: ComponentSpec | None = spec("transforms", optional=True)
     sampler: ComponentSpec | None = spec("sampler", optional=True)
     bs_train: int | None = setting(nullable(POSITIVE_INT), None)
     max_epochs: int = setting(POSITIVE_INT)
@@ -478,7 +484,7 @@ class ExtractorTrainingConfig(TrainingConfig):
 
     devices: Any = setting(DEVICES, None)
     find_unused_parameters: bool = setting(BOOL, False)
-    transforms_val: ComponentSpec = spec("transforms")
+    transforms_val: ComponentSpec | None = spec("transforms", optional=True)
     bs_val: int = setting(POSITIVE_INT)
     check_images: bool = setting(BOOL, True)
     validate_before_training: bool = setting(BOOL, True)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import inspect
 import math
 import warnings
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -17,6 +17,7 @@ from oml_core.lightning.pipelines.shared.common import (
     DEFAULT_LOGGER,
     build_component,
     merge_trainer_args,
+    offered_args,
     spec_of,
 )
 from oml_core.lightning.progress import PROGRESS_BAR_ARG, progress_bar_enabled
@@ -306,16 +307,6 @@ def scheduler_args(
     }
 
 
-def offered_args(
-    registry: Registry, kind: str, spec: Mapping[str, Any], offers: Mapping[str, Callable[[], Any]]
-) -> dict[str, Any]:
-    """The runtime arguments of a component: ``offers[name]()`` for every ``name`` its factory accepts and its
-    config's ``args`` do not set (a sampler's ``labels`` and ``generator``, a loss's ``label2category``)."""
-    accepted = inspect.signature(registry.get(kind, spec["name"]).load()).parameters
-    given = set(spec.get("args") or {})
-    return {name: offer() for name, offer in offers.items() if name in accepted and name not in given}
-
-
 def build_train_loader(
     config: TrainingConfig, registry: Registry, dataset: Any, pipeline: str
 ) -> tuple[DataLoader, dict[str, Generator], ResumableBatchSampler]:
@@ -409,7 +400,6 @@ __all__ = [
     "check_criterion_fits",
     "RunCallbacks",
     "fit_keeping_checkpoints",
-    "offered_args",
     "progress_callbacks",
     "resumed_logger_spec",
     "run_callbacks",
