@@ -9,11 +9,11 @@ Plugins implement the hooks of :mod:`oml_core.registry.hookspecs` with :data:`ho
         register("my_loss", "my_pkg.losses:MyLoss")
 
 OML's import paths work with ``oml_core`` for ``oml``, also for the classes that live in plugins here
-(``from oml_core.losses.triplet import TripletLossWithMiner``; see :mod:`oml_core.oml_modules`).
+(``from oml_core.losses.triplet import TripletLossWithMiner``; see :mod:`oml_core.compat.modules`).
 """
 
+from oml_core.compat.modules import install_oml_module_finder
 from oml_core.markers import PROJECT_NAME, hookimpl, hookspec
-from oml_core.oml_modules import install_oml_module_finder
 
 __version__ = "0.1.0"
 

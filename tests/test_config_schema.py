@@ -291,7 +291,7 @@ def test_the_checked_config_holds_typed_values_and_the_defaults(registry, tmp_pa
 
 
 def test_required_keys_and_defaults_are_the_pipelines():
-    assert required_keys(VALIDATE) == ("dataframe_name", "transforms_val", "bs_val", "extractor")
+    assert required_keys(VALIDATE) == ("dataframe_name", "bs_val", "extractor")
     assert optional_defaults(VALIDATE) == {
         "postfix": "validation",
         "seed": 42,
@@ -299,6 +299,7 @@ def test_required_keys_and_defaults_are_the_pipelines():
         "accelerator": None,
         "devices": 1,
         "num_nodes": 1,
+        "dataset": None,
         "dataset_root": None,
         "dataframe_encoding": "utf-8",
         "logs_root": "logs",
@@ -306,6 +307,7 @@ def test_required_keys_and_defaults_are_the_pipelines():
         "num_workers": 0,
         "lightning_trainer_extra_args": None,
         "cache_size": 0,
+        "transforms_val": None,
         "metric_args": {},
         "postprocessor": None,
         "log_images": False,
@@ -315,8 +317,6 @@ def test_required_keys_and_defaults_are_the_pipelines():
     assert set(required_keys(TRAIN)) == {  # OML's: postfix and logs_root are optional there
         "seed",
         "dataframe_name",
-        "transforms_train",
-        "transforms_val",
         "extractor",
         "criterion",
         "optimizer",

@@ -66,7 +66,7 @@ class SpecName:
         (
             Unknown(),
             "oml_register_everything: 'oml_register_everything' is no oml hook (the hooks: oml_register_callbacks, "
-            "oml_register_commands, oml_register_config_dirs, oml_register_extractors, oml_register_knn_backends, ",
+            "oml_register_commands, oml_register_config_dirs, oml_register_datasets, oml_register_extractors, ",
         ),
         (
             Unmarked(),
@@ -105,7 +105,7 @@ def test_a_hook_under_another_name_with_specname_is_called_in_pluggy_order():
 def test_the_hook_names_are_the_hookspecs():
     names = hook_names()
     assert "oml_register_extractors" in names and "oml_register_knn_backends" in names
-    assert all(name.startswith("oml_register_") for name in names) and len(names) == 18
+    assert all(name.startswith("oml_register_") for name in names) and len(names) == 19
 
 
 def test_the_readme_names_every_hook():

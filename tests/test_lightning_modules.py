@@ -17,9 +17,9 @@ from oml_core.interfaces.datasets import IQueryGalleryLabeledDataset
 from oml_core.interfaces.metrics import IBasicMetric
 from oml_core.interfaces.models import IExtractor, IFreezable
 from oml_core.lightning.callbacks import MetricValCallback, MetricValCallbackDDP, RNGStateCallback
-from oml_core.lightning.callbacks.rng import get_rng_state, set_rng_state
 from oml_core.lightning.modules import ExtractorModule, ExtractorModuleDDP, ModuleDDP
 from oml_core.metrics import EmbeddingMetrics, EmbeddingMetricsDDP
+from oml_core.utils.rng_state import get_rng_state, set_rng_state
 
 # the modules are trained here without a validation loader, on purpose
 pytestmark = pytest.mark.filterwarnings("ignore:You defined a `validation_step` but have no `val_dataloader`")

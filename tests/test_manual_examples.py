@@ -3,7 +3,7 @@
 The imports are kept here as the manual prints them (``from oml.losses.triplet import ...``) and rewritten by
 :func:`with_oml_core`, the one change a user makes. Every import statement of the manual's examples resolves to
 the class or function it names, wherever it lives here (the core, or a plugin through the forwarding modules
-of :mod:`oml_core.oml_modules`).
+of :mod:`oml_core.compat.modules`).
 
 Examples run whole: the dataframe check, the custom extractor and augmentations put into OML's registries and
 trained by ``extractor_training_pipeline`` from a ``train.py`` (a subprocess, as the manual runs it), and
@@ -27,12 +27,12 @@ import pytest
 import torch
 from omegaconf import OmegaConf
 
-import oml_core.registry.oml_registries as oml_registries
+import oml_core.compat.registries as oml_registries
 from oml_core import const
+from oml_core.compat.modules import OML_MODULES, ForwardingModule
+from oml_core.compat.registries import KindRegistryView
 from oml_core.datasets import get_mock_dataset_root
-from oml_core.oml_modules import OML_MODULES, ForwardingModule
 from oml_core.registry import PluginLoadError, Registry
-from oml_core.registry.oml_registries import KindRegistryView
 from oml_core.zoo.store import get_pretrained
 
 REPO = Path(__file__).resolve().parents[1]

@@ -15,12 +15,9 @@ from torch import nn
 from oml_core import hookimpl
 from oml_core.interfaces.miners import ITripletsMiner
 from oml_core.registry import ConfigError, Registry
-from oml_core.registry.arg_types import (
-    check_argument_types,
-    check_spec_argument_types,
-    describe,
-    type_hints,
-)
+from oml_core.registry.arg_types import check_argument_types, describe
+from oml_core.registry.registry import check_spec_argument_types
+from oml_core.registry.specs import type_hints
 
 
 class Opaque:

@@ -11,8 +11,8 @@ import pytest
 import torch
 from torch.utils.data import BatchSampler, DataLoader, Dataset, RandomSampler
 
-from oml_core.lightning.callbacks.rng import get_rng_state, set_rng_state
 from oml_core.lightning.resumable import ResumableBatchSampler
+from oml_core.utils.rng_state import get_rng_state, set_rng_state
 
 N_ITEMS, BATCH = 20, 4  # 5 batches an epoch
 

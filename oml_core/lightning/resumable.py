@@ -25,7 +25,7 @@ from typing import Any
 import torch
 
 from oml_core.interfaces.samplers import IBatchSampler
-from oml_core.lightning.callbacks.rng import get_rng_state, set_rng_state
+from oml_core.utils.rng_state import get_rng_state, set_rng_state
 
 #: How many of the latest batches' random states are kept (the loader prefetches one batch ahead).
 _KEPT_STATES = 4

@@ -14,19 +14,32 @@ from oml_core.registry.errors import (
     UnknownNameError,
 )
 from oml_core.registry.kinds import KINDS, Kind
-from oml_core.registry.oml_registries import OML_REGISTRY_NAMES
-from oml_core.registry.registry import SELF_BUILT_ARGS_ATTR, Registry, default_registry, is_spec, to_plain
+from oml_core.registry.registry import Registry, default_registry
+from oml_core.registry.specs import SELF_BUILT_ARGS_ATTR, is_spec, to_plain
 from oml_core.utils.lazy import lazy_exports
 
-# OML's names (``from oml.registry import TRANSFORMS_REGISTRY``): views of ``default_registry()``
-# (:mod:`oml_core.registry.oml_registries`, light: no torch), exported by their one list there
-
-__getattr__, __dir__ = lazy_exports(
-    __name__, dict.fromkeys(OML_REGISTRY_NAMES, "oml_core.registry.oml_registries")
+#: OML's names that ``oml_core.registry`` exports too (``from oml.registry import TRANSFORMS_REGISTRY``).
+OML_REGISTRY_NAMES = (
+    "EXTRACTORS_REGISTRY",
+    "LOGGERS_REGISTRY",
+    "LOSSES_REGISTRY",
+    "MINERS_REGISTRY",
+    "OPTIMIZERS_REGISTRY",
+    "PAIRWISE_MODELS_REGISTRY",
+    "POSTPROCESSORS_REGISTRY",
+    "SAMPLERS_REGISTRY",
+    "SCHEDULERS_REGISTRY",
+    "TRANSFORMS_REGISTRY",
+    "get_transforms_for_pretrained",
 )
+
+# OML's names (``from oml.registry import TRANSFORMS_REGISTRY``): views of ``default_registry()`` that the OML
+# compatibility package defines (:mod:`oml_core.compat.registries`), imported on first use
+__getattr__, __dir__ = lazy_exports(__name__, dict.fromkeys(OML_REGISTRY_NAMES, "oml_core.compat.registries"))
 
 __all__ = [
     "KINDS",
+    "OML_REGISTRY_NAMES",
     "SELF_BUILT_ARGS_ATTR",
     "AmbiguousNameError",
     "ConfigError",

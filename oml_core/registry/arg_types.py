@@ -29,13 +29,11 @@ import re
 import types
 import typing
 from collections.abc import Callable, Collection, Iterator, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from oml_core.registry.errors import ConfigError
 from oml_core.registry.kinds import component_of
-
-if TYPE_CHECKING:
-    from oml_core.registry.registry import Registry
+from oml_core.registry.specs import is_spec, type_hints
 
 #: Origins of the annotations whose values a config gives as a list.
 _SEQUENCE_ORIGINS = (
@@ -72,8 +70,6 @@ def check_argument_types(factory: Callable[..., Any], args: Mapping[str, Any], w
         ConfigError: ``<where><name>: expected <annotation>, got <value>``, e.g.
             ``criterion.args.margin: expected float, got 'abc'``.
     """
-    from oml_core.registry.registry import is_spec  # the registry imports this module
-
     try:
         parameters = inspect.signature(factory).parameters
     except (TypeError, ValueError):  # no signature (some builtins): nothing to check against
@@ -93,44 +89,6 @@ def check_argument_types(factory: Callable[..., Any], args: Mapping[str, Any], w
         annotation = hints[parameter.name]
         if not fits(annotation, value):
             raise ConfigError(f"{where}{name}: expected {describe(annotation)}, got {value!r}")
-
-
-def check_spec_argument_types(registry: Registry, kind: str, spec: Any, key: str) -> None:
-    """Check the component spec ``spec`` (of ``kind``, at the config key ``key``) and the components nested in
-    its arguments before anything is built or imported: its name is no Python import path, its arguments' types
-    fit (:func:`check_argument_types`) and hold no import path (:func:`check_no_import_paths`).
-
-    The kind of a nested spec (or of a name given to a :class:`~oml_core.registry.kinds.ComponentOf` argument)
-    is told as the registry tells it when it builds (the argument's name or its annotation); a nested spec whose
-    kind cannot be told, and the arguments the factory builds itself (``SELF_BUILT_ARGS_ATTR``), are left to the
-    registry. A malformed spec is left to the registry too.
-
-    Raises:
-        ConfigError: ``<key>.args.<name>: expected <annotation>, got <value>`` (``<key>.args.miner.args.<name>``
-            for a nested spec); ``scheduling.scheduler.args.lr_lambda: 'os:_exit' is not a registered
-            lr_function; configs name registered components only (oml registry lr_function): constant, ...``.
-        RegistryError: an unknown or ambiguous component name (the registry's message).
-    """
-    from oml_core.registry.registry import is_spec, nested_specs, to_plain
-
-    spec = to_plain(spec)
-    if isinstance(spec, str):
-        spec = {"name": spec}
-    if not is_spec(spec) or not isinstance(spec.get("args") or {}, Mapping):
-        return
-    plugins = registry.plugin_names()
-    if is_import_path(spec["name"], plugins):
-        raise ConfigError(
-            f"{key}: {spec['name']!r} is not a registered {kind}; configs name registered components only "
-            f"(oml registry {kind}): {', '.join(registry.names(kind)) or '(none)'}"
-        )
-    factory = registry.get(kind, spec["name"]).load()
-    args = spec.get("args") or {}
-    check_argument_types(factory, args, f"{key}.args.")
-    check_no_import_paths(factory, args, f"{key}.args.", plugins)
-    for name, nested_kind, value in nested_specs(factory, args):
-        if nested_kind is not None:
-            check_spec_argument_types(registry, nested_kind, value, f"{key}.args.{name}")
 
 
 def is_import_path(value: Any, plugins: Collection[str]) -> bool:
@@ -179,8 +137,6 @@ def check_no_import_paths(
 def _strings(value: Any, place: str) -> Iterator[tuple[str, str]]:
     """``(place, string)`` of every string in ``value`` (lists, mappings, a nested spec's ``args`` but not its
     ``name``), each with its place under ``place``."""
-    from oml_core.registry.registry import is_spec  # the registry imports this module
-
     if isinstance(value, str):
         yield place, value
     elif is_spec(value):
@@ -191,27 +147,6 @@ def _strings(value: Any, place: str) -> Iterator[tuple[str, str]]:
     elif isinstance(value, list | tuple):
         for index, item in enumerate(value):
             yield from _strings(item, f"{place}[{index}]")
-
-
-def type_hints(factory: Callable[..., Any]) -> dict[str, Any]:
-    """The resolved annotations of ``factory``'s parameters (of ``__init__`` for a class), string annotations
-    (``from __future__ import annotations``) evaluated, ``Annotated`` kept; one that cannot be evaluated is left
-    out."""
-    target = factory.__init__ if inspect.isclass(factory) else factory
-    try:
-        return typing.get_type_hints(target, include_extras=True)  # Annotated kept: ComponentOf is read
-    except Exception:  # one unresolvable annotation: resolve the others one by one
-        pass
-    namespace = getattr(inspect.unwrap(target), "__globals__", {})
-    hints: dict[str, Any] = {}
-    for name, annotation in getattr(target, "__annotations__", {}).items():
-        if isinstance(annotation, str):
-            try:
-                annotation = eval(annotation, namespace)  # what typing.get_type_hints does, one at a time
-            except Exception:
-                continue
-        hints[name] = annotation
-    return hints
 
 
 def fits(annotation: Any, value: Any) -> bool:
@@ -342,9 +277,7 @@ __all__ = [
     "IMPORT_PATH",
     "check_argument_types",
     "check_no_import_paths",
-    "check_spec_argument_types",
     "describe",
     "fits",
     "is_import_path",
-    "type_hints",
 ]

@@ -15,11 +15,10 @@ from __future__ import annotations
 import difflib
 import functools
 import inspect
-import typing
-from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import Any
 
-from oml_core.registry.arg_types import check_argument_types, check_no_import_paths, type_hints
+from oml_core.registry.arg_types import check_argument_types, check_no_import_paths, is_import_path
 from oml_core.registry.catalog import FIRST_PARTY_PROVIDERS
 from oml_core.registry.entry import Entry, PluginInfo
 from oml_core.registry.errors import (
@@ -33,7 +32,7 @@ from oml_core.registry.errors import (
     UnknownNameError,
     is_plugin_failure,
 )
-from oml_core.registry.kinds import ARGUMENT_ALIASES, KINDS, Kind, component_of, get_kind
+from oml_core.registry.kinds import KINDS, Kind, get_kind
 from oml_core.registry.manager import (
     BUILTINS_NAME,
     PluginRecord,
@@ -45,21 +44,17 @@ from oml_core.registry.manager import (
     strict_from_env,
     watch_loading,
 )
+from oml_core.registry.specs import (
+    SPEC_KEYS,
+    is_spec,
+    nested_specs,
+    to_plain,
+)
 from oml_core.utils.imports import resolve
 
-SPEC_KEYS = frozenset({"name", "args"})
 #: The attribute that :meth:`Registry.build` sets on an exception raised by a component's factory: its entry
 #: (read it with :func:`failed_component`).
 FAILED_COMPONENT_ATTR = "oml_failed_component"
-
-
-def to_plain(cfg: Any) -> Any:
-    """Turn an omegaconf ``DictConfig``/``ListConfig`` into plain containers (other values unchanged)."""
-    if type(cfg).__module__.startswith("omegaconf"):
-        from omegaconf import OmegaConf
-
-        return OmegaConf.to_container(cfg, resolve=True)
-    return cfg
 
 
 def config_dir_path(config_dir: str) -> Any:
@@ -93,16 +88,6 @@ def find_option_file(search_dirs: Sequence[str], group: str, option: str) -> Any
         if candidate.is_file():
             return candidate
     return None
-
-
-def is_spec(value: Any) -> bool:
-    """True for a ``{name: str, args: {...}}`` mapping (``args`` optional), the shape of a component config."""
-    return isinstance(value, Mapping) and isinstance(value.get("name"), str) and set(value) <= SPEC_KEYS
-
-
-#: A factory's attribute naming the arguments it builds itself from ``{name, args}`` specs (a set of names):
-#: :meth:`Registry.build` passes those specs to it unbuilt instead of building them as oml components.
-SELF_BUILT_ARGS_ATTR = "oml_self_built_args"
 
 
 class Registry:
@@ -522,40 +507,40 @@ def _signature_text(factory: Callable[..., Any]) -> str:
         return str(inspect.signature(factory))
 
 
-def nested_specs(
-    factory: Callable[..., Any], args: Mapping[str, Any]
-) -> Iterator[tuple[str, str | None, Any]]:
-    """The arguments among ``args`` that are components for the registry to build (those a factory builds
-    itself, its ``SELF_BUILT_ARGS_ATTR``, aside): ``(argument, kind, spec)`` of every ``{name, args}`` spec, the
-    kind told by the argument's name or its annotation (None when neither tells it), and of every name (a
-    string) given to an argument annotated with :class:`~oml_core.registry.kinds.ComponentOf`."""
-    hints = type_hints(factory)
-    self_built: Collection[str] = getattr(factory, SELF_BUILT_ARGS_ATTR, frozenset())
-    for name, value in args.items():
-        if name in self_built:
-            continue
-        if is_spec(value) or (isinstance(value, str) and component_of(hints.get(name)) is not None):
-            yield name, _kind_of_argument(name, hints.get(name)), value
+def check_spec_argument_types(registry: Registry, kind: str, spec: Any, key: str) -> None:
+    """Check the component spec ``spec`` (of ``kind``, at the config key ``key``) and the components nested in
+    its arguments before anything is built or imported: its name is no Python import path, its arguments' types
+    fit (:func:`check_argument_types`) and hold no import path (:func:`check_no_import_paths`).
 
+    The kind of a nested spec (or of a name given to a :class:`~oml_core.registry.kinds.ComponentOf` argument)
+    is told as the registry tells it when it builds (the argument's name or its annotation); a nested spec whose
+    kind cannot be told, and the arguments the factory builds itself (``SELF_BUILT_ARGS_ATTR``), are left to the
+    registry. A malformed spec is left to the registry too.
 
-def _kind_of_argument(arg_name: str, annotation: Any) -> str | None:
-    """The kind a nested spec argument holds: by its annotation's :class:`~oml_core.registry.kinds.ComponentOf`,
-    its name, or the interface in its annotation."""
-    referenced = component_of(annotation)
-    if referenced is not None:
-        return referenced
-    if arg_name in KINDS:
-        return arg_name
-    if arg_name in ARGUMENT_ALIASES:
-        return ARGUMENT_ALIASES[arg_name]
-    candidates = typing.get_args(annotation) or (annotation,)
-    for kind in KINDS.values():
-        if kind.interface is None or kind.interface.startswith(("torch", "pytorch_lightning")):
-            continue  # no component of these is told by a torch or Lightning class: not imported for nothing
-        interface = resolve(kind.interface)
-        if any(inspect.isclass(c) and issubclass(c, interface) for c in candidates):
-            return kind.name
-    return None
+    Raises:
+        ConfigError: ``<key>.args.<name>: expected <annotation>, got <value>`` (``<key>.args.miner.args.<name>``
+            for a nested spec); ``scheduling.scheduler.args.lr_lambda: 'os:_exit' is not a registered
+            lr_function; configs name registered components only (oml registry lr_function): constant, ...``.
+        RegistryError: an unknown or ambiguous component name (the registry's message).
+    """
+    spec = to_plain(spec)
+    if isinstance(spec, str):
+        spec = {"name": spec}
+    if not is_spec(spec) or not isinstance(spec.get("args") or {}, Mapping):
+        return
+    plugins = registry.plugin_names()
+    if is_import_path(spec["name"], plugins):
+        raise ConfigError(
+            f"{key}: {spec['name']!r} is not a registered {kind}; configs name registered components only "
+            f"(oml registry {kind}): {', '.join(registry.names(kind)) or '(none)'}"
+        )
+    factory = registry.get(kind, spec["name"]).load()
+    args = spec.get("args") or {}
+    check_argument_types(factory, args, f"{key}.args.")
+    check_no_import_paths(factory, args, f"{key}.args.", plugins)
+    for name, nested_kind, value in nested_specs(factory, args):
+        if nested_kind is not None:
+            check_spec_argument_types(registry, nested_kind, value, f"{key}.args.{name}")
 
 
 @functools.cache

@@ -3,60 +3,20 @@ as the uninterrupted one would."""
 
 from __future__ import annotations
 
-import random
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
 import pytorch_lightning as pl
 import torch
 
 from oml_core.ddp.utils import get_rank_safe, get_world_size_safe, sync_dicts_ddp
+from oml_core.utils.rng_state import get_rng_state, set_rng_state
 
 if TYPE_CHECKING:
     from oml_core.lightning.resumable import ResumableBatchSampler
 
 #: The checkpoint entry of the position of a training epoch that was saved in its middle.
 MID_EPOCH_KEY = "oml_mid_epoch_loader"
-
-
-def get_rng_state(generators: Mapping[str, torch.Generator]) -> dict[str, Any]:
-    """The state of python's, numpy's and torch's global generators (CUDA's too when available) and of
-    ``generators``, in types that a ``weights_only`` checkpoint load accepts (tensors, lists, ints)."""
-    legacy = np.random.get_state(legacy=True)
-    # the global generator is a MT19937, whose legacy state is the 5-tuple (a dict only for other bit generators)
-    assert isinstance(legacy, tuple)
-    kind, keys, position, has_gauss, cached_gaussian = legacy
-    state: dict[str, Any] = {
-        "python": random.getstate(),
-        "numpy": [kind, keys.tolist(), position, has_gauss, cached_gaussian],
-        "torch": torch.get_rng_state(),
-        "generators": {name: generator.get_state() for name, generator in generators.items()},
-    }
-    if torch.cuda.is_available():
-        state["cuda"] = torch.cuda.get_rng_state_all()
-    return state
-
-
-def set_rng_state(state: Mapping[str, Any], generators: Mapping[str, torch.Generator]) -> None:
-    """Restore a state of :func:`get_rng_state` into the global generators and into ``generators``.
-
-    Raises:
-        KeyError: ``generators`` has a name that ``state`` has not (the run was set up differently).
-    """
-    version, internal, gauss = state["python"]
-    random.setstate((version, tuple(internal), gauss))
-    kind, keys, position, has_gauss, cached_gaussian = state["numpy"]
-    np.random.set_state((kind, np.asarray(keys, dtype=np.uint32), position, has_gauss, cached_gaussian))
-    torch.set_rng_state(state["torch"])
-    if "cuda" in state and torch.cuda.is_available():
-        torch.cuda.set_rng_state_all(state["cuda"])
-    for name, generator in generators.items():
-        if name not in state["generators"]:
-            raise KeyError(
-                f"the checkpoint has no state of the generator {name!r} (it has: {sorted(state['generators'])})"
-            )
-        generator.set_state(state["generators"][name])
 
 
 class RNGStateCallback(pl.Callback):
@@ -123,4 +83,4 @@ class RNGStateCallback(pl.Callback):
             )
 
 
-__all__ = ["MID_EPOCH_KEY", "RNGStateCallback", "get_rng_state", "set_rng_state"]
+__all__ = ["MID_EPOCH_KEY", "RNGStateCallback"]

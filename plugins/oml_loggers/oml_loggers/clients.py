@@ -23,7 +23,7 @@ from contextlib import contextmanager
 from types import ModuleType
 from typing import Any
 
-from oml_core.lightning.callbacks.rng import get_rng_state, set_rng_state
+from oml_core.utils.rng_state import get_rng_state, set_rng_state
 
 _logger = logging.getLogger(__name__)
 

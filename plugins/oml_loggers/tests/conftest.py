@@ -18,9 +18,9 @@ from matplotlib.figure import Figure
 from oml_loggers.lifetime import ClientRunLogger, end_open_runs
 
 from oml_core.interfaces.loggers import IPipelineLogger
-from oml_core.lightning.callbacks.rng import get_rng_state
 from oml_core.lightning.pipelines.train import TrainingResult, extractor_training_pipeline
 from oml_core.registry import Registry
+from oml_core.utils.rng_state import get_rng_state
 
 #: Environment variables that would make a client log online, elsewhere or with someone's credentials.
 CLIENT_VARIABLES = (

@@ -47,7 +47,8 @@ from oml_core.lightning.pipelines.shared.common import (
     run_dir_path,
 )
 from oml_core.registry import ConfigError, Registry
-from oml_core.registry.arg_types import check_argument_types, check_spec_argument_types, fits
+from oml_core.registry.arg_types import check_argument_types, fits
+from oml_core.registry.registry import check_spec_argument_types
 from oml_core.utils.text import is_text_encoding
 
 #: The ``ConfigStore`` group of the schemas (``oml_schema/extractor_training_pipeline``, ...).
@@ -714,7 +715,7 @@ def check_component_arguments(config: Any, registry: Registry, key: str = "") ->
     Raises:
         ConfigError: ``<key>.args.<argument>: expected <annotation>, got <value>``
             (``criterion.args.margin: expected float, got 'abc'``); see
-            :func:`~oml_core.registry.arg_types.check_spec_argument_types`.
+            :func:`~oml_core.registry.registry.check_spec_argument_types`.
         RegistryError: an unknown component name (the registry's message).
     """
     for f in fields(config):

@@ -67,7 +67,7 @@ _LOSSES = OmlModule(kinds=("loss",))
 _MINERS = OmlModule(kinds=("miner", "pairs_miner"))
 _SAMPLERS = OmlModule(kinds=("sampler",))
 _TRANSFORMS = OmlModule(kinds=("transforms",))
-_OML_REGISTRIES = OmlModule(core=("oml_core.registry.oml_registries",))
+_OML_REGISTRIES = OmlModule(core=("oml_core.compat.registries",))
 
 #: OML 4.0's module paths (relative to the package) that the core provides as forwarding modules.
 OML_MODULES: dict[str, OmlModule] = {
@@ -198,7 +198,7 @@ class ForwardingModule(types.ModuleType):
 
     def __init__(self, name: str, source: OmlModule) -> None:
         super().__init__(
-            name, f"OML's {name.replace(CORE_PACKAGE, 'oml', 1)}, forwarded (oml_core.oml_modules)"
+            name, f"OML's {name.replace(CORE_PACKAGE, 'oml', 1)}, forwarded (oml_core.compat.modules)"
         )
         self.__oml_source__ = source
 

@@ -17,7 +17,7 @@ A view (:class:`KindRegistryView`) holds no components of its own: reading looks
 iterating lists the registry's names, and assigning registers the factory through a plugin added in code
 (``add_plugin``), checked like any other plugin's, so the interface check and the duplicate-name rule apply.
 ``oml_core.registry.models``, ``oml_core.registry.losses`` and the other OML registry module paths are this
-module (see :mod:`oml_core.oml_modules`).
+module (see :mod:`oml_core.compat.modules`).
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterator, MutableMapping
 from typing import Any
 
 from oml_core.markers import hookimpl
+from oml_core.registry import OML_REGISTRY_NAMES
 from oml_core.registry.errors import UnknownNameError
 from oml_core.registry.kinds import get_kind
 from oml_core.registry.registry import Registry, default_registry, to_plain
@@ -140,24 +141,8 @@ get_transforms, get_transforms_by_cfg = _builders("transforms")
 get_logger, get_logger_by_cfg = _builders("logger")
 get_postprocessor, get_postprocessor_by_cfg = _builders("postprocessor")
 
-#: OML's names that ``oml_core.registry`` exports too (``from oml.registry import TRANSFORMS_REGISTRY``).
-OML_REGISTRY_NAMES = (
-    "EXTRACTORS_REGISTRY",
-    "LOGGERS_REGISTRY",
-    "LOSSES_REGISTRY",
-    "MINERS_REGISTRY",
-    "OPTIMIZERS_REGISTRY",
-    "PAIRWISE_MODELS_REGISTRY",
-    "POSTPROCESSORS_REGISTRY",
-    "SAMPLERS_REGISTRY",
-    "SCHEDULERS_REGISTRY",
-    "TRANSFORMS_REGISTRY",
-    "get_transforms_for_pretrained",
-)
-
 __all__ = [
     *OML_REGISTRY_NAMES,
-    "OML_REGISTRY_NAMES",
     "KindRegistryView",
     "get_criterion",
     "get_criterion_by_cfg",
