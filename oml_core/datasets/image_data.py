@@ -33,6 +33,9 @@ from oml_core.datasets.images import ImageBaseDataset, ImageLabeledDataset, Imag
 from oml_core.interfaces.datasets import IBaseDataset, IDatasetComponent
 from oml_core.registry import ConfigError
 from oml_core.utils.images import IMAGE_SUFFIXES, find_images
+from oml_core.utils.logs import get_logger
+
+log = get_logger(__name__)
 
 
 def resolve_dataset_root(dataset_root: str | os.PathLike[str] | None) -> Path:
@@ -239,7 +242,7 @@ class ImageData(IDatasetComponent):
             paths, images[0].f_imread, num_workers, self.pipeline, progress_bar, bboxes, rows
         )
         found += [f"{str(self.source)!r}: {message}" for message in problems]
-        print(
+        log.info(
             f"Checked {len(paths)} images in {time.perf_counter() - started:.1f} s (check_images=false skips it)"
         )
         return found

@@ -10,6 +10,10 @@ from typing import Any
 
 import pytorch_lightning as pl
 
+from oml_core.utils.logs import get_logger
+
+log = get_logger(__name__)
+
 #: What the training modules log their epoch's mean loss as (``self.log("loss", on_epoch=True)``).
 LOSS_KEY = "loss_epoch"
 
@@ -88,7 +92,7 @@ class EpochSummary(pl.Callback):
         line = format_epoch_summary(
             trainer.current_epoch + 1, trainer.max_epochs, loss, time.perf_counter() - self._started, metric
         )
-        print(line, flush=True)
+        log.info(line)
 
 
 __all__ = ["LOSS_KEY", "EpochSummary", "format_epoch_summary"]

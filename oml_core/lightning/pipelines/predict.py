@@ -36,6 +36,9 @@ from oml_core.lightning.pipelines.shared.schema import (
 from oml_core.lightning.progress import PROGRESS_BAR_ARG
 from oml_core.lightning.quiet import quiet_lightning
 from oml_core.registry import ConfigError, Registry, default_registry
+from oml_core.utils.logs import get_logger
+
+log = get_logger(__name__)
 
 PIPELINE = "extractor_prediction_pipeline"
 REQUIRED_KEYS = required_keys(PIPELINE)
@@ -129,7 +132,7 @@ def extractor_prediction_pipeline(
             "x", encoding="utf-8"
         ) as f:  # "x": never overwrite, even a file made since
             json.dump(dict(zip(paths, features.tolist())), f)
-        print(f"{len(paths)} predictions have been saved to {predictions_path}")
+        log.info(f"{len(paths)} predictions have been saved to {predictions_path}")
     return PredictionResult(predictions_path=predictions_path, paths=paths, feat_dim=features.shape[1])
 
 

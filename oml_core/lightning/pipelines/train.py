@@ -70,6 +70,9 @@ from oml_core.lightning.pipelines.shared.training import (
 from oml_core.lightning.progress import progress_bar_enabled
 from oml_core.lightning.quiet import quiet_lightning
 from oml_core.registry import ConfigError, Registry, default_registry
+from oml_core.utils.logs import get_logger
+
+log = get_logger(__name__)
 
 PIPELINE = "extractor_training_pipeline"
 #: The keys of the pipeline's schema (:class:`~oml_core.lightning.pipelines.shared.schema.ExtractorTrainingConfig`).
@@ -334,14 +337,14 @@ def _report(result: TrainingResult, config: ExtractorTrainingConfig) -> None:
     """Print the metrics of the start, best and last epochs, a warning line when training made
     ``metric_for_checkpointing`` worse than the initial weights, and where the run wrote."""
     last_epoch = max((epoch for epoch in result.epochs if epoch > 0), default=None)
-    print()
-    print(format_training_table(result.epochs, result.best_epoch, last_epoch))
+    log.info("")
+    log.info(format_training_table(result.epochs, result.best_epoch, last_epoch))
     note = regression_note(
         result.epochs, result.best_epoch, config.metric_for_checkpointing, config.mode_for_checkpointing
     )
     if note:
-        print(note)
-    print(
+        log.info(note)
+    log.info(
         format_run_paths(
             result.run_dir,
             result.log_dir,

@@ -72,6 +72,9 @@ from oml_core.lightning.pipelines.shared.training import (
 from oml_core.lightning.progress import PROGRESS_BAR_ARG, progress_bar_enabled
 from oml_core.lightning.quiet import quiet_lightning
 from oml_core.registry import ConfigError, Registry, default_registry
+from oml_core.utils.logs import get_logger
+
+log = get_logger(__name__)
 
 PIPELINE = "postprocessor_training_pipeline"
 #: The names of the core's images dataset component, the one this pipeline reads.
@@ -263,7 +266,7 @@ def postprocessor_training_pipeline(
         best_epoch=run.best.best_epoch,
     )
     report_metrics(result.metrics_before, result.metrics, cfg["postprocessor"])
-    print(
+    log.info(
         format_run_paths(
             result.run_dir,
             result.log_dir,

@@ -38,6 +38,9 @@ from oml_core.lightning.pipelines.shared.schema import (
 from oml_core.lightning.progress import PROGRESS_BAR_ARG
 from oml_core.lightning.quiet import quiet_lightning
 from oml_core.registry import Registry, default_registry
+from oml_core.utils.logs import get_logger
+
+log = get_logger(__name__)
 
 PIPELINE = "extractor_validation_pipeline"
 REQUIRED_KEYS = required_keys(PIPELINE)
@@ -156,12 +159,12 @@ def extractor_validation_pipeline(
 
 
 def _report(result: ValidationResult) -> None:
-    print()
-    print(format_metrics_table(result.metrics))
-    print(f"Run directory:    {result.run_dir}")
-    print(f"Logs:             {result.log_dir}")
+    log.info("")
+    log.info(format_metrics_table(result.metrics))
+    log.info(f"Run directory:    {result.run_dir}")
+    log.info(f"Logs:             {result.log_dir}")
     if result.figures:
-        print(f"Figures:          {result.run_dir / FIGURES_FOLDER} ({len(result.figures)} PNG files)")
+        log.info(f"Figures:          {result.run_dir / FIGURES_FOLDER} ({len(result.figures)} PNG files)")
 
 
 __all__ = ["ValidationResult", "extractor_validation_pipeline"]

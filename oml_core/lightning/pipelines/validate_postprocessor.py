@@ -44,6 +44,9 @@ from oml_core.lightning.pipelines.shared.schema import (
 from oml_core.lightning.progress import PROGRESS_BAR_ARG
 from oml_core.lightning.quiet import quiet_lightning
 from oml_core.registry import ConfigError, Registry, default_registry
+from oml_core.utils.logs import get_logger
+
+log = get_logger(__name__)
 
 PIPELINE = "postprocessor_validation_pipeline"
 REQUIRED_KEYS = required_keys(PIPELINE)
@@ -155,10 +158,10 @@ def postprocessor_validation_pipeline(
         embeddings=extraction.sources[0],
     )
     report_metrics(result.metrics_before, result.metrics, cfg["postprocessor"])
-    print(f"Run directory:    {result.run_dir}")
-    print(f"Logs:             {result.log_dir}")
+    log.info(f"Run directory:    {result.run_dir}")
+    log.info(f"Logs:             {result.log_dir}")
     if result.figures:
-        print(f"Figures:          {run_dir / FIGURES_FOLDER} ({len(result.figures)} PNG files)")
+        log.info(f"Figures:          {run_dir / FIGURES_FOLDER} ({len(result.figures)} PNG files)")
     return result
 
 

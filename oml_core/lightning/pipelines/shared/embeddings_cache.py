@@ -20,6 +20,9 @@ from oml_core.inference.cache import cached_embeddings
 from oml_core.lightning.pipelines.shared.common import build_component, spec_of
 from oml_core.lightning.pipelines.shared.inference import extract_embeddings
 from oml_core.registry import Registry, to_plain
+from oml_core.utils.logs import get_logger
+
+log = get_logger(__name__)
 
 #: The key of the cached embeddings in the items of the training dataset and in the validation batches.
 EMBEDDINGS_KEY = "embeddings"
@@ -127,7 +130,7 @@ class CachedEmbeddings:
         what = f"Embeddings of the {split} split ({len(dataset)} items)"
         if self.cache_dir is None:
             embeddings = self._extract(dataset)
-            print(f"{what} computed (embeddings_cache_dir: null)")
+            log.info(f"{what} computed (embeddings_cache_dir: null)")
             self.sources.append(EmbeddingsSource(split, None, from_cache=False))
             return embeddings
         key_text = self.key_text(split)
@@ -142,7 +145,7 @@ class CachedEmbeddings:
         # the file names in the cache folder are oml's: a file there that is not a cache is a damaged one
         embeddings = cached_embeddings(path, key_text, len(dataset), compute, replace_foreign=True)
         from_cache = not computed
-        print(f"{what} {'loaded from the cache' if from_cache else 'computed and cached to'} {path}")
+        log.info(f"{what} {'loaded from the cache' if from_cache else 'computed and cached to'} {path}")
         self.sources.append(EmbeddingsSource(split, path, from_cache=from_cache))
         return embeddings
 

@@ -13,6 +13,9 @@ from torch import Tensor
 
 from oml_core.lightning.pipelines.shared.common import build_component, format_metrics_table, spec_of
 from oml_core.registry import ConfigError, Registry
+from oml_core.utils.logs import get_logger
+
+log = get_logger(__name__)
 
 #: Prefix of the metrics before post-processing in the logger (the metrics after have OML's plain keys).
 BEFORE_PREFIX = "before_postprocessing/"
@@ -59,10 +62,10 @@ def metrics_of_embeddings(metric: Any, embeddings: Tensor) -> dict[str, float]:
 
 def report_metrics(before: Mapping[str, float], after: Mapping[str, float], postprocessor: Any) -> None:
     """Print the metrics before and after post-processing as two tables."""
-    print()
-    print(format_metrics_table(before, BEFORE_TITLE))
-    print()
-    print(format_metrics_table(after, f"{AFTER_TITLE} ({spec_of(postprocessor)['name']})"))
+    log.info("")
+    log.info(format_metrics_table(before, BEFORE_TITLE))
+    log.info("")
+    log.info(format_metrics_table(after, f"{AFTER_TITLE} ({spec_of(postprocessor)['name']})"))
 
 
 __all__ = [
