@@ -18,9 +18,10 @@ PLUGIN_INSTALLS := $(patsubst plugins/oml_models,"plugins/oml_models[all]",$(PLU
 run: install
 	$(VENV)/bin/oml train
 
-# two test processes (pytest-xdist): the suite fits in 15 minutes on a 2-core machine; `-n 0` runs it in one
+# two test processes (pytest-xdist), one thread each (two processes of two OpenMP threads on two cores wait on
+# each other): the suite fits in 15 minutes on a 2-core machine; `-n 0` runs it in one
 test: install-dev
-	$(PY) -m pytest -n 2
+	OMP_NUM_THREADS=1 $(PY) -m pytest -n 2
 
 lint: install-dev
 	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check . && $(VENV)/bin/mypy

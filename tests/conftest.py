@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
-OML = [sys.executable, "-m", "oml_core.cli"]
+from tests.scripts.oml_forkserver import OmlForkServer
 
 
 @pytest.fixture(scope="session")
@@ -20,21 +19,30 @@ def oml_cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("oml_cache")
 
 
+@pytest.fixture(scope="session")
+def oml_fork_server() -> Iterator[OmlForkServer]:
+    """The fork server of this test process (:mod:`tests.scripts.oml_forkserver`), stopped at the session's end."""
+    server = OmlForkServer()
+    yield server
+    server.close()
+
+
 @pytest.fixture()
-def run_oml(oml_cache_dir: Path) -> Callable[..., subprocess.CompletedProcess[str]]:
-    """Run ``oml ARGS`` in a subprocess with ``OML_CACHE_DIR`` isolated; ``env`` adds or (None) removes vars."""
+def run_oml(
+    oml_cache_dir: Path, oml_fork_server: OmlForkServer
+) -> Callable[..., subprocess.CompletedProcess[str]]:
+    """Run ``oml ARGS`` as a program of its own (a process forked from :func:`oml_fork_server`, as ``python -m
+    oml_core.cli ARGS`` would run) with ``OML_CACHE_DIR`` isolated; ``env`` adds or (None) removes vars."""
 
     def run(
         *args: str, env: dict[str, str | None] | None = None, cwd: Path | None = None, timeout: int = 300
-    ):
+    ) -> subprocess.CompletedProcess[str]:
         full_env = {**os.environ, "OML_CACHE_DIR": str(oml_cache_dir)}
         for key, value in (env or {}).items():
             if value is None:
                 full_env.pop(key, None)
             else:
                 full_env[key] = value
-        return subprocess.run(
-            [*OML, *args], capture_output=True, text=True, env=full_env, cwd=cwd, timeout=timeout, check=False
-        )
+        return oml_fork_server.run(list(args), full_env, cwd, timeout)
 
     return run
