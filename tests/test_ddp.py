@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -23,6 +21,7 @@ from oml_core.ddp import (
     sync_dicts_ddp,
 )
 from oml_core.interfaces.samplers import IBatchSampler
+from tests.scripts.oml_forkserver import OmlForkServer
 
 SCRIPT = Path(__file__).parent / "scripts" / "ddp_train.py"
 
@@ -167,16 +166,14 @@ def test_merge_list_of_dicts_concatenates_value_by_value():
         merge_list_of_dicts([{"a": [1]}, {"a": (1,)}])
 
 
-def run_training(out: Path, cache_dir: Path, name: str, devices: int, max_epochs: int, *resume: str) -> dict:
-    """Run ``scripts/ddp_train.py`` in a subprocess; the records of its processes by rank."""
+def run_training(
+    server: OmlForkServer, out: Path, cache_dir: Path, name: str, devices: int, max_epochs: int, *resume: str
+) -> dict:
+    """Run ``scripts/ddp_train.py`` in a process of its own (forked by ``server``; Lightning starts the other
+    ranks as new interpreters); the records of its processes by rank."""
     env = {**os.environ, "OML_CACHE_DIR": str(cache_dir), "OMP_NUM_THREADS": "1"}
-    done = subprocess.run(
-        [sys.executable, str(SCRIPT), str(out), name, str(devices), str(max_epochs), *resume],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=240,
-        check=False,
+    done = server.run(
+        [str(out), name, str(devices), str(max_epochs), *resume], env, timeout=240, script=SCRIPT
     )
     assert done.returncode == 0, done.stderr[-3000:]
     return {rank: json.loads((out / f"{name}_rank{rank}.json").read_text()) for rank in range(devices)}
@@ -187,13 +184,13 @@ def weights(checkpoint: str) -> dict[str, torch.Tensor]:
 
 
 @pytest.fixture(scope="module")
-def straight_runs(tmp_path_factory, oml_cache_dir) -> tuple[Path, dict, dict]:
+def straight_runs(tmp_path_factory, oml_cache_dir, oml_fork_server) -> tuple[Path, dict, dict]:
     """The same 2-epoch run on 1 process and on 2: the output dir and the records of both."""
     out = tmp_path_factory.mktemp("ddp")
     return (
         out,
-        run_training(out, oml_cache_dir, "single", 1, 2),
-        run_training(out, oml_cache_dir, "ddp", 2, 2),
+        run_training(oml_fork_server, out, oml_cache_dir, "single", 1, 2),
+        run_training(oml_fork_server, out, oml_cache_dir, "ddp", 2, 2),
     )
 
 
@@ -231,10 +228,12 @@ def test_two_processes_train_on_the_single_process_batches_and_get_its_metrics(s
 
 
 @pytest.mark.slow
-def test_a_ddp_run_resumed_after_its_first_epoch_ends_as_the_uninterrupted_one(straight_runs, oml_cache_dir):
+def test_a_ddp_run_resumed_after_its_first_epoch_ends_as_the_uninterrupted_one(
+    straight_runs, oml_cache_dir, oml_fork_server
+):
     out, _, ddp = straight_runs
-    killed = run_training(out, oml_cache_dir, "killed", 2, 1)
-    resumed = run_training(out, oml_cache_dir, "resumed", 2, 2, killed[0]["last_checkpoint"])
+    killed = run_training(oml_fork_server, out, oml_cache_dir, "killed", 2, 1)
+    resumed = run_training(oml_fork_server, out, oml_cache_dir, "resumed", 2, 2, killed[0]["last_checkpoint"])
     assert resumed[0]["steps"] + resumed[1]["steps"] == ddp[0]["steps"][2:] + ddp[1]["steps"][2:]  # epoch 2
     assert resumed[0]["metrics"] == resumed[1]["metrics"] == ddp[0]["metrics"]
     expected = weights(ddp[0]["last_checkpoint"])

@@ -21,6 +21,7 @@ from omegaconf import OmegaConf
 
 from oml_core.cli import compose_config
 from oml_core.lightning.pipelines import extractor_prediction_pipeline
+from tests.scripts.oml_forkserver import OmlForkServer
 
 SCRIPTS = Path(__file__).parent / "scripts"
 sys.path.insert(0, str(SCRIPTS))
@@ -29,25 +30,25 @@ from ddp_inference import validate  # noqa: E402
 pytestmark = pytest.mark.slow
 
 
-def run_script(out: Path, cache_dir: Path, name: str, pipeline: str, devices: int) -> dict[int, dict]:
-    """Run ``scripts/ddp_inference.py`` in a subprocess; the records of its processes by rank."""
+def run_script(
+    server: OmlForkServer, out: Path, cache_dir: Path, name: str, pipeline: str, devices: int
+) -> dict[int, dict]:
+    """Run ``scripts/ddp_inference.py`` in a process of its own (forked by ``server``; Lightning starts the other
+    ranks as new interpreters); the records of its processes by rank."""
     env = {**os.environ, "OML_CACHE_DIR": str(cache_dir), "OMP_NUM_THREADS": "1"}
-    done = subprocess.run(
-        [sys.executable, str(SCRIPTS / "ddp_inference.py"), str(out), name, pipeline, str(devices)],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=240,
-        check=False,
+    done = server.run(
+        [str(out), name, pipeline, str(devices)], env, timeout=240, script=SCRIPTS / "ddp_inference.py"
     )
     assert done.returncode == 0, done.stderr[-3000:]
     return {rank: json.loads((out / f"{name}_rank{rank}.json").read_text()) for rank in range(devices)}
 
 
-def test_two_processes_validate_to_the_single_process_metrics(tmp_path, oml_cache_dir, monkeypatch):
+def test_two_processes_validate_to_the_single_process_metrics(
+    tmp_path, oml_cache_dir, monkeypatch, oml_fork_server
+):
     monkeypatch.setenv("OML_CACHE_DIR", str(oml_cache_dir))
     single = validate(tmp_path, "single", 1)
-    ddp = run_script(tmp_path, oml_cache_dir, "ddp", "validate", 2)
+    ddp = run_script(oml_fork_server, tmp_path, oml_cache_dir, "ddp", "validate", 2)
 
     assert set(single["metrics"]) == {
         "OVERALL/cmc/1",
@@ -63,7 +64,7 @@ def test_two_processes_validate_to_the_single_process_metrics(tmp_path, oml_cach
     assert len(list((tmp_path / "ddp").iterdir())) == 1
 
     # the gallery sharded across the processes (metric_args.shard_gallery): the same retrieval metrics
-    sharded = run_script(tmp_path, oml_cache_dir, "sharded", "validate_sharded", 2)
+    sharded = run_script(oml_fork_server, tmp_path, oml_cache_dir, "sharded", "validate_sharded", 2)
     retrieval = {
         key: value for key, value in single["metrics"].items() if "fnmr" not in key and "pcf" not in key
     }

@@ -1,4 +1,5 @@
-"""Real kills of training runs in a subprocess, then resumed from ``last.ckpt`` in the run's own folder: the
+"""Real kills of training runs in a process of their own (``oml train`` or the tiny script forked by the fork
+server of :mod:`tests.scripts.oml_forkserver`, as a new interpreter would run it), then resumed from ``last.ckpt`` in the run's own folder: the
 resumed run ends with the weights and optimizer state of the uninterrupted run, bitwise, its ``best.ckpt`` holds
 the uninterrupted run's best epoch and its report names that epoch.
 
@@ -21,7 +22,6 @@ import os
 import re
 import shlex
 import signal
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -32,6 +32,7 @@ import yaml
 
 from oml_core.lightning.pipelines.train import extractor_training_pipeline
 from oml_core.registry import Registry
+from tests.scripts.oml_forkserver import ForkedRun, OmlForkServer
 
 sys.path.insert(0, str(Path(__file__).parent / "scripts"))
 from tiny_training import SIGNAL_AT_ENV, SIGNALLING_LOSS, SignallingPlugin, tiny_config  # noqa: E402
@@ -40,7 +41,6 @@ pytestmark = pytest.mark.slow
 
 STEPS_PER_EPOCH = 8
 MAX_EPOCHS = 3
-OML = [sys.executable, "-m", "oml_core.cli"]
 TINY_SCRIPT = Path(__file__).parent / "scripts" / "tiny_training.py"
 #: ``checkpoint_every_seconds`` that never comes within these runs: last.ckpt at the end and on an interrupt only.
 NEVER = 1e6
@@ -62,7 +62,8 @@ def write_config(folder: Path, logs_root: Path) -> Path:
 
 
 def oml_train(config_dir: Path, *overrides: str) -> list[str]:
-    return [*OML, "train", "--config-path", str(config_dir), "--config-name", "tiny", *overrides]
+    """The arguments of ``oml train`` with the tiny config of ``config_dir`` and ``overrides``."""
+    return ["train", "--config-path", str(config_dir), "--config-name", "tiny", *overrides]
 
 
 @pytest.fixture(scope="module")
@@ -76,22 +77,20 @@ def workspace(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def straight(workspace: Path, env: dict[str, str]) -> dict:
+def straight(workspace: Path, env: dict[str, str], oml_fork_server: OmlForkServer) -> dict:
     """The last checkpoint of the uninterrupted run."""
     config_dir = write_config(workspace / "configs", workspace / "logs")
-    done = subprocess.run(
-        oml_train(config_dir, "logs_folder=straight"), env=env, capture_output=True, text=True, timeout=600
-    )
+    done = oml_fork_server.run(oml_train(config_dir, "logs_folder=straight"), env, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     return torch.load(workspace / "logs" / "straight" / "checkpoints" / "last.ckpt", weights_only=False)
 
 
 def start_and_wait_for_saves(
-    command: list[str], env: dict[str, str], last: Path, saves: int
-) -> subprocess.Popen:
-    """Start ``command`` and return once ``last`` was replaced ``saves`` times (every atomic save is a new
-    file, so a new inode), the process still running."""
-    process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    server: OmlForkServer, argv: list[str], env: dict[str, str], last: Path, saves: int
+) -> ForkedRun:
+    """Start ``oml ARGV`` (a process of its own, forked by ``server``) and return once ``last`` was replaced
+    ``saves`` times (every atomic save is a new file, so a new inode), the process still running."""
+    process = server.start(argv, env)
     seen: list[int] = []
     deadline = time.monotonic() + 300
     while len(seen) < saves:
@@ -121,12 +120,14 @@ def assert_same_training_state(got: dict, expected: dict) -> None:
 
 
 def test_sigkill_in_the_middle_of_an_epoch_then_resume_gives_the_uninterrupted_weights(
-    workspace, env, straight
+    workspace, env, straight, oml_fork_server
 ):
     config_dir = workspace / "configs"
     last = workspace / "logs" / "killed" / "checkpoints" / "last.ckpt"
     # epoch 0 saves after steps 1..7 and at its end (8 saves); 3 more: after step 3 of epoch 1
-    process = start_and_wait_for_saves(oml_train(config_dir, "logs_folder=killed"), env, last, 11)
+    process = start_and_wait_for_saves(
+        oml_fork_server, oml_train(config_dir, "logs_folder=killed"), env, last, 11
+    )
     process.send_signal(signal.SIGKILL)
     process.communicate(timeout=60)
     assert process.returncode == -signal.SIGKILL
@@ -139,12 +140,8 @@ def test_sigkill_in_the_middle_of_an_epoch_then_resume_gives_the_uninterrupted_w
         [f".tmp-last.ckpt.{process.pid}"],
     )
 
-    resumed = subprocess.run(  # logs_folder=resumed is not used: the run goes on in its own folder
-        oml_train(config_dir, "logs_folder=resumed", f"resume={last}"),
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
+    resumed = oml_fork_server.run(  # logs_folder=resumed is not used: the run goes on in its own folder
+        oml_train(config_dir, "logs_folder=resumed", f"resume={last}"), env, timeout=600
     )
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert not (workspace / "logs" / "resumed").exists()
@@ -157,13 +154,15 @@ def test_sigkill_in_the_middle_of_an_epoch_then_resume_gives_the_uninterrupted_w
     ("signum", "exit_code", "resume"), [(signal.SIGINT, 130, True), (signal.SIGTERM, 143, False)]
 )
 def test_an_interrupt_saves_the_step_prints_the_resume_command_and_the_resumed_run_ends_the_same(
-    workspace, env, straight, signum, exit_code, resume
+    workspace, env, straight, oml_fork_server, signum, exit_code, resume
 ):
     """(The resumed run of SIGTERM is that of SIGINT: its checkpoint is the same kind, it is not run again.)"""
     config_dir = workspace / "configs"
     folder = f"interrupted_{signum}"
     last = workspace / "logs" / folder / "checkpoints" / "last.ckpt"
-    process = start_and_wait_for_saves(oml_train(config_dir, f"logs_folder={folder}"), env, last, 10)
+    process = start_and_wait_for_saves(
+        oml_fork_server, oml_train(config_dir, f"logs_folder={folder}"), env, last, 10
+    )
     process.send_signal(signum)
     _, stderr = process.communicate(timeout=120)
     assert process.returncode == exit_code, stderr[-3000:]
@@ -180,8 +179,8 @@ def test_an_interrupt_saves_the_step_prints_the_resume_command_and_the_resumed_r
     if not resume:
         return
 
-    resumed = subprocess.run(  # the printed command, as printed: the run goes on in its own folder
-        [*OML, *shlex.split(command.group(1))[1:]], env=env, capture_output=True, text=True, timeout=600
+    resumed = oml_fork_server.run(  # the printed command, as printed: the run goes on in its own folder
+        shlex.split(command.group(1))[1:], env, timeout=600
     )
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert not (workspace / "logs" / f"{folder}_1").exists()
@@ -206,15 +205,13 @@ def signalled_config(folder: Path, name: str, **overrides: object) -> Path:
     return path
 
 
-def killed_run(config: Path, env: dict[str, str], step: int, signum: signal.Signals) -> tuple[int, str]:
-    """Run the tiny script on ``config`` with ``signum`` sent at training step ``step``; its exit status and
-    stderr."""
-    done = subprocess.run(
-        [sys.executable, str(TINY_SCRIPT), str(config)],
-        env={**env, SIGNAL_AT_ENV: f"{step}:{signum.name}"},
-        capture_output=True,
-        text=True,
-        timeout=600,
+def killed_run(
+    server: OmlForkServer, config: Path, env: dict[str, str], step: int, signum: signal.Signals
+) -> tuple[int, str]:
+    """Run the tiny script on ``config`` (a process of its own, forked by ``server``) with ``signum`` sent at
+    training step ``step``; its exit status and stderr."""
+    done = server.run(
+        [str(config)], {**env, SIGNAL_AT_ENV: f"{step}:{signum.name}"}, script=TINY_SCRIPT, timeout=600
     )
     return done.returncode, done.stderr
 
@@ -270,14 +267,14 @@ def assert_resumed_as_uninterrupted(resumed, expected, run_dir: Path, out: str) 
 
 @pytest.mark.parametrize(("signum", "exit_code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
 def test_an_interrupt_as_an_epoch_ends_writes_best_then_last_and_resumes_to_the_uninterrupted_run(
-    workspace, env, oml_cache_dir, uninterrupted, monkeypatch, capsys, signum, exit_code
+    workspace, env, oml_cache_dir, uninterrupted, monkeypatch, capsys, signum, exit_code, oml_fork_server
 ):
     """The signal lands in the last step of epoch 2: the run validates, writes best.ckpt when the epoch is its
     best, then last.ckpt (recording that best), and stops. last.ckpt is written on the interrupt only (its
     time cadence never comes)."""
     folder = workspace / f"epoch_end_{signum.name}"
     config = signalled_config(folder, "run", checkpoint_every_seconds=NEVER)
-    status, stderr = killed_run(config, env, 2 * STEPS_PER_EPOCH, signum)
+    status, stderr = killed_run(oml_fork_server, config, env, 2 * STEPS_PER_EPOCH, signum)
     assert status == exit_code, stderr[-3000:]
     checkpoints = folder / "logs" / "run" / "checkpoints"
     last = torch.load(checkpoints / "last.ckpt", weights_only=True)
@@ -297,14 +294,14 @@ def test_an_interrupt_as_an_epoch_ends_writes_best_then_last_and_resumes_to_the_
 
 
 def test_a_sigkill_after_a_new_best_but_before_last_ckpt_resumes_to_the_uninterrupted_best(
-    workspace, env, oml_cache_dir, uninterrupted, monkeypatch, capsys
+    workspace, env, oml_cache_dir, uninterrupted, monkeypatch, capsys, oml_fork_server
 ):
     """SIGKILL at the first step of epoch 2: best.ckpt of epoch 1 is on disk, last.ckpt is the step checkpoint
     of step 6 (its time cadence never comes). The resumed run takes the best state recorded in best.ckpt, which
     is newer than last.ckpt."""
     folder = workspace / "kill_after_best"
     config = signalled_config(folder, "run", checkpoint_every_seconds=NEVER, checkpoint_every_n_steps=3)
-    status, stderr = killed_run(config, env, STEPS_PER_EPOCH + 1, signal.SIGKILL)
+    status, stderr = killed_run(oml_fork_server, config, env, STEPS_PER_EPOCH + 1, signal.SIGKILL)
     assert status == -signal.SIGKILL, stderr[-3000:]
     checkpoints = folder / "logs" / "run" / "checkpoints"
     last = torch.load(checkpoints / "last.ckpt", weights_only=True)
@@ -323,7 +320,16 @@ def test_a_sigkill_after_a_new_best_but_before_last_ckpt_resumes_to_the_uninterr
     [(signal.SIGKILL, -signal.SIGKILL, 19), (signal.SIGTERM, 143, 20), (signal.SIGINT, 130, 20)],
 )
 def test_a_run_stopped_in_its_last_epoch_runs_its_final_validation_when_resumed(
-    workspace, env, oml_cache_dir, uninterrupted, monkeypatch, capsys, signum, exit_code, saved_step
+    workspace,
+    env,
+    oml_cache_dir,
+    uninterrupted,
+    monkeypatch,
+    capsys,
+    signum,
+    exit_code,
+    saved_step,
+    oml_fork_server,
 ):
     """``valid_period=4`` > ``max_epochs``: only the last epoch validates. Stopped at step 20 (the middle of the
     last epoch; SIGKILL leaves the step checkpoint of step 19, the third of that epoch), the resumed run goes on
@@ -332,7 +338,7 @@ def test_a_run_stopped_in_its_last_epoch_runs_its_final_validation_when_resumed(
     config = signalled_config(
         folder, "run", valid_period=4, checkpoint_every_seconds=NEVER, checkpoint_every_n_steps=3
     )
-    status, stderr = killed_run(config, env, 2 * STEPS_PER_EPOCH + 4, signum)
+    status, stderr = killed_run(oml_fork_server, config, env, 2 * STEPS_PER_EPOCH + 4, signum)
     assert status == exit_code, stderr[-3000:]
     checkpoints = folder / "logs" / "run" / "checkpoints"
     last = torch.load(checkpoints / "last.ckpt", weights_only=True)

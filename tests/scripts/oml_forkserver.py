@@ -47,11 +47,22 @@ def _child(request: dict[str, Any], base_path: list[str]) -> None:
             target = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
             os.dup2(target, fd)
             os.close(target)
-        sys.argv = [str(Path(sys.executable).parent / "oml"), *request["argv"]]
-        from oml_core.cli import main
-
+        script = request.get("script")
+        if script is not None:
+            sys.path[0] = os.path.dirname(os.path.abspath(script))
+            sys.argv = [script, *request["argv"]]
+        else:
+            sys.argv = [str(Path(sys.executable).parent / "oml"), *request["argv"]]
         try:
-            status = main(request["argv"]) or 0
+            if script is not None:
+                import runpy
+
+                runpy.run_path(script, run_name="__main__")
+                status = 0
+            else:
+                from oml_core.cli import main
+
+                status = main(request["argv"]) or 0
         except SystemExit as e:
             status = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
         except KeyboardInterrupt:
@@ -90,74 +101,139 @@ def serve() -> None:
         replies.write(json.dumps({"status": status}) + "\n")
 
 
+class ForkedRun:
+    """A run started by :meth:`OmlForkServer.start`, used as a ``subprocess.Popen`` with ``text=True`` and both
+    outputs captured: ``pid``, ``poll``, ``wait``, ``send_signal``, ``kill``, ``communicate``, ``returncode``."""
+
+    def __init__(
+        self, args: list[str], pid: int, replies: Any, folder: tempfile.TemporaryDirectory[str]
+    ) -> None:
+        self.args, self.pid, self.returncode = args, pid, None
+        self._folder = folder
+        self._status: int | None = None
+        self._done = threading.Event()
+        threading.Thread(target=self._read_status, args=(replies,), daemon=True).start()
+
+    def _read_status(self, replies: Any) -> None:
+        self._status = json.loads(replies.readline())["status"]
+        self._done.set()
+
+    def poll(self) -> int | None:
+        if self._done.is_set() and self.returncode is None:
+            status = self._status
+            assert status is not None
+            self.returncode = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        if not self._done.wait(timeout):
+            raise subprocess.TimeoutExpired(self.args, timeout or 0)
+        returncode = self.poll()
+        assert returncode is not None
+        return returncode
+
+    def send_signal(self, signum: int) -> None:
+        if not self._done.is_set():
+            os.kill(self.pid, signum)
+
+    def kill(self) -> None:
+        self.send_signal(signal.SIGKILL)
+
+    def communicate(self, timeout: float | None = None) -> tuple[str, str]:
+        """Wait for the run's end (``subprocess.TimeoutExpired`` after ``timeout`` seconds, the run going on) and
+        return its stdout and stderr."""
+        self.wait(timeout)
+        folder = Path(self._folder.name)
+        out, err = (
+            (folder / name).read_text(errors="replace") if (folder / name).exists() else ""
+            for name in ("stdout", "stderr")
+        )
+        return out, err
+
+
 class OmlForkServer:
-    """A client of one server process (see the module), started on first use; not thread-safe."""
+    """Starts runs in forked children of server processes (see the module): one server per run at a time, a
+    new one started when every server has a run going on."""
 
     def __init__(self) -> None:
-        self._process: subprocess.Popen[str] | None = None
+        self._servers: list[tuple[subprocess.Popen[str], list[ForkedRun]]] = []
 
-    def _server(self) -> subprocess.Popen[str]:
-        if self._process is None or self._process.poll() is not None:
-            self._process = subprocess.Popen(
-                [sys.executable, os.path.abspath(__file__)],
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                text=True,
-                bufsize=1,
-            )
-        return self._process
+    def _free_server(self) -> tuple[subprocess.Popen[str], list[ForkedRun]]:
+        for server, runs in self._servers:
+            if server.poll() is None and all(run.poll() is not None for run in runs):
+                runs.clear()
+                return server, runs
+        server = subprocess.Popen(
+            [sys.executable, os.path.abspath(__file__)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        self._servers.append((server, []))
+        return self._servers[-1]
+
+    def start(
+        self,
+        argv: list[str],
+        env: dict[str, str],
+        cwd: str | os.PathLike[str] | None = None,
+        script: str | os.PathLike[str] | None = None,
+    ) -> ForkedRun:
+        """Start ``oml ARGV`` (``python SCRIPT ARGV`` with ``script``) in a forked child (see the module)."""
+        server, runs = self._free_server()
+        assert server.stdin is not None and server.stdout is not None
+        folder = tempfile.TemporaryDirectory(prefix="oml_run_")
+        request = {
+            "argv": [str(a) for a in argv],
+            "env": env,
+            "cwd": str(cwd or os.getcwd()),
+            "script": None if script is None else str(script),
+            "stdout": os.path.join(folder.name, "stdout"),
+            "stderr": os.path.join(folder.name, "stderr"),
+        }
+        server.stdin.write(json.dumps(request) + "\n")
+        server.stdin.flush()
+        pid = json.loads(server.stdout.readline())["pid"]
+        args = (
+            ["oml", *request["argv"]]
+            if script is None
+            else [sys.executable, request["script"], *request["argv"]]
+        )
+        run = ForkedRun(args, pid, server.stdout, folder)
+        runs.append(run)
+        return run
 
     def run(
-        self, argv: list[str], env: dict[str, str], cwd: str | os.PathLike[str] | None, timeout: float
+        self,
+        argv: list[str],
+        env: dict[str, str],
+        cwd: str | os.PathLike[str] | None = None,
+        timeout: float = 300,
+        script: str | os.PathLike[str] | None = None,
     ) -> subprocess.CompletedProcess[str]:
-        """``oml ARGV`` in a forked child (see the module), as ``subprocess.run(..., capture_output=True,
-        text=True)`` gives it: a negative return code for a child killed by a signal.
+        """:meth:`start`, then wait, as ``subprocess.run(..., capture_output=True, text=True)`` does: a negative
+        return code for a child killed by a signal.
 
         Raises:
             subprocess.TimeoutExpired: the child ran for more than ``timeout`` seconds (it is killed).
         """
-        server = self._server()
-        assert server.stdin is not None and server.stdout is not None
-        with tempfile.TemporaryDirectory(prefix="oml_run_") as folder:
-            out, err = Path(folder) / "stdout", Path(folder) / "stderr"
-            request = {
-                "argv": argv,
-                "env": env,
-                "cwd": str(cwd or os.getcwd()),
-                "stdout": str(out),
-                "stderr": str(err),
-            }
-            server.stdin.write(json.dumps(request) + "\n")
-            server.stdin.flush()
-            pid = json.loads(server.stdout.readline())["pid"]
-            timed_out = threading.Event()
-
-            def kill() -> None:
-                timed_out.set()
-                os.kill(pid, signal.SIGKILL)
-
-            timer = threading.Timer(timeout, kill)
-            timer.start()
-            try:
-                status = json.loads(server.stdout.readline())["status"]
-            finally:
-                timer.cancel()
-            stdout = out.read_text(errors="replace") if out.exists() else ""
-            stderr = err.read_text(errors="replace") if err.exists() else ""
-        args = ["oml", *argv]
-        if os.WIFSIGNALED(status):
-            if timed_out.is_set():
-                raise subprocess.TimeoutExpired(args, timeout, stdout, stderr)
-            return subprocess.CompletedProcess(args, -os.WTERMSIG(status), stdout, stderr)
-        return subprocess.CompletedProcess(args, os.WEXITSTATUS(status), stdout, stderr)
+        run = self.start(argv, env, cwd, script)
+        try:
+            stdout, stderr = run.communicate(timeout)
+        except subprocess.TimeoutExpired:
+            run.kill()
+            stdout, stderr = run.communicate()
+            raise subprocess.TimeoutExpired(run.args, timeout, stdout, stderr) from None
+        return subprocess.CompletedProcess(run.args, run.wait(), stdout, stderr)
 
     def close(self) -> None:
-        """Stop the server (its stdin closed, it ends its loop)."""
-        if self._process is not None and self._process.poll() is None:
-            assert self._process.stdin is not None
-            self._process.stdin.close()
-            self._process.wait(timeout=30)
-        self._process = None
+        """Stop the servers (stdin closed: each ends its loop once its run is over)."""
+        for server, _ in self._servers:
+            if server.poll() is None:
+                assert server.stdin is not None
+                server.stdin.close()
+                server.wait(timeout=120)
+        self._servers.clear()
 
 
 if __name__ == "__main__":
