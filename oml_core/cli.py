@@ -27,13 +27,15 @@ stdout; with ``--format json`` stdout is the json report alone and the verdict g
 
 ``oml index build`` builds a gallery index (:class:`~oml_core.index.GalleryIndex`) from its default config
 ``index_build.yaml`` (the mock dataset, a seeded random ResNet18, the ``exact`` knn backend, a threshold
-calibrated on the validation split) and the overrides, into a new ``index_dir`` that is never written over.
-``oml search INDEX QUERY...`` prints, for every query image (a file, every image of a folder, every row of a CSV
-of queries in OML's format: a ``path`` column, joined to ``--dataset-root`` or the CSV's folder), named by its
-path, its ``--top-k`` nearest gallery items (rank, distance, label, id, path) and, when the index is calibrated,
-match or no match (distance < threshold); ``--format json`` prints ``{"index", "threshold", "queries":
-[{"query", "match", "results": [...]}]}``. An index whose weights, config or model no longer match its
-embeddings is refused in one line (:mod:`oml_core.index.integrity`).
+calibrated on the validation split) and the overrides, into a new ``index_dir`` that is never written over; its
+items are those of its dataset component (``dataset``; images by default, any modality's plugin).
+``oml search INDEX QUERY...`` prints, for every query that the index's dataset component reads from the QUERY
+arguments (images: a file, every image of a folder, every row of a CSV of queries in OML's format: a ``path``
+column, joined to ``--dataset-root`` or the CSV's folder), named by the component (images: by its path), its
+``--top-k`` nearest gallery items (rank, distance, label, id, path) and, when the index is calibrated, match or no
+match (distance < threshold); ``--format json`` prints ``{"index", "threshold", "queries": [{"query", "match",
+"results": [...]}]}``. An index whose weights, config or model no longer match its embeddings is refused in one
+line (:mod:`oml_core.index.integrity`).
 
 ``oml check-dataframe CSV`` prints the summary of a csv in OML's format (text in ``--encoding``, utf-8 by
 default), with a warning for what it cannot serve: without train rows it is usable for validate/predict only; it
@@ -586,7 +588,8 @@ def _parser() -> _Parser:
 
     search = sub.add_parser(
         "search",
-        help="search a gallery index by images: their nearest gallery items, match or no match",
+        help="search a gallery index by queries (images, or its dataset's): their nearest gallery items, match or "
+        "no match",
         parents=[common],
     )
     search.add_argument("index", type=Path, metavar="INDEX", help="the folder of an index (oml index build)")
@@ -594,13 +597,14 @@ def _parser() -> _Parser:
         "queries",
         nargs="+",
         metavar="QUERY",
-        help="query images: image files, folders of images, CSVs of queries (OML format: a path column)",
+        help="queries, as the index's dataset component reads them (images: image files, folders of images, CSVs "
+        "of queries in OML's format: a path column)",
     )
     search.add_argument(
         "--dataset-root",
         type=Path,
         metavar="DIR",
-        help="the folder the paths of the CSVs of queries are joined to (default: each CSV's folder)",
+        help="the folder the relative paths inside a list of queries (a CSV) are joined to (default: its folder)",
     )
     search.add_argument(
         "--top-k", type=_positive_int, default=5, metavar="K", help="gallery items per query (default: 5)"
@@ -1072,7 +1076,7 @@ def _cmd_index_build(args: argparse.Namespace, overrides: list[str]) -> int:
     else:
         print(f"Calibration:      none ({result.not_calibrated}): oml search answers with distances only")
     print(f"Index folder:     {result.index_dir}")
-    print(f"Search it:        oml search {shlex.quote(str(result.index_dir))} IMAGE|FOLDER|CSV...")
+    print(f"Search it:        oml search {shlex.quote(str(result.index_dir))} QUERY...")
     return 0
 
 
@@ -1081,25 +1085,26 @@ def _cmd_search(args: argparse.Namespace, _: list[str]) -> int:
     from oml_core.index.queries import collect_queries
 
     index = GalleryIndex.load(args.index, registry=Registry())
-    queries = collect_queries(args.queries, args.dataset_root)
-    hits = index.search(queries.paths, top_k=args.top_k, bboxes=queries.bboxes)
+    queries = collect_queries(index.data, args.queries, args.dataset_root)
+    hits = index.search(queries.dataset, top_k=args.top_k)
     report = search_report(
-        args.index, index.calibration.threshold if index.calibration else None, queries.paths, hits
+        args.index, index.calibration.threshold if index.calibration else None, queries.names, hits
     )
     print(json.dumps(report, indent=2) if args.format == "json" else _search_table(report))
     return 0
 
 
 def search_report(
-    index: Path, threshold: float | None, images: Sequence[str], hits: Sequence[Any]
+    index: Path, threshold: float | None, names: Sequence[str], hits: Sequence[Any]
 ) -> dict[str, Any]:
     """What ``oml search`` prints: ``{"index", "threshold", "queries": [{"query", "match", "results"}]}``; a
-    query's ``match`` is its nearest item's (None when the index is not calibrated, false when nothing was
-    found), ``results`` are the :class:`~oml_core.index.SearchHit` s as dicts."""
+    query is named by ``names`` (images: its path), its ``match`` is its nearest item's (None when the index is
+    not calibrated, false when nothing was found), ``results`` are the :class:`~oml_core.index.SearchHit` s as
+    dicts."""
     queries = []
-    for image, found in zip(images, hits):
+    for name, found in zip(names, hits):
         match = None if threshold is None else bool(found and found[0].match)
-        queries.append({"query": image, "match": match, "results": [hit.to_dict() for hit in found]})
+        queries.append({"query": name, "match": match, "results": [hit.to_dict() for hit in found]})
     return {"index": str(index), "threshold": threshold, "queries": queries}
 
 

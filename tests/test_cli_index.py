@@ -144,6 +144,19 @@ def test_a_folder_of_images_builds_an_index_without_calibration(world, tmp_path,
     assert lines[2].split()[2:] == ["-", "1", str(world.gallery_image)]  # 000008.png: the 2nd file by name
 
 
+def test_a_dataframe_without_validation_rows_builds_an_index_without_calibration(world, tmp_path, capsys):
+    df = pd.read_csv(world.root / "df.csv")
+    df[df["split"] == "train"].to_csv(world.root / "train_only.csv", index=False)
+    index = tmp_path / "train_index"
+    build = [f"dataset_root={world.root}", "dataframe_name=train_only.csv", f"index_dir={index}"]
+    assert main(["index", "build", *build]) == 0
+    out = capsys.readouterr().out
+    assert f"Gallery index:    3 items of {world.root / 'train_only.csv'}" in out
+    assert f"Calibration:      none ({world.root / 'train_only.csv'} has no split=validation rows)" in out
+    report = search_json(str(index), str(world.gallery_image), "--top-k", "1", capsys=capsys)
+    assert report["threshold"] is None and report["queries"][0]["results"][0]["id"] == 1
+
+
 def one_error_line(capsys, argv: list[str], *fragments: str) -> str:
     status = main(argv)
     captured = capsys.readouterr()
@@ -195,6 +208,20 @@ def test_bad_build_input_is_one_line_and_writes_nothing(world, tmp_path, capsys)
         (["idnex_dir=x"], "did you mean 'index_dir'"),
     ]:
         one_error_line(capsys, ["index", "build", *argv], "oml index build: error: ", fragment)
+    assert not new.exists()
+
+
+def test_a_bad_dataset_of_an_index_is_one_line_and_writes_nothing(world, tmp_path, capsys):
+    new = tmp_path / "new_index"
+    root = f"dataset_root={world.root}"
+    for argv, fragment in [
+        (["dataset.name=imagez"], "Unknown dataset 'imagez'"),
+        (["dataset={name: images, args: {cache_size: -1}}"], "cache_size must be >= 0"),
+        (["check_images=maybe"], "check_images must be true or false, got 'maybe'"),
+    ]:
+        one_error_line(
+            capsys, ["index", "build", root, f"index_dir={new}", *argv], "oml index build: error: ", fragment
+        )
     assert not new.exists()
 
 

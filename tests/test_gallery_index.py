@@ -23,6 +23,8 @@ from oml_core import hookimpl
 from oml_core.datasets import ImageQueryGalleryLabeledDataset
 from oml_core.index import CalibrationError, GalleryIndex, GalleryIndexError, calibrate_rr
 from oml_core.index.integrity import first_difference, rebuilt_spec
+from oml_core.index.queries import collect_queries
+from oml_core.interfaces.datasets import IDatasetComponent, ILabeledDataset
 from oml_core.interfaces.knn import IKnnIndex, KnnSearchResult
 from oml_core.interfaces.models import IExtractor
 from oml_core.registry import Registry, UnknownNameError
@@ -572,6 +574,26 @@ def test_a_loaded_index_saved_again_keeps_its_weights_and_probe(
     assert GalleryIndex.load(again, registry=registry).search([query], top_k=3) == expected
 
 
+def test_an_index_saved_before_its_dataset_component_was_recorded_is_an_index_of_images(
+    registry, saved_with_weights, query
+):
+    """What oml wrote before the dataset kind: no ``dataset`` and ``data`` in index.json's config, no
+    ``probe_query`` and ``probe_input`` in embeddings.pt (its probe is ``probe.png``)."""
+    expected = GalleryIndex.load(saved_with_weights, registry=registry).search([query], top_k=3)
+    _edit_json(
+        saved_with_weights / "index.json", lambda d: (d["config"].pop("dataset"), d["config"].pop("data"))
+    )
+    stored = torch.load(saved_with_weights / "embeddings.pt", weights_only=True)
+    assert stored["probe_query"] == "probe.png" and stored["probe_input"] is None
+    old = {key: value for key, value in stored.items() if key not in ("probe_query", "probe_input")}
+    torch.save(old, saved_with_weights / "embeddings.pt")
+    loaded = GalleryIndex.load(saved_with_weights, registry=registry)
+    assert loaded.config["dataset"] is None and loaded.config["data"] == {}
+    assert loaded.search([query], top_k=3) == expected
+    with pytest.raises(GalleryIndexError, match="probe.png: the index's extractor and transforms embed it"):
+        GalleryIndex.load(saved_with_weights, registry=registry, extractor=MeanColour(4)).search([query])
+
+
 def flip_a_byte(path: Path, position: int) -> None:
     data = bytearray(path.read_bytes())
     data[position] ^= 0xFF
@@ -821,3 +843,116 @@ def test_another_version_of_the_extractors_plugin_is_refused(saved_with_weights,
         match=r"weights.pt: does not fit the index's extractor 'mean_colour' \(.*head.weight",
     ):
         GalleryIndex.load(saved_with_weights, registry=plugin_version(Renamed)).search([query])
+
+
+# ------------------------------------------------------------------- a dataset component that breaks its contract
+class RowsDataset(ILabeledDataset):
+    """Four labelled 3-d rows."""
+
+    def __init__(self) -> None:
+        self.x = torch.tensor([[0.0, 0, 0], [1, 0, 0], [0, 1, 0], [0, 0, 1]])
+
+    def __len__(self) -> int:
+        return len(self.x)
+
+    def __getitem__(self, item: int) -> dict:
+        return {"input_tensors": self.x[item], "idx": item, "labels": item % 2}
+
+    def get_labels(self) -> np.ndarray:
+        return np.arange(4) % 2
+
+
+class Rows(IDatasetComponent):
+    """A component of :class:`RowsDataset`, with no queries and no validation split; ``ids`` (its item ids),
+    ``probe`` (the probe query it claims to write) and ``gallery`` (whether it gives a gallery) break its
+    contract."""
+
+    source = Path("rows.csv")
+
+    def __init__(self, ids: list[int] | None = None, probe: str | None = None, gallery: bool = True) -> None:
+        self.ids, self.probe, self.gallery = ids, probe, gallery
+
+    def gallery_dataset(self, rows: str = "all") -> RowsDataset:
+        if not self.gallery:
+            return super().gallery_dataset(rows)  # the interface's NotImplementedError
+        return RowsDataset()
+
+    def item_ids(self, dataset) -> list[int]:
+        return self.ids if self.ids is not None else super().item_ids(dataset)
+
+    def probe_query(self, folder: Path) -> str:
+        return self.probe if self.probe is not None else super().probe_query(folder)
+
+
+class RowsPlugin:
+    @hookimpl
+    def oml_register_datasets(self, register):
+        register("rows", Rows)
+
+
+def rows_index(**args) -> GalleryIndex:
+    registry = Registry([("rows_plugin", RowsPlugin())], load_entrypoints=False)
+    return GalleryIndex(extractor=nn.Linear(3, 2), dataset={"name": "rows", "args": args}, registry=registry)
+
+
+def test_a_dataset_components_items_without_ids_or_queries(tmp_path):
+    index = rows_index()
+    assert (
+        index.add_dataset(calibration={"target": "f1"})
+        == "the dataset component Rows gives no validation dataset"
+    )
+    assert index.ids == [0, 1, 2, 3] and index.labels == [0, 1, 0, 1] and index.paths == [None] * 4
+    assert index.calibration is None
+    with pytest.raises(GalleryIndexError) as raised:
+        collect_queries(index.data, ["rows.csv"])
+    assert str(raised.value) == (
+        "the dataset component Rows takes no queries: this index can be searched by embeddings only"
+    )
+    with pytest.raises(
+        GalleryIndexError, match="image paths are items of the images dataset component, and this "
+    ):
+        index.search(["a.png"])
+    folder = index.save(tmp_path / "saved")  # no probe query: its first gallery row is its probe
+    stored = torch.load(folder / "embeddings.pt", weights_only=True)
+    assert torch.equal(stored["probe_input"], torch.zeros(3)) and stored["probe_query"] is None
+
+
+def test_a_dataset_component_that_breaks_its_contract_is_named(tmp_path):
+    with pytest.raises(GalleryIndexError) as raised:
+        rows_index(gallery=False).add_dataset()
+    assert str(raised.value) == (
+        "the dataset component Rows gives no gallery dataset: a gallery index cannot be built of its items"
+    )
+    with pytest.raises(
+        GalleryIndexError, match=r"^the dataset component Rows gives 4 ids \(2 distinct\) to 4 items$"
+    ):
+        rows_index(ids=[0, 0, 1, 1]).add_dataset()
+    index = rows_index(probe="index.json")
+    index.add_dataset()
+    with pytest.raises(
+        GalleryIndexError, match="the dataset component Rows wrote no probe query 'index.json' of its"
+    ):
+        index.save(tmp_path / "saved")
+    assert not (tmp_path / "saved").exists()
+
+
+def test_bad_dataset_arguments_of_an_index(tmp_path, registry):
+    with pytest.raises(ValueError, match=r"data takes the data keys \[.*\], got also \['dataset_rot'\]"):
+        GalleryIndex(data={"dataset_rot": "x"})
+    with pytest.raises(ValueError, match="dataset must be a registered name or a {name, args} spec"):
+        GalleryIndex(dataset=Rows())  # type: ignore[arg-type]
+    with pytest.raises(
+        ValueError, match="an index of a dataframe or folder of images takes no dataset or data"
+    ):
+        GalleryIndex.from_folder(tmp_path, dataset="rows")
+
+
+def test_a_bad_probe_record_is_one_line_naming_the_file(tmp_path, saved_with_weights, registry):
+    stored = torch.load(saved_with_weights / "embeddings.pt", weights_only=True)
+    torch.save({**stored, "probe_query": "../probe.png"}, saved_with_weights / "embeddings.pt")
+    with pytest.raises(GalleryIndexError) as raised:
+        GalleryIndex.load(saved_with_weights, registry=registry)
+    assert str(raised.value) == (
+        f"{saved_with_weights / 'embeddings.pt'}: its probe needs either the file name of its query in the folder "
+        f"or its input tensor"
+    )

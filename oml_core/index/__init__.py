@@ -1,5 +1,6 @@
-"""Serving a gallery: :class:`GalleryIndex` (build from a dataframe, a folder of images or embeddings; search by
-images or embeddings; save to a self-contained folder and load, checked against the model that built it:
+"""Serving a gallery: :class:`GalleryIndex` (build from the items of a dataset component: a dataframe or a folder
+of images, a plugin's modality; or from embeddings; search by its component's queries (:mod:`.queries`), image
+paths or embeddings; save to a self-contained folder and load, checked against the model that built it:
 :mod:`.integrity`) and the calibration of a match threshold (:mod:`.calibration`)."""
 
 from oml_core.index.calibration import (

@@ -1,11 +1,12 @@
 """``build_gallery_index``: the gallery index of a config (``oml index build``; default config
-``oml_core/configs/index_build.yaml``), written to a new folder."""
+``oml_core/configs/index_build.yaml``), of the items of its dataset component (``dataset``; null: images), written
+to a new folder."""
 
 from __future__ import annotations
 
 import datetime as dt
 import difflib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -14,14 +15,22 @@ from oml_core.compose import one_line, resolved_config
 from oml_core.index.calibration import CalibrationError
 from oml_core.index.errors import GalleryIndexError
 from oml_core.index.gallery import GALLERY_ROWS, GalleryIndex, check_calibration_args
+from oml_core.lightning.pipelines.shared.common import offered_args, spec_of
+from oml_core.lightning.pipelines.shared.data import DEFAULT_DATASET
 from oml_core.registry import ConfigError, Registry, default_registry
 
-#: Every key of the config, all required (the default config has them all).
+#: The data keys that name folders (made absolute, so that ``oml search`` may run elsewhere).
+FOLDER_KEYS = ("dataset_root", "data_dir")
+#: The keys a config may leave out (written before they existed), with the value they then take.
+OPTIONAL_KEYS = {"dataset": None, "check_images": True}
+#: Every key of the config, all required but :data:`OPTIONAL_KEYS` (the default config has them all).
 CONFIG_KEYS = (
     "seed",
+    "dataset",
     "dataset_root",
     "dataframe_name",
     "data_dir",
+    "check_images",
     "gallery_rows",
     "index_dir",
     "logs_root",
@@ -42,7 +51,7 @@ class IndexBuildResult:
     Attributes:
         index: The index.
         index_dir: The folder it was saved to.
-        source: What its items are (the dataframe file, or the folder of images).
+        source: What its items are (the dataset component's source: the dataframe file, or the folder of images).
         not_calibrated: Why it was not calibrated (None when it was).
     """
 
@@ -55,58 +64,73 @@ class IndexBuildResult:
 def build_gallery_index(cfg: Mapping[str, Any] | Any, registry: Registry | None = None) -> IndexBuildResult:
     """Build the gallery index of ``cfg`` and save it to its new ``index_dir``.
 
-    The config's keys (all required; the default config has them, see its comments): ``dataset_root``
-    (null: the built-in mock dataset) and ``dataframe_name``, or ``data_dir`` (a folder of images, no labels);
-    ``gallery_rows`` (``all`` or ``gallery``, see :meth:`GalleryIndex.from_dataframe`); ``index_dir`` (null:
-    ``logs_root/<date>_<time>_index``); ``extractor``, ``transforms``, ``knn_backend`` (``{name, args}`` specs);
-    ``distance``; ``seed``, ``bs``, ``num_workers``; ``calibration`` (null or ``{target, value, top_n}``: the
-    arguments of :meth:`GalleryIndex.calibrate`, used when the dataframe has ``split == validation`` rows).
+    The config's keys (all required but ``dataset`` and ``check_images``; the default config has them, see its
+    comments): ``dataset`` (the dataset component, ``{name, args}``; null or absent: images), offered, as the
+    pipelines offer them, the data keys ``dataset_root`` (null: the built-in mock dataset) and ``dataframe_name``,
+    or ``data_dir`` (a folder of items, no labels), ``check_images``, ``num_workers`` and ``transforms`` (as
+    ``transforms_predict`` and ``transforms_val``); ``gallery_rows`` (``all`` or ``gallery``, see
+    :meth:`GalleryIndex.add_dataset`); ``index_dir`` (null: ``logs_root/<date>_<time>_index``); ``extractor``,
+    ``transforms``, ``knn_backend`` (``{name, args}`` specs); ``distance``; ``seed``, ``bs``, ``num_workers``;
+    ``calibration`` (null or ``{target, value, top_n}``: the arguments of :meth:`GalleryIndex.calibrate`, used when
+    the component has a validation split, e.g. ``split == validation`` rows). The index records the component's
+    spec and the data keys its factory takes, so that ``oml search`` builds it again for the queries.
 
-    ``index_dir`` is checked to be free before any image is read: an index never overwrites a folder.
+    ``index_dir`` is checked to be free before any item is read: an index never overwrites a folder.
 
     Raises:
-        ConfigError: an unknown or missing key, a bad value, an ``index_dir`` that exists and is not empty, a bad
-            dataframe, an image that cannot be read, an extractor that cannot be built, a calibration target
-            that cannot be reached (one line naming the key, file or target).
+        ConfigError: an unknown or missing key, a bad value, an ``index_dir`` that exists and is not empty, bad
+            data, an item that cannot be read, an extractor that cannot be built, a calibration target that
+            cannot be reached (one line naming the key, file or target).
         RegistryError: an unknown component name.
     """
     cfg = _checked(cfg)
     registry = registry or default_registry()
     index_dir = _index_dir(cfg)
-    index_args = {
-        "extractor": cfg["extractor"],
-        "transforms": cfg["transforms"],
-        "knn_backend": cfg["knn_backend"],
-        "distance": cfg["distance"],
-        "registry": registry,
-        "seed": cfg["seed"],
-        "batch_size": cfg["bs"],
-        "num_workers": cfg["num_workers"],
-    }
-    not_calibrated = None
     try:
-        if cfg["data_dir"] is not None:
-            source = Path(cfg["data_dir"]).expanduser().resolve()
-            index = GalleryIndex.from_folder(source, **index_args)
-            not_calibrated = "a folder of images has no labels"
-        else:
-            df, source, root = _dataframe(cfg)
-            calibration = cfg["calibration"]
-            if calibration is not None and not (df["split"] == "validation").any():
-                calibration, not_calibrated = None, f"{source} has no split=validation rows"
-            elif calibration is None:
-                not_calibrated = "calibration is null"
-            index = GalleryIndex.from_dataframe(
-                df, root, rows=cfg["gallery_rows"], calibration=calibration, **index_args
-            )
+        index = GalleryIndex(
+            extractor=cfg["extractor"],
+            transforms=cfg["transforms"],
+            knn_backend=cfg["knn_backend"],
+            distance=cfg["distance"],
+            dataset=cfg["dataset"],
+            data=_data_keys(cfg, registry),
+            registry=registry,
+            seed=cfg["seed"],
+            batch_size=cfg["bs"],
+            num_workers=cfg["num_workers"],
+        )
+        not_calibrated = index.add_dataset(rows=cfg["gallery_rows"], calibration=cfg["calibration"])
     except ConfigError:
         raise
     except CalibrationError as e:
         raise ConfigError(f"calibration: {one_line(e)}") from e
-    except (GalleryIndexError, ValueError) as e:  # a bad value, dataframe or image, named in the message
+    except (GalleryIndexError, ValueError) as e:  # a bad value, dataframe or item, named in the message
         raise ConfigError(one_line(e)) from e
+    if cfg["calibration"] is None:
+        not_calibrated = "calibration is null"
     index.save(index_dir)
-    return IndexBuildResult(index=index, index_dir=index_dir, source=source, not_calibrated=not_calibrated)
+    return IndexBuildResult(index, index_dir, Path(index.data.source), not_calibrated)
+
+
+def _data_keys(cfg: Mapping[str, Any], registry: Registry) -> dict[str, Any]:
+    """The data keys of ``cfg`` that the factory of its dataset component takes (and its ``args`` do not set):
+    ``dataset_root`` and ``data_dir`` absolute, ``dataframe_name`` null with ``data_dir`` (a folder replaces the
+    dataframe)."""
+    folders = {
+        key: None if cfg[key] is None else str(Path(cfg[key]).expanduser().resolve()) for key in FOLDER_KEYS
+    }
+    values = {
+        **folders,
+        "dataframe_name": None if cfg["data_dir"] is not None else cfg["dataframe_name"],
+        "check_images": cfg["check_images"],
+        "num_workers": cfg["num_workers"],
+    }
+    spec = spec_of(cfg["dataset"] or DEFAULT_DATASET)
+    return offered_args(registry, "dataset", spec, {key: _offer(value) for key, value in values.items()})
+
+
+def _offer(value: Any) -> Callable[[], Any]:
+    return lambda: value
 
 
 def _checked(cfg: Any) -> dict[str, Any]:
@@ -114,7 +138,7 @@ def _checked(cfg: Any) -> dict[str, Any]:
     cfg = resolved_config(cfg)
     if not isinstance(cfg, Mapping):
         raise ConfigError(f"the config must be a mapping, got {type(cfg).__name__}")
-    cfg = {key: value for key, value in cfg.items() if key != "hydra"}
+    cfg = {**OPTIONAL_KEYS, **{key: value for key, value in cfg.items() if key != "hydra"}}
     for key in cfg:
         if key not in CONFIG_KEYS:
             close = difflib.get_close_matches(str(key), CONFIG_KEYS, n=1)
@@ -142,6 +166,8 @@ def _checked(cfg: Any) -> dict[str, Any]:
         raise ConfigError(
             "give either data_dir (a folder of images) or dataset_root (with dataframe_name), not both"
         )
+    if not isinstance(cfg["check_images"], bool):
+        raise ConfigError(f"check_images must be true or false, got {cfg['check_images']!r}")
     return cfg
 
 
@@ -167,20 +193,4 @@ def _index_dir(cfg: Mapping[str, Any]) -> Path:
     return folder
 
 
-def _dataframe(cfg: Mapping[str, Any]) -> tuple[Any, Path, Path]:
-    """The checked dataframe of ``dataset_root / dataframe_name`` (the mock dataset's when ``dataset_root`` is
-    null), its path and the dataset root."""
-    from oml_core.datasets.dataframe_format import read_dataframe
-
-    if cfg["dataset_root"] is None:
-        from oml_core.datasets.mock import get_mock_dataset_root
-
-        root = get_mock_dataset_root()
-    else:
-        root = Path(cfg["dataset_root"]).expanduser().resolve()
-        if not root.is_dir():
-            raise ConfigError(f"dataset_root {str(root)!r} is not a directory")
-    return read_dataframe(root, cfg["dataframe_name"]), root / cfg["dataframe_name"], root
-
-
-__all__ = ["CONFIG_KEYS", "IndexBuildResult", "build_gallery_index"]
+__all__ = ["CONFIG_KEYS", "OPTIONAL_KEYS", "IndexBuildResult", "build_gallery_index"]

@@ -1,5 +1,6 @@
-"""``GalleryIndex``: a gallery of images (or of embeddings) to serve: build it, search it by images or
-embeddings, calibrate a match threshold, save it to a folder and load it back.
+"""``GalleryIndex``: a gallery to serve, of the items of a dataset component (images by default: a dataframe or a
+folder of pictures; any modality's plugin) or of embeddings: build it, search it by queries or embeddings,
+calibrate a match threshold, save it to a folder and load it back.
 
 Example::
 
@@ -14,6 +15,14 @@ Example::
     )
     index.save("my_index")
     hits = GalleryIndex.load("my_index").search(["query.jpg"], top_k=5)  # [[SearchHit(...), ...]]
+
+An index of another dataset component, a plugin's (``oml index build dataset.name=...``)::
+
+    index = GalleryIndex(extractor=..., dataset={"name": "my_modality", "args": {}},
+                         data={"dataset_root": "my_data", "dataframe_name": "df.csv"})
+    index.add_dataset(calibration={"target": "f1"})  # its items, calibrated on its validation split
+    queries = collect_queries(index.data, ["queries.csv"])  # oml_core.index.queries
+    hits = index.search(queries.dataset, top_k=5)
 """
 
 from __future__ import annotations
@@ -21,6 +30,8 @@ from __future__ import annotations
 import inspect
 import json
 import math
+import shutil
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -30,21 +41,14 @@ import numpy as np
 import pandas as pd
 import torch
 from torch import Tensor, nn
+from torch.utils.data import Dataset
 
-from oml_core.const import (
-    IS_GALLERY_COLUMN,
-    IS_QUERY_COLUMN,
-    LABELS_COLUMN,
-    PATHS_COLUMN,
-    SEQUENCE_COLUMN,
-    SPLIT_COLUMN,
-    TBBox,
-)
-from oml_core.datasets.dataframe_format import check_retrieval_dataframe_format, parse_bboxes, parse_flags
-from oml_core.datasets.images import ImageBaseDataset
+from oml_core.const import SPLIT_COLUMN, TBBox
+from oml_core.datasets.image_data import ImageData
 from oml_core.index.calibration import Calibration, CalibrationError, calibrate_rr, check_target
 from oml_core.index.errors import GalleryIndexError
 from oml_core.index.integrity import check_model, check_probe, model_json, rebuilt_spec
+from oml_core.index.items import ItemInput, OneInput, Probe, SomeItems, is_item_input, size_of
 from oml_core.index.storage import (
     BACKEND_FOLDER,
     CALIBRATION_FILE,
@@ -54,7 +58,7 @@ from oml_core.index.storage import (
     INDEX_FORMAT,
     INDEX_VERSION,
     ITEMS_FILE,
-    PROBE_FILE,
+    OWN_FILES,
     WEIGHTS_FILE,
     StoredEmbeddings,
     new_folder,
@@ -63,23 +67,32 @@ from oml_core.index.storage import (
     read_weights,
     write_embeddings,
     write_json,
-    write_probe_image,
     write_weights,
 )
 from oml_core.inference.flat import inference
+from oml_core.interfaces.datasets import (
+    IBaseDataset,
+    IDatasetComponent,
+    ILabeledDataset,
+    IQueryGalleryLabeledDataset,
+)
 from oml_core.interfaces.knn import IKnnIndex
-from oml_core.registry import Registry, RegistryError, default_registry, to_plain
+from oml_core.lightning.pipelines.shared.data import DATA_KEYS, build_dataset_component, check_datasets
+from oml_core.registry import ConfigError, Registry, RegistryError, default_registry, to_plain
 from oml_core.retrieval.knn_backends import check_distance, check_k, make_knn_index, search_with_index
-from oml_core.retrieval.retrieval_results import RetrievalResults, factorize
-from oml_core.utils.images import IMAGE_SUFFIXES, find_images
+from oml_core.retrieval.retrieval_results import RetrievalResults, factorize, get_sequence_ids
 
-#: Which rows of a dataframe :meth:`GalleryIndex.from_dataframe` puts in the gallery.
+#: Which items of its dataset component :meth:`GalleryIndex.add_dataset` puts in the gallery.
 GALLERY_ROWS = ("all", "gallery")
 
-#: The keyword arguments of :meth:`GalleryIndex.calibrate` that ``from_dataframe(calibration=...)`` takes.
+#: The keyword arguments of :meth:`GalleryIndex.calibrate` that ``add_dataset(calibration=...)`` takes.
 CALIBRATE_ARGS = frozenset({"target", "value", "top_n"})
 #: A component given by its spec (``{name, args}`` or a name), built by the registry.
 Spec = Mapping[str, Any] | str
+#: How the index names itself to its dataset component (in the component's messages).
+INDEX_PIPELINE = "gallery index"
+#: What names a probe that is a gallery item's input, after the file that keeps it.
+INPUT_PROBE = "(its probe: a gallery item)"
 
 
 @dataclass(frozen=True)
@@ -89,7 +102,8 @@ class SearchHit:
     Attributes:
         rank: 1 for the nearest item.
         id: The item's id.
-        path: Its image path (None for an item added as an embedding without a path).
+        path: Its name: an image's path, or the item's name by its dataset component (None for an item added as an
+            embedding without one).
         label: Its label (None when unknown).
         distance: Its distance to the query.
         match: ``distance < threshold`` of the index's calibration; None when the index is not calibrated.
@@ -108,27 +122,33 @@ class SearchHit:
 
 
 class GalleryIndex:
-    """Gallery items (their embeddings, ids, image paths and labels) in a knn backend, with the extractor and
-    transforms that embed query images, and optionally a calibrated match threshold.
+    """Gallery items (their embeddings, ids, names and labels) in a knn backend, with the extractor, transforms
+    and dataset component that embed queries, and optionally a calibrated match threshold.
 
     Args:
-        extractor: The extractor that embeds images: a ``{name, args}`` spec (or a name) built by ``registry``
+        extractor: The extractor that embeds items: a ``{name, args}`` spec (or a name) built by ``registry``
             (``args.weights``: a checkpoint path, a zoo key or null for random weights, seeded by ``seed``), or a
             model object. None: the index takes embeddings only. A spec is built on first use and saved with the
             index (a relative ``args.weights`` naming an existing file is made absolute); an object is not saved.
-        transforms: Applied to every image before the extractor: a spec (saved) or a callable (not saved);
-            None: images are only normalised and made tensors.
+        transforms: Applied to every image before the extractor (offered to the dataset component as
+            ``transforms_predict`` and ``transforms_val``): a spec (saved) or a callable (not saved); None: images
+            are only normalised and made tensors.
         knn_backend: The registered ``knn_backend`` that searches the embeddings: a name or ``{name, args}``
             (``args.distance``, if given, must be ``distance``). Any registered backend works, a plugin's too.
         distance: ``"l2"`` or ``"cosine"``.
+        dataset: The dataset component (kind ``dataset``) whose items the index holds and whose queries it takes:
+            a name or ``{name, args}`` spec, saved; None: ``images``.
+        data: The data keys offered to the component's factory, as a pipeline offers them (``dataset_root``,
+            ``dataframe_name``, ``data_dir`` ...: :data:`~oml_core.lightning.pipelines.shared.data.DATA_KEYS`),
+            JSON values, saved: ``oml search`` builds the component again with them.
         registry: Where the components are looked up (``default_registry()`` when None).
         seed: Seeds the building of the extractor, so that random weights are the same at every build.
-        batch_size: Images per batch of the extractor.
-        num_workers: Workers of the loader of images.
+        batch_size: Items per batch of the extractor.
+        num_workers: Workers of the loader of items.
 
     Raises:
         ValueError: a distance other than ``l2``, ``cosine`` (or another than the backend's); a spec that is
-            not JSON values.
+            not JSON values; ``data`` with a key that is not a data key.
         RegistryError: an unknown knn backend (with the close matches).
     """
 
@@ -139,6 +159,8 @@ class GalleryIndex:
         knn_backend: Spec = "exact",
         distance: str = "l2",
         *,
+        dataset: Spec | None = None,
+        data: Mapping[str, Any] | None = None,
         registry: Registry | None = None,
         seed: int = 42,
         batch_size: int = 64,
@@ -151,6 +173,12 @@ class GalleryIndex:
         if self._extractor_spec is not None:
             self._extractor_spec = _with_absolute_weights(self._extractor_spec)
         self._transforms_spec, self._transforms = _spec_or_object(transforms, "transforms")
+        self._dataset_spec, dataset_object = _spec_or_object(dataset, "dataset")
+        if dataset_object is not None:
+            raise ValueError(f"dataset must be a registered name or a {{name, args}} spec, got {dataset!r}")
+        self._data_keys = _data_keys(data)
+        #: The dataset component, built on first use (:attr:`data`).
+        self._data: IDatasetComponent | None = None
         backend_spec, _ = _spec_or_object(knn_backend, "knn_backend")
         if backend_spec is None:
             raise ValueError(
@@ -170,9 +198,12 @@ class GalleryIndex:
         self._labels: list[int | None] = []
         #: A loaded index's weights file and its sha256: the extractor spec is rebuilt with them.
         self._weights: tuple[Path, str] | None = None
-        #: A loaded index's probe picture and its embedding at build time; checked before the first query.
-        self._probe: tuple[Path, Tensor] | None = None
+        #: A loaded index's probe; checked before the first query.
+        self._probe: Probe | None = None
         self._probe_checked = False
+        #: The input of the first gallery item of the dataset component: the probe of a component without a
+        #: probe query.
+        self._first_input: ItemInput | None = None
         #: The calibrated match threshold (None: search answers no match / no-match).
         self.calibration: Calibration | None = None
 
@@ -187,8 +218,10 @@ class GalleryIndex:
         calibration: Mapping[str, Any] | None = None,
         **index_args: Any,
     ) -> GalleryIndex:
-        """An index of the rows of a dataframe in OML's format (checked first; images are cropped to their
-        boxes when it has ``x_1, x_2, y_1, y_2``).
+        """An index of the rows of a dataframe of images in OML's format (checked first; images are cropped to
+        their boxes when it has ``x_1, x_2, y_1, y_2``), through the ``images`` dataset component
+        (:meth:`ImageData.of_dataframe <oml_core.datasets.image_data.ImageData.of_dataframe>`) and
+        :meth:`add_dataset`.
 
         The items' ids are their row positions (0-based, as ``oml check-dataframe`` names rows), their paths
         absolute (``dataset_root / path``), their labels the ``label`` column.
@@ -201,78 +234,133 @@ class GalleryIndex:
             calibration: When given, the keyword arguments of :meth:`calibrate` (``target``, ``value``,
                 ``top_n``): the threshold is calibrated on the ``split == "validation"`` rows, their queries
                 against their gallery items (their embeddings are computed once, with the gallery's).
-            index_args: The arguments of :class:`GalleryIndex`.
+            index_args: The arguments of :class:`GalleryIndex` (without ``dataset`` and ``data``).
 
         Raises:
             DataFrameFormatError: ``df`` is not in OML's format (naming the column and rows).
             ValueError: ``rows`` is neither ``all`` nor ``gallery``; ``calibration`` with other keys or a bad
                 target or value, or on a dataframe without validation rows (checked before any image is read).
-            GalleryIndexError: an image that cannot be read.
+            ConfigError: an image that cannot be read or a box outside its image (checked before the extractor
+                runs).
             CalibrationError: the validation rows cannot give a threshold for the target.
         """
         if rows not in GALLERY_ROWS:
             raise ValueError(f"rows must be one of {list(GALLERY_ROWS)}, got {rows!r}")
-        check_retrieval_dataframe_format(df, dataset_root=dataset_root, verbose=False)
-        df = df.reset_index(drop=True)
-        is_validation = (df[SPLIT_COLUMN] == "validation").to_numpy()
+        index = cls._of_images(index_args)
+        data = ImageData.of_dataframe(df, dataset_root, transforms=index.transforms)
         if calibration is not None:
             check_calibration_args(calibration)
-            if not is_validation.any():
+            if not (data.dataframe[SPLIT_COLUMN] == "validation").any():
                 raise ValueError("the dataframe has no split=validation rows to calibrate the threshold on")
-        is_gallery = parse_flags(df[IS_GALLERY_COLUMN])[0]
-        in_gallery = np.ones(len(df), dtype=bool) if rows == "all" else is_gallery
-        needed = in_gallery | (is_validation if calibration is not None else False)
-        root = None if dataset_root is None else Path(dataset_root).absolute()
-        paths = [str(p if root is None else root / str(p)) for p in df[PATHS_COLUMN]]
-        bboxes = parse_bboxes(df)
-        labels = df[LABELS_COLUMN].to_numpy()
-
-        index = cls(**index_args)
-        embeddings = torch.zeros(len(df), 0)
-        if needed.any():
-            rows_needed = np.flatnonzero(needed)
-            computed = index._embed(
-                [paths[i] for i in rows_needed], None if bboxes is None else [bboxes[i] for i in rows_needed]
-            )
-            embeddings = torch.zeros(len(df), computed.shape[1])
-            embeddings[torch.tensor(rows_needed)] = computed
-        gallery_rows = np.flatnonzero(in_gallery)
-        if len(gallery_rows):
-            index._add(
-                embeddings[torch.tensor(gallery_rows)],
-                [paths[i] for i in gallery_rows],
-                labels[gallery_rows],
-                gallery_rows.tolist(),
-            )
-        if calibration is not None:
-            val = df[is_validation]
-            index.calibrate(
-                embeddings[torch.tensor(is_validation)],
-                labels[is_validation],
-                parse_flags(val[IS_QUERY_COLUMN])[0],
-                is_gallery[is_validation],
-                sequences=val[SEQUENCE_COLUMN].to_numpy() if SEQUENCE_COLUMN in val.columns else None,
-                **calibration,
-            )
+        index._data = data
+        index.add_dataset(rows, calibration)
         return index
 
     @classmethod
     def from_folder(cls, folder: str | Path, **index_args: Any) -> GalleryIndex:
-        """An index of every image under ``folder`` (:data:`IMAGE_SUFFIXES`, any case, searched recursively),
-        in the sorted order of their paths, without labels.
+        """An index of every image under ``folder`` (``.jpg, .jpeg, .png``, any case, searched recursively), in
+        the sorted order of their absolute paths, without labels, through the ``images`` dataset component.
 
         Raises:
-            GalleryIndexError: ``folder`` is not a folder, holds no image, or an image cannot be read.
+            GalleryIndexError: ``folder`` is not a folder.
+            ConfigError: ``folder`` holds no image, or an image cannot be read (checked before the extractor runs).
         """
         folder = Path(folder)
         if not folder.is_dir():
             raise GalleryIndexError(f"{folder}: no such folder of images")
-        files = find_images(folder)
-        if not files:
-            raise GalleryIndexError(f"{folder}: holds no image files ({', '.join(IMAGE_SUFFIXES)})")
-        index = cls(**index_args)
-        index.add(files)
+        index = cls._of_images(index_args)
+        index._data = ImageData(data_dir=folder, transforms_predict=index.transforms, pipeline=INDEX_PIPELINE)
+        index.add_dataset()
         return index
+
+    @classmethod
+    def _of_images(cls, index_args: Mapping[str, Any]) -> GalleryIndex:
+        """A new index of ``index_args`` whose dataset component is ``images`` (the default)."""
+        index = cls(**index_args)
+        if index._dataset_spec not in (None, {"name": "images", "args": {}}) or index._data_keys:
+            raise ValueError("an index of a dataframe or folder of images takes no dataset or data")
+        return index
+
+    def add_dataset(self, rows: str = "all", calibration: Mapping[str, Any] | None = None) -> str | None:
+        """Add the gallery items of the index's dataset component (:meth:`IDatasetComponent.gallery_dataset
+        <oml_core.interfaces.datasets.IDatasetComponent.gallery_dataset>`), their names as paths, their ids (the
+        component's :meth:`item_ids <oml_core.interfaces.datasets.IDatasetComponent.item_ids>`, or the integers
+        after the largest id so far) and labels (a labelled dataset's); with ``calibration``, then calibrate the
+        match threshold on the component's validation split, an item of which that is in the gallery being
+        embedded once. The component checks both datasets first (its ``check``; its warnings are issued).
+
+        Args:
+            rows: ``"all"``: every item of the data; ``"gallery"``: only its gallery items (``is_gallery``).
+            calibration: When given, the keyword arguments of :meth:`calibrate` (``target``, ``value``,
+                ``top_n``).
+
+        Returns:
+            Why the index was not calibrated although ``calibration`` was given: the component gives no
+            validation split (e.g. ``a folder of images has no labels``); None otherwise.
+
+        Raises:
+            ValueError: a bad ``rows`` or ``calibration`` (before anything is read).
+            ConfigError: the component's data cannot be read, or an item of it (named, before the extractor runs).
+            GalleryIndexError: the component gives no gallery; see :meth:`embed`.
+            CalibrationError: the validation split cannot give a threshold for the target.
+        """
+        if rows not in GALLERY_ROWS:
+            raise ValueError(f"rows must be one of {list(GALLERY_ROWS)}, got {rows!r}")
+        if calibration is not None:
+            check_calibration_args(calibration)
+        data = self.data
+        try:
+            gallery = data.gallery_dataset(rows)
+        except NotImplementedError as e:
+            raise GalleryIndexError(f"{e}: a gallery index cannot be built of its items") from e
+        validation, not_calibrated = None, None
+        if calibration is not None:
+            try:
+                validation = data.validation_dataset()
+            except NotImplementedError as e:
+                not_calibrated = str(e)
+        check_datasets(
+            data, [gallery] if validation is None else [gallery, validation], self.num_workers, None
+        )
+        names = _item_names(data, gallery)
+        gallery_ids = _item_ids(data, gallery)
+        labels = gallery.get_labels().tolist() if isinstance(gallery, ILabeledDataset) else None
+        if size_of(gallery) and self._first_input is None:
+            self._first_input = gallery[0][gallery.input_tensors_key]
+        embeddings = self.embed(gallery) if size_of(gallery) else torch.zeros(0, 0)
+        self._add(embeddings, names, labels, gallery_ids)
+        if validation is not None and calibration is not None:
+            known = {} if gallery_ids is None else dict(zip(gallery_ids, embeddings))
+            self._calibrate_on(validation, _item_ids(data, validation), known, calibration)
+        return not_calibrated
+
+    def _calibrate_on(
+        self,
+        validation: IQueryGalleryLabeledDataset,
+        ids: list[int] | None,
+        known: Mapping[int, Tensor],
+        calibration: Mapping[str, Any],
+    ) -> None:
+        """Calibrate on ``validation`` (a labelled query/gallery split), whose items of ``ids`` found in ``known``
+        (the gallery's embeddings by id) are not embedded again."""
+        n = size_of(validation)
+        reused = {} if ids is None else {i: known[item] for i, item in enumerate(ids) if item in known}
+        missing = [i for i in range(n) if i not in reused]
+        computed = dict(zip(missing, self.embed(SomeItems(validation, missing)))) if missing else {}
+        rows = [reused[i] if i in reused else computed[i] for i in range(n)]
+        embeddings = torch.stack(rows) if rows else torch.zeros(0, 0)
+        is_query, is_gallery = np.zeros(n, dtype=bool), np.zeros(n, dtype=bool)
+        is_query[validation.get_query_ids().numpy()] = True
+        is_gallery[validation.get_gallery_ids().numpy()] = True
+        sequences = get_sequence_ids(validation)
+        self.calibrate(
+            embeddings,
+            validation.get_labels().tolist(),
+            is_query,
+            is_gallery,
+            sequences=None if sequences is None else sequences.tolist(),
+            **calibration,
+        )
 
     # ------------------------------------------------------------------------------------------ items
     def __len__(self) -> int:
@@ -299,7 +387,8 @@ class GalleryIndex:
 
     @property
     def paths(self) -> list[str | None]:
-        """The items' image paths (None for an embedding added without one)."""
+        """The items' names: image paths, or their names by the dataset component (None for an embedding added
+        without one)."""
         return list(self._paths)
 
     @property
@@ -310,7 +399,8 @@ class GalleryIndex:
     @property
     def config(self) -> dict[str, Any]:
         """What builds this index again (saved with it): the extractor, transforms and knn backend specs (None
-        for objects), the distance, the seed, the batch size and the number of workers."""
+        for objects), the distance, the seed, the batch size, the number of workers, the dataset component's spec
+        (None: images) and its data keys."""
         return {
             "extractor": self._extractor_spec,
             "transforms": self._transforms_spec,
@@ -319,6 +409,8 @@ class GalleryIndex:
             "seed": self.seed,
             "batch_size": self.batch_size,
             "num_workers": self.num_workers,
+            "dataset": self._dataset_spec,
+            "data": dict(self._data_keys),
         }
 
     @property
@@ -379,50 +471,92 @@ class GalleryIndex:
         except (FileNotFoundError, ValueError) as e:
             raise GalleryIndexError(f"the index's {kind} {spec['name']!r} cannot be built: {e}") from e
 
-    def embed(self, paths: Sequence[str | Path], bboxes: Sequence[TBBox | None] | None = None) -> Tensor:
-        """``[len(paths), dim]`` float32 embeddings of the images ``paths`` (cropped to ``bboxes``, then the
-        transforms, then the extractor).
+    @property
+    def data(self) -> IDatasetComponent:
+        """The dataset component whose items the index holds and whose queries it takes: built on first use from
+        its spec (None: ``images``) with its data keys and the index's :attr:`transforms` (offered as
+        ``transforms_predict`` and ``transforms_val``) by
+        :func:`~oml_core.lightning.pipelines.shared.data.build_dataset_component`; nothing of the data is read.
 
-        A loaded index first embeds its probe picture and checks it against its embedding at build time
+        Raises:
+            RegistryError: the component is not registered (e.g. its plugin is not installed).
+            ConfigError: the component refuses its arguments.
+        """
+        if self._data is None:
+            config = {
+                "dataset": self._dataset_spec,
+                **self._data_keys,
+                "transforms_predict": self.transforms,
+                "transforms_val": self.transforms,
+            }
+            self._data = build_dataset_component(self.registry, config, INDEX_PIPELINE)
+        return self._data
+
+    def embed(
+        self, items: Sequence[str | Path] | IBaseDataset, bboxes: Sequence[TBBox | None] | None = None
+    ) -> Tensor:
+        """``[n, dim]`` float32 embeddings of ``items``: a dataset of the index's dataset component (e.g. its
+        :meth:`~oml_core.interfaces.datasets.IDatasetComponent.query_dataset`), or image files (the ``images``
+        component: cropped to ``bboxes``, then the transforms), by the extractor.
+
+        A loaded index first embeds its probe and checks it against its embedding at build time
         (:func:`~oml_core.index.integrity.check_probe`), once.
 
         Args:
-            paths: The image files.
-            bboxes: One box ``(x_1, y_1, x_2, y_2)`` (or None: the whole image) per image; None: no boxes.
+            items: The dataset, or the image files.
+            bboxes: With image files, one box ``(x_1, y_1, x_2, y_2)`` (or None: the whole image) per image;
+                None: no boxes.
 
         Raises:
-            ValueError: ``bboxes`` of another length.
+            ValueError: ``bboxes`` of another length, or with a dataset.
             GalleryIndexError: an image that does not exist (checked before the extractor is built) or cannot
-                be read (the message names it); the extractor or transforms do not reproduce the probe's
-                embedding; see :attr:`extractor`.
+                be read (the message names it); image files for an index of another component; the extractor or
+                transforms do not reproduce the probe's embedding; see :attr:`extractor`.
         """
-        if bboxes is not None and len(bboxes) != len(paths):
-            raise ValueError(f"bboxes must have one entry per image ({len(paths)}), got {len(bboxes)}")
-        return self._embed([str(p) for p in paths], None if bboxes is None else list(bboxes))
-
-    def _embed(self, paths: list[str], bboxes: list[Any] | None) -> Tensor:
-        missing = next((p for p in paths if not Path(p).is_file()), None)
-        if missing is not None:
-            if Path(missing).is_dir():
-                raise GalleryIndexError(f"'{missing}' is a directory, not an image file")
-            raise GalleryIndexError(f"image file not found: '{missing}'")
+        if isinstance(items, Dataset):
+            if bboxes is not None:
+                raise ValueError("bboxes go with image paths, not with a dataset")
+            dataset: IBaseDataset = items
+        else:
+            dataset = self._image_files(list(items), bboxes)
         self._check_probe()
-        return self._infer(paths, bboxes)
+        return self._infer(dataset)
+
+    def _image_files(self, paths: list[str | Path], bboxes: Sequence[TBBox | None] | None) -> IBaseDataset:
+        """The dataset of the image files ``paths`` (cropped to ``bboxes``) of the index's ``images`` component."""
+        data = self.data
+        if not isinstance(data, ImageData):
+            raise GalleryIndexError(
+                f"image paths are items of the images dataset component, and this index's is "
+                f"{type(data).__name__}: give its queries as a dataset (oml_core.index.queries.collect_queries) or "
+                f"embeddings"
+            )
+        try:
+            return data.image_dataset(paths, bboxes)
+        except ConfigError as e:
+            raise GalleryIndexError(str(e)) from e
 
     def _check_probe(self) -> None:
-        """A loaded index's probe picture embedded by the extractor and transforms in use, checked against its
-        embedding at build time (once)."""
+        """A loaded index's probe embedded by the extractor and transforms in use, checked against its embedding
+        at build time (once)."""
         if self._probe is not None and not self._probe_checked:
-            probe_file, built = self._probe
-            check_probe(built, self._infer([str(probe_file)], None)[0], probe_file)
+            probe = self._probe
+            items = self._probe_query(probe.item) if isinstance(probe.item, Path) else OneInput(probe.item)
+            check_probe(probe.embedding, self._infer(items)[0], probe.name)
             self._probe_checked = True
 
-    def _infer(self, paths: list[str], bboxes: list[Any] | None) -> Tensor:
-        dataset = ImageBaseDataset(paths, bboxes=bboxes, transform=self.transforms)
+    def _probe_query(self, file: Path) -> IBaseDataset:
+        """The probe query ``file`` as the dataset component reads it."""
+        try:
+            return self.data.query_dataset([str(file)])
+        except (NotImplementedError, ConfigError) as e:
+            raise GalleryIndexError(f"{file}: the index's probe query cannot be read: {e}") from e
+
+    def _infer(self, dataset: IBaseDataset) -> Tensor:
         extractor = self.extractor
         try:
             return inference(extractor, dataset, batch_size=self.batch_size, num_workers=self.num_workers)
-        except OSError as e:  # an image that does not decode (imread_pil names it)
+        except OSError as e:  # an item that cannot be read (imread_pil names the image)
             raise GalleryIndexError(str(e)) from e
 
     def add(
@@ -432,14 +566,15 @@ class GalleryIndex:
         ids: Sequence[int] | None = None,
         paths: Sequence[str | Path | None] | None = None,
     ) -> None:
-        """Add gallery items: ``[n, dim]`` embeddings, or images (paths) embedded by :meth:`embed`.
+        """Add gallery items: ``[n, dim]`` embeddings, or image files (paths) embedded by :meth:`embed` (for the
+        items of a dataset component, see :meth:`add_dataset`).
 
         Args:
             items: The embeddings, or the image paths (their ``paths``).
             labels: ``n`` integer labels (None entries: unknown); None: all unknown.
             ids: ``n`` distinct integer ids, none of them already in the index; None: the integers after the
                 largest id so far (0, 1, ... in a new index).
-            paths: With embeddings, the image path of each (or None); not with images.
+            paths: With embeddings, the image path (or name) of each (or None); not with images.
 
         Raises:
             ValueError: labels, ids or paths of another length, not integers, ids already taken, embeddings
@@ -501,7 +636,7 @@ class GalleryIndex:
     # ----------------------------------------------------------------------------------------- search
     def search(
         self,
-        queries: Tensor | Sequence[str | Path] | str | Path,
+        queries: Tensor | IBaseDataset | Sequence[str | Path] | str | Path,
         top_k: int = 5,
         *,
         bboxes: Sequence[TBBox | None] | None = None,
@@ -509,7 +644,9 @@ class GalleryIndex:
         """The ``top_k`` nearest gallery items of every query, nearest first.
 
         Args:
-            queries: ``[Q, dim]`` embeddings, or image paths (one or a sequence) embedded by :meth:`embed`.
+            queries: ``[Q, dim]`` embeddings, a dataset of the index's dataset component (e.g. the queries of
+                :func:`~oml_core.index.queries.collect_queries`), or image paths (one or a sequence), embedded by
+                :meth:`embed`.
             top_k: Items per query (fewer when the gallery is smaller).
             bboxes: With image paths, the box of each to crop it to (see :meth:`embed`).
 
@@ -519,7 +656,7 @@ class GalleryIndex:
 
         Raises:
             ValueError: ``top_k`` is not a positive integer; embeddings of another dimension than the index's;
-                ``bboxes`` with embeddings, or of another length than the paths.
+                ``bboxes`` with embeddings or a dataset, or of another length than the paths.
             GalleryIndexError: see :meth:`embed`.
         """
         check_k(top_k)
@@ -527,6 +664,8 @@ class GalleryIndex:
             if bboxes is not None:
                 raise ValueError("bboxes go with image paths, not with embeddings")
             embeddings = queries.detach().float().cpu()
+        elif isinstance(queries, Dataset):
+            embeddings = self.embed(queries, bboxes) if size_of(queries) else torch.zeros(0, 0)
         else:
             paths = [str(p) for p in ([queries] if isinstance(queries, str | Path) else queries)]
             if not paths:
@@ -619,8 +758,10 @@ class GalleryIndex:
 
         The index is self-contained (:mod:`oml_core.index.integrity`): an extractor spec's weights are copied
         (the state dict of the extractor as it is, ``weights.pt``, with its sha256 in ``index.json``), and with
-        any extractor the probe picture and its embedding are kept, as is the model JSON of what defines the
-        embeddings. A loaded index is checked against its probe before it is saved again (and keeps it).
+        any extractor a probe and its embedding are kept (the dataset component's probe query, e.g. the picture
+        ``probe.png``; for a component without one, the input of the first gallery item), as is the model JSON
+        of what defines the embeddings. A loaded index is checked against its probe before it is saved again
+        (and keeps it).
 
         Everything is written into a temporary folder beside it, which is renamed to ``folder`` when complete:
         ``folder`` appears whole or not at all.
@@ -641,11 +782,11 @@ class GalleryIndex:
             weights_sha256 = None
             if self._extractor_spec is not None:
                 weights_sha256 = write_weights(temporary / WEIGHTS_FILE, self.extractor.state_dict())
-            probe = None if self._probe is None else self._probe[1]
-            if probe is not None or has_extractor:
-                write_probe_image(temporary / PROBE_FILE)
-            if probe is None and has_extractor:
-                probe = self._infer([str(temporary / PROBE_FILE)], None)[0]
+            probe = (
+                self._probe if self._probe is not None or not has_extractor else self._new_probe(temporary)
+            )
+            if probe is not None and isinstance(probe.item, Path) and probe.item.parent != temporary:
+                shutil.copyfile(probe.item, temporary / probe.item.name)  # a loaded index's, kept as it was
             write_json(
                 temporary / INDEX_FILE,
                 {
@@ -661,13 +802,47 @@ class GalleryIndex:
             write_json(
                 temporary / ITEMS_FILE, {"ids": self._ids, "paths": self._paths, "labels": self._labels}
             )
-            model = model_json(self._extractor_spec, self._transforms_spec, self.distance, weights_sha256)
-            write_embeddings(temporary / EMBEDDINGS_FILE, StoredEmbeddings(embeddings, model, probe))
+            model = model_json(
+                self._extractor_spec, self._transforms_spec, self.distance, weights_sha256, self._dataset_spec
+            )
+            stored = StoredEmbeddings(embeddings, model)
+            if probe is not None:
+                if isinstance(probe.item, Path):
+                    stored = StoredEmbeddings(embeddings, model, probe.embedding, probe_query=probe.item.name)
+                else:
+                    stored = StoredEmbeddings(embeddings, model, probe.embedding, probe_input=probe.item)
+            write_embeddings(temporary / EMBEDDINGS_FILE, stored)
             self._backend.save(temporary / BACKEND_FOLDER)
             if self.calibration is not None:
                 write_json(temporary / CALIBRATION_FILE, self.calibration.to_dict())
                 plot_calibration(self.calibration, temporary / CALIBRATION_PLOT)
         return folder
+
+    def _new_probe(self, folder: Path) -> Probe | None:
+        """The probe of a new index with an extractor: the dataset component's probe query, written into
+        ``folder``, or else the input of its first gallery item; None (with a warning) when it has neither."""
+        data = self.data
+        try:
+            name = data.probe_query(folder)
+        except NotImplementedError:
+            first = self._first_input
+            if first is None or not is_item_input(first):
+                warnings.warn(
+                    f"the dataset component {type(data).__name__} writes no probe query and the index has no "
+                    f"gallery item whose input is tensors: the index keeps no probe, so a replaced model is caught "
+                    f"only by the digest of its weights",
+                    stacklevel=3,
+                )
+                return None
+            embedding = self._infer(OneInput(first))[0]
+            return Probe(embedding, first, f"{folder / EMBEDDINGS_FILE} {INPUT_PROBE}")
+        if Path(name).name != name or name in OWN_FILES or not (folder / name).is_file():
+            raise GalleryIndexError(
+                f"the dataset component {type(data).__name__} wrote no probe query {name!r} of its own into the "
+                f"index's folder (a file name other than the index's files)"
+            )
+        query = folder / name
+        return Probe(self._infer(self._probe_query(query))[0], query, str(query))
 
     @classmethod
     def load(
@@ -678,15 +853,17 @@ class GalleryIndex:
         extractor: nn.Module | None = None,
         transforms: Callable[[Any], Any] | None = None,
     ) -> GalleryIndex:
-        """The index saved by :meth:`save` in ``folder``. Its extractor and transforms are built from the saved
-        config when first needed, with the weights saved in the folder (or the objects given here are used
-        instead); the knn backend's state is read by the ``load`` of the backend registered under the saved name.
-        The folder may have moved: nothing outside it is read but the images to search.
+        """The index saved by :meth:`save` in ``folder``. Its extractor, transforms and dataset component are
+        built from the saved config when first needed, with the weights saved in the folder (or the objects given
+        here are used instead); the knn backend's state is read by the ``load`` of the backend registered under
+        the saved name. The folder may have moved: nothing outside it is read but the queries to search (and what
+        a dataset component of a plugin reads when it is built). An index saved before the dataset component was
+        recorded is an index of images.
 
         Checked (:mod:`oml_core.index.integrity`): at load, the model JSON of ``index.json``'s config against
-        the one its embeddings were built with (an edited extractor, transforms or distance is refused, naming
-        the key); when the extractor is built, the sha256 of ``weights.pt``; before the first image is embedded,
-        the embedding of the probe picture by the extractor and transforms in use.
+        the one its embeddings were built with (an edited extractor, transforms, distance or dataset component is
+        refused, naming the key); when the extractor is built, the sha256 of ``weights.pt``; before the first
+        query is embedded, the embedding of the probe by the extractor and transforms in use.
 
         Raises:
             GalleryIndexError: ``folder`` is not a folder, or a file of it is missing, foreign, corrupt or
@@ -721,6 +898,8 @@ class GalleryIndex:
                 transforms=transforms if transforms is not None else config["transforms"],
                 knn_backend=config["knn_backend"],
                 distance=config["distance"],
+                dataset=config.get("dataset"),  # absent in an index written before it was recorded: images
+                data=config.get("data"),
                 registry=registry,
                 seed=config["seed"],
                 batch_size=config["batch_size"],
@@ -735,14 +914,23 @@ class GalleryIndex:
         index._restore_items(folder / ITEMS_FILE, n_items)
         stored = read_embeddings(folder / EMBEDDINGS_FILE, n_items, dim)
         saved_model = model_json(
-            config["extractor"], config["transforms"], config["distance"], weights_sha256
+            config["extractor"],
+            config["transforms"],
+            config["distance"],
+            weights_sha256,
+            config.get("dataset"),
         )
         check_model(stored.model, saved_model, meta_path, folder / EMBEDDINGS_FILE)
         index._chunks = [stored.embeddings] if n_items else []
         if weights_sha256 is not None:
             index._weights = (_existing(folder / WEIGHTS_FILE, "the index's weights"), weights_sha256)
-        if stored.probe is not None:
-            index._probe = (_existing(folder / PROBE_FILE, "the index's probe picture"), stored.probe)
+        if stored.probe is not None and stored.probe_query is not None:
+            query = _existing(folder / stored.probe_query, "the index's probe query")
+            index._probe = Probe(stored.probe, query, str(query))
+        elif stored.probe is not None and stored.probe_input is not None:
+            index._probe = Probe(
+                stored.probe, stored.probe_input, f"{folder / EMBEDDINGS_FILE} {INPUT_PROBE}"
+            )
         index._backend = _load_backend(folder / BACKEND_FOLDER, index, n_items)
         calibration_path = folder / CALIBRATION_FILE
         if calibration_path.exists():
@@ -772,7 +960,7 @@ class GalleryIndex:
 # ------------------------------------------------------------------------------------------------ helpers
 def check_calibration_args(calibration: Mapping[str, Any]) -> None:
     """Check the keyword arguments of :meth:`GalleryIndex.calibrate` given as ``calibration`` (``target``,
-    ``value``, ``top_n``), so that a bad one fails before any image is embedded.
+    ``value``, ``top_n``), so that a bad one fails before any item is embedded.
 
     Raises:
         ValueError: another key, an unknown target, a value out of its range, a ``top_n`` that is not a
@@ -785,6 +973,46 @@ def check_calibration_args(calibration: Mapping[str, Any]) -> None:
     top_n = calibration.get("top_n", 1)
     if not _is_int(top_n) or top_n < 1:
         raise ValueError(f"top_n must be a positive integer, got {top_n!r}")
+
+
+def _data_keys(data: Mapping[str, Any] | None) -> dict[str, Any]:
+    """``data`` as a plain dict, checked to hold data keys and JSON values only (it is saved with the index)."""
+    keys = dict(to_plain(data) or {})
+    unknown = sorted(set(keys) - DATA_KEYS)
+    if unknown:
+        raise ValueError(f"data takes the data keys {sorted(DATA_KEYS)}, got also {unknown}")
+    try:
+        json.dumps(keys, allow_nan=False)
+    except (TypeError, ValueError) as e:
+        raise ValueError(f"data must hold JSON values only (it is saved with the index): {e}") from e
+    return keys
+
+
+def _item_names(data: IDatasetComponent, dataset: IBaseDataset) -> list[str | None]:
+    """The names of ``dataset``'s items by ``data`` (None each when it names none), one per item."""
+    try:
+        names: list[str | None] = list(data.item_names(dataset))
+    except NotImplementedError:
+        return [None] * size_of(dataset)
+    if len(names) != size_of(dataset):
+        raise GalleryIndexError(
+            f"the dataset component {type(data).__name__} names {len(names)} of its {size_of(dataset)} items"
+        )
+    return names
+
+
+def _item_ids(data: IDatasetComponent, dataset: IBaseDataset) -> list[int] | None:
+    """The ids of ``dataset``'s items by ``data``, or None when it gives none."""
+    try:
+        ids = [int(i) for i in data.item_ids(dataset)]
+    except NotImplementedError:
+        return None
+    if len(ids) != size_of(dataset) or len(set(ids)) != len(ids):
+        raise GalleryIndexError(
+            f"the dataset component {type(data).__name__} gives {len(ids)} ids ({len(set(ids))} distinct) to "
+            f"{size_of(dataset)} items"
+        )
+    return ids
 
 
 def _spec_or_object(value: Any, kind: str) -> tuple[dict[str, Any] | None, Any]:

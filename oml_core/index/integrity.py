@@ -4,14 +4,17 @@
   its sha256 kept in ``index.json``; the extractor is rebuilt from its spec with every ``weights`` argument
   null (:func:`rebuilt_spec`) and that state dict loaded strictly. Nothing outside the folder is read.
 - The model JSON (:func:`model_json`): the canonical JSON (sorted keys, no spaces) of the extractor spec (its
-  ``weights`` arguments null: the digest stands for them), the sha256 of ``weights.pt``, the transforms spec
-  and the distance, kept in ``embeddings.pt`` at build time; at load it is computed again from ``index.json``
-  and must be the same (:func:`check_model`), else the first key that differs is named.
-- The probe (:func:`check_probe`): the embedding of the fixed picture ``probe.png`` at build time, kept in
-  ``embeddings.pt``; before the first query is embedded, the extractor and transforms in use (rebuilt from
-  the folder, or objects given at load) embed it again, and it must be within :data:`PROBE_TOLERANCE`:
-  ``||e_now - e_built||_2 <= PROBE_TOLERANCE * ||e_built||_2``. That catches any silent change of model or
-  transforms (an edited spec, another version of a plugin, another object).
+  ``weights`` arguments null: the digest stands for them), the sha256 of ``weights.pt``, the transforms spec,
+  the distance and the dataset component's spec (when the index has one), kept in ``embeddings.pt`` at build
+  time; at load it is computed again from ``index.json`` and must be the same (:func:`check_model`), else the
+  first key that differs is named.
+- The probe (:func:`check_probe`): an item and its embedding at build time, kept in the folder: the fixed query
+  that the dataset component writes (images: the picture ``probe.png``), or, for a component that writes none,
+  the input tensor of the first gallery item (in ``embeddings.pt``). Before the first query is embedded, the
+  extractor and transforms in use (rebuilt from the folder, or objects given at load) embed it again (a query
+  through the component), and it must be within :data:`PROBE_TOLERANCE`:
+  ``||e_now - e_built||_2 <= PROBE_TOLERANCE * ||e_built||_2``. That catches any silent change of model (and,
+  with a probe query, of transforms and reading): an edited spec, another version of a plugin, another object.
 """
 
 from __future__ import annotations
@@ -47,9 +50,12 @@ def rebuilt_spec(spec: Any) -> Any:
     return spec
 
 
-def model_json(extractor: Any, transforms: Any, distance: Any, weights_sha256: str | None) -> str:
+def model_json(
+    extractor: Any, transforms: Any, distance: Any, weights_sha256: str | None, dataset: Any = None
+) -> str:
     """The canonical JSON (sorted keys, no spaces) of what defines an index's embeddings: the extractor spec
-    (:func:`rebuilt_spec`), the sha256 of its weights, the transforms spec and the distance.
+    (:func:`rebuilt_spec`), the sha256 of its weights, the transforms spec, the distance and, when not None, the
+    dataset component's spec (None: the default images, as in an index written before it was recorded).
 
     Raises:
         GalleryIndexError: a spec that is not JSON values.
@@ -60,6 +66,8 @@ def model_json(extractor: Any, transforms: Any, distance: Any, weights_sha256: s
         "transforms": transforms,
         "distance": distance,
     }
+    if dataset is not None:
+        model["dataset"] = dataset
     try:
         return json.dumps(model, sort_keys=True, separators=(",", ":"), allow_nan=False)
     except (TypeError, ValueError) as e:
@@ -107,9 +115,14 @@ def first_difference(built: Any, now: Any, key: str = "") -> tuple[str, Any, Any
     return None if built == now else (key or "model", built, now)
 
 
-def check_probe(built: Tensor, now: Tensor, probe_file: Path) -> None:
-    """Check that the probe picture embeds to ``now`` within :data:`PROBE_TOLERANCE` of ``built``, its
-    embedding at build time: ``||now - built||_2 <= PROBE_TOLERANCE * ||built||_2``.
+def check_probe(built: Tensor, now: Tensor, probe_file: Path | str) -> None:
+    """Check that the probe embeds to ``now`` within :data:`PROBE_TOLERANCE` of ``built``, its embedding at build
+    time: ``||now - built||_2 <= PROBE_TOLERANCE * ||built||_2``.
+
+    Args:
+        built: The probe's embedding at build time.
+        now: Its embedding by the extractor in use.
+        probe_file: Names the probe in the messages (its file).
 
     Raises:
         GalleryIndexError: another dimension, or further away; the message names the probe file.

@@ -3,14 +3,17 @@ appears whole) and read back (with one-line errors that name the file).
 
 A saved index is a folder::
 
-    index.json        format tag, version, the config that built the index, number of items, dimension, the
-                      sha256 of weights.pt
-    items.json        ids, paths and labels of the items, in the order of the embeddings
+    index.json        format tag, version, the config that built the index (its dataset component and data keys
+                      among it), number of items, dimension, the sha256 of weights.pt
+    items.json        ids, paths (the items' names) and labels of the items, in the order of the embeddings
     embeddings.pt     {format, version, embeddings [n, dim] float32, model: the canonical JSON of what defines
-                      the embeddings, probe: the embedding [dim] of probe.png}: torch.load(weights_only=True)
+                      the embeddings, probe: the embedding [dim] of the probe, probe_query: the probe's file
+                      name, or probe_input: the probe's input tensor}: torch.load(weights_only=True)
     weights.pt        {format, state_dict}: the extractor's weights as it embedded the gallery (only when the
                       index has an extractor spec)
-    probe.png         a fixed picture whose embedding at build time is kept (only when the index has an extractor)
+    probe.png         the probe query that the dataset component wrote (images: a fixed picture), whose embedding
+                      at build time is kept (only when the index has an extractor; a component that writes no
+                      probe query leaves the input tensor of the index's first gallery item in embeddings.pt)
     backend/          the knn backend's own save (IKnnIndex.save)
     calibration.json  the calibration (only when calibrated)
     calibration.png   its precision / recall curve (only when calibrated)
@@ -29,12 +32,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import torch
-from PIL import Image
 from torch import Tensor
 
 from oml_core.index.errors import GalleryIndexError
+from oml_core.index.items import ItemInput, is_item_input
 from oml_core.retrieval.knn_backends import load_index_state
 from oml_core.utils.atomic import TEMPORARY_PREFIX, atomic_torch_save, atomic_write_bytes
 
@@ -42,18 +44,29 @@ INDEX_FILE = "index.json"
 ITEMS_FILE = "items.json"
 EMBEDDINGS_FILE = "embeddings.pt"
 WEIGHTS_FILE = "weights.pt"
-PROBE_FILE = "probe.png"
+#: The probe query of an index written before the probe's file was recorded (the probe picture of images).
+LEGACY_PROBE_FILE = "probe.png"
 BACKEND_FOLDER = "backend"
 CALIBRATION_FILE = "calibration.json"
 CALIBRATION_PLOT = "calibration.png"
+#: The index's own files and folders (a probe query is another file).
+OWN_FILES = frozenset(
+    {
+        INDEX_FILE,
+        ITEMS_FILE,
+        EMBEDDINGS_FILE,
+        WEIGHTS_FILE,
+        BACKEND_FOLDER,
+        CALIBRATION_FILE,
+        CALIBRATION_PLOT,
+    }
+)
 #: The format tags of ``index.json`` and ``embeddings.pt``.
 INDEX_FORMAT = "oml-gallery-index"
 EMBEDDINGS_FORMAT = "oml-gallery-embeddings"
 WEIGHTS_FORMAT = "oml-gallery-weights"
 #: The version of the layout this code writes and reads (1: no weights.pt, probe.png nor model in embeddings.pt).
 INDEX_VERSION = 2
-#: The size (width, height) of the probe picture.
-PROBE_SIZE = (40, 32)
 
 
 @contextlib.contextmanager
@@ -114,12 +127,16 @@ class StoredEmbeddings:
     Attributes:
         embeddings: ``[n, dim]`` float32 embeddings of the items.
         model: The canonical JSON of what defined them (:func:`oml_core.index.integrity.model_json`).
-        probe: ``[dim]`` embedding of ``probe.png`` at build time (None: the index had no extractor).
+        probe: ``[dim]`` embedding of the probe at build time (None: the index had no extractor).
+        probe_query: The file name, in the index's folder, of the probe query (None: no probe, or a probe input).
+        probe_input: The extractor's input of the probe, a gallery item's (None: no probe, or a probe query).
     """
 
     embeddings: Tensor
     model: str
-    probe: Tensor | None
+    probe: Tensor | None = None
+    probe_query: str | None = None
+    probe_input: ItemInput | None = None
 
 
 def write_embeddings(path: Path, stored: StoredEmbeddings) -> None:
@@ -131,6 +148,8 @@ def write_embeddings(path: Path, stored: StoredEmbeddings) -> None:
             "embeddings": stored.embeddings,
             "model": stored.model,
             "probe": stored.probe,
+            "probe_query": stored.probe_query,
+            "probe_input": stored.probe_input,
         },
         path,
     )
@@ -138,11 +157,13 @@ def write_embeddings(path: Path, stored: StoredEmbeddings) -> None:
 
 def read_embeddings(path: Path, n_items: int, dim: int) -> StoredEmbeddings:
     """The embeddings of ``path``, checked to be ``[n_items, dim]`` finite floats, with the model JSON and the
-    probe embedding (``[dim]`` finite floats (any length in an empty index), or None) they were saved with.
+    probe they were saved with: its embedding (``[dim]`` finite floats (any length in an empty index), or None)
+    and either the file name of its query (a plain name; :data:`LEGACY_PROBE_FILE` in a file written before it was
+    recorded) or its input tensor.
 
     Raises:
-        GalleryIndexError: no such file, not a torch file, another format, another shape, no model JSON
-            (naming the file).
+        GalleryIndexError: no such file, not a torch file, another format, another shape, no model JSON, a probe
+            embedding without its query or input (naming the file).
     """
     try:
         state = load_index_state(path, EMBEDDINGS_FORMAT)
@@ -168,7 +189,16 @@ def read_embeddings(path: Path, n_items: int, dim: int) -> StoredEmbeddings:
         and bool(torch.isfinite(probe).all())
     ):
         raise GalleryIndexError(f"{path}: its probe embedding is not a vector of {dim} finite floats")
-    return StoredEmbeddings(embeddings.float(), model, None if probe is None else probe.float())
+    if probe is None:
+        return StoredEmbeddings(embeddings.float(), model)
+    query = state.get("probe_query") if "probe_query" in state else LEGACY_PROBE_FILE
+    probe_input = state.get("probe_input")
+    plain_name = isinstance(query, str) and query not in ("", ".", "..") and Path(query).name == query
+    if not ((query is None and is_item_input(probe_input)) or (probe_input is None and plain_name)):
+        raise GalleryIndexError(
+            f"{path}: its probe needs either the file name of its query in the folder or its input tensor"
+        )
+    return StoredEmbeddings(embeddings.float(), model, probe.float(), query, probe_input)
 
 
 def write_weights(path: Path, state_dict: Mapping[str, Tensor]) -> str:
@@ -216,19 +246,6 @@ def read_weights(path: Path, sha256: str) -> dict[str, Tensor]:
     return tensors
 
 
-def write_probe_image(path: Path) -> None:
-    """The probe picture, a fixed pattern of :data:`PROBE_SIZE` (colour ramps across and down, stripes), as PNG.
-
-    Its pixel ``(x, y)`` is ``(255 x // (W - 1), 255 y // (H - 1), 4 ((7 x + 13 y) mod 64))``.
-    """
-    width, height = PROBE_SIZE
-    y, x = np.mgrid[0:height, 0:width]
-    pixels = np.stack([255 * x // (width - 1), 255 * y // (height - 1), 4 * ((7 * x + 13 * y) % 64)], axis=-1)
-    buffer = io.BytesIO()
-    Image.fromarray(pixels.astype(np.uint8)).save(buffer, format="PNG")
-    atomic_write_bytes(path, buffer.getbuffer())
-
-
 __all__ = [
     "BACKEND_FOLDER",
     "CALIBRATION_FILE",
@@ -239,8 +256,8 @@ __all__ = [
     "INDEX_FORMAT",
     "INDEX_VERSION",
     "ITEMS_FILE",
-    "PROBE_FILE",
-    "PROBE_SIZE",
+    "LEGACY_PROBE_FILE",
+    "OWN_FILES",
     "WEIGHTS_FILE",
     "WEIGHTS_FORMAT",
     "StoredEmbeddings",
@@ -250,6 +267,5 @@ __all__ = [
     "read_weights",
     "write_embeddings",
     "write_json",
-    "write_probe_image",
     "write_weights",
 ]

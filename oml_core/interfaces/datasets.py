@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -91,6 +93,12 @@ class IDatasetComponent(ABC):
     index, ``labels_key`` the label (labelled datasets). A validation dataset that is also an
     :class:`IVisualizableDataset` is drawn in the worst-query plots. A component may leave out the datasets its
     data cannot give (a method raises ``NotImplementedError``, and the pipeline that needs it says so).
+
+    A gallery index (``oml index build``, ``oml search``, :class:`~oml_core.index.GalleryIndex`) builds it the same
+    way from its config (its ``transforms`` offered as ``transforms_predict`` and ``transforms_val``), records its
+    spec and the data keys its factory takes, and asks it for its gallery (:meth:`gallery_dataset`, with
+    :meth:`item_ids` and :meth:`item_names`), its validation split to calibrate on (where it has one), the queries
+    of ``oml search`` (:meth:`query_dataset`) and, optionally, a probe query (:meth:`probe_query`).
     """
 
     @property
@@ -113,8 +121,56 @@ class IDatasetComponent(ABC):
 
     def item_names(self, dataset: IBaseDataset) -> list[str]:
         """The name of every item of ``dataset`` (one of this component's), in its order: the keys of
-        ``predictions.json`` (images: their absolute paths). Names are unique."""
+        ``predictions.json``, the ``path`` of a gallery index's items and the names of ``oml search``'s queries
+        (images: their paths). Names are unique."""
         raise NotImplementedError(f"the dataset component {type(self).__name__} does not name its items")
+
+    # ------------------------------------------------------------------ a gallery index (oml index build, search)
+    def gallery_dataset(self, rows: str = "all") -> IBaseDataset:
+        """The items of a gallery index (``oml index build``), labelled (an :class:`ILabeledDataset`) where the
+        data has labels. A gallery index also asks :meth:`validation_dataset`, where the data has one, to calibrate
+        its match threshold on.
+
+        Args:
+            rows: ``"all"``: every item of the data (e.g. every row of the dataframe, both splits); ``"gallery"``:
+                only the items marked as gallery items (e.g. the rows whose ``is_gallery`` is true). Data without
+                such marks (e.g. a folder) gives all its items either way.
+
+        Raises:
+            ConfigError: data that cannot be read, naming the file, the column and the rows.
+        """
+        raise NotImplementedError(f"the dataset component {type(self).__name__} gives no gallery dataset")
+
+    def item_ids(self, dataset: IBaseDataset) -> list[int]:
+        """The id of every item of ``dataset`` (one of this component's), in its order: its position among all the
+        component's items (images: the dataframe's row), so that an item has the same id in every dataset the
+        component gives. A gallery index's items are known by these ids, and the index embeds once an item that
+        is both in its gallery and in the validation split it calibrates on. Not implemented: the gallery's items
+        are numbered ``0, 1, ...`` and the validation split is embedded on its own."""
+        raise NotImplementedError(f"the dataset component {type(self).__name__} gives no item ids")
+
+    def query_dataset(self, queries: Sequence[str], root: Path | None = None) -> IBaseDataset:
+        """What ``oml search`` was given, as the items to embed, in that order and named by :meth:`item_names`
+        (images: image files, every image of a folder, the rows of CSVs of queries with their boxes).
+
+        Args:
+            queries: The queries as the user wrote them (paths).
+            root: The folder that the relative paths inside a list of queries are joined to (``oml search
+                --dataset-root``); None: the list's own folder.
+
+        Raises:
+            ConfigError: a query that cannot be read or does not exist, naming it (the file, the row, the column),
+                raised before any model runs.
+        """
+        raise NotImplementedError(f"the dataset component {type(self).__name__} takes no queries")
+
+    def probe_query(self, folder: Path) -> str:
+        """Write into ``folder`` a fixed query of this modality (the same bytes at every call, e.g. a picture) and
+        return its file name. A gallery index keeps the file and its embedding (through :meth:`query_dataset` and
+        the extractor) at build time, and refuses, before its first query, an extractor or processing that embeds
+        it otherwise. Not implemented: the index keeps the input tensor of its first gallery item and its
+        embedding instead, which catches another model but not a change of this component's processing."""
+        raise NotImplementedError(f"the dataset component {type(self).__name__} writes no probe query")
 
     def check(self, datasets: list[IBaseDataset], num_workers: int, progress_bar: bool | None) -> list[str]:
         """Check ``datasets`` (this component's) before any model runs: every item can be read into the

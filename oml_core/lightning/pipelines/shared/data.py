@@ -45,7 +45,7 @@ def build_dataset_component(
     ``config`` maps the pipeline's keys to their values. The factory gets, for every parameter it names that its
     ``args`` do not set, the config's value of the key of that name among :data:`DATA_KEYS` (``dataset_root``,
     ``dataframe_name`` ...), the built transforms of a ``transforms_*`` key (None when the key is null: the
-    component's default), and ``pipeline`` (for messages).
+    component's default; a callable as it is: already built), and ``pipeline`` (for messages).
 
     Raises:
         RegistryError: an unknown dataset name or argument.
@@ -58,8 +58,8 @@ def build_dataset_component(
 
     def transforms(key: str) -> Callable[[], Any]:
         return lambda: (
-            None
-            if config[key] is None
+            config[key]
+            if config[key] is None or callable(config[key])  # null, or already built (a gallery index's)
             else build_component(registry, "transforms", config[key], key, pipeline)
         )
 
