@@ -40,6 +40,7 @@ SPEC_KINDS = {
     "pairs_miner": (TRAIN_POSTPROCESSOR, "pairs_miner", []),
     "postprocessor": (VALIDATE, "postprocessor", []),
     "knn_backend": (VALIDATE, "metric_args.knn_backend", []),
+    "dataset": (TRAIN, "dataset", []),
 }
 #: The kinds that are no ``{name, args}`` spec of one key: metrics are asked for by ``<name>_top_k``, zoo entries
 #: by key, commands by ``oml NAME``, callbacks in the list ``callbacks``.
@@ -67,7 +68,7 @@ def _runtime(kind: str) -> dict:
 
 def _sampler_runtime(spec: dict) -> dict:
     """What the training pipelines offer a sampler: the labels, their categories, a generator."""
-    from oml_core.lightning.pipelines.shared.training import offered_args
+    from oml_core.lightning.pipelines.shared.common import offered_args
 
     offers = {
         "labels": lambda: LABELS,

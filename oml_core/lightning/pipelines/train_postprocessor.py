@@ -10,15 +10,9 @@ from typing import Any, cast
 
 import pytorch_lightning as pl
 import torch
-from torch import Tensor
 from torch.utils.data import DataLoader
 
-from oml_core.datasets.dataframe_format import read_dataframe
-from oml_core.datasets.image_data import (
-    check_train_and_validation_rows,
-    resolve_dataset_root,
-    split_dataframe,
-)
+from oml_core.datasets.extended import ExtendedLabeledDataset
 from oml_core.interfaces.models import IFreezable
 from oml_core.lightning.callbacks.metric import MetricValCallback
 from oml_core.lightning.callbacks.run_record import make_run_record
@@ -37,6 +31,7 @@ from oml_core.lightning.pipelines.shared.common import (
     parse_engine_params,
     spec_of,
 )
+from oml_core.lightning.pipelines.shared.data import build_dataset_component, dataset_of
 from oml_core.lightning.pipelines.shared.embeddings_cache import (
     EMBEDDINGS_KEY,
     CachedEmbeddings,
@@ -77,8 +72,6 @@ from oml_core.utils.logs import get_logger
 log = get_logger(__name__)
 
 PIPELINE = "postprocessor_training_pipeline"
-#: The names of the core's images dataset component, the one this pipeline reads.
-IMAGES_DATASET_NAMES = ("images", "oml_core:images")
 REQUIRED_KEYS = required_keys(PIPELINE)
 DEFAULTS = optional_defaults(PIPELINE)
 #: Every key of the pipeline's config; any other is a variable of the user's (see ``without_user_variables``).
@@ -175,11 +168,6 @@ def postprocessor_training_pipeline(
     cfg = {**DEFAULTS, **{key: value for key, value in as_config(cfg).items() if key in KNOWN_KEYS}}
     registry = registry or default_registry()
     check_component_arguments(config, registry)
-    if config.dataset is not None and config.dataset.name not in IMAGES_DATASET_NAMES:
-        raise ConfigError(
-            f"{PIPELINE}: config key 'dataset': this pipeline trains on images only (dataset null or images), "
-            f"got {config.dataset.name!r}"
-        )
     if cfg["pairs_miner"] is None:
         registry.get("pairs_miner", DEFAULT_PAIRS_MINER)
     engine = parse_engine_params(config.accelerator, config.devices, num_nodes=config.num_nodes)
@@ -188,9 +176,17 @@ def postprocessor_training_pipeline(
     check_engine(engine, config.precision, config.lightning_trainer_extra_args)
     pl.seed_everything(cfg["seed"], workers=True, verbose=False)
 
-    dataset_root = resolve_dataset_root(config.dataset_root)
-    df = read_dataframe(dataset_root, config.dataframe_name, config.dataframe_encoding)
-    record = make_run_record(PIPELINE, config, dataset_root / config.dataframe_name)
+    keys = config.as_mapping()
+    data = build_dataset_component(registry, keys, PIPELINE)
+    # the same data with the extractor's transforms, for the embeddings
+    extraction_transforms = {
+        key: config.transforms_extraction for key in ("transforms_train", "transforms_val")
+    }
+    data_to_embed = build_dataset_component(registry, {**keys, **extraction_transforms}, PIPELINE)
+    train_to_embed = dataset_of(data_to_embed, "train", PIPELINE)
+    val_dataset = dataset_of(data_to_embed, "validation", PIPELINE)
+    train_items = dataset_of(data, "train", PIPELINE)
+    record = make_run_record(PIPELINE, config, data.source)
     resume = plan_resume(record, config) if config.resume else None  # refused before any work
 
     module = _pairwise_module(config, registry)
@@ -199,14 +195,14 @@ def postprocessor_training_pipeline(
         registry,
         cfg,
         transforms_spec=cfg["transforms_extraction"],
-        dataframe_path=dataset_root / config.dataframe_name,
+        dataframe_path=data.source,
         trainer_args=_extraction_trainer_args(engine, cfg),
         batch_size=cfg["batch_size_inference"],
         pipeline=PIPELINE,
     )
-    train_dataset, val_dataset, emb_val = _datasets_with_embeddings(
-        cfg, registry, extraction, dataset_root, df
-    )
+    # the training items carry their embeddings, from which the pairs are mined
+    train_dataset = ExtendedLabeledDataset(train_items, {EMBEDDINGS_KEY: extraction(train_to_embed, "train")})
+    emb_val = extraction(val_dataset, "validation")
     train_loader, generators, resumable = build_train_loader(config, registry, train_dataset, PIPELINE)
     val_loader = DataLoader(EmbeddingsDataset(emb_val), batch_size=cfg["batch_size_inference"])
     metrics_before = metrics_of_embeddings(
@@ -283,34 +279,6 @@ def _check_config(cfg: Mapping[str, Any]) -> PostprocessorTrainingConfig:
     """The config checked against the pipeline's schema (see :func:`validate_config`): fail at once, with one
     line naming the key, on an unknown, missing or malformed key."""
     return cast(PostprocessorTrainingConfig, validate_config(cfg, PIPELINE))
-
-
-def _datasets_with_embeddings(
-    cfg: Mapping[str, Any], registry: Registry, extraction: CachedEmbeddings, dataset_root: Path, df: Any
-) -> tuple[Any, Any, Tensor]:
-    """The training dataset (images with ``transforms_train`` and the cached embeddings under
-    :data:`EMBEDDINGS_KEY`), the validation dataset (images with ``transforms_extraction``, which the
-    post-processor re-ranks) and its embeddings, of the dataframe ``df`` of ``dataset_root``."""
-    from oml_core.datasets import ImageLabeledDataset, ImageQueryGalleryLabeledDataset
-
-    df_train, df_val = split_dataframe(df)
-    check_train_and_validation_rows(dataset_root / cfg["dataframe_name"], len(df_train), len(df_val))
-    common = {"dataset_root": dataset_root, "cache_size": cfg["cache_size"]}
-    transforms_extraction = build_component(
-        registry, "transforms", cfg["transforms_extraction"], "transforms_extraction", PIPELINE
-    )
-    val_dataset = ImageQueryGalleryLabeledDataset(df_val, transform=transforms_extraction, **common)
-    emb_train = extraction(ImageLabeledDataset(df_train, transform=transforms_extraction, **common), "train")
-    emb_val = extraction(val_dataset, "validation")
-    train_dataset = ImageLabeledDataset(
-        df_train,
-        transform=None  # null: the images normalised as OML does
-        if cfg["transforms_train"] is None
-        else build_component(registry, "transforms", cfg["transforms_train"], "transforms_train", PIPELINE),
-        extra_data={EMBEDDINGS_KEY: emb_train},
-        **common,
-    )
-    return train_dataset, val_dataset, emb_val
 
 
 def _pairwise_module(config: PostprocessorTrainingConfig, registry: Registry) -> PairwiseModule:
