@@ -14,7 +14,7 @@ MOCK_DATASET_PATH`` reads the environment of that moment), so that setting ``OML
   :func:`oml_core.datasets.mock.get_mock_dataset_root` fills on first use (``download_mock_dataset(
   MOCK_DATASET_PATH)`` fills the same one).
 - :data:`CKPT_SAVE_ROOT`: the weights cache of the pretrained zoo,
-  :func:`oml_core.zoo.store.weights_cache_dir` (``$OML_WEIGHTS_DIR``, else ``<CACHE_PATH>/weights``).
+  :func:`oml_core.utils.cache.weights_cache_dir` (``$OML_WEIGHTS_DIR``, else ``<CACHE_PATH>/weights``).
 
 Some of OML's constants have no counterpart here: the urls of OML's download server and of the mock dataset
 on Google Drive (oml generates its mock dataset locally), and the audio and text ones (oml has image datasets
@@ -27,6 +27,8 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+
+from oml_core.utils.cache import get_cache_dir, weights_cache_dir
 
 # ----------------------------------------------------------------------------------------------- folders
 #: The folder of the ``oml_core`` package.
@@ -158,16 +160,10 @@ def __getattr__(name: str) -> Any:
     """The paths of :data:`_DYNAMIC_PATHS`, computed from the environment when read (PEP 562); no folder is
     created and nothing is generated."""
     if name == "CACHE_PATH":
-        from oml_core.utils.cache import get_cache_dir
-
         return get_cache_dir()
     if name == "MOCK_DATASET_PATH":
-        from oml_core.utils.cache import get_cache_dir
-
         return get_cache_dir() / mock_dataset_dirname(0)
     if name == "CKPT_SAVE_ROOT":
-        from oml_core.zoo.store import weights_cache_dir
-
         return weights_cache_dir()
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 

@@ -113,6 +113,7 @@ OML_MODULES: dict[str, OmlModule] = {
     "retrieval.postprocessors.algo": OmlModule(core=("oml_core.retrieval.postprocessors.thresholding",)),
     "retrieval.postprocessors.pairwise": OmlModule(kinds=("postprocessor",)),
     "utils.download_mock_dataset": OmlModule(core=("oml_core.datasets.mock",)),
+    "utils.dataframe_format": OmlModule(core=("oml_core.datasets.dataframe_format",)),
     **_same(
         (
             "registry.loggers",

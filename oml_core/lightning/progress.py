@@ -12,26 +12,13 @@ configs' value) or no such key is the automatic choice.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Mapping
-from typing import Any, TextIO
+from typing import Any
+
+from oml_core.utils.terminal import is_terminal, on_terminal
 
 #: The ``pl.Trainer`` argument (and key of ``lightning_trainer_extra_args``) of the progress bar.
 PROGRESS_BAR_ARG = "enable_progress_bar"
-
-
-def is_terminal(stream: TextIO) -> bool:
-    """Whether ``stream`` is a terminal; False for a closed stream or for one without ``isatty``."""
-    try:
-        return bool(stream.isatty())
-    except (AttributeError, ValueError, OSError):
-        return False
-
-
-def on_terminal() -> bool:
-    """Whether the run's output is on a terminal: ``sys.stdout`` and ``sys.stderr``, as they are now, both are
-    (a file, a pipe or a capture of either is not)."""
-    return is_terminal(sys.stdout) and is_terminal(sys.stderr)
 
 
 def progress_bar_enabled(trainer_args: Mapping[str, Any] | None) -> bool:

@@ -15,4 +15,12 @@ def get_cache_dir() -> Path:
     return Path.home() / ".cache" / "oml"
 
 
-__all__ = ["get_cache_dir"]
+def weights_cache_dir() -> Path:
+    """Where zoo checkpoints are kept: ``$OML_WEIGHTS_DIR`` if set, else ``<oml cache dir>/weights``
+    (:func:`get_cache_dir`)."""
+    if os.environ.get("OML_WEIGHTS_DIR"):
+        return Path(os.environ["OML_WEIGHTS_DIR"]).expanduser()
+    return get_cache_dir() / "weights"
+
+
+__all__ = ["get_cache_dir", "weights_cache_dir"]

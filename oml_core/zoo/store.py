@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from oml_core.utils.atomic import atomic_write_bytes
-from oml_core.utils.cache import get_cache_dir
+from oml_core.utils.cache import weights_cache_dir
 from oml_core.utils.imports import resolve
 from oml_core.zoo.entry import IMREADERS, PretrainedModel
 
@@ -64,14 +64,6 @@ class PretrainedChecksumError(PretrainedDownloadError):
     """A checkpoint in the weights cache is not the zoo's file (another md5 or sha256); the message names the
     file, the expected and the actual digest, and says to delete the file (it is then downloaded again) or to
     put the right file there."""
-
-
-def weights_cache_dir() -> Path:
-    """Where zoo checkpoints are kept: ``$OML_WEIGHTS_DIR`` if set, else ``<oml cache dir>/weights``
-    (:func:`~oml_core.utils.cache.get_cache_dir`)."""
-    if os.environ.get("OML_WEIGHTS_DIR"):
-        return Path(os.environ["OML_WEIGHTS_DIR"]).expanduser()
-    return get_cache_dir() / "weights"
 
 
 def registry_or_default(registry: Registry | None) -> Registry:

@@ -10,12 +10,15 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from torch import nn
 
-from oml_core.interfaces.models import IExtractor
 from oml_core.utils.checkpoints import WRAPPER_PREFIXES, load_checkpoint
 from oml_core.zoo.store import load_pretrained_state_dict
+
+if TYPE_CHECKING:  # the interface names this module in its contract; no import at run time
+    from oml_core.interfaces.models import IExtractor
 
 #: Suffixes of checkpoint files: a string ending so (or holding a ``/``) is a path, never a zoo key.
 CHECKPOINT_SUFFIXES = (".pth", ".pt", ".ckpt", ".tar", ".bin", ".safetensors")
