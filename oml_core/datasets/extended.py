@@ -3,8 +3,8 @@ a post-processor's training reads beside each item's inputs), whatever the datas
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence, Sized
+from typing import Any, cast
 
 import numpy as np
 from torch import Tensor
@@ -27,11 +27,12 @@ class ExtendedLabeledDataset(ILabeledDataset):
     """
 
     def __init__(self, dataset: ILabeledDataset, extra: Mapping[str, Sequence[Any] | Tensor]) -> None:
+        size = len(cast(Sized, dataset))  # oml's datasets have a length (torch's Dataset declares none)
         for key, values in extra.items():
-            if len(values) != len(dataset):
+            if len(values) != size:
                 raise ValueError(
-                    f"ExtendedLabeledDataset: {len(values)} values of {key!r} for the {len(dataset)} items of "
-                    f"the {type(dataset).__name__}"
+                    f"ExtendedLabeledDataset: {len(values)} values of {key!r} for the {size} items of the "
+                    f"{type(dataset).__name__}"
                 )
         self.dataset = dataset
         self.extra = dict(extra)
@@ -40,7 +41,7 @@ class ExtendedLabeledDataset(ILabeledDataset):
         self.labels_key = dataset.labels_key
 
     def __len__(self) -> int:
-        return len(self.dataset)  # type: ignore[arg-type]  # oml's datasets have a length
+        return len(cast(Sized, self.dataset))
 
     def __getitem__(self, item: int) -> dict[str, Any]:
         values = dict(self.dataset[item])

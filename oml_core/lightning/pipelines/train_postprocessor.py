@@ -13,6 +13,7 @@ import torch
 from torch.utils.data import DataLoader
 
 from oml_core.datasets.extended import ExtendedLabeledDataset
+from oml_core.interfaces.datasets import ILabeledDataset
 from oml_core.interfaces.models import IFreezable
 from oml_core.lightning.callbacks.metric import MetricValCallback
 from oml_core.lightning.callbacks.run_record import make_run_record
@@ -185,7 +186,7 @@ def postprocessor_training_pipeline(
     data_to_embed = build_dataset_component(registry, {**keys, **extraction_transforms}, PIPELINE)
     train_to_embed = dataset_of(data_to_embed, "train", PIPELINE)
     val_dataset = dataset_of(data_to_embed, "validation", PIPELINE)
-    train_items = dataset_of(data, "train", PIPELINE)
+    train_items = cast(ILabeledDataset, dataset_of(data, "train", PIPELINE))
     record = make_run_record(PIPELINE, config, data.source)
     resume = plan_resume(record, config) if config.resume else None  # refused before any work
 
