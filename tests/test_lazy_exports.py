@@ -3,6 +3,7 @@ register_components: hooks register from the same table."""
 
 import sys
 import types
+from functools import partial
 
 import pytest
 
@@ -64,3 +65,14 @@ def test_register_components_registers_the_components_of_one_kind_in_order():
         (("a", "pkg.losses:A"), {"aliases": (), "description": "first loss"}),
     ]
     assert Component("loss", "a", "pkg.losses:A", "first loss").export_name == "A"
+
+
+def test_a_row_may_hold_the_factory_itself_but_only_a_string_factory_is_exported():
+    factory = partial(dict, weights="w")
+    row = Component("pretrained", "w", factory, "a checkpoint", export=False)
+    calls = []
+    register_components(lambda *args, **kwargs: calls.append((args, kwargs)), (row,), "pretrained")
+    assert calls == [(("w", factory), {"aliases": (), "description": "a checkpoint"})]
+    assert table_exports("fake_plugin", (row,), {})[2] == []
+    with pytest.raises(TypeError, match="pretrained 'w': only a 'module:attr' factory can be exported"):
+        table_exports("fake_plugin", (row._replace(export=True),), {})

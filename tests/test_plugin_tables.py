@@ -1,9 +1,9 @@
 """Every first-party plugin keeps its components in one table, ``COMPONENTS`` (and ``EXTRA_EXPORTS``, the public
-names that are not components) of its plugin module: what its hooks register, its package's lazy exports, its
-``__all__`` and the ``TYPE_CHECKING`` imports that static type checkers read all agree with the table.
+names that are not components) of its plugin module: its package's lazy exports, its ``__all__`` and the
+``TYPE_CHECKING`` imports that static type checkers read all agree with the table.
 
-That the core's catalog of first-party names lists exactly what each plugin registers is checked by
-``tests/test_catalog.py``.
+That its hooks register the table and nothing else is checked by ``tests/test_one_way_to_register.py``; that the
+core's catalog of first-party names is generated from the tables, by ``tests/test_catalog.py``.
 """
 
 from __future__ import annotations
@@ -18,16 +18,11 @@ from types import ModuleType
 
 import pytest
 
-from oml_core.registry import KINDS, Registry
-from oml_core.registry.catalog import FIRST_PARTY_PROVIDERS
 from oml_core.utils.imports import resolve
+from tests.scripts.first_party_catalog import first_party_plugins
 
 #: The import packages of the first-party plugin distributions (``oml-losses`` -> ``oml_losses``).
-PLUGIN_PACKAGES = sorted({distribution.replace("-", "_") for distribution in FIRST_PARTY_PROVIDERS.values()})
-
-#: Kinds that a plugin registers from a table of its own other than ``COMPONENTS``: ``{package: {kind: that
-#: table as "module:attr"}}``.
-OTHER_TABLES = {"oml_models": {"pretrained": "oml_models.zoo:PRETRAINED"}}
+PLUGIN_PACKAGES = [plugin.module.partition(".")[0] for plugin in first_party_plugins()]
 
 
 def type_checking_imports(package: ModuleType) -> dict[str, str]:
@@ -49,7 +44,7 @@ def type_checking_imports(package: ModuleType) -> dict[str, str]:
 
 
 @pytest.mark.parametrize("package_name", PLUGIN_PACKAGES)
-def test_the_plugin_table_is_what_the_plugin_registers_and_exports(
+def test_the_plugin_table_is_what_the_package_exports(
     package_name: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     package = importlib.import_module(package_name)
@@ -69,22 +64,6 @@ def test_the_plugin_table_is_what_the_plugin_registers_and_exports(
         assert package.__getattr__(name) is resolve(factory)
     with pytest.raises(AttributeError, match=f"module '{package_name}' has no attribute 'NotExported'"):
         package.__getattr__("NotExported")
-
-    registry = Registry(plugins=[(package_name, plugin)], load_entrypoints=False)
-    registered = {
-        (entry.kind, entry.name): (entry.factory, entry.aliases, entry.description)
-        for kind in KINDS
-        for entry in registry.entries(kind)
-        if entry.plugin.name == package_name
-    }
-    other_tables = OTHER_TABLES.get(package_name, {})
-    for kind, table in other_tables.items():
-        assert {name for registered_kind, name in registered if registered_kind == kind} == set(
-            resolve(table)
-        )
-    assert {key: value for key, value in registered.items() if key[0] not in other_tables} == {
-        (c.kind, c.name): (c.factory, c.aliases, c.description) for c in plugin.COMPONENTS
-    }
 
 
 @pytest.mark.parametrize("package_name", PLUGIN_PACKAGES)

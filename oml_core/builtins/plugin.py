@@ -1,121 +1,233 @@
 """Hook implementations of the core's built-ins, registered by every :class:`~oml_core.registry.Registry`
-under the plugin name ``oml_core`` exactly as an installed plugin would be."""
+under the plugin name ``oml_core`` exactly as an installed plugin would be.
+
+:data:`COMPONENTS` is the plugin's one table, as every plugin's (:mod:`oml_core.utils.lazy`): each hook registers
+its kind from it. Factories are lazy ``"module:attr"`` strings: registering imports no torch module. The default
+config of a component ``name`` of kind ``kind`` is ``oml_core/configs/<kind>/<name>.yaml``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 from oml_core import hookimpl
+from oml_core.utils.lazy import Component, register_components
 
-OPTIMIZERS = {
-    "sgd": "torch.optim:SGD",
-    "adam": "torch.optim:Adam",
-    "adamw": "torch.optim:AdamW",
-    "adamax": "torch.optim:Adamax",
-    "adagrad": "torch.optim:Adagrad",
-    "rmsprop": "torch.optim:RMSprop",
-}
+if TYPE_CHECKING:
+    from oml_core.registry.hookspecs import RegisterCallback, RegisterConfigDirCallback
 
-SCHEDULERS = {
-    "lambda": "oml_core.builtins.schedules:lambda_lr",
-    "step": "torch.optim.lr_scheduler:StepLR",
-    "multi_step": "torch.optim.lr_scheduler:MultiStepLR",
-    "exponential": "torch.optim.lr_scheduler:ExponentialLR",
-    "cosine_annealing": "torch.optim.lr_scheduler:CosineAnnealingLR",
-    "cosine_annealing_warm_restarts": "torch.optim.lr_scheduler:CosineAnnealingWarmRestarts",
-    "reduce_on_plateau": "torch.optim.lr_scheduler:ReduceLROnPlateau",
-    "cyclic": "torch.optim.lr_scheduler:CyclicLR",
-    "one_cycle": "torch.optim.lr_scheduler:OneCycleLR",
-}
-
-#: The learning-rate functions of the ``lambda`` scheduler: ``{name: description}``, each a factory of
-#: :mod:`oml_core.builtins.lr_functions` of that name.
-LR_FUNCTIONS = {
-    "constant": "the factor 1 at every epoch",
-    "linear_warmup": "linear warm-up from start_factor to 1 over warmup_epochs, then 1",
-    "cosine": "cosine decay from 1 to min_factor over total_epochs, after an optional linear warm-up",
-    "step": "gamma ** (epoch // step_size)",
-}
-
-
-@hookimpl
-def oml_register_optimizers(register):
-    for name, factory in OPTIMIZERS.items():
-        register(name, factory, description=f"{factory.rpartition(':')[2]} from torch.optim")
-
-
-@hookimpl
-def oml_register_schedulers(register):
-    for name, factory in SCHEDULERS.items():
-        described = "LambdaLR" if name == "lambda" else factory.rpartition(":")[2]
-        register(name, factory, description=f"{described} from torch.optim.lr_scheduler")
-
-
-@hookimpl
-def oml_register_lr_functions(register):
-    for name, description in LR_FUNCTIONS.items():
-        register(name, f"oml_core.builtins.lr_functions:{name}", description=description)
-
-
-@hookimpl
-def oml_register_transforms(register):
-    register(
+#: Every built-in component. The package ``oml_core`` takes no exports from it (its public names are its modules').
+COMPONENTS: tuple[Component, ...] = (
+    Component("optimizer", "sgd", "torch.optim:SGD", "SGD from torch.optim"),
+    Component("optimizer", "adam", "torch.optim:Adam", "Adam from torch.optim"),
+    Component("optimizer", "adamw", "torch.optim:AdamW", "AdamW from torch.optim"),
+    Component("optimizer", "adamax", "torch.optim:Adamax", "Adamax from torch.optim"),
+    Component("optimizer", "adagrad", "torch.optim:Adagrad", "Adagrad from torch.optim"),
+    Component("optimizer", "rmsprop", "torch.optim:RMSprop", "RMSprop from torch.optim"),
+    Component(
+        "scheduler",
+        "lambda",
+        "oml_core.builtins.schedules:lambda_lr",
+        "LambdaLR from torch.optim.lr_scheduler",
+    ),
+    Component("scheduler", "step", "torch.optim.lr_scheduler:StepLR", "StepLR from torch.optim.lr_scheduler"),
+    Component(
+        "scheduler",
+        "multi_step",
+        "torch.optim.lr_scheduler:MultiStepLR",
+        "MultiStepLR from torch.optim.lr_scheduler",
+    ),
+    Component(
+        "scheduler",
+        "exponential",
+        "torch.optim.lr_scheduler:ExponentialLR",
+        "ExponentialLR from torch.optim.lr_scheduler",
+    ),
+    Component(
+        "scheduler",
+        "cosine_annealing",
+        "torch.optim.lr_scheduler:CosineAnnealingLR",
+        "CosineAnnealingLR from torch.optim.lr_scheduler",
+    ),
+    Component(
+        "scheduler",
+        "cosine_annealing_warm_restarts",
+        "torch.optim.lr_scheduler:CosineAnnealingWarmRestarts",
+        "CosineAnnealingWarmRestarts from torch.optim.lr_scheduler",
+    ),
+    Component(
+        "scheduler",
+        "reduce_on_plateau",
+        "torch.optim.lr_scheduler:ReduceLROnPlateau",
+        "ReduceLROnPlateau from torch.optim.lr_scheduler",
+    ),
+    Component(
+        "scheduler", "cyclic", "torch.optim.lr_scheduler:CyclicLR", "CyclicLR from torch.optim.lr_scheduler"
+    ),
+    Component(
+        "scheduler",
+        "one_cycle",
+        "torch.optim.lr_scheduler:OneCycleLR",
+        "OneCycleLR from torch.optim.lr_scheduler",
+    ),
+    Component(
+        "lr_function", "constant", "oml_core.builtins.lr_functions:constant", "the factor 1 at every epoch"
+    ),
+    Component(
+        "lr_function",
+        "linear_warmup",
+        "oml_core.builtins.lr_functions:linear_warmup",
+        "linear warm-up from start_factor to 1 over warmup_epochs, then 1",
+    ),
+    Component(
+        "lr_function",
+        "cosine",
+        "oml_core.builtins.lr_functions:cosine",
+        "cosine decay from 1 to min_factor over total_epochs, after an optional linear warm-up",
+    ),
+    Component("lr_function", "step", "oml_core.builtins.lr_functions:step", "gamma ** (epoch // step_size)"),
+    Component(
+        "transforms",
         "norm_resize",
         "oml_core.builtins.transforms:get_normalisation_resize",
-        description="resize + ImageNet normalisation (PIL + torch, no torchvision)",
-    )
-    register(
+        "resize + ImageNet normalisation (PIL + torch, no torchvision)",
+    ),
+    Component(
+        "transforms",
         "augs_flip",
         "oml_core.builtins.transforms:get_augs_flip",
-        description="random horizontal flip + resize + ImageNet normalisation",
-    )
-
-
-@hookimpl
-def oml_register_datasets(register):
-    register(
+        "random horizontal flip + resize + ImageNet normalisation",
+    ),
+    Component(
+        "dataset",
         "images",
         "oml_core.datasets.image_data:ImageData",
-        description="images of a dataframe in OML's format (the default dataset)",
-    )
-
-
-@hookimpl
-def oml_register_retrieval_metrics(register):
-    metrics = {
-        "cmc": ("metrics:calc_cmc", "cmc@k: 1 if a relevant item is in top k"),
-        "precision": ("metrics:calc_precision", "precision@k with denominator min(k, n_gt) (OML)"),
-        "map": ("metrics:calc_map", "map@k over the relevant retrieved items"),
-        "recall": ("ranking_metrics:calc_recall", "recall@k with denominator min(k, n_gt)"),
-        "mrr": ("ranking_metrics:calc_mrr", "reciprocal rank of the first relevant item in top k"),
-        "ndcg": ("ranking_metrics:calc_ndcg", "nDCG@k, binary relevance, ideal DCG over min(k, n_gt)"),
-        "precision_classic": ("ranking_metrics:calc_precision_classic", "precision@k with denominator k"),
-        "fallout": ("ranking_metrics:calc_fallout", "fall-out@k: negatives in top k / all negatives"),
-        "map_r": ("ranking_metrics:calc_map_r", "TF Similarity's mAP@K with denominator R = n_gt"),
-    }
-    for name, (target, description) in metrics.items():
-        register(name, f"oml_core.functional.{target}", description=description)
-
-
-@hookimpl
-def oml_register_config_dirs(register):
-    register("pkg://oml_core.configs")
-
-
-@hookimpl
-def oml_register_postprocessors(register):
-    register(
+        "images of a dataframe in OML's format (the default dataset)",
+    ),
+    Component(
+        "retrieval_metric",
+        "cmc",
+        "oml_core.functional.metrics:calc_cmc",
+        "cmc@k: 1 if a relevant item is in top k",
+    ),
+    Component(
+        "retrieval_metric",
+        "precision",
+        "oml_core.functional.metrics:calc_precision",
+        "precision@k with denominator min(k, n_gt) (OML)",
+    ),
+    Component(
+        "retrieval_metric",
+        "map",
+        "oml_core.functional.metrics:calc_map",
+        "map@k over the relevant retrieved items",
+    ),
+    Component(
+        "retrieval_metric",
+        "recall",
+        "oml_core.functional.ranking_metrics:calc_recall",
+        "recall@k with denominator min(k, n_gt)",
+    ),
+    Component(
+        "retrieval_metric",
+        "mrr",
+        "oml_core.functional.ranking_metrics:calc_mrr",
+        "reciprocal rank of the first relevant item in top k",
+    ),
+    Component(
+        "retrieval_metric",
+        "ndcg",
+        "oml_core.functional.ranking_metrics:calc_ndcg",
+        "nDCG@k, binary relevance, ideal DCG over min(k, n_gt)",
+    ),
+    Component(
+        "retrieval_metric",
+        "precision_classic",
+        "oml_core.functional.ranking_metrics:calc_precision_classic",
+        "precision@k with denominator k",
+    ),
+    Component(
+        "retrieval_metric",
+        "fallout",
+        "oml_core.functional.ranking_metrics:calc_fallout",
+        "fall-out@k: negatives in top k / all negatives",
+    ),
+    Component(
+        "retrieval_metric",
+        "map_r",
+        "oml_core.functional.ranking_metrics:calc_map_r",
+        "TF Similarity's mAP@K with denominator R = n_gt",
+    ),
+    Component(
+        "postprocessor",
         "constant_thresholding",
         "oml_core.retrieval.postprocessors.thresholding:ConstantThresholding",
-        description="keep the retrieved items closer than a distance threshold",
-    )
-    register(
+        "keep the retrieved items closer than a distance threshold",
+    ),
+    Component(
+        "postprocessor",
         "adaptive_thresholding",
         "oml_core.retrieval.postprocessors.thresholding:AdaptiveThresholding",
-        description="cut every retrieved list after its first big distance gap",
-    )
+        "cut every retrieved list after its first big distance gap",
+    ),
+    Component(
+        "knn_backend",
+        "exact",
+        "oml_core.retrieval.knn_backends:ExactKnnIndex",
+        "exact search in memory-bounded blocks (the default)",
+    ),
+)
 
 
 @hookimpl
-def oml_register_knn_backends(register):
-    register(
-        "exact",
-        "oml_core.retrieval.knn_backends:ExactKnnIndex",
-        description="exact search in memory-bounded blocks (the default)",
-    )
+def oml_register_optimizers(register: RegisterCallback) -> None:
+    """Register torch's optimizers under OML's names."""
+    register_components(register, COMPONENTS, "optimizer")
+
+
+@hookimpl
+def oml_register_schedulers(register: RegisterCallback) -> None:
+    """Register torch's learning-rate schedulers (``lambda``: by a registered learning-rate function)."""
+    register_components(register, COMPONENTS, "scheduler")
+
+
+@hookimpl
+def oml_register_lr_functions(register: RegisterCallback) -> None:
+    """Register the learning-rate functions of the ``lambda`` scheduler (:mod:`oml_core.builtins.lr_functions`)."""
+    register_components(register, COMPONENTS, "lr_function")
+
+
+@hookimpl
+def oml_register_transforms(register: RegisterCallback) -> None:
+    """Register the image transforms that need no torchvision."""
+    register_components(register, COMPONENTS, "transforms")
+
+
+@hookimpl
+def oml_register_datasets(register: RegisterCallback) -> None:
+    """Register ``images``, the default dataset."""
+    register_components(register, COMPONENTS, "dataset")
+
+
+@hookimpl
+def oml_register_retrieval_metrics(register: RegisterCallback) -> None:
+    """Register the retrieval metrics of :mod:`oml_core.functional`."""
+    register_components(register, COMPONENTS, "retrieval_metric")
+
+
+@hookimpl
+def oml_register_postprocessors(register: RegisterCallback) -> None:
+    """Register the thresholding post-processors."""
+    register_components(register, COMPONENTS, "postprocessor")
+
+
+@hookimpl
+def oml_register_knn_backends(register: RegisterCallback) -> None:
+    """Register ``exact``, the default kNN backend."""
+    register_components(register, COMPONENTS, "knn_backend")
+
+
+@hookimpl
+def oml_register_config_dirs(register: RegisterConfigDirCallback) -> None:
+    """The default configs: ``<kind>/<name>.yaml``."""
+    register("pkg://oml_core.configs")

@@ -1,13 +1,19 @@
 """Hook specifications of the ``oml`` plugin system: the contract between oml and a plugin.
 
 A plugin is a module (usually named by an entry point of the group ``oml`` in its distribution's
-``pyproject.toml``) that implements any subset of these hooks with ``@oml_core.hookimpl``::
+``pyproject.toml``) that implements any subset of these hooks with ``@oml_core.hookimpl``. There is one way to
+register: the module keeps its components in one table, ``COMPONENTS``, of
+:class:`~oml_core.utils.lazy.Component` rows (kind, name, factory, description, aliases), and each hook registers
+its kind from it with :func:`~oml_core.utils.lazy.register_components`::
 
     from oml_core import hookimpl
+    from oml_core.utils.lazy import Component, register_components
+
+    COMPONENTS = (Component("extractor", "my_net", "my_pkg.models:MyNet", "my extractor", aliases=("mynet",)),)
 
     @hookimpl
     def oml_register_extractors(register):
-        register("my_net", "my_pkg.models:MyNet", aliases=("mynet",), description="my extractor")
+        register_components(register, COMPONENTS, "extractor")
 
 **When hooks are called.** A :class:`~oml_core.registry.Registry` loads the plugins when it is created (the
 core's built-in plugin first, then the entry points in their installed order, then plugins given in code) and
@@ -20,11 +26,13 @@ Lightning callbacks of the training runs; they are registered as the components 
 ``callback``).
 
 **What every hook gets.** One argument, ``register``: :class:`RegisterCallback` for the component kinds,
-:class:`RegisterConfigDirCallback` for :func:`oml_register_config_dirs`. A hook returns nothing. Call
-``register(name, factory, aliases=(), description=None)`` once per component: ``name`` is the name configs use
-(``extractor: {name: my_net, args: {...}}``), ``factory`` a callable (usually a class) or a lazy
+:class:`RegisterConfigDirCallback` for :func:`oml_register_config_dirs`. A hook returns nothing.
+``register_components`` calls ``register(name, factory, aliases=(), description=None)`` once per row of the
+hook's kind (a plugin does not call it itself; the config-dirs hook calls its ``register(search_path)``):
+``name`` is the name configs use (``extractor: {name: my_net, args: {...}}``), ``factory`` a lazy
 ``"package.module:attr"`` string, imported only when the component is built or described, so that ``oml
-plugins`` stays fast and a missing optional dependency matters only when its component is used.
+plugins`` stays fast and a missing optional dependency matters only when its component is used (or, where no
+string can name it, the callable itself).
 
 **How components are built.** ``registry.build(kind, {name, args})`` calls ``factory(**args, **runtime)``:
 ``args`` come from the config (their types are checked against the factory's annotations before anything runs;
@@ -62,7 +70,8 @@ from oml_core.markers import hookspec
 
 
 class RegisterCallback(Protocol):
-    """The ``register`` callback passed to every ``oml_register_*`` hook but the config-dirs one.
+    """The ``register`` callback passed to every ``oml_register_*`` hook but the config-dirs one, which the hook
+    passes to :func:`~oml_core.utils.lazy.register_components`: that calls it once per row of the hook's kind.
 
     Args:
         name: The component's name in configs and in ``registry.build``: a non-empty string without ``:``.
@@ -226,9 +235,11 @@ def oml_register_datasets(register: RegisterCallback) -> None:
         class Vectors(IDatasetComponent):
             def __init__(self, dataset_root, dataframe_name, column_prefix="x"): ...
 
+        COMPONENTS = (Component("dataset", "vectors", "my_pkg.data:Vectors", "rows of numbers"),)
+
         @hookimpl
         def oml_register_datasets(register):
-            register("vectors", "my_pkg.data:Vectors", description="rows of numbers")
+            register_components(register, COMPONENTS, "dataset")
 
         # oml train dataset.name=vectors dataset_root=/data dataframe_name=df.csv extractor.name=my_mlp ...
     """
@@ -313,9 +324,11 @@ def oml_register_commands(register: RegisterCallback) -> None:
             parser.add_argument("--times", type=int, default=1)
             return lambda args: print(", ".join([f"hello {args.who}"] * args.times))
 
+        COMPONENTS = (Component("command", "hello", "my_pkg.cli:hello", "greet someone"),)
+
         @hookimpl
         def oml_register_commands(register):
-            register("hello", "my_pkg.cli:hello", description="greet someone")
+            register_components(register, COMPONENTS, "command")
 
     **Dispatch.** oml's own commands never load a plugin to be found (``oml --version``, ``oml --help``, ``oml
     train`` ...): a plugin cannot replace one. A command name that is not oml's loads the plugins and runs the

@@ -1,13 +1,10 @@
-"""Lazy top-level exports for plugin packages (PEP 562), and the table a plugin registers and exports from.
+"""The table a plugin registers its components from, and lazy top-level exports for plugin packages (PEP 562).
 
-A plugin package re-exports its public classes at the top level (``from oml_losses import TripletLoss``)
-without importing them when only its ``plugin`` module is loaded::
-
-    __getattr__, __dir__ = lazy_exports(__name__, {"TripletLoss": "oml_losses.triplet"})
-
-A plugin keeps each fact about its components in one place, a table of :class:`Component` rows holding strings
-only (importing it imports no torch): its hooks register from it with :func:`register_components`, and its
-package's lazy exports and ``__all__`` come from it through :func:`table_exports`::
+**One way to register.** A plugin keeps each fact about its components in one place, a table of
+:class:`Component` rows (kind, name, factory, description, aliases), and every ``oml_register_<kinds>`` hook
+registers its kind from it with :func:`register_components`; nothing else calls the hooks' ``register``
+callback, which :func:`register_components` calls once per row. The core's built-ins, every first-party plugin,
+the example plugin and ``oml plugin new`` are written so (``tests/test_one_way_to_register.py`` checks them)::
 
     # oml_losses/plugin.py
     COMPONENTS = (Component("loss", "triplet", "oml_losses.triplet:TripletLoss", "triplet loss"),)
@@ -16,6 +13,11 @@ package's lazy exports and ``__all__`` come from it through :func:`table_exports
     @hookimpl
     def oml_register_losses(register):
         register_components(register, COMPONENTS, "loss")
+
+A factory is a lazy ``"package.module:attr"`` string, so that importing the table imports no torch. A plugin's
+package may also take its lazy exports and ``__all__`` from the table, through :func:`table_exports`, and
+re-export its public classes at the top level (``from oml_losses import TripletLoss``) without importing them
+when only its ``plugin`` module is loaded::
 
     # oml_losses/__init__.py
     from oml_losses.plugin import COMPONENTS, EXTRA_EXPORTS
@@ -27,7 +29,10 @@ package's lazy exports and ``__all__`` come from it through :func:`table_exports
     __getattr__, __dir__, __all__ = table_exports(__name__, COMPONENTS, EXTRA_EXPORTS)
 
 (``__all__`` is computed, so linters and type checkers cannot read it: the ``name as name`` form is what marks
-the ``TYPE_CHECKING`` imports as the package's public names.)
+the ``TYPE_CHECKING`` imports as the package's public names.) :func:`lazy_exports` is the same for a package
+without a table::
+
+    __getattr__, __dir__ = lazy_exports(__name__, {"TripletLoss": "oml_losses.triplet"})
 """
 
 from __future__ import annotations
@@ -67,28 +72,52 @@ class Component(NamedTuple):
     Attributes:
         kind: The singular kind (``loss``), as in :mod:`oml_core.registry.kinds`.
         name: The name configs use.
-        factory: The lazy ``"package.module:attr"`` string registered as the factory.
+        factory: What ``register`` gets as the factory: a lazy ``"package.module:attr"`` string (the usual form:
+            nothing is imported until the component is built), or the callable itself where a string cannot
+            name it (the zoo's ``PretrainedModel`` factories, partials of one class; their module must then be as
+            light as the table).
         description: The one line registered with it (shown by ``oml registry`` and ``oml plugins``).
         aliases: Other names registered for it.
-        export: The package exports the factory's ``attr`` at its top level, under that name.
+        export: The package exports the factory's ``attr`` at its top level, under that name, when it takes its
+            exports from the table (:func:`table_exports`); only a string factory can be exported.
     """
 
     kind: str
     name: str
-    factory: str
+    factory: str | Callable[..., Any]
     description: str
     aliases: tuple[str, ...] = ()
     export: bool = True
 
     @property
     def export_name(self) -> str:
-        """The factory's attribute: the name the package exports it under when :attr:`export` is true."""
-        return self.factory.rpartition(":")[2]
+        """The factory's attribute: the name the package exports it under when :attr:`export` is true.
+
+        Raises:
+            TypeError: the factory is not a ``"module:attr"`` string.
+        """
+        return self.export_target[1]
+
+    @property
+    def export_target(self) -> tuple[str, str]:
+        """``(module, attr)`` of the factory, what the package exports when :attr:`export` is true.
+
+        Raises:
+            TypeError: the factory is not a ``"module:attr"`` string.
+        """
+        if not isinstance(self.factory, str):
+            raise TypeError(
+                f"{self.kind} {self.name!r}: only a 'module:attr' factory can be exported, got {self.factory!r}; "
+                "give the row export=False"
+            )
+        module, _, attr = self.factory.rpartition(":")
+        return module, attr
 
 
 def register_components(register: RegisterCallback, components: Iterable[Component], kind: str) -> None:
     """Call ``register(name, factory, aliases=..., description=...)`` for every component of ``kind`` in
-    ``components``, in their order (a hook of ``kind`` passes its ``register`` callback)."""
+    ``components``, in their order: the body of a plugin's hook of ``kind``, which passes its ``register``
+    callback (:class:`~oml_core.registry.hookspecs.RegisterCallback`)."""
     for component in components:
         if component.kind == kind:
             register(
@@ -109,14 +138,15 @@ def table_exports(
 
     Raises:
         ValueError: a name is exported twice (by two components, or by a component and ``extra_exports``).
+        TypeError: an exported component's factory is not a ``"module:attr"`` string.
     """
     exports = dict(extra_exports)
     for component in components:
         if not component.export:
             continue
-        name = component.export_name
+        module, name = component.export_target
         if name in exports:
             raise ValueError(f"{package}: {name!r} is exported twice")
-        exports[name] = component.factory.partition(":")[0]
+        exports[name] = module
     getattr_, dir_ = lazy_exports(package, exports)
     return getattr_, dir_, sorted(exports)

@@ -1,33 +1,43 @@
-"""The plugin module named by the entry point: one ``@hookimpl`` function per kind of component.
+"""The plugin module named by the entry point: the plugin's table of components, and one ``@hookimpl`` function
+per kind that registers that kind from the table.
 
-Factories are given as lazy ``"module:attr"`` strings, so ``oml plugins`` lists them without importing
-torch; the classes are imported only when a config builds them.
+Factories are lazy ``"module:attr"`` strings, so ``oml plugins`` lists the components without importing torch;
+the classes are imported only when a config builds them.
 """
 
 from __future__ import annotations
 
 from oml_core import hookimpl
 from oml_core.registry.hookspecs import RegisterCallback, RegisterConfigDirCallback
+from oml_core.utils.lazy import Component, register_components
+
+#: Every component of the plugin: kind, name, factory, description (and optionally aliases).
+COMPONENTS: tuple[Component, ...] = (
+    Component(
+        "extractor",
+        "tiny_conv",
+        "oml_plugin_example.extractor:TinyConvExtractor",
+        "example plugin: 2 conv layers + global average pooling + linear",
+    ),
+    Component(
+        "loss",
+        "contrastive_example",
+        "oml_plugin_example.loss:ContrastiveLoss",
+        "example plugin: classic contrastive loss over all pairs of the batch",
+    ),
+)
 
 
 @hookimpl
 def oml_register_extractors(register: RegisterCallback) -> None:
     """Register the extractor ``tiny_conv``."""
-    register(
-        "tiny_conv",
-        "oml_plugin_example.extractor:TinyConvExtractor",
-        description="example plugin: 2 conv layers + global average pooling + linear",
-    )
+    register_components(register, COMPONENTS, "extractor")
 
 
 @hookimpl
 def oml_register_losses(register: RegisterCallback) -> None:
     """Register the loss ``contrastive_example``."""
-    register(
-        "contrastive_example",
-        "oml_plugin_example.loss:ContrastiveLoss",
-        description="example plugin: classic contrastive loss over all pairs of the batch",
-    )
+    register_components(register, COMPONENTS, "loss")
 
 
 @hookimpl

@@ -1,10 +1,12 @@
 """Hook implementations of the ``oml_models`` plugin (entry point ``oml_models = "oml_models.plugin"``).
 
-:data:`COMPONENTS` is the plugin's one table of extractors, pairwise models and transforms: the hooks register
-from it and the package ``oml_models`` takes its lazy exports and ``__all__`` from it and from
-:data:`EXTRA_EXPORTS`. The pretrained checkpoints have their own table, :data:`oml_models.zoo.PRETRAINED`.
-Factories are lazy ``"module:attr"`` strings: torchvision, timm and open_clip are imported only when a model is
-built. The default config of a component ``name`` of kind ``kind`` is ``oml_models/configs/<kind>/<name>.yaml``.
+:data:`COMPONENTS` is the plugin's one table of extractors, pairwise models, transforms and pretrained
+checkpoints: the hooks register from it and the package ``oml_models`` takes its lazy exports and ``__all__`` from
+it and from :data:`EXTRA_EXPORTS`. Factories are lazy ``"module:attr"`` strings, but for the checkpoints, whose
+factories are the ``PretrainedModel`` factories of :data:`oml_models.zoo.PRETRAINED` (metadata only: the zoo
+imports no torch and calling them downloads nothing): torchvision, timm and open_clip are imported only when a
+model is built. The default config of a component ``name`` of kind ``kind`` is
+``oml_models/configs/<kind>/<name>.yaml``.
 """
 
 from __future__ import annotations
@@ -14,11 +16,19 @@ from typing import TYPE_CHECKING
 
 from oml_core import hookimpl
 from oml_core.utils.lazy import Component, register_components
+from oml_models.zoo import ALIASES, PRETRAINED
 
 if TYPE_CHECKING:
     from oml_core.registry.hookspecs import RegisterCallback, RegisterConfigDirCallback
 
-#: Every component of the plugin but the checkpoints, each exported by ``oml_models`` under its class or
+#: Every checkpoint of :data:`oml_models.zoo.PRETRAINED` (aliases: :data:`oml_models.zoo.ALIASES`), described as
+#: its ``PretrainedModel`` is; not exported (``oml_models.zoo`` is their home).
+_CHECKPOINTS: tuple[Component, ...] = tuple(
+    Component("pretrained", key, factory, factory().description, aliases=ALIASES.get(key, ()), export=False)
+    for key, factory in PRETRAINED.items()
+)
+
+#: Every component of the plugin; all but the checkpoints are exported by ``oml_models`` under their class or
 #: function name.
 COMPONENTS: tuple[Component, ...] = (
     Component(
@@ -108,6 +118,7 @@ COMPONENTS: tuple[Component, ...] = (
         "oml_models.transforms:get_normalisation_resize_pad_clip",
         "norm_resize_albu with CLIP's mean and std",
     ),
+    *_CHECKPOINTS,
 )
 
 #: The other public names of ``oml_models`` (building blocks and helpers, not components): ``{name: module}``.
@@ -140,11 +151,8 @@ def oml_register_transforms(register: RegisterCallback) -> None:
 
 @hookimpl
 def oml_register_pretrained(register: RegisterCallback) -> None:
-    """Register every checkpoint of :data:`oml_models.zoo.PRETRAINED` (metadata only: nothing is downloaded)."""
-    from oml_models.zoo import ALIASES, PRETRAINED
-
-    for key, factory in PRETRAINED.items():
-        register(key, factory, aliases=ALIASES.get(key, ()), description=factory().description or None)
+    """Register the checkpoints of :data:`COMPONENTS` (metadata only: nothing is downloaded)."""
+    register_components(register, COMPONENTS, "pretrained")
 
 
 @hookimpl
