@@ -15,7 +15,7 @@ import time
 import weakref
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import pandas as pd
@@ -45,6 +45,10 @@ from oml_core.utils.images import IMAGE_SUFFIXES, find_images
 from oml_core.utils.logs import get_logger
 
 log = get_logger(__name__)
+
+
+#: A labelled image dataset class of a split (:meth:`ImageData._split`).
+D = TypeVar("D", ImageLabeledDataset, ImageQueryGalleryLabeledDataset)
 
 
 def resolve_dataset_root(dataset_root: str | os.PathLike[str] | None) -> Path:
@@ -227,14 +231,7 @@ class ImageData(IDatasetComponent):
         df = self.dataframe
         train, validation = (np.flatnonzero(df["split"] == split) for split in ("train", "validation"))
         check_train_and_validation_rows(self.source, len(train), len(validation))
-        dataset = ImageLabeledDataset(
-            split_dataframe(df)[0],
-            dataset_root=self.dataset_root,
-            transform=self.transforms_train,
-            cache_size=self.cache_size,
-        )
-        self._rows[dataset] = train
-        return dataset
+        return self._split(ImageLabeledDataset, train, self.transforms_train)
 
     def validation_dataset(self) -> ImageQueryGalleryLabeledDataset:
         """The ``split == "validation"`` rows.
@@ -247,10 +244,14 @@ class ImageData(IDatasetComponent):
         rows = np.flatnonzero(df["split"] == "validation")
         if len(rows) == 0:
             raise NotImplementedError(f"{self.source} has no split=validation rows")
-        dataset = ImageQueryGalleryLabeledDataset(
-            split_dataframe(df)[1],
+        return self._split(ImageQueryGalleryLabeledDataset, rows, self.transforms_val)
+
+    def _split(self, dataset_class: type[D], rows: np.ndarray, transform: Callable[[Any], Any] | None) -> D:
+        """The dataframe's ``rows`` as a ``dataset_class`` with ``transform``, its rows remembered for the check."""
+        dataset = dataset_class(
+            self.dataframe.iloc[rows].reset_index(drop=True),
             dataset_root=self.dataset_root,
-            transform=self.transforms_val,
+            transform=transform,
             cache_size=self.cache_size,
         )
         self._rows[dataset] = rows
