@@ -9,18 +9,27 @@ import json
 import re
 import shlex
 import shutil
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pandas as pd
 import pytest
 import torch
+from omegaconf import OmegaConf
 from PIL import Image
 
 from oml_core.cli import main
+from oml_core.compose import compose_config
 from oml_core.datasets.mock import generate_mock_dataset, get_mock_dataset_root
 from oml_core.index import GalleryIndex
-from oml_core.registry import Registry
+from oml_core.index.build import INDEX_BUILD, build_gallery_index
+from oml_core.index.gallery import GALLERY_ROWS
+from oml_core.lightning.pipelines.shared.schema import (
+    GALLERY_ROWS_OPTIONS,
+    IndexBuildConfig,
+    validate_config,
+)
+from oml_core.registry import ConfigError, Registry
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 
@@ -223,6 +232,59 @@ def test_a_bad_dataset_of_an_index_is_one_line_and_writes_nothing(world, tmp_pat
             capsys, ["index", "build", root, f"index_dir={new}", *argv], "oml index build: error: ", fragment
         )
     assert not new.exists()
+
+
+def test_the_typed_config_builds_the_index_the_dict_does(world, tmp_path):
+    """The config enters once: the object ``validate_config`` makes of the composed config builds the index that
+    ``oml index build`` built of the config itself (the same config, items, embeddings and calibration)."""
+    registry = Registry()
+    cfg = compose_config(
+        INDEX_BUILD, [f"dataset_root={world.root}", f"index_dir={tmp_path / 'typed'}"], registry=registry
+    )
+    config = validate_config(cfg, INDEX_BUILD)
+    assert isinstance(config, IndexBuildConfig) and config.bs == 64 and config.gallery_rows == "all"
+    result = build_gallery_index(config, registry=registry)
+    assert result.index_dir == tmp_path / "typed" and result.source == world.root / "df.csv"
+    for name in ("index.json", "items.json", "calibration.json"):
+        assert (result.index_dir / name).read_text() == (world.index / name).read_text(), name
+    typed, built = (
+        torch.load(folder / "embeddings.pt", weights_only=True) for folder in (result.index_dir, world.index)
+    )
+    assert torch.equal(typed["embeddings"], built["embeddings"]) and typed["embeddings"].shape == (9, 512)
+    assert torch.equal(typed["probe"], built["probe"])
+
+
+def test_an_index_config_refuses_what_it_does_not_know_and_checks_a_typed_object_again(world, tmp_path):
+    """Unlike a pipeline's, the index's config has no variables of the user's: every unknown key is refused (with
+    the close known one, as the pipelines say it); a typed config built by hand is checked like a dict."""
+    cfg = OmegaConf.to_container(
+        compose_config(INDEX_BUILD, [f"dataset_root={world.root}"], registry=Registry())
+    )
+    new = tmp_path / "new_index"
+    with pytest.raises(
+        ConfigError, match=r"^index_build: unknown config key 'colour' \(known keys: bs, calib"
+    ):
+        build_gallery_index({**cfg, "colour": "red", "index_dir": str(new)})
+    with pytest.raises(
+        ConfigError, match=r"^index_build: unknown config key 'gallery_row'; did you mean 'gall"
+    ):
+        build_gallery_index({**cfg, "gallery_row": "all", "index_dir": str(new)})
+    with pytest.raises(ConfigError, match=r"^index_build: the config lacks the key\(s\) \['knn_backend'\]$"):
+        build_gallery_index({key: value for key, value in cfg.items() if key != "knn_backend"})
+    config = validate_config({**cfg, "index_dir": str(new)}, INDEX_BUILD)
+    with pytest.raises(ConfigError, match=r"^bs must be an integer >= 1, got 0$"):
+        build_gallery_index(replace(config, bs=0))
+    with pytest.raises(ConfigError, match=r"^give either data_dir \(a folder of images\) or dataset_root"):
+        build_gallery_index(replace(config, data_dir=str(world.root / "images")))
+    with pytest.raises(
+        ConfigError, match=r"^calibration: target must be one of \['precision', 'f1', 'fmr'\]"
+    ):
+        build_gallery_index(replace(config, calibration={"target": "recall"}))
+    assert not new.exists()
+
+
+def test_the_schema_names_the_gallery_rows_of_the_index():
+    assert GALLERY_ROWS_OPTIONS == GALLERY_ROWS
 
 
 def test_the_search_command_runs_as_a_program(world, run_oml):

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from dataclasses import fields
+import warnings
+from dataclasses import fields, replace
 from typing import Any
 
 import pytest
@@ -80,6 +81,40 @@ def test_the_default_config_of_every_pipeline_is_valid(pipeline, registry):
     for f in fields(config):
         value = getattr(config, f.name)
         assert value == plain.get(f.name, optional_defaults(pipeline).get(f.name)), f.name
+    again = validate_config(config, pipeline)  # the typed config enters as the dict does
+    assert again == config and again is not config
+
+
+def test_a_typed_config_built_by_hand_is_checked_as_a_dict_is(registry):
+    config = validate_config(composed(TRAIN, registry), TRAIN)
+    assert isinstance(config, ExtractorTrainingConfig)
+    with pytest.raises(ConfigError, match=r"^max_epochs: expected a positive int, got 0$"):
+        validate_config(replace(config, max_epochs=0), TRAIN)
+    with pytest.raises(
+        ConfigError, match=r"^scheduling.scheduler_interval: expected 'step' or 'epoch', got 'x'$"
+    ):
+        validate_config(
+            replace(config, scheduling=SchedulingConfig(scheduler="step", scheduler_interval="x")), TRAIN
+        )
+    by_hand = replace(config, extractor="resnet", scheduling=SchedulingConfig(scheduler="step"), tags="one")
+    checked = validate_config(by_hand, TRAIN)
+    assert checked.extractor == ComponentSpec(name="resnet") and checked.tags == ["one"]
+    assert checked.scheduling == SchedulingConfig(scheduler=ComponentSpec(name="step"))
+    prediction = validate_config(
+        composed(PREDICT, registry), PREDICT
+    )  # another pipeline's: its keys are checked
+    with (
+        warnings.catch_warnings(record=True) as caught,
+        pytest.raises(
+            ConfigError, match=rf"^{TRAIN}: unknown config key 'transforms_predict'; did you mean 'tr"
+        ),
+    ):
+        warnings.simplefilter("always")
+        validate_config(prediction, TRAIN)
+    assert [str(warning.message) for warning in caught] == [
+        f"{TRAIN}: the config key {key!r} is not one of the pipeline's; it is ignored"
+        for key in ("data_dir", "save_dir", "bs")
+    ]
 
 
 @pytest.mark.parametrize(

@@ -184,7 +184,12 @@ def test_one_device_on_each_of_several_nodes_is_ddp():
     with pytest.raises(
         ConfigError, match="^p: num_nodes=2, but this pipeline runs on one device: set num_nodes"
     ):
-        check_one_device({"devices": 1}, nodes, "p")
+        check_one_device(1, nodes, "p")
+    with pytest.raises(
+        ConfigError, match=r"^p: devices=\[0, 1\], but this pipeline runs on one device: set devices to 1 "
+    ):
+        check_one_device([0, 1], parse_engine_params("cpu", [0, 1]), "p")
+    check_one_device([0], parse_engine_params("cpu", [0]), "p")  # one device: no error
 
 
 def test_extra_trainer_args_win_over_the_defaults_but_not_over_config_keys():

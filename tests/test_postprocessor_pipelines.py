@@ -9,6 +9,7 @@ import warnings
 
 import pytest
 import torch
+from omegaconf import OmegaConf
 from torch import Tensor, nn
 
 from oml_core import hookimpl
@@ -24,10 +25,12 @@ from oml_core.lightning.modules.pairwise_postprocessing import PairwiseModule
 from oml_core.lightning.pipelines.shared.embeddings_cache import CachedEmbeddings, EmbeddingsSource
 from oml_core.lightning.pipelines.shared.inference import TRAINER_DEFAULTS
 from oml_core.lightning.pipelines.shared.postprocessing import AFTER_TITLE, BEFORE_TITLE
+from oml_core.lightning.pipelines.shared.schema import PostprocessorValidationConfig, validate_config
 from oml_core.lightning.pipelines.train_postprocessor import (
     build_pairs_miner,
     postprocessor_training_pipeline,
 )
+from oml_core.lightning.pipelines.validate_postprocessor import postprocessor_validation_pipeline
 from oml_core.registry import Registry
 
 NO_PROGRESS_BAR = "lightning_trainer_extra_args.enable_progress_bar=false"
@@ -183,13 +186,17 @@ def test_cached_embeddings_are_read_back_until_weights_or_transforms_change(tmp_
 
     def embeddings(weights_path, transforms_spec=transforms, cache_dir=tmp_path / "cache"):
         cfg = {
+            "dataframe_name": "df.csv",
+            "bs_val": 16,
+            "postprocessor": "pairwise_reranker",
             "extractor": {"name": "counting", "args": {"weights": str(weights_path)}},
             "seed": 0,
             "precision": 32,
             "num_workers": 0,
             "embeddings_cache_dir": cache_dir,
         }
-        cache = CachedEmbeddings(registry, cfg, transforms_spec, root / "df.csv", trainer_args, 16, "test")
+        config = validate_config(cfg, "postprocessor_validation_pipeline")
+        cache = CachedEmbeddings(registry, config, transforms_spec, root / "df.csv", trainer_args, 16, "test")
         return cache(dataset, "validation"), cache.sources[0]
 
     EMBEDDED.clear()
@@ -232,6 +239,33 @@ def test_cached_embeddings_are_read_back_until_weights_or_transforms_change(tmp_
             "validation", None, from_cache=False
         )
     assert EMBEDDED and sum(EMBEDDED) == 2 * 64
+
+
+def test_the_typed_config_validates_as_the_dict_and_shares_its_embeddings_cache(tmp_path, oml_cache_dir):
+    """The config enters once: the object ``validate_config`` makes of the dict gives the same metrics, before
+    and after re-ranking, and the same cache key (its run reads the embeddings the dict's run cached)."""
+    registry = Registry()
+    tiny = {"name": "tiny_conv", "args": {"feat_dim": 16}}
+    cfg = OmegaConf.to_container(
+        compose_config(
+            "postprocessor_validation_pipeline",
+            [f"logs_root={tmp_path}", NO_PROGRESS_BAR, f"transforms_val.args.im_size={TINY}", "bs_val=16"],
+            registry=registry,
+        ),
+        resolve=True,
+    )
+    cfg["dataset_root"] = str(get_mock_dataset_root(oml_cache_dir))
+    cfg["extractor"] = tiny
+    cfg["postprocessor"]["args"]["pairwise_model"]["args"]["extractor"] = tiny
+    config = validate_config(cfg, "postprocessor_validation_pipeline")
+    assert isinstance(config, PostprocessorValidationConfig)
+    assert config.embeddings_cache_dir == str(tmp_path / "embeddings_cache")
+    from_dict = postprocessor_validation_pipeline(cfg, registry=registry)
+    from_object = postprocessor_validation_pipeline(config, registry=registry)
+    assert not from_dict.embeddings.from_cache and from_object.embeddings.from_cache
+    assert from_object.embeddings.cache_file == from_dict.embeddings.cache_file
+    assert from_object.metrics_before == from_dict.metrics_before
+    assert from_object.metrics == from_dict.metrics and "OVERALL/cmc/1" in from_object.metrics
 
 
 # ----------------------------------------------------------------------------------------- the module

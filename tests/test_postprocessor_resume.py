@@ -11,6 +11,8 @@ import torch
 from omegaconf import OmegaConf
 
 from oml_core.compose import compose_config
+from oml_core.lightning.callbacks.run_record import plain
+from oml_core.lightning.pipelines.shared.schema import PostprocessorTrainingConfig, validate_config
 from oml_core.lightning.pipelines.train_postprocessor import postprocessor_training_pipeline
 from oml_core.registry import ConfigError, Registry
 
@@ -70,3 +72,29 @@ def test_a_resumed_postprocessor_run_goes_on_in_its_folder_and_ends_as_the_unint
     assert all(torch.equal(got["state_dict"][k], v) for k, v in expected["state_dict"].items())
     assert resumed.metrics == straight.metrics
     assert resumed.best_epoch == straight.best_epoch
+
+
+@pytest.mark.slow
+def test_the_typed_config_trains_the_postprocessor_as_the_dict_does(tmp_path, oml_cache_dir, monkeypatch):
+    """The config enters once: the object ``validate_config`` makes of the dict trains the same weights to the same
+    metrics, and the logger gets every key of the typed config either way."""
+    monkeypatch.setenv("OML_CACHE_DIR", str(oml_cache_dir))
+    from_dict = postprocessor_training_pipeline(
+        tiny_postprocessor_config(tmp_path, max_epochs=1, logs_folder="a")
+    )
+    config = validate_config(
+        tiny_postprocessor_config(tmp_path, max_epochs=1, logs_folder="b"), "postprocessor_training_pipeline"
+    )
+    assert isinstance(config, PostprocessorTrainingConfig)
+    from_object = postprocessor_training_pipeline(config)
+    assert from_object.run_dir == tmp_path / "b"
+    assert from_object.metrics_before == from_dict.metrics_before and from_object.metrics == from_dict.metrics
+    expected = torch.load(from_dict.last_checkpoint, weights_only=True)["state_dict"]
+    got = torch.load(from_object.last_checkpoint, weights_only=True)["state_dict"]
+    assert expected.keys() == got.keys() and all(torch.equal(got[k], v) for k, v in expected.items())
+    logged = OmegaConf.to_container(OmegaConf.load(from_object.log_dir / "config.yaml"))
+    assert logged == plain(config)
+    assert OmegaConf.to_container(OmegaConf.load(from_dict.log_dir / "config.yaml")) == {
+        **logged,
+        "logs_folder": "a",
+    }

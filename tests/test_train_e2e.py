@@ -12,7 +12,9 @@ import torch
 from omegaconf import OmegaConf
 
 from oml_core.cli import compose_config
-from oml_core.lightning.pipelines.train import extractor_training_pipeline
+from oml_core.lightning.callbacks.run_record import plain
+from oml_core.lightning.pipelines.shared.schema import ExtractorTrainingConfig, validate_config
+from oml_core.lightning.pipelines.train import PIPELINE, extractor_training_pipeline
 from oml_core.registry import ConfigError, Registry
 
 sys.path.insert(0, str(Path(__file__).parent / "scripts"))
@@ -55,6 +57,33 @@ def test_oml_train_one_epoch_twice_gives_identical_metrics(run_oml, tmp_path):
         assert f"Best checkpoint:  {run_dir / 'checkpoints' / 'best.ckpt'}" in result.stdout
         outputs.append(table)
     assert outputs[0] == outputs[1]
+
+
+@pytest.mark.slow
+def test_the_typed_config_trains_as_the_dict_does(tmp_path, oml_cache_dir, monkeypatch):
+    """The config enters once: the object ``validate_config`` makes of the dict trains to the same weights and
+    metrics and records the same run config in its checkpoints; the logger gets the config as it was given (the
+    dict's keys; the typed config's every key)."""
+    monkeypatch.setenv("OML_CACHE_DIR", str(oml_cache_dir))
+    cfg = tiny_config(tmp_path, max_epochs=1)
+    config = validate_config({**cfg, "logs_folder": "typed"}, PIPELINE)
+    assert isinstance(config, ExtractorTrainingConfig)
+    from_dict = extractor_training_pipeline({**cfg, "logs_folder": "dict"})
+    from_object = extractor_training_pipeline(config)
+    assert from_object.run_dir == tmp_path / "typed"
+    assert from_object.epochs == from_dict.epochs and set(from_object.epochs) == {0, 1}
+    assert from_object.metrics == from_dict.metrics and "OVERALL/cmc/1" in from_object.metrics
+    expected = torch.load(from_dict.best_checkpoint, weights_only=True)
+    got = torch.load(from_object.best_checkpoint, weights_only=True)
+    assert expected["state_dict"].keys() == got["state_dict"].keys()
+    assert all(torch.equal(got["state_dict"][k], v) for k, v in expected["state_dict"].items())
+    assert got["oml_run"]["config"] == {**expected["oml_run"]["config"], "logs_folder": "typed"}
+    assert got["oml_run"]["config"] == plain(config)
+
+    def logged(result) -> dict:
+        return OmegaConf.to_container(OmegaConf.load(result.log_dir / "config.yaml"))
+
+    assert logged(from_dict) == {**cfg, "logs_folder": "dict"} and logged(from_object) == plain(config)
 
 
 def test_config_with_the_example_plugins_components_trains(tmp_path, oml_cache_dir, monkeypatch):

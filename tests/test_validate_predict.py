@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -20,8 +21,14 @@ from oml_core.datasets import pil_to_tensor
 from oml_core.datasets.mock import get_mock_dataset_root
 from oml_core.interfaces.knn import IKnnIndex, KnnSearchResult
 from oml_core.interfaces.models import IExtractor
+from oml_core.lightning.callbacks.run_record import plain
 from oml_core.lightning.pipelines import extractor_prediction_pipeline, extractor_validation_pipeline
 from oml_core.lightning.pipelines.shared.inference import in_dataset_order
+from oml_core.lightning.pipelines.shared.schema import (
+    ExtractorPredictionConfig,
+    ExtractorValidationConfig,
+    validate_config,
+)
 from oml_core.registry import ConfigError, Registry, UnknownNameError
 
 NO_PROGRESS_BAR = "lightning_trainer_extra_args.enable_progress_bar=false"
@@ -232,6 +239,31 @@ def test_validation_writes_the_worst_queries_and_the_config(registry, tmp_path, 
     assert set(result.metrics) == {"OVERALL/cmc/1", "OVERALL/map/2", "OVERALL/pcf/0.5"}
 
 
+def test_the_typed_config_runs_as_the_dict_and_the_logger_gets_every_key_of_it(
+    registry, tmp_path, four_greys
+):
+    """The config enters once: the object ``validate_config`` makes of the dict runs as the dict does (the
+    hand-computed metrics of ``test_constant_thresholding_...``), and either way the logger is given the typed
+    config, every key of the pipeline with its value (the defaults of the keys the dict leaves out included)."""
+    cfg = _config(VALIDATION, registry, tmp_path, f"dataset_root={four_greys}")
+    cfg.update(extractor=MEAN_PIXEL, transforms_val=UNIT_PIXELS)
+    cfg["metric_args"] = {"cmc_top_k": [1, 2], "precision_top_k": [], "map_top_k": [], "pcf_variance": []}
+    del cfg["tags"], cfg["postfix"]  # left to their defaults
+    config = validate_config(cfg, VALIDATION)
+    assert isinstance(config, ExtractorValidationConfig)
+    from_dict = extractor_validation_pipeline({**cfg, "logs_folder": "dict"}, registry=registry)
+    typed = replace(config, logs_folder="typed")
+    from_object = extractor_validation_pipeline(typed, registry=registry)
+    expected = {"OVERALL/cmc/1": 0.75, "OVERALL/cmc/2": 1.0}
+    assert from_dict.metrics == pytest.approx(expected) and from_object.metrics == pytest.approx(expected)
+    assert from_object.run_dir == tmp_path / "logs" / "typed"
+    logged = OmegaConf.to_container(OmegaConf.load(from_object.log_dir / "config.yaml"))
+    assert logged == plain(typed) and logged["tags"] == [] and logged["postfix"] == "validation"
+    assert logged["extractor"] == MEAN_PIXEL and logged["dataset"] == {"name": "images", "args": {}}
+    logged_from_dict = OmegaConf.to_container(OmegaConf.load(from_dict.log_dir / "config.yaml"))
+    assert logged_from_dict == {**logged, "logs_folder": "dict"}
+
+
 def test_bad_metric_args_name_the_key(registry, tmp_path, four_greys):
     cfg = _config(VALIDATION, registry, tmp_path, f"dataset_root={four_greys}")
     cfg["metric_args"] = {"cmc_topk": [1]}
@@ -263,6 +295,26 @@ def test_prediction_of_a_folder_is_sorted_recursive_and_in_omls_format(registry,
             mean = np.asarray(image.convert("RGB"), dtype=np.float64).mean() / 255
         assert predictions[key] == [pytest.approx(mean, abs=1e-6)]
     assert result.feat_dim == 1
+
+
+def test_prediction_of_the_typed_config_writes_what_the_dicts_does(registry, tmp_path):
+    data_dir = tmp_path / "images"
+    data_dir.mkdir()
+    for name, level in {"0.png": 10, "1.png": 200}.items():
+        _grey(data_dir / name, level)
+    cfg = _config(PREDICTION, registry, tmp_path, f"data_dir={data_dir}", f"save_dir={tmp_path / 'dict'}")
+    cfg.update(extractor=MEAN_PIXEL, transforms_predict=UNIT_PIXELS)
+    config = validate_config({**cfg, "save_dir": tmp_path / "typed"}, PREDICTION)
+    assert isinstance(config, ExtractorPredictionConfig) and config.save_dir == str(tmp_path / "typed")
+    from_dict = extractor_prediction_pipeline(cfg, registry=registry)
+    from_object = extractor_prediction_pipeline(config, registry=registry)
+    assert from_object.predictions_path == tmp_path / "typed" / "predictions.json"
+    predictions = json.loads(from_object.predictions_path.read_text())
+    assert predictions == json.loads(from_dict.predictions_path.read_text())
+    assert predictions == {
+        str(data_dir / "0.png"): [pytest.approx(10 / 255, abs=1e-6)],
+        str(data_dir / "1.png"): [pytest.approx(200 / 255, abs=1e-6)],
+    }
 
 
 def test_prediction_of_a_dataframe_takes_every_row_and_its_box(registry, tmp_path, oml_cache_dir):

@@ -1,47 +1,31 @@
 """``build_gallery_index``: the gallery index of a config (``oml index build``; default config
-``oml_core/configs/index_build.yaml``), of the items of its dataset component (``dataset``; null: images), written
-to a new folder."""
+``oml_core/configs/index_build.yaml``; schema :class:`~oml_core.lightning.pipelines.shared.schema.IndexBuildConfig`),
+of the items of its dataset component (``dataset``; null: images), written to a new folder."""
 
 from __future__ import annotations
 
 import datetime as dt
-import difflib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
-from oml_core.compose import one_line, resolved_config
+from oml_core.compose import one_line
 from oml_core.index.calibration import CalibrationError
 from oml_core.index.errors import GalleryIndexError
-from oml_core.index.gallery import GALLERY_ROWS, GalleryIndex, check_calibration_args
+from oml_core.index.gallery import GalleryIndex, check_calibration_args
 from oml_core.lightning.pipelines.shared.common import offered_args, spec_of
 from oml_core.lightning.pipelines.shared.data import DEFAULT_DATASET
+from oml_core.lightning.pipelines.shared.schema import (
+    IndexBuildConfig,
+    check_component_arguments,
+    validate_config,
+)
 from oml_core.registry import ConfigError, Registry, default_registry
 
-#: The data keys that name folders (made absolute, so that ``oml search`` may run elsewhere).
-FOLDER_KEYS = ("dataset_root", "data_dir")
-#: The keys a config may leave out (written before they existed), with the value they then take.
-OPTIONAL_KEYS = {"dataset": None, "check_images": True}
-#: Every key of the config, all required but :data:`OPTIONAL_KEYS` (the default config has them all).
-CONFIG_KEYS = (
-    "seed",
-    "dataset",
-    "dataset_root",
-    "dataframe_name",
-    "data_dir",
-    "check_images",
-    "gallery_rows",
-    "index_dir",
-    "logs_root",
-    "bs",
-    "num_workers",
-    "transforms",
-    "extractor",
-    "distance",
-    "knn_backend",
-    "calibration",
-)
+#: The name of the config's schema (:data:`~oml_core.lightning.pipelines.shared.schema.SCHEMAS`), which is also
+#: that of its default config.
+INDEX_BUILD = IndexBuildConfig.pipeline
 
 
 @dataclass
@@ -61,8 +45,14 @@ class IndexBuildResult:
     not_calibrated: str | None
 
 
-def build_gallery_index(cfg: Mapping[str, Any] | Any, registry: Registry | None = None) -> IndexBuildResult:
+def build_gallery_index(
+    cfg: Mapping[str, Any] | IndexBuildConfig | Any, registry: Registry | None = None
+) -> IndexBuildResult:
     """Build the gallery index of ``cfg`` and save it to its new ``index_dir``.
+
+    The config (a dict, a ``DictConfig`` or its schema's object, ``IndexBuildConfig``) enters once, at the door: checked
+    and converted into its typed config (:func:`~oml_core.lightning.pipelines.shared.schema.validate_config`), which is
+    all that is read after; then ``calibration`` and its components' arguments are checked.
 
     The config's keys (all required but ``dataset`` and ``check_images``; the default config has them, see its
     comments): ``dataset`` (the dataset component, ``{name, args}``; null or absent: images), offered, as the
@@ -83,109 +73,86 @@ def build_gallery_index(cfg: Mapping[str, Any] | Any, registry: Registry | None 
             cannot be reached (one line naming the key, file or target).
         RegistryError: an unknown component name.
     """
-    cfg = _checked(cfg)
+    config = cast(IndexBuildConfig, validate_config(cfg, INDEX_BUILD))
+    _check_calibration(config.calibration)
     registry = registry or default_registry()
-    index_dir = _index_dir(cfg)
+    check_component_arguments(config, registry)
+    index_dir = _index_dir(config)
     try:
         index = GalleryIndex(
-            extractor=cfg["extractor"],
-            transforms=cfg["transforms"],
-            knn_backend=cfg["knn_backend"],
-            distance=cfg["distance"],
-            dataset=cfg["dataset"],
-            data=_data_keys(cfg, registry),
+            extractor=config.extractor,
+            transforms=config.transforms,
+            knn_backend=config.knn_backend,
+            distance=config.distance,
+            dataset=config.dataset,
+            data=_data_keys(config, registry),
             registry=registry,
-            seed=cfg["seed"],
-            batch_size=cfg["bs"],
-            num_workers=cfg["num_workers"],
+            seed=config.seed,
+            batch_size=config.bs,
+            num_workers=config.num_workers,
         )
-        not_calibrated = index.add_dataset(rows=cfg["gallery_rows"], calibration=cfg["calibration"])
+        not_calibrated = index.add_dataset(rows=config.gallery_rows, calibration=config.calibration)
     except ConfigError:
         raise
     except CalibrationError as e:
         raise ConfigError(f"calibration: {one_line(e)}") from e
     except (GalleryIndexError, ValueError) as e:  # a bad value, dataframe or item, named in the message
         raise ConfigError(one_line(e)) from e
-    if cfg["calibration"] is None:
+    if config.calibration is None:
         not_calibrated = "calibration is null"
     index.save(index_dir)
     return IndexBuildResult(index, index_dir, Path(index.data.source), not_calibrated)
 
 
-def _data_keys(cfg: Mapping[str, Any], registry: Registry) -> dict[str, Any]:
-    """The data keys of ``cfg`` that the factory of its dataset component takes (and its ``args`` do not set):
-    ``dataset_root`` and ``data_dir`` absolute, ``dataframe_name`` null with ``data_dir`` (a folder replaces the
-    dataframe)."""
-    folders = {
-        key: None if cfg[key] is None else str(Path(cfg[key]).expanduser().resolve()) for key in FOLDER_KEYS
-    }
+def _check_calibration(calibration: Mapping[str, Any] | None) -> None:
+    """Check ``calibration`` (null, or the arguments of :meth:`GalleryIndex.calibrate`: the index's own rules,
+    :func:`~oml_core.index.gallery.check_calibration_args`) before any item is read.
+
+    Raises:
+        ConfigError: ``calibration: <the problem>``.
+    """
+    if calibration is None:
+        return
+    try:
+        check_calibration_args(calibration)
+    except ValueError as e:
+        raise ConfigError(f"calibration: {e}") from e
+
+
+def _data_keys(config: IndexBuildConfig, registry: Registry) -> dict[str, Any]:
+    """The data keys of ``config`` that the factory of its dataset component takes (and its ``args`` do not set):
+    ``dataset_root`` and ``data_dir`` absolute (so that ``oml search`` may run elsewhere), ``dataframe_name``
+    null with ``data_dir`` (a folder replaces the dataframe)."""
     values = {
-        **folders,
-        "dataframe_name": None if cfg["data_dir"] is not None else cfg["dataframe_name"],
-        "check_images": cfg["check_images"],
-        "num_workers": cfg["num_workers"],
+        "dataset_root": _absolute(config.dataset_root),
+        "data_dir": _absolute(config.data_dir),
+        "dataframe_name": None if config.data_dir is not None else config.dataframe_name,
+        "check_images": config.check_images,
+        "num_workers": config.num_workers,
     }
-    spec = spec_of(cfg["dataset"] or DEFAULT_DATASET)
+    spec = spec_of(config.dataset or DEFAULT_DATASET)
     return offered_args(registry, "dataset", spec, {key: _offer(value) for key, value in values.items()})
+
+
+def _absolute(folder: str | None) -> str | None:
+    return None if folder is None else str(Path(folder).expanduser().resolve())
 
 
 def _offer(value: Any) -> Callable[[], Any]:
     return lambda: value
 
 
-def _checked(cfg: Any) -> dict[str, Any]:
-    """The config as a plain dict (its interpolations resolved), its keys and simple values checked."""
-    cfg = resolved_config(cfg)
-    if not isinstance(cfg, Mapping):
-        raise ConfigError(f"the config must be a mapping, got {type(cfg).__name__}")
-    cfg = {**OPTIONAL_KEYS, **{key: value for key, value in cfg.items() if key != "hydra"}}
-    for key in cfg:
-        if key not in CONFIG_KEYS:
-            close = difflib.get_close_matches(str(key), CONFIG_KEYS, n=1)
-            hint = f"; did you mean {close[0]!r}?" if close else ""
-            raise ConfigError(f"unknown config key {key!r}{hint} (known keys: {', '.join(CONFIG_KEYS)})")
-    missing = [key for key in CONFIG_KEYS if key not in cfg]
-    if missing:
-        raise ConfigError(f"the config lacks the key(s) {missing}")
-    for key, minimum in (("bs", 1), ("num_workers", 0), ("seed", 0)):
-        if not _integer_at_least(cfg[key], minimum):
-            raise ConfigError(f"{key} must be an integer >= {minimum}, got {cfg[key]!r}")
-    if cfg["gallery_rows"] not in GALLERY_ROWS:
-        raise ConfigError(f"gallery_rows must be one of {list(GALLERY_ROWS)}, got {cfg['gallery_rows']!r}")
-    calibration = cfg["calibration"]
-    if calibration is not None:
-        if not isinstance(calibration, Mapping):
-            raise ConfigError(
-                f"calibration must be null or a mapping of target, value, top_n, got {calibration!r}"
-            )
-        try:
-            check_calibration_args(calibration)
-        except ValueError as e:
-            raise ConfigError(f"calibration: {e}") from e
-    if cfg["data_dir"] is not None and cfg["dataset_root"] is not None:
-        raise ConfigError(
-            "give either data_dir (a folder of images) or dataset_root (with dataframe_name), not both"
-        )
-    if not isinstance(cfg["check_images"], bool):
-        raise ConfigError(f"check_images must be true or false, got {cfg['check_images']!r}")
-    return cfg
-
-
-def _integer_at_least(value: Any, minimum: int) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value >= minimum
-
-
-def _index_dir(cfg: Mapping[str, Any]) -> Path:
+def _index_dir(config: IndexBuildConfig) -> Path:
     """``index_dir`` when it is free (missing or an empty folder), or a new ``logs_root/<date>_<time>_index``."""
-    if cfg["index_dir"] is not None:
-        folder = Path(cfg["index_dir"]).expanduser().resolve()
+    if config.index_dir is not None:
+        folder = Path(config.index_dir).expanduser().resolve()
         if folder.exists() and not (folder.is_dir() and not any(folder.iterdir())):
             raise ConfigError(
                 f"index_dir {str(folder)!r} exists and is not an empty folder; an index is never "
                 f"written over it: choose a new index_dir"
             )
         return folder
-    base = Path(cfg["logs_root"]).expanduser().resolve() / f"{dt.datetime.now():%Y-%m-%d_%H-%M-%S}_index"
+    base = Path(config.logs_root).expanduser().resolve() / f"{dt.datetime.now():%Y-%m-%d_%H-%M-%S}_index"
     folder, n = base, 0
     while folder.exists():
         n += 1
@@ -193,4 +160,4 @@ def _index_dir(cfg: Mapping[str, Any]) -> Path:
     return folder
 
 
-__all__ = ["CONFIG_KEYS", "OPTIONAL_KEYS", "IndexBuildResult", "build_gallery_index"]
+__all__ = ["INDEX_BUILD", "IndexBuildResult", "build_gallery_index"]

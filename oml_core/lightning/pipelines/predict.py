@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytorch_lightning as pl
 from torch.utils.data import DataLoader
@@ -23,14 +23,10 @@ from oml_core.lightning.pipelines.shared.common import (
     shared_run_dir,
 )
 from oml_core.lightning.pipelines.shared.data import build_dataset_component, check_datasets, dataset_of
-from oml_core.lightning.pipelines.shared.inference import (
-    extract_embeddings,
-    inference_config,
-)
+from oml_core.lightning.pipelines.shared.inference import extract_embeddings, inference_trainer_args
 from oml_core.lightning.pipelines.shared.schema import (
+    ExtractorPredictionConfig,
     check_component_arguments,
-    optional_defaults,
-    required_keys,
     validate_config,
 )
 from oml_core.lightning.progress import PROGRESS_BAR_ARG
@@ -41,8 +37,6 @@ from oml_core.utils.logs import get_logger
 log = get_logger(__name__)
 
 PIPELINE = "extractor_prediction_pipeline"
-REQUIRED_KEYS = required_keys(PIPELINE)
-DEFAULTS = optional_defaults(PIPELINE)
 #: The file the features are written to, in ``save_dir`` (OML's name).
 PREDICTIONS_FILE = "predictions.json"
 
@@ -64,13 +58,15 @@ class PredictionResult:
 
 @quiet_lightning()
 def extractor_prediction_pipeline(
-    cfg: Mapping[str, Any] | Any, registry: Registry | None = None
+    cfg: Mapping[str, Any] | ExtractorPredictionConfig | Any, registry: Registry | None = None
 ) -> PredictionResult:
     """Save the features extracted by a feature extractor from every image of a folder or of a dataframe.
 
-    The config has OML's keys. Required: ``bs, transforms_predict, extractor`` (whose ``args.weights`` is a
-    checkpoint path, e.g. the ``best.ckpt`` of a training run, a zoo key, or null for random weights).
-    Optional, with their defaults:
+    The config (a dict, a ``DictConfig`` or its schema's object, ``ExtractorPredictionConfig``) enters once, at the
+    door: checked and converted into the pipeline's typed config
+    (:func:`~oml_core.lightning.pipelines.shared.schema.validate_config`), which is all the pipeline reads after. It has
+    OML's keys. Required: ``bs, transforms_predict, extractor`` (whose ``args.weights`` is a checkpoint path, e.g. the
+    ``best.ckpt`` of a training run, a zoo key, or null for random weights). Optional, with their defaults:
 
     - ``data_dir`` (null): a folder whose images (``.jpg, .jpeg, .png``, any case, searched recursively) are
       predicted, in the sorted order of their paths; or ``dataframe_name`` (null): a csv under ``dataset_root``
@@ -103,25 +99,25 @@ def extractor_prediction_pipeline(
             file).
         RegistryError: an unknown component name.
     """
-    config = validate_config(cfg, PIPELINE)
-    cfg, trainer_args = inference_config(cfg, REQUIRED_KEYS, DEFAULTS, PIPELINE, multi_device=True)
+    config = cast(ExtractorPredictionConfig, validate_config(cfg, PIPELINE))
+    trainer_args = inference_trainer_args(config, multi_device=True)
     registry = registry or default_registry()
     check_component_arguments(config, registry)
     launching = not is_ddp_child_process()  # the DDP processes skip what the launching process checked
-    if cfg["save_dir"] is not None and launching:
-        _check_not_written(Path(cfg["save_dir"]).expanduser().resolve() / PREDICTIONS_FILE)
-    pl.seed_everything(cfg["seed"], workers=True, verbose=False)
+    if config.save_dir is not None and launching:
+        _check_not_written(Path(config.save_dir).expanduser().resolve() / PREDICTIONS_FILE)
+    pl.seed_everything(config.seed, workers=True, verbose=False)
 
-    data = build_dataset_component(registry, cfg, PIPELINE)
+    data = build_dataset_component(registry, config.as_mapping(), PIPELINE)
     dataset = dataset_of(data, "prediction", PIPELINE)
-    extractor = build_component(registry, "extractor", cfg["extractor"], "extractor", PIPELINE)
+    extractor = build_component(registry, "extractor", config.extractor, "extractor", PIPELINE)
     if launching:
-        progress_bar = trainer_args[PROGRESS_BAR_ARG]  # always set by inference_config
-        check_datasets(data, [dataset], cfg["num_workers"], progress_bar)
+        progress_bar = trainer_args[PROGRESS_BAR_ARG]  # always set by inference_trainer_args
+        check_datasets(data, [dataset], config.num_workers, progress_bar)
 
-    save_dir = shared_run_dir(lambda: _make_save_dir(cfg), *_named_save_dir(cfg))
+    save_dir = shared_run_dir(lambda: _make_save_dir(config), *_named_save_dir(config))
     trainer = pl.Trainer(**trainer_args, logger=False, default_root_dir=str(save_dir))
-    loader = DataLoader(dataset, batch_size=cfg["bs"], num_workers=cfg["num_workers"], shuffle=False)
+    loader = DataLoader(dataset, batch_size=config.bs, num_workers=config.num_workers, shuffle=False)
     with run_dir_for_ddp_processes(save_dir) if is_ddp_engine(trainer_args) else nullcontext():
         features = extract_embeddings(trainer, extractor, loader)
 
@@ -144,21 +140,21 @@ def _check_not_written(path: Path) -> None:
         )
 
 
-def _make_save_dir(cfg: Mapping[str, Any]) -> Path:
+def _make_save_dir(config: ExtractorPredictionConfig) -> Path:
     """The folder of ``predictions.json``: ``save_dir`` (created if needed) or a new run directory."""
-    if cfg["save_dir"] is None:
-        return make_run_dir(cfg["logs_root"], cfg["postfix"], cfg["logs_folder"])
-    save_dir = Path(cfg["save_dir"]).expanduser().resolve()
+    if config.save_dir is None:
+        return make_run_dir(config.logs_root, config.postfix, config.logs_folder)
+    save_dir = Path(config.save_dir).expanduser().resolve()
     save_dir.mkdir(parents=True, exist_ok=True)
     return save_dir
 
 
-def _named_save_dir(cfg: Mapping[str, Any]) -> tuple[Path | None, str]:
+def _named_save_dir(config: ExtractorPredictionConfig) -> tuple[Path | None, str]:
     """The folder of ``predictions.json`` that the config names (``save_dir``, else ``logs_root/logs_folder``,
     else None) and the key that names it, for the processes torchrun or SLURM start (see ``shared_run_dir``)."""
-    if cfg["save_dir"] is not None:
-        return Path(cfg["save_dir"]).expanduser().resolve(), "save_dir"
-    named = named_run_dir(cfg["logs_root"], cfg["logs_folder"])
+    if config.save_dir is not None:
+        return Path(config.save_dir).expanduser().resolve(), "save_dir"
+    named = named_run_dir(config.logs_root, config.logs_folder)
     return named, "logs_folder" if named else "save_dir"
 
 

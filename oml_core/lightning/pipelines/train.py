@@ -15,7 +15,7 @@ from torch.utils.data import DataLoader
 from oml_core.interfaces.datasets import IDatasetComponent
 from oml_core.interfaces.models import IFreezable
 from oml_core.lightning.callbacks.metric import MetricValCallback, MetricValCallbackDDP
-from oml_core.lightning.callbacks.run_record import make_run_record
+from oml_core.lightning.callbacks.run_record import make_run_record, plain
 from oml_core.lightning.callbacks.validation import START_EPOCH
 from oml_core.lightning.interrupts import InterruptRequest, graceful_interrupts
 from oml_core.lightning.modules.extractor import ExtractorModule, ExtractorModuleDDP
@@ -51,10 +51,9 @@ from oml_core.lightning.pipelines.shared.report import (
 )
 from oml_core.lightning.pipelines.shared.resume import plan_resume
 from oml_core.lightning.pipelines.shared.schema import (
+    ConfigSchema,
     ExtractorTrainingConfig,
     check_component_arguments,
-    optional_defaults,
-    required_keys,
     validate_config,
 )
 from oml_core.lightning.pipelines.shared.training import (
@@ -75,9 +74,6 @@ from oml_core.utils.logs import get_logger
 log = get_logger(__name__)
 
 PIPELINE = "extractor_training_pipeline"
-#: The keys of the pipeline's schema (:class:`~oml_core.lightning.pipelines.shared.schema.ExtractorTrainingConfig`).
-REQUIRED_KEYS = required_keys(PIPELINE)
-OPTIONAL_KEYS = tuple(optional_defaults(PIPELINE))
 
 
 @dataclass
@@ -116,12 +112,14 @@ class TrainingResult:
 
 @quiet_lightning()
 def extractor_training_pipeline(
-    cfg: Mapping[str, Any] | Any, registry: Registry | None = None
+    cfg: Mapping[str, Any] | ExtractorTrainingConfig | Any, registry: Registry | None = None
 ) -> TrainingResult:
     """Train and validate a feature extractor which represents images as feature vectors.
 
-    The config (a dict or ``DictConfig``) has OML's keys; components are ``{name, args}`` specs built by
-    ``registry`` (the default registry when None):
+    The config (a dict, a ``DictConfig`` or its schema's object, ``ExtractorTrainingConfig``) enters once, at the door:
+    checked and converted into the pipeline's typed config
+    (:func:`~oml_core.lightning.pipelines.shared.schema.validate_config`), which is all the pipeline reads after. It has
+    OML's keys; components are ``{name, args}`` specs built by ``registry`` (the default registry when None):
 
     - ``postfix, seed``: the run's name suffix (optional, as in OML: none by default); the seed of everything
       (global RNGs and the sampler's).
@@ -150,7 +148,8 @@ def extractor_training_pipeline(
       that batch, until skipping cannot help (see :func:`~oml_core.lightning.modules.optimization.finite_loss_or_none`).
     - ``extractor, criterion, optimizer``; ``scheduling`` (null, or ``{scheduler: {name, args},
       scheduler_interval: step|epoch, scheduler_frequency: int, monitor_metric: null|key}``).
-    - ``logger`` (null: TensorBoard), ``tags``: the pipeline logger; it gets the whole config.
+    - ``logger`` (null: TensorBoard), ``tags``: the pipeline logger; it gets the whole config as it was given
+      (a dict's or ``DictConfig``'s keys, the user's variables too; a typed config's every key).
     - ``freeze_n_epochs``: keep an ``IFreezable`` extractor frozen for that many epochs.
     - ``lightning_trainer_extra_args``: more ``pl.Trainer`` arguments (they win over the pipeline's
       defaults ``num_sanity_val_steps=0, deterministic=True, log_every_n_steps=1, enable_model_summary=False``).
@@ -183,8 +182,8 @@ def extractor_training_pipeline(
         TrainingStopped: the run was interrupted (``TrainingInterrupted``) or its loss became NaN or infinite
             (``NonFiniteLossError``); both name the last good checkpoint.
     """
-    config = _check_config(cfg)
-    cfg = as_config(cfg)
+    config = cast(ExtractorTrainingConfig, validate_config(cfg, PIPELINE))
+    given = plain(cfg) if isinstance(cfg, ConfigSchema) else as_config(cfg)  # for the logger, as it was given
     registry = registry or default_registry()
     check_component_arguments(config, registry)
     engine = parse_engine_params(
@@ -232,7 +231,7 @@ def extractor_training_pipeline(
         metric=metric, log_images=config.log_images, figures_dir=run_dir / FIGURES_FOLDER
     )
     logger = build_logger(registry, resumed_logger_spec(registry, config.logger, resume), run_dir)
-    rank_zero_only(logger.log_pipeline_info)(cfg)  # the config as it was given
+    rank_zero_only(logger.log_pipeline_info)(given)
     interrupt = InterruptRequest()
     run = run_callbacks(
         config,
@@ -276,12 +275,6 @@ def extractor_training_pipeline(
     if trainer.is_global_zero:
         _report(result, config)
     return result
-
-
-def _check_config(cfg: Mapping[str, Any]) -> ExtractorTrainingConfig:
-    """The config checked against the pipeline's schema (see :func:`validate_config`): fail at once, with one
-    line naming the key, on an unknown, missing or malformed key."""
-    return cast(ExtractorTrainingConfig, validate_config(cfg, PIPELINE))
 
 
 def _module_args(config: ExtractorTrainingConfig, registry: Registry, train_dataset: Any) -> dict[str, Any]:

@@ -16,13 +16,12 @@ from oml_core.datasets.extended import ExtendedLabeledDataset
 from oml_core.interfaces.datasets import ILabeledDataset
 from oml_core.interfaces.models import IFreezable
 from oml_core.lightning.callbacks.metric import MetricValCallback
-from oml_core.lightning.callbacks.run_record import make_run_record
+from oml_core.lightning.callbacks.run_record import make_run_record, plain
 from oml_core.lightning.interrupts import InterruptRequest, graceful_interrupts
 from oml_core.lightning.modules.pairwise_postprocessing import PairwiseModule
 from oml_core.lightning.pipelines.shared.common import (
     CHECKPOINTS_FOLDER,
     FIGURES_FOLDER,
-    as_config,
     build_component,
     build_logger,
     check_one_device,
@@ -30,7 +29,6 @@ from oml_core.lightning.pipelines.shared.common import (
     log_dir_of,
     make_run_dir,
     parse_engine_params,
-    spec_of,
 )
 from oml_core.lightning.pipelines.shared.data import build_dataset_component, dataset_of
 from oml_core.lightning.pipelines.shared.embeddings_cache import (
@@ -50,10 +48,10 @@ from oml_core.lightning.pipelines.shared.preflight import check_engine
 from oml_core.lightning.pipelines.shared.report import format_run_paths
 from oml_core.lightning.pipelines.shared.resume import plan_resume
 from oml_core.lightning.pipelines.shared.schema import (
+    ComponentSpec,
     PostprocessorTrainingConfig,
     check_component_arguments,
-    optional_defaults,
-    required_keys,
+    component,
     validate_config,
 )
 from oml_core.lightning.pipelines.shared.training import (
@@ -73,10 +71,6 @@ from oml_core.utils.logs import get_logger
 log = get_logger(__name__)
 
 PIPELINE = "postprocessor_training_pipeline"
-REQUIRED_KEYS = required_keys(PIPELINE)
-DEFAULTS = optional_defaults(PIPELINE)
-#: Every key of the pipeline's config; any other is a variable of the user's (see ``without_user_variables``).
-KNOWN_KEYS = frozenset({*REQUIRED_KEYS, *DEFAULTS})
 #: The pair miner of a config whose ``pairs_miner`` is null (its ``hard_mining`` is ``hard_pairs_mining``).
 DEFAULT_PAIRS_MINER = "pairs"
 
@@ -108,13 +102,16 @@ class PostprocessorTrainingResult:
 
 @quiet_lightning()
 def postprocessor_training_pipeline(
-    cfg: Mapping[str, Any] | Any, registry: Registry | None = None
+    cfg: Mapping[str, Any] | PostprocessorTrainingConfig | Any, registry: Registry | None = None
 ) -> PostprocessorTrainingResult:
     """Train and validate a pairwise postprocessor which fixes mistakes of a feature extractor in retrieval
     setup (OML's STIR recipe).
 
-    The config (a dict or ``DictConfig``) has OML's keys; components are ``{name, args}`` specs built by
-    ``registry`` (the default registry when None). Required:
+    The config (a dict, a ``DictConfig`` or its schema's object, ``PostprocessorTrainingConfig``) enters once, at the
+    door: checked and converted into the pipeline's typed config
+    (:func:`~oml_core.lightning.pipelines.shared.schema.validate_config`), which is all the pipeline reads after; the
+    logger is given every key of it with its value (the defaults included). It has OML's keys; components are ``{name,
+    args}`` specs built by ``registry`` (the default registry when None). Required:
 
     - ``postfix, seed, dataframe_name, logs_root``: as in the extractor's training pipeline.
     - ``extractor``: the trained extractor (``args.weights``: a checkpoint such as the ``best.ckpt`` of
@@ -165,17 +162,16 @@ def postprocessor_training_pipeline(
         TrainingStopped: the run was interrupted (``TrainingInterrupted``) or its loss became NaN or infinite
             (``NonFiniteLossError``); both name the last good checkpoint.
     """
-    config = _check_config(cfg)
-    cfg = {**DEFAULTS, **{key: value for key, value in as_config(cfg).items() if key in KNOWN_KEYS}}
+    config = cast(PostprocessorTrainingConfig, validate_config(cfg, PIPELINE))
     registry = registry or default_registry()
     check_component_arguments(config, registry)
-    if cfg["pairs_miner"] is None:
+    if config.pairs_miner is None:
         registry.get("pairs_miner", DEFAULT_PAIRS_MINER)
     engine = parse_engine_params(config.accelerator, config.devices, num_nodes=config.num_nodes)
-    check_one_device(cfg, engine, PIPELINE)
+    check_one_device(config.devices, engine, PIPELINE)
     trainer_args = training_trainer_args(config, engine)
     check_engine(engine, config.precision, config.lightning_trainer_extra_args)
-    pl.seed_everything(cfg["seed"], workers=True, verbose=False)
+    pl.seed_everything(config.seed, workers=True, verbose=False)
 
     keys = config.as_mapping()
     data = build_dataset_component(registry, keys, PIPELINE)
@@ -191,32 +187,32 @@ def postprocessor_training_pipeline(
     resume = plan_resume(record, config) if config.resume else None  # refused before any work
 
     module = _pairwise_module(config, registry)
-    postprocessor = _postprocessor(cfg, registry, module.model)
+    postprocessor = _postprocessor(config, registry, module.model)
     extraction = CachedEmbeddings(
         registry,
-        cfg,
-        transforms_spec=cfg["transforms_extraction"],
+        config,
+        transforms_spec=config.transforms_extraction,
         dataframe_path=data.source,
-        trainer_args=_extraction_trainer_args(engine, cfg),
-        batch_size=cfg["batch_size_inference"],
+        trainer_args=_extraction_trainer_args(engine, config),
+        batch_size=config.batch_size_inference,
         pipeline=PIPELINE,
     )
     # the training items carry their embeddings, from which the pairs are mined
     train_dataset = ExtendedLabeledDataset(train_items, {EMBEDDINGS_KEY: extraction(train_to_embed, "train")})
     emb_val = extraction(val_dataset, "validation")
     train_loader, generators, resumable = build_train_loader(config, registry, train_dataset, PIPELINE)
-    val_loader = DataLoader(EmbeddingsDataset(emb_val), batch_size=cfg["batch_size_inference"])
+    val_loader = DataLoader(EmbeddingsDataset(emb_val), batch_size=config.batch_size_inference)
     metrics_before = metrics_of_embeddings(
-        embedding_metrics(val_dataset, cfg["metric_args"], registry, None, PIPELINE), emb_val
+        embedding_metrics(val_dataset, config.metric_args, registry, None, PIPELINE), emb_val
     )
-    metric = embedding_metrics(val_dataset, cfg["metric_args"], registry, postprocessor, PIPELINE)
+    metric = embedding_metrics(val_dataset, config.metric_args, registry, postprocessor, PIPELINE)
 
     if resume is not None:
         run_dir = resume.run_dir  # the run goes on in its own folder
     else:
         run_dir = make_run_dir(config.logs_root, config.postfix, config.logs_folder)
     logger = build_logger(registry, resumed_logger_spec(registry, config.logger, resume), run_dir)
-    logger.log_pipeline_info(cfg)
+    logger.log_pipeline_info(plain(config))
     logger.log_metrics({f"{BEFORE_PREFIX}{k}": v for k, v in metrics_before.items()}, step=0)
     metric_callback = MetricValCallback(
         metric=metric, log_images=config.log_images, figures_dir=run_dir / FIGURES_FOLDER
@@ -262,7 +258,7 @@ def postprocessor_training_pipeline(
         embeddings=extraction.sources,
         best_epoch=run.best.best_epoch,
     )
-    report_metrics(result.metrics_before, result.metrics, cfg["postprocessor"])
+    report_metrics(result.metrics_before, result.metrics, config.postprocessor)
     log.info(
         format_run_paths(
             result.run_dir,
@@ -274,12 +270,6 @@ def postprocessor_training_pipeline(
         )
     )
     return result
-
-
-def _check_config(cfg: Mapping[str, Any]) -> PostprocessorTrainingConfig:
-    """The config checked against the pipeline's schema (see :func:`validate_config`): fail at once, with one
-    line naming the key, on an unknown, missing or malformed key."""
-    return cast(PostprocessorTrainingConfig, validate_config(cfg, PIPELINE))
 
 
 def _pairwise_module(config: PostprocessorTrainingConfig, registry: Registry) -> PairwiseModule:
@@ -317,26 +307,39 @@ def build_pairs_miner(
     return build_component(registry, "pairs_miner", spec, "hard_pairs_mining", PIPELINE)
 
 
-def _postprocessor(cfg: Mapping[str, Any], registry: Registry, pairwise_model: Any) -> Any:
-    """The post-processor of ``postprocessor`` around the model being trained."""
-    given = (spec_of(cfg["postprocessor"]).get("args") or {}).get("pairwise_model")
-    if given is not None and spec_of(given) != spec_of(cfg["pairwise_model"]):
+def _postprocessor(config: PostprocessorTrainingConfig, registry: Registry, pairwise_model: Any) -> Any:
+    """The post-processor of ``postprocessor`` around the model being trained.
+
+    Raises:
+        ConfigError: the post-processor's ``args.pairwise_model`` is given and is not the spec of
+            ``pairwise_model`` (as specs: ``{name: m}`` is ``{name: m, args: {}}``).
+    """
+    key = "postprocessor.args.pairwise_model"
+    given = config.postprocessor.args.get("pairwise_model")
+    if given is not None and _as_spec(given, key) != config.pairwise_model:
         raise ConfigError(
-            f"{PIPELINE}: postprocessor.args.pairwise_model differs from pairwise_model, but the post-processor "
-            f"re-ranks with the model being trained: leave it out or set it to ${{pairwise_model}}"
+            f"{PIPELINE}: {key} differs from pairwise_model, but the post-processor re-ranks with the model "
+            f"being trained: leave it out or set it to ${{pairwise_model}}"
         )
-    return build_pairwise_postprocessor(registry, cfg["postprocessor"], pairwise_model, PIPELINE)
+    return build_pairwise_postprocessor(registry, config.postprocessor, pairwise_model, PIPELINE)
 
 
-def _extraction_trainer_args(engine: Mapping[str, Any], cfg: Mapping[str, Any]) -> dict[str, Any]:
+def _as_spec(value: Any, key: str) -> ComponentSpec:
+    """``value`` (of the config key ``key``) as the schema holds a spec of a pairwise model."""
+    return cast(ComponentSpec, component("pairwise_model").check(value, key))
+
+
+def _extraction_trainer_args(
+    engine: Mapping[str, Any], config: PostprocessorTrainingConfig
+) -> dict[str, Any]:
     """The ``pl.Trainer`` arguments of the extraction: the engine, ``precision`` and the progress bar of
     ``lightning_trainer_extra_args`` (see :func:`~oml_core.lightning.progress.progress_bar_enabled`; its other
     arguments are the training's)."""
     return {
         **INFERENCE_TRAINER_DEFAULTS,
         **engine,
-        "precision": cfg["precision"],
-        PROGRESS_BAR_ARG: progress_bar_enabled(cfg["lightning_trainer_extra_args"]),
+        "precision": config.precision,
+        PROGRESS_BAR_ARG: progress_bar_enabled(config.lightning_trainer_extra_args),
     }
 
 

@@ -5,13 +5,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytorch_lightning as pl
 from pytorch_lightning.utilities import rank_zero_only
 from torch.utils.data import DataLoader
 
 from oml_core.lightning.callbacks.metric import MetricValCallback, MetricValCallbackDDP, save_figures
+from oml_core.lightning.callbacks.run_record import plain
 from oml_core.lightning.modules.extractor import ExtractorModule, ExtractorModuleDDP
 from oml_core.lightning.pipelines.shared.common import (
     FIGURES_FOLDER,
@@ -28,11 +29,10 @@ from oml_core.lightning.pipelines.shared.common import (
     shared_run_dir,
 )
 from oml_core.lightning.pipelines.shared.data import build_dataset_component, check_datasets, dataset_of
-from oml_core.lightning.pipelines.shared.inference import inference_config
+from oml_core.lightning.pipelines.shared.inference import inference_trainer_args
 from oml_core.lightning.pipelines.shared.schema import (
+    ExtractorValidationConfig,
     check_component_arguments,
-    optional_defaults,
-    required_keys,
     validate_config,
 )
 from oml_core.lightning.progress import PROGRESS_BAR_ARG
@@ -43,8 +43,6 @@ from oml_core.utils.logs import get_logger
 log = get_logger(__name__)
 
 PIPELINE = "extractor_validation_pipeline"
-REQUIRED_KEYS = required_keys(PIPELINE)
-DEFAULTS = optional_defaults(PIPELINE)
 
 
 @dataclass
@@ -66,21 +64,25 @@ class ValidationResult:
 
 @quiet_lightning()
 def extractor_validation_pipeline(
-    cfg: Mapping[str, Any] | Any, registry: Registry | None = None
+    cfg: Mapping[str, Any] | ExtractorValidationConfig | Any, registry: Registry | None = None
 ) -> ValidationResult:
     """Validate a feature extractor which represents images as feature vectors.
 
-    The config has OML's keys. Required: ``dataframe_name, transforms_val, bs_val, extractor`` (whose
-    ``args.weights`` is a checkpoint path, e.g. the ``best.ckpt`` of a training run, a zoo key, or null for
-    random weights). Optional, with their defaults:
+    The config (a dict, a ``DictConfig`` or its schema's object, ``ExtractorValidationConfig``) enters once, at the
+    door: checked and converted into the pipeline's typed config
+    (:func:`~oml_core.lightning.pipelines.shared.schema.validate_config`), which is all the pipeline reads after. It has
+    OML's keys. Required: ``dataframe_name, transforms_val, bs_val, extractor`` (whose ``args.weights`` is a checkpoint
+    path, e.g. the ``best.ckpt`` of a training run, a zoo key, or null for random weights). Optional, with their
+    defaults:
 
     - ``dataset_root`` (null: the built-in mock dataset), ``num_workers`` (0), ``cache_size`` (0).
     - ``metric_args`` (``{}``): the arguments of :class:`~oml_core.metrics.EmbeddingMetrics`;
       ``postprocessor`` (null): ``{name, args}`` of a registered post-processor, applied to the retrieval
       results before the metrics; ``log_images`` (false).
     - ``logs_root, logs_folder, postfix`` (``logs``, null, ``validation``): the run writes into a new
-      directory ``logs_root/logs_folder`` (null: ``<date>_<time>_<postfix>``); ``logger`` (null: TensorBoard);
-      ``tags`` (logged with the config).
+      directory ``logs_root/logs_folder`` (null: ``<date>_<time>_<postfix>``); ``logger`` (null: TensorBoard),
+      which is given every key of the typed config with its value (the defaults included); ``tags`` (logged with
+      the config).
     - ``accelerator`` (null: gpu when CUDA is available, else cpu), ``devices`` (1), ``num_nodes`` (1),
       ``precision`` (32), ``seed`` (42: seeds random weights), ``lightning_trainer_extra_args``
       (null: any other ``pl.Trainer`` arguments; ``enable_progress_bar`` null or absent: progress bars only
@@ -107,37 +109,37 @@ def extractor_validation_pipeline(
             weights, bad ``metric_args`` (the message names the key, file or argument).
         RegistryError: an unknown component name.
     """
-    config = validate_config(cfg, PIPELINE)
-    cfg, trainer_args = inference_config(cfg, REQUIRED_KEYS, DEFAULTS, PIPELINE, multi_device=True)
+    config = cast(ExtractorValidationConfig, validate_config(cfg, PIPELINE))
+    trainer_args = inference_trainer_args(config, multi_device=True)
     is_ddp = is_ddp_engine(trainer_args)
     registry = registry or default_registry()
     check_component_arguments(config, registry)
-    pl.seed_everything(cfg["seed"], workers=True, verbose=False)
+    pl.seed_everything(config.seed, workers=True, verbose=False)
 
-    data = build_dataset_component(registry, cfg, PIPELINE)
+    data = build_dataset_component(registry, config.as_mapping(), PIPELINE)
     dataset = dataset_of(data, "validation", PIPELINE)
-    extractor = build_component(registry, "extractor", cfg["extractor"], "extractor", PIPELINE)
+    extractor = build_component(registry, "extractor", config.extractor, "extractor", PIPELINE)
     postprocessor = (
-        build_component(registry, "postprocessor", cfg["postprocessor"], "postprocessor", PIPELINE)
-        if cfg["postprocessor"]
+        build_component(registry, "postprocessor", config.postprocessor, "postprocessor", PIPELINE)
+        if config.postprocessor is not None
         else None
     )
-    metric = embedding_metrics(dataset, cfg["metric_args"], registry, postprocessor, PIPELINE, ddp=is_ddp)
+    metric = embedding_metrics(dataset, config.metric_args, registry, postprocessor, PIPELINE, ddp=is_ddp)
     if not is_ddp_child_process():  # the DDP processes skip what the launching process checked
-        progress_bar = trainer_args[PROGRESS_BAR_ARG]  # always set by inference_config
-        check_datasets(data, [dataset], cfg["num_workers"], progress_bar)
+        progress_bar = trainer_args[PROGRESS_BAR_ARG]  # always set by inference_trainer_args
+        check_datasets(data, [dataset], config.num_workers, progress_bar)
     metric_callback = (MetricValCallbackDDP if is_ddp else MetricValCallback)(metric=metric)
 
     run_dir = shared_run_dir(
-        lambda: make_run_dir(cfg["logs_root"], cfg["postfix"], cfg["logs_folder"]),
-        named_run_dir(cfg["logs_root"], cfg["logs_folder"]),
+        lambda: make_run_dir(config.logs_root, config.postfix, config.logs_folder),
+        named_run_dir(config.logs_root, config.logs_folder),
     )
-    logger = build_logger(registry, cfg["logger"], run_dir)
-    rank_zero_only(logger.log_pipeline_info)(cfg)
+    logger = build_logger(registry, config.logger, run_dir)
+    rank_zero_only(logger.log_pipeline_info)(plain(config))
     trainer = pl.Trainer(
         **trainer_args, logger=logger, callbacks=[metric_callback], default_root_dir=str(run_dir)
     )
-    loader = DataLoader(dataset, batch_size=cfg["bs_val"], num_workers=cfg["num_workers"], shuffle=False)
+    loader = DataLoader(dataset, batch_size=config.bs_val, num_workers=config.num_workers, shuffle=False)
     if is_ddp:
         with run_dir_for_ddp_processes(run_dir):  # the module serves its loader, patched in every process
             trainer.validate(ExtractorModuleDDP(extractor=extractor, loaders_val=loader), verbose=False)
@@ -145,7 +147,7 @@ def extractor_validation_pipeline(
         trainer.validate(ExtractorModule(extractor=extractor), dataloaders=loader, verbose=False)
 
     figures = []
-    if cfg["log_images"] and trainer.is_global_zero:
+    if config.log_images and trainer.is_global_zero:
         figures = save_figures(metric, run_dir / FIGURES_FOLDER, [logger], 0)
     result = ValidationResult(
         metrics=dict(metric_callback.last_metrics),

@@ -6,12 +6,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytorch_lightning as pl
 from torch.utils.data import DataLoader
 
 from oml_core.lightning.callbacks.metric import MetricValCallback, save_figures
+from oml_core.lightning.callbacks.run_record import plain
 from oml_core.lightning.modules.pairwise_postprocessing import PairwiseModule
 from oml_core.lightning.pipelines.shared.common import (
     FIGURES_FOLDER,
@@ -20,7 +21,6 @@ from oml_core.lightning.pipelines.shared.common import (
     embedding_metrics,
     log_dir_of,
     make_run_dir,
-    spec_of,
 )
 from oml_core.lightning.pipelines.shared.data import build_dataset_component, check_datasets, dataset_of
 from oml_core.lightning.pipelines.shared.embeddings_cache import (
@@ -28,7 +28,7 @@ from oml_core.lightning.pipelines.shared.embeddings_cache import (
     EmbeddingsDataset,
     EmbeddingsSource,
 )
-from oml_core.lightning.pipelines.shared.inference import inference_config
+from oml_core.lightning.pipelines.shared.inference import inference_trainer_args
 from oml_core.lightning.pipelines.shared.postprocessing import (
     BEFORE_PREFIX,
     build_pairwise_postprocessor,
@@ -36,9 +36,9 @@ from oml_core.lightning.pipelines.shared.postprocessing import (
     report_metrics,
 )
 from oml_core.lightning.pipelines.shared.schema import (
+    ComponentSpec,
+    PostprocessorValidationConfig,
     check_component_arguments,
-    optional_defaults,
-    required_keys,
     validate_config,
 )
 from oml_core.lightning.progress import PROGRESS_BAR_ARG
@@ -49,8 +49,6 @@ from oml_core.utils.logs import get_logger
 log = get_logger(__name__)
 
 PIPELINE = "postprocessor_validation_pipeline"
-REQUIRED_KEYS = required_keys(PIPELINE)
-DEFAULTS = optional_defaults(PIPELINE)
 
 
 @dataclass
@@ -76,21 +74,23 @@ class PostprocessorValidationResult:
 
 @quiet_lightning()
 def postprocessor_validation_pipeline(
-    cfg: Mapping[str, Any] | Any, registry: Registry | None = None
+    cfg: Mapping[str, Any] | PostprocessorValidationConfig | Any, registry: Registry | None = None
 ) -> PostprocessorValidationResult:
     """Validate a pairwise post-processor on top of a feature extractor: the retrieval metrics of the
     extractor's embeddings, then those of the results re-ranked by the post-processor.
 
-    The config has the keys of ``extractor_validation_pipeline`` (OML validates a post-processor with that
-    pipeline), ``postprocessor`` required, plus ``embeddings_cache_dir``. Required: ``dataframe_name,
-    transforms_val, bs_val, extractor, postprocessor``: a pairwise post-processor, e.g. ``{name:
-    pairwise_reranker, args: {top_n: 5, pairwise_model: {name: concat_siamese, args: {weights: <the
-    best.ckpt of oml train-postprocessor>, ...}}, ...}}``. Optional, with their defaults: those of
-    ``extractor_validation_pipeline`` (``dataset_root, num_workers, cache_size, metric_args, log_images,
-    logs_root, logs_folder, logger, tags, accelerator, devices, precision, seed,
-    lightning_trainer_extra_args``), ``postfix`` (``postprocessor_validation``) and ``embeddings_cache_dir``
-    (null: no cache; a file written by ``postprocessor_training_pipeline`` for the same extractor, transforms,
-    dataframe, precision and seed is reused, see
+    The config (a dict, a ``DictConfig`` or its schema's object, ``PostprocessorValidationConfig``) enters once, at the
+    door: checked and converted into the pipeline's typed config
+    (:func:`~oml_core.lightning.pipelines.shared.schema.validate_config`), which is all the pipeline reads after; the
+    logger is given every key of it with its value (the defaults included). It has the keys of
+    ``extractor_validation_pipeline`` (OML validates a post-processor with that pipeline), ``postprocessor`` required,
+    plus ``embeddings_cache_dir``. Required: ``dataframe_name, transforms_val, bs_val, extractor, postprocessor``: a
+    pairwise post-processor, e.g. ``{name: pairwise_reranker, args: {top_n: 5, pairwise_model: {name: concat_siamese,
+    args: {weights: <the best.ckpt of oml train-postprocessor>, ...}}, ...}}``. Optional, with their defaults: those of
+    ``extractor_validation_pipeline`` (``dataset_root, num_workers, cache_size, metric_args, log_images, logs_root,
+    logs_folder, logger, tags, accelerator, devices, precision, seed, lightning_trainer_extra_args``), ``postfix``
+    (``postprocessor_validation``) and ``embeddings_cache_dir`` (null: no cache; a file written by
+    ``postprocessor_training_pipeline`` for the same extractor, transforms, dataframe, precision and seed is reused, see
     :class:`~oml_core.lightning.pipelines.shared.embeddings_cache.CachedEmbeddings`).
 
     ``transforms_val`` are the transforms of the extraction and of the images the post-processor re-ranks. The
@@ -108,47 +108,51 @@ def postprocessor_validation_pipeline(
             line naming the key, file or argument).
         RegistryError: an unknown component name.
     """
-    config = validate_config(cfg, PIPELINE)
-    cfg, trainer_args = inference_config(cfg, REQUIRED_KEYS, DEFAULTS, PIPELINE)
+    config = cast(PostprocessorValidationConfig, validate_config(cfg, PIPELINE))
+    trainer_args = inference_trainer_args(config)
     registry = registry or default_registry()
     check_component_arguments(config, registry)
-    pl.seed_everything(cfg["seed"], workers=True, verbose=False)
+    pl.seed_everything(config.seed, workers=True, verbose=False)
 
-    data = build_dataset_component(registry, cfg, PIPELINE)
+    data = build_dataset_component(registry, config.as_mapping(), PIPELINE)
     dataset = dataset_of(data, "validation", PIPELINE)
     pairwise_model = build_component(
-        registry, "pairwise_model", _pairwise_model_spec(cfg), "postprocessor.args.pairwise_model", PIPELINE
+        registry,
+        "pairwise_model",
+        _pairwise_model_spec(config.postprocessor),
+        "postprocessor.args.pairwise_model",
+        PIPELINE,
     )
-    postprocessor = build_pairwise_postprocessor(registry, cfg["postprocessor"], pairwise_model, PIPELINE)
-    metric_before = embedding_metrics(dataset, cfg["metric_args"], registry, None, PIPELINE)
-    metric = embedding_metrics(dataset, cfg["metric_args"], registry, postprocessor, PIPELINE)
-    progress_bar = trainer_args[PROGRESS_BAR_ARG]  # always set by inference_config
-    check_datasets(data, [dataset], cfg["num_workers"], progress_bar)
+    postprocessor = build_pairwise_postprocessor(registry, config.postprocessor, pairwise_model, PIPELINE)
+    metric_before = embedding_metrics(dataset, config.metric_args, registry, None, PIPELINE)
+    metric = embedding_metrics(dataset, config.metric_args, registry, postprocessor, PIPELINE)
+    progress_bar = trainer_args[PROGRESS_BAR_ARG]  # always set by inference_trainer_args
+    check_datasets(data, [dataset], config.num_workers, progress_bar)
     extraction = CachedEmbeddings(
         registry,
-        cfg,
-        transforms_spec=cfg["transforms_val"],
+        config,
+        transforms_spec=config.transforms_val,
         dataframe_path=data.source,
         trainer_args=trainer_args,
-        batch_size=cfg["bs_val"],
+        batch_size=config.bs_val,
         pipeline=PIPELINE,
     )
     embeddings = extraction(dataset, "validation")
     metrics_before = metrics_of_embeddings(metric_before, embeddings)
 
-    run_dir = make_run_dir(cfg["logs_root"], cfg["postfix"], cfg["logs_folder"])
-    logger = build_logger(registry, cfg["logger"], run_dir)
-    logger.log_pipeline_info(cfg)
+    run_dir = make_run_dir(config.logs_root, config.postfix, config.logs_folder)
+    logger = build_logger(registry, config.logger, run_dir)
+    logger.log_pipeline_info(plain(config))
     logger.log_metrics({f"{BEFORE_PREFIX}{k}": v for k, v in metrics_before.items()}, step=0)
     metric_callback = MetricValCallback(metric=metric)
     trainer = pl.Trainer(
         **trainer_args, logger=logger, callbacks=[metric_callback], default_root_dir=str(run_dir)
     )
-    loader = DataLoader(EmbeddingsDataset(embeddings), batch_size=cfg["bs_val"])
+    loader = DataLoader(EmbeddingsDataset(embeddings), batch_size=config.bs_val)
     # the module holds the pairwise model, so that Lightning moves it to the device the re-ranking runs on
     trainer.validate(PairwiseModule(pairwise_model=pairwise_model), dataloaders=loader, verbose=False)
 
-    figures = save_figures(metric, run_dir / FIGURES_FOLDER, [logger], 0) if cfg["log_images"] else []
+    figures = save_figures(metric, run_dir / FIGURES_FOLDER, [logger], 0) if config.log_images else []
     result = PostprocessorValidationResult(
         metrics=dict(metric_callback.last_metrics),
         metrics_before=metrics_before,
@@ -157,7 +161,7 @@ def postprocessor_validation_pipeline(
         figures=figures,
         embeddings=extraction.sources[0],
     )
-    report_metrics(result.metrics_before, result.metrics, cfg["postprocessor"])
+    report_metrics(result.metrics_before, result.metrics, config.postprocessor)
     log.info(f"Run directory:    {result.run_dir}")
     log.info(f"Logs:             {result.log_dir}")
     if result.figures:
@@ -165,13 +169,13 @@ def postprocessor_validation_pipeline(
     return result
 
 
-def _pairwise_model_spec(cfg: Mapping[str, Any]) -> Any:
+def _pairwise_model_spec(postprocessor: ComponentSpec) -> Any:
     """The spec of the post-processor's ``args.pairwise_model``.
 
     Raises:
         ConfigError: the post-processor has none.
     """
-    spec = (spec_of(cfg["postprocessor"]).get("args") or {}).get("pairwise_model")
+    spec = postprocessor.args.get("pairwise_model")
     if spec is None:
         raise ConfigError(
             f"{PIPELINE}: postprocessor.args.pairwise_model is missing: the pairwise model that re-ranks, e.g. "

@@ -337,12 +337,13 @@ def is_ddp_engine(engine: Mapping[str, Any]) -> bool:
     return is_ddp_devices(engine["devices"]) or engine.get("num_nodes", 1) > 1
 
 
-def check_one_device(cfg: Mapping[str, Any], engine: Mapping[str, Any], pipeline: str) -> None:
-    """Raise a ``ConfigError`` when the engine (:func:`parse_engine_params` of ``cfg``) has more than one
-    process: ``pipeline`` runs on one device (its metrics and outputs are gathered in one process)."""
+def check_one_device(devices: Any, engine: Mapping[str, Any], pipeline: str) -> None:
+    """Raise a ``ConfigError`` when the engine (:func:`parse_engine_params` of the config key ``devices``, whose
+    value ``devices`` is, and of ``num_nodes``) has more than one process: ``pipeline`` runs on one device (its
+    metrics and outputs are gathered in one process)."""
     if is_ddp_devices(engine["devices"]):
         raise ConfigError(
-            f"{pipeline}: devices={cfg['devices']!r}, but this pipeline runs on one device: set devices to 1 "
+            f"{pipeline}: devices={devices!r}, but this pipeline runs on one device: set devices to 1 "
             f"or to a list of one device index, e.g. [0]"
         )
     if engine.get("num_nodes", 1) > 1:

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytorch_lightning as pl
 from torch import Tensor
@@ -21,6 +21,12 @@ from oml_core.lightning.pipelines.shared.common import build_component, spec_of
 from oml_core.lightning.pipelines.shared.inference import extract_embeddings
 from oml_core.registry import Registry, to_plain
 from oml_core.utils.logs import get_logger
+
+if TYPE_CHECKING:
+    from oml_core.lightning.pipelines.shared.schema import (
+        PostprocessorTrainingConfig,
+        PostprocessorValidationConfig,
+    )
 
 log = get_logger(__name__)
 
@@ -71,8 +77,8 @@ class CachedEmbeddings:
 
     Args:
         registry: Builds the extractor.
-        cfg: The pipeline config: its keys ``extractor``, ``seed``, ``precision``, ``num_workers`` and
-            ``embeddings_cache_dir`` (null: nothing is cached).
+        config: The typed config of a post-processing pipeline: its keys ``extractor``, ``seed``,
+            ``precision``, ``num_workers`` and ``embeddings_cache_dir`` (null: nothing is cached).
         transforms_spec: The spec of the transforms of the datasets given.
         dataframe_path: The dataframe the datasets come from.
         trainer_args: The ``pl.Trainer`` arguments of the extraction (no logger is used).
@@ -83,7 +89,7 @@ class CachedEmbeddings:
     def __init__(
         self,
         registry: Registry,
-        cfg: Mapping[str, Any],
+        config: PostprocessorTrainingConfig | PostprocessorValidationConfig,
         transforms_spec: Any,
         dataframe_path: Path,
         trainer_args: Mapping[str, Any],
@@ -91,11 +97,11 @@ class CachedEmbeddings:
         pipeline: str,
     ) -> None:
         self.registry = registry
-        self.extractor_spec = spec_of(cfg["extractor"])
-        self.seed = cfg["seed"]
-        self.precision = cfg["precision"]
-        self.num_workers = cfg["num_workers"]
-        cache_dir = cfg["embeddings_cache_dir"]
+        self.extractor_spec = spec_of(config.extractor)
+        self.seed = config.seed
+        self.precision = config.precision
+        self.num_workers = config.num_workers
+        cache_dir = config.embeddings_cache_dir
         self.cache_dir = None if cache_dir is None else Path(cache_dir).expanduser().resolve()
         self.transforms_spec = to_plain(transforms_spec)
         self.dataframe_path = Path(dataframe_path).resolve()

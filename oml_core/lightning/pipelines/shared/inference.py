@@ -1,6 +1,6 @@
 """Pieces shared by the inference pipelines (validation, post-processor validation and prediction): their
-config checks and Trainer arguments, and the extraction of embeddings in dataset order, on one process or
-gathered from DDP's."""
+Trainer arguments (and the checks of their engine), and the extraction of embeddings in dataset order, on one
+process or gathered from DDP's."""
 
 from __future__ import annotations
 
@@ -8,11 +8,9 @@ from collections.abc import Mapping, Sequence, Sized
 from typing import TYPE_CHECKING, Any, cast
 
 from oml_core.lightning.pipelines.shared.common import (
-    as_config,
     check_one_device,
     merge_trainer_args,
     parse_engine_params,
-    require,
 )
 from oml_core.lightning.pipelines.shared.preflight import check_engine
 from oml_core.lightning.progress import PROGRESS_BAR_ARG, progress_bar_enabled
@@ -21,6 +19,8 @@ if TYPE_CHECKING:
     import pytorch_lightning as pl
     from torch import Tensor
     from torch.utils.data import DataLoader
+
+    from oml_core.lightning.pipelines.shared.schema import PipelineConfig
 
 #: Trainer arguments set by other config keys, so ``lightning_trainer_extra_args`` may not set them.
 TRAINER_ARGS_SET_BY_KEYS = {
@@ -37,52 +37,37 @@ TRAINER_ARGS_SET_BY_KEYS = {
 TRAINER_DEFAULTS = {"deterministic": True, "enable_model_summary": False, "enable_checkpointing": False}
 
 
-def inference_config(
-    cfg: Mapping[str, Any] | Any,
-    required: Sequence[str],
-    defaults: Mapping[str, Any],
-    pipeline: str,
-    multi_device: bool = False,
-) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The config of an inference pipeline, checked, and the ``pl.Trainer`` arguments it gives.
+def inference_trainer_args(config: PipelineConfig, multi_device: bool = False) -> dict[str, Any]:
+    """The ``pl.Trainer`` arguments of an inference pipeline's typed config, its engine checked.
 
-    The known keys of ``pipeline`` are ``required`` and those of ``defaults``; ``defaults`` fill the optional
-    keys the config leaves out. The Trainer arguments are those of the engine keys ``accelerator`` (null: gpu
-    when CUDA is available, else cpu), ``devices``, ``num_nodes`` and ``precision``
-    (:func:`~oml_core.lightning.pipelines.shared.common.parse_engine_params`), :data:`TRAINER_DEFAULTS`, and
-    ``lightning_trainer_extra_args`` (any other ``pl.Trainer`` arguments). Their ``enable_progress_bar`` is
-    always set: true or false as ``lightning_trainer_extra_args`` says, else (absent or null) a bar only on a
-    terminal (:func:`~oml_core.lightning.progress.progress_bar_enabled`).
+    They are those of the engine keys ``accelerator`` (null: gpu when CUDA is available, else cpu), ``devices``,
+    ``num_nodes`` and ``precision`` (:func:`~oml_core.lightning.pipelines.shared.common.parse_engine_params`),
+    :data:`TRAINER_DEFAULTS`, and ``lightning_trainer_extra_args`` (any other ``pl.Trainer`` arguments). Their
+    ``enable_progress_bar`` is always set: true or false as ``lightning_trainer_extra_args`` says, else (absent or
+    null) a bar only on a terminal (:func:`~oml_core.lightning.progress.progress_bar_enabled`).
 
     With ``multi_device`` the engine may have several processes (DDP: the pipeline gathers their embeddings,
-    see :func:`extract_embeddings`); without, ``pipeline`` runs on one device.
+    see :func:`extract_embeddings`); without, the pipeline runs on one device.
 
     Returns:
-        ``(config as a plain dict with the defaults, Trainer arguments without logger, callbacks and root dir)``.
+        The Trainer arguments without logger, callbacks and root dir.
 
     Raises:
-        ConfigError: a missing required key, more than one device without ``multi_device``,
-            ``lightning_trainer_extra_args`` that ``pl.Trainer`` does not take or that a config key sets, or an
-            engine, precision or Trainer argument this machine or Lightning refuses
-            (:func:`~oml_core.lightning.pipelines.shared.preflight.check_engine`).
+        ConfigError: more than one device without ``multi_device``, ``lightning_trainer_extra_args`` that
+            ``pl.Trainer`` does not take or that a config key sets, or an engine, precision or Trainer argument
+            this machine or Lightning refuses (:func:`~oml_core.lightning.pipelines.shared.preflight.check_engine`).
     """
-    known = {*required, *defaults}
-    cfg = {
-        key: value for key, value in as_config(cfg).items() if key in known
-    }  # the rest: the user's variables
-    require(cfg, *required, pipeline=pipeline)
-    cfg = {**defaults, **cfg}
-    engine = parse_engine_params(cfg["accelerator"], cfg["devices"], num_nodes=cfg["num_nodes"])
+    engine = parse_engine_params(config.accelerator, config.devices, num_nodes=config.num_nodes)
     if not multi_device:
-        check_one_device(cfg, engine, pipeline)
+        check_one_device(config.devices, engine, config.pipeline)
     trainer_args = merge_trainer_args(
-        {**TRAINER_DEFAULTS, **engine, "precision": cfg["precision"]},
-        cfg["lightning_trainer_extra_args"],
+        {**TRAINER_DEFAULTS, **engine, "precision": config.precision},
+        config.lightning_trainer_extra_args,
         TRAINER_ARGS_SET_BY_KEYS,
     )
     trainer_args[PROGRESS_BAR_ARG] = progress_bar_enabled(trainer_args)
-    check_engine(engine, cfg["precision"], cfg["lightning_trainer_extra_args"])
-    return cfg, trainer_args
+    check_engine(engine, config.precision, config.lightning_trainer_extra_args)
+    return trainer_args
 
 
 def extract_embeddings(trainer: pl.Trainer, extractor: Any, loader: DataLoader) -> Tensor:
@@ -155,5 +140,5 @@ __all__ = [
     "TRAINER_DEFAULTS",
     "extract_embeddings",
     "in_dataset_order",
-    "inference_config",
+    "inference_trainer_args",
 ]

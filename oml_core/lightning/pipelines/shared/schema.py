@@ -1,5 +1,8 @@
-"""The schema of every pipeline's config: the keys it accepts, the type and range of every value and the defaults
-of the optional keys, checked in one go before the pipeline does any work.
+"""The schema of every pipeline's config (and of ``oml index build``'s): the keys it accepts, the type and range of
+every value and the defaults of the optional keys, checked in one go before the pipeline does any work.
+
+A run's config enters once: the pipeline converts its argument (a dict, a ``DictConfig`` or the schema's object
+itself) with :func:`validate_config` at its door and from there reads only the typed config (``config.bs_val``).
 
 One dataclass per pipeline (hydra's structured configs, stored in hydra's ``ConfigStore`` as
 ``oml_schema/<pipeline name>``) has a field per top-level key: a required key has no default (``MISSING``), an
@@ -29,7 +32,7 @@ import os
 import re
 import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field, fields, is_dataclass
+from dataclasses import dataclass, field, fields, is_dataclass, replace
 from types import MappingProxyType
 from typing import Any, ClassVar, TypeVar, cast
 
@@ -65,6 +68,12 @@ def _as_is(value: Any, key: str) -> Any:
     return value
 
 
+#: How the pipelines' rules word a refusal: ``max_epochs: expected a positive int, got 'abc'``.
+EXPECTED = "{key}: expected {expected}, got {value}"
+#: How ``oml index build``'s rules word one: ``bs must be an integer >= 1, got 0``.
+MUST_BE = "{key} must be {expected}, got {value}"
+
+
 @dataclass(frozen=True)
 class Rule:
     """A validator of one config value.
@@ -75,22 +84,32 @@ class Rule:
         accepts: Whether a value has the right type and range (the parts of a mapping are ``convert``'s).
         convert: ``(value, key) -> value as the schema holds it`` for an accepted value; it checks the parts of
             the value, whose messages name their keys under ``key`` (``metric_args.cmc_top_k``).
+        refusal: The message of a value ``accepts`` refuses, its ``{key}``, ``{expected}`` and ``{value}`` (the
+            value's ``repr``) filled in: :data:`EXPECTED` (the pipelines'), or :data:`MUST_BE` (see
+            :func:`must_be`).
     """
 
     expected: str
     plural: str
     accepts: Callable[[Any], bool]
     convert: Callable[[Any, str], Any] = _as_is
+    refusal: str = EXPECTED
 
     def check(self, value: Any, key: str) -> Any:
         """``value`` (of the config key ``key``) as the schema holds it.
 
         Raises:
-            ConfigError: ``<key>: expected <expected>, got <value>``, or the problem of a part of the value.
+            ConfigError: ``<key>: expected <expected>, got <value>`` (as :attr:`refusal` words it), or the problem
+                of a part of the value.
         """
         if not self.accepts(value):
-            raise ConfigError(f"{key}: expected {self.expected}, got {value!r}")
+            raise ConfigError(self.refusal.format(key=key, expected=self.expected, value=repr(value)))
         return self.convert(value, key)
+
+
+def must_be(rule: Rule, expected: str) -> Rule:
+    """``rule`` whose refusal reads ``<key> must be <expected>, got <value>`` (:data:`MUST_BE`)."""
+    return replace(rule, expected=expected, refusal=MUST_BE)
 
 
 def _is_list(value: Any) -> bool:
@@ -238,10 +257,13 @@ def setting(rule: Rule, default: Any = MISSING) -> Any:
     return field(default=default, metadata={_RULE: rule})
 
 
-def spec(kind: str, optional: bool = False) -> Any:
-    """A schema field holding a component of ``kind``: required, or null by default when ``optional``."""
+def spec(kind: str, optional: bool = False, *, required: bool | None = None) -> Any:
+    """A schema field holding a component of ``kind``: a spec, or null too when ``optional``. The key is required
+    unless ``optional`` (then null by default); ``required=True`` makes an ``optional`` key required too (given,
+    as a spec or null)."""
     rule = nullable(component(kind)) if optional else component(kind)
-    return field(default=None if optional else MISSING, metadata={_RULE: rule, _KIND: kind})
+    is_required = not optional if required is None else required
+    return field(default=MISSING if is_required else None, metadata={_RULE: rule, _KIND: kind})
 
 
 def specs(kind: str) -> Any:
@@ -355,14 +377,30 @@ METRIC_ARGS = Rule(
 
 # ---------------------------------------------------------------------------------------------- schemas
 @dataclass
-class PipelineConfig:
-    """The keys every pipeline has: the run's name, seed and engine, where it writes, its data loading.
+class ConfigSchema:
+    """A typed config: a field per top-level key (see the module), built by :func:`validate_config`.
 
-    A pipeline's schema is a subclass naming the pipeline in ``pipeline``; :func:`validate_config` gives an
-    instance of it whose fields hold checked values (specs as :class:`ComponentSpec`, paths as strings).
+    A schema is a subclass naming what it configures in ``pipeline`` (a pipeline, or ``index_build``);
+    :func:`validate_config` gives an instance of it whose fields hold checked values (specs as
+    :class:`ComponentSpec`, paths as strings).
     """
 
     pipeline: ClassVar[str] = ""
+    #: Whether a top-level key the schema does not know may be a variable of the user's (OML's pipeline configs
+    #: have them, see :func:`without_user_variables`); else it is refused.
+    user_variables: ClassVar[bool] = True
+
+    def check_combination(self) -> None:
+        """Raise a ``ConfigError`` when values that are right one by one do not go together (none here)."""
+
+    def as_mapping(self) -> dict[str, Any]:
+        """Every key of the config and its checked value (the values themselves, not copies)."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+@dataclass
+class PipelineConfig(ConfigSchema):
+    """The keys every pipeline has: the run's name, seed and engine, where it writes, its data loading."""
 
     postfix: str = setting(NAME, "")
     seed: int = setting(SEED, 42)
@@ -381,11 +419,11 @@ class PipelineConfig:
     lightning_trainer_extra_args: dict[str, Any] | None = setting(nullable(MAPPING), None)
 
     def check_combination(self) -> None:
-        """Raise a ``ConfigError`` when values that are right one by one do not go together (none here)."""
-
-    def as_mapping(self) -> dict[str, Any]:
-        """Every key of the config and its checked value (the values themselves, not copies)."""
-        return {f.name: getattr(self, f.name) for f in fields(self)}
+        """Raise a ``ConfigError`` when the run's folder (``logs_folder``, or the default
+        ``<date>_<time>_<postfix>``) would not lie inside ``logs_root``
+        (:func:`~oml_core.lightning.pipelines.shared.common.run_dir_path`: no absolute path, no ``..``, no symbolic
+        link leading out)."""
+        run_dir_path(self.logs_root, self.postfix, self.logs_folder)
 
 
 @dataclass
@@ -472,9 +510,11 @@ class TrainingConfig(PipelineConfig):
     callbacks: list[ComponentSpec] = specs("callback")
 
     def check_combination(self) -> None:
-        """Raise a ``ConfigError`` for ``sampler`` null without ``bs_train`` (the batch size of plain batches)."""
+        """Raise a ``ConfigError`` for ``sampler`` null without ``bs_train`` (the batch size of plain batches),
+        then :meth:`PipelineConfig.check_combination`'s."""
         if self.sampler is None and self.bs_train is None:
             raise ConfigError(f"{self.pipeline}: with sampler null the config needs bs_train")
+        super().check_combination()
 
 
 @dataclass
@@ -513,8 +553,52 @@ class PostprocessorTrainingConfig(TrainingConfig):
     postprocessor: ComponentSpec = spec("postprocessor")
 
 
-#: The schema of every pipeline, by the pipeline's name.
-SCHEMAS: Mapping[str, type[PipelineConfig]] = MappingProxyType(
+#: Which rows of the dataframe ``oml index build`` puts in the gallery (``GalleryIndex.add_dataset``'s ``rows``,
+#: :data:`oml_core.index.gallery.GALLERY_ROWS`; a test keeps them equal). Held here, as the schema imports no index.
+GALLERY_ROWS_OPTIONS = ("all", "gallery")
+#: ``calibration``: null, or the arguments of ``GalleryIndex.calibrate`` (``oml_core.index.build`` checks them).
+CALIBRATION = must_be(nullable(MAPPING), "null or a mapping of target, value, top_n")
+
+
+@dataclass
+class IndexBuildConfig(ConfigSchema):
+    """The config of ``oml index build`` (:func:`oml_core.index.build.build_gallery_index`; its default config
+    ``index_build.yaml`` says what each key does). Every key is required but ``dataset`` and ``check_images``
+    (configs written before they existed lack them); a key it does not know is refused, and its messages read
+    ``bs must be an integer >= 1, got 0``."""
+
+    pipeline: ClassVar[str] = "index_build"
+    user_variables: ClassVar[bool] = False
+
+    seed: int = setting(must_be(NON_NEGATIVE_INT, "an integer >= 0"))
+    dataset: ComponentSpec | None = spec("dataset", optional=True)
+    dataset_root: str | None = setting(nullable(PATH))
+    dataframe_name: str | None = setting(nullable(PATH))
+    data_dir: str | None = setting(nullable(PATH))
+    check_images: bool = setting(must_be(BOOL, "true or false"), True)
+    gallery_rows: str = setting(
+        must_be(one_of(*GALLERY_ROWS_OPTIONS), f"one of {list(GALLERY_ROWS_OPTIONS)}")
+    )
+    index_dir: str | None = setting(nullable(PATH))
+    logs_root: str = setting(PATH)
+    bs: int = setting(must_be(POSITIVE_INT, "an integer >= 1"))
+    num_workers: int = setting(must_be(NON_NEGATIVE_INT, "an integer >= 0"))
+    transforms: ComponentSpec | None = spec("transforms", optional=True, required=True)
+    extractor: ComponentSpec = spec("extractor")
+    distance: str = setting(STRING)
+    knn_backend: ComponentSpec = spec("knn_backend")
+    calibration: dict[str, Any] | None = setting(CALIBRATION)
+
+    def check_combination(self) -> None:
+        """Raise a ``ConfigError`` when both ``data_dir`` and ``dataset_root`` are given."""
+        if self.data_dir is not None and self.dataset_root is not None:
+            raise ConfigError(
+                "give either data_dir (a folder of images) or dataset_root (with dataframe_name), not both"
+            )
+
+
+#: The schema of every pipeline and of ``oml index build`` (``index_build``), by the pipeline's name.
+SCHEMAS: Mapping[str, type[ConfigSchema]] = MappingProxyType(
     {
         schema.pipeline: schema
         for schema in (
@@ -523,13 +607,14 @@ SCHEMAS: Mapping[str, type[PipelineConfig]] = MappingProxyType(
             ExtractorPredictionConfig,
             PostprocessorTrainingConfig,
             PostprocessorValidationConfig,
+            IndexBuildConfig,
         )
     }
 )
 
 
 # ------------------------------------------------------------------------------------------------ checks
-def schema_of(pipeline: str) -> type[PipelineConfig]:
+def schema_of(pipeline: str) -> type[ConfigSchema]:
     """The schema of ``pipeline`` (see :data:`SCHEMAS`).
 
     Raises:
@@ -551,21 +636,23 @@ def optional_defaults(pipeline: str) -> dict[str, Any]:
     return {f.name: _default(f) for f in fields(schema_of(pipeline)) if not _is_required(f)}
 
 
-def validate_config(cfg: Mapping[str, Any] | Any, pipeline: str) -> PipelineConfig:
-    """Check a config (a dict or ``DictConfig``) of ``pipeline`` against its schema, before anything is built.
+def validate_config(cfg: Mapping[str, Any] | ConfigSchema | Any, pipeline: str) -> ConfigSchema:
+    """Check a config of ``pipeline`` against its schema, before anything is built: the door through which a
+    run's config enters, once.
 
-    In order: every top-level key is one the pipeline knows (or a variable of the user's, see
-    :func:`without_user_variables`), every required key is there (the messages of
-    :func:`~oml_core.lightning.pipelines.shared.common.check_keys` and
-    :func:`~oml_core.lightning.pipelines.shared.common.require`), every value fits its field's rule (in the schema's
-    order; inside a mapping value, its keys likewise), then the rules across keys (``check_combination``), then
-    that the run's folder (``logs_folder``, or the default ``<date>_<time>_<postfix>``) lies inside ``logs_root``
-    (:func:`~oml_core.lightning.pipelines.shared.common.run_dir_path`: no absolute path, no ``..``, no symbolic
-    link leading out). Component arguments are :func:`check_component_arguments`'s business.
+    ``cfg`` is a dict, a ``DictConfig`` (its interpolations resolved, hydra's section left out) or a typed config
+    (a :class:`ConfigSchema`, e.g. this function's result), whose values are checked again like a dict's (an
+    object built by hand is checked too). In order: every top-level key is one the pipeline knows (or, where the
+    schema allows them, a variable of the user's, see :func:`without_user_variables`), every required key is
+    there (the messages of :func:`~oml_core.lightning.pipelines.shared.common.check_keys` and
+    :func:`~oml_core.lightning.pipelines.shared.common.require`), every value fits its field's rule (in the
+    schema's order; inside a mapping value, its keys likewise), then the rules across keys
+    (``check_combination``; for a pipeline, that the run's folder lies inside ``logs_root``). Component arguments
+    are :func:`check_component_arguments`'s business.
 
     Returns:
-        An instance of the pipeline's schema (a :class:`PipelineConfig`): every key, the defaults filling the
-        optional ones the config leaves out; specs as :class:`ComponentSpec`, paths as strings.
+        An instance of the pipeline's schema: every key, the defaults filling the optional ones the config leaves
+        out; specs as :class:`ComponentSpec`, paths as strings.
 
     Raises:
         ConfigError: the first problem, in one line naming the key, the value and what is expected
@@ -573,11 +660,27 @@ def validate_config(cfg: Mapping[str, Any] | Any, pipeline: str) -> PipelineConf
         ValueError: no pipeline is called ``pipeline``.
     """
     schema = schema_of(pipeline)
-    values = without_user_variables(cfg, [f.name for f in fields(schema)], pipeline)
+    if isinstance(cfg, ConfigSchema):
+        cfg = _unstructured(cfg)
+    if schema.user_variables:
+        values = without_user_variables(cfg, [f.name for f in fields(schema)], pipeline)
+    else:
+        values = as_config(cfg)
     config = validated(schema, values)
     config.check_combination()
-    run_dir_path(config.logs_root, config.postfix, config.logs_folder)  # refuses one outside logs_root
     return config
+
+
+def _unstructured(value: Any) -> Any:
+    """``value`` (a typed config, or one of its values) as a config file gives it: dataclasses (a
+    :class:`ComponentSpec` too) and mappings as dicts, tuples as lists, every other value as it is."""
+    if is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _unstructured(getattr(value, f.name)) for f in fields(value)}
+    if isinstance(value, Mapping):
+        return {key: _unstructured(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_unstructured(item) for item in value]
+    return value
 
 
 #: How alike (difflib's ratio) an unknown top-level key and a known one must be for the unknown key to be taken
@@ -776,10 +879,16 @@ __all__ = [
     "STRING",
     "TAGS",
     "TOP_K",
+    "CALIBRATION",
+    "EXPECTED",
+    "GALLERY_ROWS_OPTIONS",
+    "MUST_BE",
     "ComponentSpec",
+    "ConfigSchema",
     "ExtractorPredictionConfig",
     "ExtractorTrainingConfig",
     "ExtractorValidationConfig",
+    "IndexBuildConfig",
     "PipelineConfig",
     "PostprocessorTrainingConfig",
     "PostprocessorValidationConfig",
@@ -790,6 +899,7 @@ __all__ = [
     "either",
     "integer",
     "list_of",
+    "must_be",
     "number",
     "nullable",
     "one_of",
