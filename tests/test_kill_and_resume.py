@@ -1,7 +1,7 @@
 """Real kills of training runs in a process of their own (``oml train`` or the tiny script forked by the fork
-server of :mod:`tests.scripts.oml_forkserver`, as a new interpreter would run it), then resumed from ``last.ckpt`` in the run's own folder: the
-resumed run ends with the weights and optimizer state of the uninterrupted run, bitwise, its ``best.ckpt`` holds
-the uninterrupted run's best epoch and its report names that epoch.
+server of :mod:`tests.scripts.oml_forkserver`, as a new interpreter would run it), then resumed from ``last.ckpt``
+in the run's own folder: the resumed run ends with the weights and optimizer state of the uninterrupted run,
+bitwise, its ``best.ckpt`` holds the uninterrupted run's best epoch and its report names that epoch.
 
 The run is the tiny config (``tests/scripts/tiny_training.py``) with 8 steps an epoch (a balance sampler of
 2 labels x 4 instances over the 16 train labels), 3 epochs.
