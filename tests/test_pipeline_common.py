@@ -10,16 +10,14 @@ import pytest
 from oml_core.datasets.dataframe_format import read_dataframe
 from oml_core.datasets.image_data import split_dataframe
 from oml_core.ddp.strategy import DDPStrategyClosedAtExit
-from oml_core.lightning.pipelines.shared.common import (
+from oml_core.lightning.pipelines.shared.common import check_keys, format_metrics_table, log_dir_of
+from oml_core.lightning.pipelines.shared.engine import (
     RUN_DIR_ENV,
-    check_keys,
     check_one_device,
     external_launcher,
-    format_metrics_table,
     is_ddp_child_process,
     is_ddp_devices,
     is_ddp_engine,
-    log_dir_of,
     make_run_dir,
     merge_trainer_args,
     parse_engine_params,

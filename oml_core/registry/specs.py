@@ -55,6 +55,15 @@ def type_hints(factory: Callable[..., Any]) -> dict[str, Any]:
     return hints
 
 
+def parameter_names(factory: Callable[..., Any]) -> set[str]:
+    """The names of ``factory``'s parameters (of ``__init__`` for a class); none for a callable without a
+    signature (some builtins)."""
+    try:
+        return set(inspect.signature(factory).parameters)
+    except (TypeError, ValueError):
+        return set()
+
+
 def nested_specs(
     factory: Callable[..., Any], args: Mapping[str, Any]
 ) -> Iterator[tuple[str, str | None, Any]]:
@@ -91,4 +100,12 @@ def _kind_of_argument(arg_name: str, annotation: Any) -> str | None:
     return None
 
 
-__all__ = ["SELF_BUILT_ARGS_ATTR", "SPEC_KEYS", "is_spec", "nested_specs", "to_plain", "type_hints"]
+__all__ = [
+    "SELF_BUILT_ARGS_ATTR",
+    "SPEC_KEYS",
+    "is_spec",
+    "nested_specs",
+    "parameter_names",
+    "to_plain",
+    "type_hints",
+]

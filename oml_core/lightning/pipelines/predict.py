@@ -13,8 +13,9 @@ from typing import Any, cast
 import pytorch_lightning as pl
 from torch.utils.data import DataLoader
 
-from oml_core.lightning.pipelines.shared.common import (
-    build_component,
+from oml_core.lightning.pipelines.shared.common import build_component
+from oml_core.lightning.pipelines.shared.data import build_dataset_component, check_datasets, dataset_of
+from oml_core.lightning.pipelines.shared.engine import (
     is_ddp_child_process,
     is_ddp_engine,
     make_run_dir,
@@ -22,7 +23,6 @@ from oml_core.lightning.pipelines.shared.common import (
     run_dir_for_ddp_processes,
     shared_run_dir,
 )
-from oml_core.lightning.pipelines.shared.data import build_dataset_component, check_datasets, dataset_of
 from oml_core.lightning.pipelines.shared.inference import extract_embeddings, inference_trainer_args
 from oml_core.lightning.pipelines.shared.schema import (
     ExtractorPredictionConfig,

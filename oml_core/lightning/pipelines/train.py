@@ -20,23 +20,25 @@ from oml_core.lightning.callbacks.validation import START_EPOCH
 from oml_core.lightning.interrupts import InterruptRequest, graceful_interrupts
 from oml_core.lightning.modules.extractor import ExtractorModule, ExtractorModuleDDP
 from oml_core.lightning.pipelines.shared.common import (
-    CHECKPOINTS_FOLDER,
-    FIGURES_FOLDER,
     as_config,
     build_component,
     build_logger,
     embedding_metrics,
+    log_dir_of,
+    offered_args,
+)
+from oml_core.lightning.pipelines.shared.data import build_dataset_component, check_datasets, dataset_of
+from oml_core.lightning.pipelines.shared.engine import (
+    CHECKPOINTS_FOLDER,
+    FIGURES_FOLDER,
     is_ddp_child_process,
     is_ddp_engine,
-    log_dir_of,
     make_run_dir,
     named_run_dir,
-    offered_args,
     parse_engine_params,
     run_dir_for_ddp_processes,
     shared_run_dir,
 )
-from oml_core.lightning.pipelines.shared.data import build_dataset_component, check_datasets, dataset_of
 from oml_core.lightning.pipelines.shared.preflight import (
     check_engine,
     check_logs_root,
@@ -124,7 +126,7 @@ def extractor_training_pipeline(
     - ``postfix, seed``: the run's name suffix (optional, as in OML: none by default); the seed of everything
       (global RNGs and the sampler's).
     - ``precision, accelerator, devices, num_nodes, find_unused_parameters``: the Trainer's engine (see
-      :func:`~oml_core.lightning.pipelines.shared.common.parse_engine_params`); more than one process runs DDP
+      :func:`~oml_core.lightning.pipelines.shared.engine.parse_engine_params`); more than one process runs DDP
       (``ExtractorModuleDDP``, ``MetricValCallbackDDP``, every batch split among the processes, so that the
       batch of ``sampler``/``bs_train`` is the global batch).
     - ``dataset_root`` (null: the built-in mock dataset), ``dataframe_name``, ``num_workers``, ``cache_size``,

@@ -20,15 +20,10 @@ from oml_core.lightning.callbacks.run_record import make_run_record, plain
 from oml_core.lightning.interrupts import InterruptRequest, graceful_interrupts
 from oml_core.lightning.modules.pairwise_postprocessing import PairwiseModule
 from oml_core.lightning.pipelines.shared.common import (
-    CHECKPOINTS_FOLDER,
-    FIGURES_FOLDER,
     build_component,
     build_logger,
-    check_one_device,
     embedding_metrics,
     log_dir_of,
-    make_run_dir,
-    parse_engine_params,
 )
 from oml_core.lightning.pipelines.shared.data import build_dataset_component, dataset_of
 from oml_core.lightning.pipelines.shared.embeddings_cache import (
@@ -36,6 +31,13 @@ from oml_core.lightning.pipelines.shared.embeddings_cache import (
     CachedEmbeddings,
     EmbeddingsDataset,
     EmbeddingsSource,
+)
+from oml_core.lightning.pipelines.shared.engine import (
+    CHECKPOINTS_FOLDER,
+    FIGURES_FOLDER,
+    check_one_device,
+    make_run_dir,
+    parse_engine_params,
 )
 from oml_core.lightning.pipelines.shared.inference import TRAINER_DEFAULTS as INFERENCE_TRAINER_DEFAULTS
 from oml_core.lightning.pipelines.shared.postprocessing import (

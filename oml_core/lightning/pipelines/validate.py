@@ -15,20 +15,22 @@ from oml_core.lightning.callbacks.metric import MetricValCallback, MetricValCall
 from oml_core.lightning.callbacks.run_record import plain
 from oml_core.lightning.modules.extractor import ExtractorModule, ExtractorModuleDDP
 from oml_core.lightning.pipelines.shared.common import (
-    FIGURES_FOLDER,
     build_component,
     build_logger,
     embedding_metrics,
     format_metrics_table,
+    log_dir_of,
+)
+from oml_core.lightning.pipelines.shared.data import build_dataset_component, check_datasets, dataset_of
+from oml_core.lightning.pipelines.shared.engine import (
+    FIGURES_FOLDER,
     is_ddp_child_process,
     is_ddp_engine,
-    log_dir_of,
     make_run_dir,
     named_run_dir,
     run_dir_for_ddp_processes,
     shared_run_dir,
 )
-from oml_core.lightning.pipelines.shared.data import build_dataset_component, check_datasets, dataset_of
 from oml_core.lightning.pipelines.shared.inference import inference_trainer_args
 from oml_core.lightning.pipelines.shared.schema import (
     ExtractorValidationConfig,

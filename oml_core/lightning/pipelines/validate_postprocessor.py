@@ -15,12 +15,10 @@ from oml_core.lightning.callbacks.metric import MetricValCallback, save_figures
 from oml_core.lightning.callbacks.run_record import plain
 from oml_core.lightning.modules.pairwise_postprocessing import PairwiseModule
 from oml_core.lightning.pipelines.shared.common import (
-    FIGURES_FOLDER,
     build_component,
     build_logger,
     embedding_metrics,
     log_dir_of,
-    make_run_dir,
 )
 from oml_core.lightning.pipelines.shared.data import build_dataset_component, check_datasets, dataset_of
 from oml_core.lightning.pipelines.shared.embeddings_cache import (
@@ -28,6 +26,7 @@ from oml_core.lightning.pipelines.shared.embeddings_cache import (
     EmbeddingsDataset,
     EmbeddingsSource,
 )
+from oml_core.lightning.pipelines.shared.engine import FIGURES_FOLDER, make_run_dir
 from oml_core.lightning.pipelines.shared.inference import inference_trainer_args
 from oml_core.lightning.pipelines.shared.postprocessing import (
     BEFORE_PREFIX,

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from oml_core.lightning.callbacks.run_record import RUN_RECORD_KEY
-from oml_core.lightning.pipelines.shared.common import CHECKPOINTS_FOLDER
+from oml_core.lightning.pipelines.shared.engine import CHECKPOINTS_FOLDER
 from oml_core.lightning.pipelines.shared.preflight import check_resume_checkpoint
 from oml_core.lightning.pipelines.shared.schema import RESUME_ALLOWED_CHANGES
 from oml_core.registry import ConfigError

@@ -42,13 +42,8 @@ from oml_core.compose import unresolvable_config_error
 from oml_core.const import TOP_K_SUFFIX
 from oml_core.datasets.dataframe_format import DEFAULT_ENCODING
 from oml_core.lightning.options import NAN_POLICIES, SCHEDULER_INTERVALS
-from oml_core.lightning.pipelines.shared.common import (
-    HYDRA_KEYS,
-    as_config,
-    check_keys,
-    require,
-    run_dir_path,
-)
+from oml_core.lightning.pipelines.shared.common import HYDRA_KEYS, as_config, check_keys, require
+from oml_core.lightning.pipelines.shared.engine import run_dir_path
 from oml_core.registry import ConfigError, Registry
 from oml_core.registry.arg_types import check_argument_types, fits
 from oml_core.registry.registry import check_spec_argument_types
@@ -421,7 +416,7 @@ class PipelineConfig(ConfigSchema):
     def check_combination(self) -> None:
         """Raise a ``ConfigError`` when the run's folder (``logs_folder``, or the default
         ``<date>_<time>_<postfix>``) would not lie inside ``logs_root``
-        (:func:`~oml_core.lightning.pipelines.shared.common.run_dir_path`: no absolute path, no ``..``, no symbolic
+        (:func:`~oml_core.lightning.pipelines.shared.engine.run_dir_path`: no absolute path, no ``..``, no symbolic
         link leading out)."""
         run_dir_path(self.logs_root, self.postfix, self.logs_folder)
 

@@ -13,13 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from oml_core.lightning.pipelines.shared.common import (
-    DEFAULT_LOGGER,
-    build_component,
-    merge_trainer_args,
-    offered_args,
-    spec_of,
-)
+from oml_core.lightning.pipelines.shared.common import DEFAULT_LOGGER, build_component, offered_args, spec_of
+from oml_core.lightning.pipelines.shared.engine import merge_trainer_args
 from oml_core.lightning.progress import PROGRESS_BAR_ARG, progress_bar_enabled
 from oml_core.lightning.quiet import quiet_lightning
 from oml_core.registry import ConfigError, Registry
