@@ -66,29 +66,19 @@ def test_pipelines_run_from_python_write_nothing_to_stdout(tmp_path, oml_cache_d
     root = str(get_mock_dataset_root(oml_cache_dir))
     cfg = tiny_config(tmp_path / "logs", dataset_root=root, max_epochs=1)
     trained = extractor_training_pipeline(cfg)
-    extractor = {"name": "tiny_conv", "args": {"feat_dim": 16, "weights": str(trained.best_checkpoint)}}
-    quiet = {"lightning_trainer_extra_args": {"enable_progress_bar": False}, "accelerator": "cpu"}
+    transforms = {"name": "norm_resize", "args": IMAGE_ARGS}
+    inference = {  # the keys the validation and the prediction share
+        "dataset_root": root,
+        "dataframe_name": "df.csv",
+        "extractor": {"name": "tiny_conv", "args": {"feat_dim": 16, "weights": str(trained.best_checkpoint)}},
+        "lightning_trainer_extra_args": {"enable_progress_bar": False},
+        "accelerator": "cpu",
+    }
     validated = extractor_validation_pipeline(
-        {
-            "dataset_root": root,
-            "dataframe_name": "df.csv",
-            "transforms_val": {"name": "norm_resize", "args": IMAGE_ARGS},
-            "bs_val": 16,
-            "extractor": extractor,
-            "logs_root": str(tmp_path / "validation"),
-            **quiet,
-        }
+        {**inference, "transforms_val": transforms, "bs_val": 16, "logs_root": str(tmp_path / "validation")}
     )
     predicted = extractor_prediction_pipeline(
-        {
-            "dataset_root": root,
-            "dataframe_name": "df.csv",
-            "transforms_predict": {"name": "norm_resize", "args": IMAGE_ARGS},
-            "bs": 32,
-            "extractor": extractor,
-            "save_dir": str(tmp_path / "predictions"),
-            **quiet,
-        }
+        {**inference, "transforms_predict": transforms, "bs": 32, "save_dir": str(tmp_path / "predictions")}
     )
     assert trained.metrics and validated.metrics and predicted.predictions_path.is_file()  # they did run
     assert capfd.readouterr().out == ""
