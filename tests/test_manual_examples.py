@@ -17,8 +17,6 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
@@ -34,6 +32,7 @@ from oml_core.compat.registries import KindRegistryView
 from oml_core.datasets import get_mock_dataset_root
 from oml_core.registry import PluginLoadError, Registry
 from oml_core.zoo.store import get_pretrained
+from tests.scripts.oml_forkserver import OmlForkServer
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -321,7 +320,7 @@ if __name__ == "__main__":
 
 @pytest.mark.slow
 def test_custom_extractor_and_augmentations_through_omls_registries(
-    tmp_path: Path, oml_cache_dir: Path
+    tmp_path: Path, oml_cache_dir: Path, oml_fork_server: OmlForkServer
 ) -> None:
     """The manual's ``train.py`` and its ``config.yaml``: the default training config with the manual's two keys
     (``transforms_train: {name: custom_augmentations, args: {}}``, ``extractor: {name: custom_extractor}``,
@@ -339,9 +338,7 @@ def test_custom_extractor_and_augmentations_through_omls_registries(
         "OMP_NUM_THREADS": "1",
         "PYTHONWARNINGS": "ignore",
     }
-    done = subprocess.run(
-        [sys.executable, "train.py"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600
-    )
+    done = oml_fork_server.run([], env, cwd=tmp_path, script=tmp_path / "train.py", timeout=600)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     # hydra.main without version_base runs in hydra's output folder, outputs/<date>/<time>
     (best,) = tmp_path.glob("outputs/*/*/logs/manual_run/checkpoints/best.ckpt")

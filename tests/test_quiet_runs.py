@@ -7,7 +7,6 @@ import io
 import logging
 import os
 import re
-import subprocess
 import sys
 import warnings
 from pathlib import Path
@@ -103,28 +102,24 @@ def lightning_lines():
 
 # ------------------------------------------------------------------------------------------- whole runs
 @pytest.mark.slow
-def test_oml_train_written_to_a_file_has_a_line_per_epoch_and_no_noise(tmp_path, oml_cache_dir):
-    log = tmp_path / "out.txt"
-    with log.open("w") as out:  # stdout and stderr to a file, as `oml train > out.txt 2>&1`: no terminal
-        result = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "oml_core.cli",
-                "train",
-                "max_epochs=1",
-                "valid_period=1",
-                f"logs_root={tmp_path / 'logs'}",
-                "transforms_train.args.im_size=32",
-                "transforms_val.args.im_size=32",
-            ],
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            env={**os.environ, "OML_CACHE_DIR": str(oml_cache_dir)},
-            timeout=300,
-            check=False,
-        )
-    text = log.read_text()
+def test_oml_train_written_to_a_file_has_a_line_per_epoch_and_no_noise(
+    tmp_path, oml_cache_dir, oml_fork_server
+):
+    # stdout and stderr to one file, as `oml train > out.txt 2>&1`: no terminal
+    result = oml_fork_server.run(
+        [
+            "train",
+            "max_epochs=1",
+            "valid_period=1",
+            f"logs_root={tmp_path / 'logs'}",
+            "transforms_train.args.im_size=32",
+            "transforms_val.args.im_size=32",
+        ],
+        {**os.environ, "OML_CACHE_DIR": str(oml_cache_dir)},
+        timeout=300,
+        merge_stderr=True,
+    )
+    text = result.stdout
     assert result.returncode == 0, text[-3000:]
     assert "\r" not in text  # neither Lightning's bar nor the image check's
     for noise in (*NOISE, "LeafSpec"):

@@ -6,8 +6,9 @@ torchvision, Lightning and torchmetrics), far more than most commands take. :cla
 server process per test process that imports those third-party libraries once (never ``oml_core`` or a plugin:
 each run imports those itself, from its own ``PYTHONPATH``) and forks it for each run. The forked child is what
 ``python -m oml_core.cli ARGS`` would be: its environment and working directory are the run's, its ``sys.path``
-is built from the run's ``PYTHONPATH`` as the interpreter builds it, its stdin is ``/dev/null``, its stdout and
-stderr are files, it calls ``oml_core.cli.main(ARGS)``, runs its ``atexit`` handlers and exits with the status.
+is built from the run's ``PYTHONPATH`` as the interpreter builds it, the warning options of its ``PYTHONWARNINGS``
+are applied, its stdin is ``/dev/null``, its stdout and stderr are files (one file for both, as ``2>&1``, when
+asked), it calls ``oml_core.cli.main(ARGS)``, runs its ``atexit`` handlers and exits with the status.
 Tests of what happens at the start of a process (which modules ``oml --version`` imports, start-up time) start
 real interpreters themselves.
 
@@ -43,10 +44,19 @@ def _child(request: dict[str, Any], base_path: list[str]) -> None:
         sys.path[:] = [request["cwd"], *[os.path.abspath(p) for p in extra], *base_path]
         devnull = os.open(os.devnull, os.O_RDONLY)
         os.dup2(devnull, 0)
-        for fd, path in ((1, request["stdout"]), (2, request["stderr"])):
+        outputs = {request["stdout"]: [1]}
+        outputs.setdefault(request["stderr"], []).append(2)  # one file for both: as 2>&1
+        for path, fds in outputs.items():
             target = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-            os.dup2(target, fd)
+            for fd in fds:
+                os.dup2(target, fd)
             os.close(target)
+        # the run's warning options, as the interpreter applies PYTHONWARNINGS at its start
+        options = [o for o in request["env"].get("PYTHONWARNINGS", "").split(",") if o]
+        if options:
+            import warnings
+
+            warnings._processoptions(options)  # type: ignore[attr-defined]
         script = request.get("script")
         if script is not None:
             sys.path[0] = os.path.dirname(os.path.abspath(script))
@@ -178,8 +188,10 @@ class OmlForkServer:
         env: dict[str, str],
         cwd: str | os.PathLike[str] | None = None,
         script: str | os.PathLike[str] | None = None,
+        merge_stderr: bool = False,
     ) -> ForkedRun:
-        """Start ``oml ARGV`` (``python SCRIPT ARGV`` with ``script``) in a forked child (see the module)."""
+        """Start ``oml ARGV`` (``python SCRIPT ARGV`` with ``script``) in a forked child (see the module); with
+        ``merge_stderr`` its stderr goes into its stdout, as ``2>&1`` (the run's stderr is then empty)."""
         server, runs = self._free_server()
         assert server.stdin is not None and server.stdout is not None
         folder = tempfile.TemporaryDirectory(prefix="oml_run_")
@@ -189,7 +201,7 @@ class OmlForkServer:
             "cwd": str(cwd or os.getcwd()),
             "script": None if script is None else str(script),
             "stdout": os.path.join(folder.name, "stdout"),
-            "stderr": os.path.join(folder.name, "stderr"),
+            "stderr": os.path.join(folder.name, "stdout" if merge_stderr else "stderr"),
         }
         server.stdin.write(json.dumps(request) + "\n")
         server.stdin.flush()
@@ -210,6 +222,7 @@ class OmlForkServer:
         cwd: str | os.PathLike[str] | None = None,
         timeout: float = 300,
         script: str | os.PathLike[str] | None = None,
+        merge_stderr: bool = False,
     ) -> subprocess.CompletedProcess[str]:
         """:meth:`start`, then wait, as ``subprocess.run(..., capture_output=True, text=True)`` does: a negative
         return code for a child killed by a signal.
@@ -217,7 +230,7 @@ class OmlForkServer:
         Raises:
             subprocess.TimeoutExpired: the child ran for more than ``timeout`` seconds (it is killed).
         """
-        run = self.start(argv, env, cwd, script)
+        run = self.start(argv, env, cwd, script, merge_stderr)
         try:
             stdout, stderr = run.communicate(timeout)
         except subprocess.TimeoutExpired:
