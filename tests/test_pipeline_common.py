@@ -8,7 +8,6 @@ import pandas as pd
 import pytest
 
 from oml_core.datasets.dataframe_format import read_dataframe
-from oml_core.datasets.image_data import split_dataframe
 from oml_core.ddp.strategy import DDPStrategyClosedAtExit
 from oml_core.lightning.pipelines.shared.common import check_keys, format_metrics_table, log_dir_of
 from oml_core.lightning.pipelines.shared.engine import (
@@ -46,8 +45,8 @@ def test_read_dataframe_checks_the_format_and_names_the_file(tmp_path):
         "is_gallery": [None, None],
     }
     pd.DataFrame(good).to_csv(tmp_path / "df.csv", index=False)
-    train, val = split_dataframe(read_dataframe(tmp_path, "df.csv"))
-    assert len(train) == 2 and len(val) == 0
+    splits = read_dataframe(tmp_path, "df.csv")["split"]
+    assert (splits == "train").sum() == 2 and (splits == "validation").sum() == 0
     pd.DataFrame({**good, "split": ["train", "test"]}).to_csv(tmp_path / "bad.csv", index=False)
     with pytest.raises(ConfigError, match=r"bad\.csv.*column 'split'.*row 1 \('test'\)"):
         read_dataframe(tmp_path, "bad.csv")

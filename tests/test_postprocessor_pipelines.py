@@ -17,7 +17,6 @@ from oml_core.cli import main
 from oml_core.compose import compose_config
 from oml_core.datasets import ImageQueryGalleryLabeledDataset
 from oml_core.datasets.dataframe_format import read_dataframe
-from oml_core.datasets.image_data import split_dataframe
 from oml_core.datasets.mock import get_mock_dataset_root
 from oml_core.interfaces.miners import IPairsMiner
 from oml_core.interfaces.models import IExtractor, IPairwiseModel
@@ -175,7 +174,8 @@ class CountingPlugin:
 def test_cached_embeddings_are_read_back_until_weights_or_transforms_change(tmp_path, oml_cache_dir):
     registry = Registry([CountingPlugin()])
     root = get_mock_dataset_root(oml_cache_dir)
-    _, df_val = split_dataframe(read_dataframe(root, "df.csv"))
+    df = read_dataframe(root, "df.csv")
+    df_val = df[df["split"] == "validation"].reset_index(drop=True)
     transforms = {"name": "norm_resize", "args": {"im_size": 8}}
     dataset = ImageQueryGalleryLabeledDataset(
         df_val, dataset_root=root, transform=registry.build("transforms", transforms)

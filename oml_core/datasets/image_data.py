@@ -68,13 +68,6 @@ def resolve_dataset_root(dataset_root: str | os.PathLike[str] | None) -> Path:
     return path
 
 
-def split_dataframe(df: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """The ``split == "train"`` and ``split == "validation"`` rows of a checked dataframe, index reset."""
-    df_train = df[df["split"] == "train"].reset_index(drop=True)
-    df_val = df[df["split"] == "validation"].reset_index(drop=True)
-    return df_train, df_val
-
-
 #: The :attr:`ImageData.dataframe_name` of a dataframe held in memory (:meth:`ImageData.of_dataframe`).
 IN_MEMORY_DATAFRAME = "<dataframe>"
 
@@ -433,5 +426,4 @@ __all__ = [
     "ImageData",
     "check_train_and_validation_rows",
     "resolve_dataset_root",
-    "split_dataframe",
 ]
