@@ -14,7 +14,7 @@
 ``oml --version`` prints ``oml-core <version>``, then one line per installed plugin distribution, ``<distribution>
 <version>``, from the distributions' metadata (``oml --version`` and ``oml --help`` import no plugin). ``oml COMMAND
 --help`` explains a pipeline's overrides (hydra's ``KEY=VALUE``; ``GROUP@KEY=OPTION`` among them replaces a
-component whole, ``loss@criterion=arcface``, see :mod:`oml_core.compose`) and names its default config file;
+component whole, ``loss@criterion=arcface``, see :mod:`oml_core.config.compose`) and names its default config file;
 ``--show-config`` (hydra's ``--cfg job``, ``-c job``) prints the config as the pipeline would run it, composed with
 the overrides and its interpolations resolved, as yaml, and runs nothing. A flag in argparse's style that names a
 key of the pipeline's config schema is that key's override (``--max-epochs 3``, ``--max_epochs=3``: ``max_epochs=3``);
@@ -84,11 +84,10 @@ from dataclasses import fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from oml_core.compose import (
+from oml_core.config.compose import (
     OML_CONFIGS_DIR,
     OVERRIDE_GRAMMAR_URL,
     compose_config,
-    one_line,
     unresolvable_config_error,
 )
 from oml_core.lightning.quiet import silence_upstream_warnings
@@ -97,6 +96,7 @@ from oml_core.registry.isolation import DEFAULT_TIMEOUT, check_plugins
 from oml_core.registry.manager import allow_list_from_env, installed_distributions, strict_from_env
 from oml_core.registry.registry import FAILED_COMPONENT_ATTR, failed_component
 from oml_core.registry.report import plugins_report
+from oml_core.utils.text import one_line
 
 if TYPE_CHECKING:
     from oml_core.lightning.stops import TrainingStopped
@@ -127,7 +127,7 @@ USER_ERROR_TYPES = (
 #: run goes on from it as it was (``resumable``) and its exit status (``exit_code``). Looked up as
 #: :data:`USER_ERROR_TYPES` are.
 STOPPED_TYPE = ("oml_core.lightning.stops", "TrainingStopped")
-#: The default config of ``oml index build`` (in :data:`~oml_core.compose.OML_CONFIGS_DIR`).
+#: The default config of ``oml index build`` (in :data:`~oml_core.config.compose.OML_CONFIGS_DIR`).
 INDEX_BUILD_CONFIG = "index_build"
 #: ``oml COMMAND`` -> the pipeline it runs; its default config has the pipeline's name (as OML's do).
 PIPELINE_CONFIGS = {
@@ -735,8 +735,8 @@ def _cmd_pipeline(args: argparse.Namespace, overrides: list[str]) -> int:
 
 def check_before_lightning(pipeline: str, cfg: Any, registry: Registry) -> None:
     """The checks of ``pipeline``'s config that need no Lightning: its schema
-    (:func:`~oml_core.lightning.pipelines.shared.schema.validate_config`) and its components' arguments
-    (:func:`~oml_core.lightning.pipelines.shared.schema.check_component_arguments`), run before the pipeline's
+    (:func:`~oml_core.config.validate.validate_config`) and its components' arguments
+    (:func:`~oml_core.config.validate.check_component_arguments`), run before the pipeline's
     module, and Lightning with it (seconds of imports), is imported: a typo in a config is one line at once. The
     pipeline runs them again, and says then what they warn of (an ignored key).
 
@@ -744,7 +744,7 @@ def check_before_lightning(pipeline: str, cfg: Any, registry: Registry) -> None:
         ConfigError: a key of the config is unknown, missing or malformed, or a component's argument is.
         RegistryError: an unknown component name or argument.
     """
-    from oml_core.lightning.pipelines.shared.schema import check_component_arguments, validate_config
+    from oml_core.config.validate import check_component_arguments, validate_config
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # said once, by the pipeline
@@ -763,7 +763,7 @@ def flags_as_overrides(command: str, arguments: Sequence[str]) -> list[str]:
     """
     if not any(argument.startswith("--") for argument in arguments):
         return list(arguments)
-    from oml_core.lightning.pipelines.shared.schema import schema_of  # imports Lightning: only when needed
+    from oml_core.config.schemas import schema_of
 
     keys = sorted(f.name for f in fields(schema_of(PIPELINE_CONFIGS[command])))
     overrides: list[str] = []

@@ -19,16 +19,13 @@ from omegaconf import OmegaConf
 from PIL import Image
 
 from oml_core.cli import main
-from oml_core.compose import compose_config
+from oml_core.config.compose import compose_config
+from oml_core.config.schemas import GALLERY_ROWS_OPTIONS, IndexBuildConfig
+from oml_core.config.validate import validate_config
 from oml_core.datasets.mock import generate_mock_dataset, get_mock_dataset_root
 from oml_core.index import GalleryIndex
 from oml_core.index.build import INDEX_BUILD, build_gallery_index
 from oml_core.index.gallery import GALLERY_ROWS
-from oml_core.lightning.pipelines.shared.schema import (
-    GALLERY_ROWS_OPTIONS,
-    IndexBuildConfig,
-    validate_config,
-)
 from oml_core.registry import ConfigError, Registry
 
 README = Path(__file__).resolve().parents[1] / "README.md"

@@ -13,7 +13,7 @@ from omegaconf import OmegaConf
 
 from oml_core import hookimpl
 from oml_core.cli import main
-from oml_core.compose import compose_config
+from oml_core.config.compose import compose_config
 from oml_core.registry import KINDS, ConfigError, Registry, UnknownNameError
 from oml_core.utils.imports import resolve
 
@@ -68,7 +68,7 @@ def _runtime(kind: str) -> dict:
 
 def _sampler_runtime(spec: dict) -> dict:
     """What the training pipelines offer a sampler: the labels, their categories, a generator."""
-    from oml_core.lightning.pipelines.shared.common import offered_args
+    from oml_core.config.components import offered_args
 
     offers = {
         "labels": lambda: LABELS,

@@ -8,7 +8,7 @@ import pytest
 from omegaconf import OmegaConf
 
 from oml_core.cli import main
-from oml_core.compose import compose_config
+from oml_core.config.compose import compose_config
 from oml_core.registry import ConfigError, Registry
 
 TRAIN = "extractor_training_pipeline"

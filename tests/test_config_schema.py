@@ -14,20 +14,19 @@ import pytest
 from hydra.core.config_store import ConfigStore
 from omegaconf import OmegaConf
 
-from oml_core.compose import compose_config
-from oml_core.lightning.pipelines import extractor_training_pipeline, extractor_validation_pipeline
-from oml_core.lightning.pipelines.shared.schema import (
+from oml_core.config.compose import compose_config
+from oml_core.config.rules import ComponentSpec
+from oml_core.config.schemas import (
     PRECISION,
     SCHEMA_GROUP,
     SCHEMAS,
-    ComponentSpec,
     ExtractorTrainingConfig,
     SchedulingConfig,
-    check_component_arguments,
     optional_defaults,
     required_keys,
-    validate_config,
 )
+from oml_core.config.validate import check_component_arguments, validate_config
+from oml_core.lightning.pipelines import extractor_training_pipeline, extractor_validation_pipeline
 from oml_core.registry import ConfigError, Registry
 
 TRAIN = "extractor_training_pipeline"
@@ -414,7 +413,7 @@ def test_the_schema_holds_lightnings_own_precision_values_and_seed_range():
     from lightning_fabric import Fabric
     from lightning_fabric.utilities.seed import max_seed_value, min_seed_value
 
-    from oml_core.lightning.pipelines.shared.schema import PRECISION_OPTIONS, SEED_RANGE
+    from oml_core.config.schemas import PRECISION_OPTIONS, SEED_RANGE
 
     def literals(annotation):
         for argument in typing.get_args(annotation):

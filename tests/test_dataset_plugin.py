@@ -322,8 +322,8 @@ def test_a_dataset_component_without_the_dataset_a_pipeline_needs_is_named(
     vectors_installed, tmp_path, capsys
 ):
     """A component that gives no prediction dataset (the interface's default) is a one-line error naming it."""
+    from oml_core.config.data import dataset_of
     from oml_core.interfaces.datasets import IDatasetComponent
-    from oml_core.lightning.pipelines.shared.data import dataset_of
     from oml_core.registry import ConfigError
 
     class TrainOnly(IDatasetComponent):

@@ -37,10 +37,10 @@ from torch import Tensor, nn
 
 from oml_core import hookimpl
 from oml_core.cli import error_report, flags_as_overrides, main
+from oml_core.config.components import build_component
 from oml_core.datasets.dataframe_format import DataFrameFormatError, read_csv_file
 from oml_core.datasets.mock import get_mock_dataset_root
 from oml_core.lightning.modules.optimization import MAX_SKIPPED_IN_A_ROW, finite_loss_or_none
-from oml_core.lightning.pipelines.shared.common import build_component
 from oml_core.lightning.pipelines.shared.preflight import check_engine
 from oml_core.lightning.pipelines.shared.training import build_optimizer
 from oml_core.lightning.pipelines.train import extractor_training_pipeline

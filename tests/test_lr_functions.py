@@ -14,7 +14,8 @@ from torch.optim.lr_scheduler import LambdaLR
 from oml_core.builtins.lr_functions import constant, cosine, linear_warmup, step
 from oml_core.builtins.schedules import lambda_lr
 from oml_core.cli import main
-from oml_core.lightning.pipelines.shared.schema import ComponentSpec, SchedulingConfig
+from oml_core.config.rules import ComponentSpec
+from oml_core.config.schemas import SchedulingConfig
 from oml_core.lightning.pipelines.shared.training import scheduler_args
 from oml_core.registry import ConfigError, Registry
 from oml_core.registry.kinds import ComponentOf, component_of

@@ -17,7 +17,7 @@ import pytest
 
 import oml_core.configs
 from oml_core.cli import main
-from oml_core.compose import compose_config
+from oml_core.config.compose import compose_config
 from oml_core.registry import ConfigError, Registry
 from oml_core.registry.arg_types import check_no_import_paths, is_import_path
 

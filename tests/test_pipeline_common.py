@@ -7,10 +7,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from oml_core.config.rules import check_keys
 from oml_core.datasets.dataframe_format import read_dataframe
 from oml_core.ddp.strategy import DDPStrategyClosedAtExit
-from oml_core.lightning.pipelines.shared.common import check_keys, format_metrics_table, log_dir_of
-from oml_core.lightning.pipelines.shared.engine import (
+from oml_core.engine import (
     RUN_DIR_ENV,
     check_one_device,
     external_launcher,
@@ -23,6 +23,7 @@ from oml_core.lightning.pipelines.shared.engine import (
     run_dir_for_ddp_processes,
     shared_run_dir,
 )
+from oml_core.lightning.pipelines.shared.common import format_metrics_table, log_dir_of
 from oml_core.registry import ConfigError, Registry, UnknownNameError
 
 
@@ -57,8 +58,8 @@ def test_read_dataframe_checks_the_format_and_names_the_file(tmp_path):
 def test_unknown_component_names_fail_before_anything_is_built():
     from omegaconf import OmegaConf
 
-    from oml_core.compose import OML_CONFIGS_DIR
-    from oml_core.lightning.pipelines.shared.schema import check_component_arguments, validate_config
+    from oml_core.config.compose import OML_CONFIGS_DIR
+    from oml_core.config.validate import check_component_arguments, validate_config
 
     cfg = OmegaConf.to_container(OmegaConf.load(OML_CONFIGS_DIR / "extractor_training_pipeline.yaml"))
     registry = Registry()

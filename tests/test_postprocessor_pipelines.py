@@ -14,7 +14,9 @@ from torch import Tensor, nn
 
 from oml_core import hookimpl
 from oml_core.cli import main
-from oml_core.compose import compose_config
+from oml_core.config.compose import compose_config
+from oml_core.config.schemas import PostprocessorValidationConfig
+from oml_core.config.validate import validate_config
 from oml_core.datasets import ImageQueryGalleryLabeledDataset
 from oml_core.datasets.dataframe_format import read_dataframe
 from oml_core.datasets.mock import get_mock_dataset_root
@@ -24,7 +26,6 @@ from oml_core.lightning.modules.pairwise_postprocessing import PairwiseModule
 from oml_core.lightning.pipelines.shared.embeddings_cache import CachedEmbeddings, EmbeddingsSource
 from oml_core.lightning.pipelines.shared.inference import TRAINER_DEFAULTS
 from oml_core.lightning.pipelines.shared.postprocessing import AFTER_TITLE, BEFORE_TITLE
-from oml_core.lightning.pipelines.shared.schema import PostprocessorValidationConfig, validate_config
 from oml_core.lightning.pipelines.train_postprocessor import (
     build_pairs_miner,
     postprocessor_training_pipeline,

@@ -17,7 +17,7 @@ import torch
 from omegaconf import OmegaConf
 from torch.utils.data import DataLoader
 
-from oml_core.compose import compose_config
+from oml_core.config.compose import compose_config
 from oml_core.datasets.image_checks import check_images
 from oml_core.lightning.callbacks.epoch_summary import EpochSummary, format_epoch_summary
 from oml_core.lightning.pipelines import (

@@ -20,11 +20,11 @@ from torch import Tensor, nn
 
 from oml_core import hookimpl
 from oml_core.cli import main
+from oml_core.config.validate import validate_config
 from oml_core.datasets.image_data import resolve_dataset_root
 from oml_core.datasets.mock import get_mock_dataset_root
 from oml_core.lightning.callbacks.run_record import make_run_record
 from oml_core.lightning.pipelines.shared.resume import plan_resume
-from oml_core.lightning.pipelines.shared.schema import validate_config
 from oml_core.lightning.pipelines.train import PIPELINE, extractor_training_pipeline
 from oml_core.lightning.stops import NonFiniteLossError
 from oml_core.registry import ConfigError, Registry

@@ -12,10 +12,10 @@ import pytest
 from matplotlib.figure import Figure
 
 from oml_core.cli import main
+from oml_core.engine import make_run_dir, named_run_dir, path_inside, run_dir_path
 from oml_core.interfaces.metrics import IMetricVisualisable
 from oml_core.lightning.callbacks.metric import save_figures
 from oml_core.lightning.pipelines.shared.common import build_logger
-from oml_core.lightning.pipelines.shared.engine import make_run_dir, named_run_dir, path_inside, run_dir_path
 from oml_core.registry import ConfigError, Registry
 
 REGISTRY = Registry()

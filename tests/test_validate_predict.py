@@ -17,6 +17,8 @@ from PIL import Image
 
 from oml_core import hookimpl
 from oml_core.cli import compose_config
+from oml_core.config.schemas import ExtractorPredictionConfig, ExtractorValidationConfig
+from oml_core.config.validate import validate_config
 from oml_core.datasets import pil_to_tensor
 from oml_core.datasets.mock import get_mock_dataset_root
 from oml_core.interfaces.knn import IKnnIndex, KnnSearchResult
@@ -24,11 +26,6 @@ from oml_core.interfaces.models import IExtractor
 from oml_core.lightning.callbacks.run_record import plain
 from oml_core.lightning.pipelines import extractor_prediction_pipeline, extractor_validation_pipeline
 from oml_core.lightning.pipelines.shared.inference import in_dataset_order
-from oml_core.lightning.pipelines.shared.schema import (
-    ExtractorPredictionConfig,
-    ExtractorValidationConfig,
-    validate_config,
-)
 from oml_core.registry import ConfigError, Registry, UnknownNameError
 
 NO_PROGRESS_BAR = "lightning_trainer_extra_args.enable_progress_bar=false"

@@ -10,9 +10,9 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
-from oml_core.compose import one_line
 from oml_core.registry import ConfigError
 from oml_core.utils.terminal import on_terminal
+from oml_core.utils.text import one_line
 
 #: How many files (or rows) at fault an error message names (the rest are counted).
 MAX_FILES_NAMED = 5

@@ -1,5 +1,5 @@
 """``build_gallery_index``: the gallery index of a config (``oml index build``; default config
-``oml_core/configs/index_build.yaml``; schema :class:`~oml_core.lightning.pipelines.shared.schema.IndexBuildConfig`),
+``oml_core/configs/index_build.yaml``; schema :class:`~oml_core.config.schemas.IndexBuildConfig`),
 of the items of its dataset component (``dataset``; null: images), written to a new folder."""
 
 from __future__ import annotations
@@ -10,20 +10,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
-from oml_core.compose import one_line
+from oml_core.config.components import offered_args, spec_of
+from oml_core.config.data import DEFAULT_DATASET
+from oml_core.config.schemas import IndexBuildConfig
+from oml_core.config.validate import check_component_arguments, validate_config
 from oml_core.index.calibration import CalibrationError
 from oml_core.index.errors import GalleryIndexError
 from oml_core.index.gallery import GalleryIndex, check_calibration_args
-from oml_core.lightning.pipelines.shared.common import offered_args, spec_of
-from oml_core.lightning.pipelines.shared.data import DEFAULT_DATASET
-from oml_core.lightning.pipelines.shared.schema import (
-    IndexBuildConfig,
-    check_component_arguments,
-    validate_config,
-)
 from oml_core.registry import ConfigError, Registry, default_registry
+from oml_core.utils.text import one_line
 
-#: The name of the config's schema (:data:`~oml_core.lightning.pipelines.shared.schema.SCHEMAS`), which is also
+#: The name of the config's schema (:data:`~oml_core.config.schemas.SCHEMAS`), which is also
 #: that of its default config.
 INDEX_BUILD = IndexBuildConfig.pipeline
 
@@ -51,7 +48,7 @@ def build_gallery_index(
     """Build the gallery index of ``cfg`` and save it to its new ``index_dir``.
 
     The config (a dict, a ``DictConfig`` or its schema's object, ``IndexBuildConfig``) enters once, at the door: checked
-    and converted into its typed config (:func:`~oml_core.lightning.pipelines.shared.schema.validate_config`), which is
+    and converted into its typed config (:func:`~oml_core.config.validate.validate_config`), which is
     all that is read after; then ``calibration`` and its components' arguments are checked.
 
     The config's keys (all required but ``dataset`` and ``check_images``; the default config has them, see its

@@ -43,6 +43,7 @@ import torch
 from torch import Tensor, nn
 from torch.utils.data import Dataset
 
+from oml_core.config.data import DATA_KEYS, build_dataset_component, check_datasets
 from oml_core.const import SPLIT_COLUMN, TBBox
 from oml_core.datasets.image_data import ImageData
 from oml_core.index.calibration import Calibration, CalibrationError, calibrate_rr, check_target
@@ -77,7 +78,6 @@ from oml_core.interfaces.datasets import (
     IQueryGalleryLabeledDataset,
 )
 from oml_core.interfaces.knn import IKnnIndex
-from oml_core.lightning.pipelines.shared.data import DATA_KEYS, build_dataset_component, check_datasets
 from oml_core.registry import ConfigError, Registry, RegistryError, default_registry, to_plain
 from oml_core.retrieval.knn_backends import check_distance, check_k, make_knn_index, search_with_index
 from oml_core.retrieval.retrieval_results import RetrievalResults, factorize, get_sequence_ids
@@ -139,7 +139,7 @@ class GalleryIndex:
         dataset: The dataset component (kind ``dataset``) whose items the index holds and whose queries it takes:
             a name or ``{name, args}`` spec, saved; None: ``images``.
         data: The data keys offered to the component's factory, as a pipeline offers them (``dataset_root``,
-            ``dataframe_name``, ``data_dir`` ...: :data:`~oml_core.lightning.pipelines.shared.data.DATA_KEYS`),
+            ``dataframe_name``, ``data_dir`` ...: :data:`~oml_core.config.data.DATA_KEYS`),
             JSON values, saved: ``oml search`` builds the component again with them.
         registry: Where the components are looked up (``default_registry()`` when None).
         seed: Seeds the building of the extractor, so that random weights are the same at every build.
@@ -476,7 +476,7 @@ class GalleryIndex:
         """The dataset component whose items the index holds and whose queries it takes: built on first use from
         its spec (None: ``images``) with its data keys and the index's :attr:`transforms` (offered as
         ``transforms_predict`` and ``transforms_val``) by
-        :func:`~oml_core.lightning.pipelines.shared.data.build_dataset_component`; nothing of the data is read.
+        :func:`~oml_core.config.data.build_dataset_component`; nothing of the data is read.
 
         Raises:
             RegistryError: the component is not registered (e.g. its plugin is not installed).

@@ -25,4 +25,10 @@ def undecodable_position(data: bytes, error: UnicodeDecodeError) -> tuple[int, i
     return data.count(b"\n", 0, error.start) + 1, error.start - line_start + 1
 
 
-__all__ = ["is_text_encoding", "undecodable_position"]
+def one_line(text: object) -> str:
+    """``str(text)`` (a message, an exception) with its white space (new lines, tabs) folded into single spaces,
+    for the one-line errors of the command line and the pipelines."""
+    return " ".join(str(text).split())
+
+
+__all__ = ["is_text_encoding", "one_line", "undecodable_position"]

@@ -13,8 +13,8 @@ from pytorch_lightning.utilities import rank_zero_warn
 from torch import Tensor, nn
 from torch.optim import Optimizer
 
+from oml_core.config.options import NAN_POLICIES, SCHEDULER_INTERVALS
 from oml_core.interfaces.models import IFreezable
-from oml_core.lightning.options import NAN_POLICIES, SCHEDULER_INTERVALS
 from oml_core.utils.misc_torch import first_non_finite
 
 #: ``nan_policy: skip_batch`` stops the run at this many non-finite losses in a row: the skipped batches leave the

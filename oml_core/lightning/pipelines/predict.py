@@ -13,9 +13,11 @@ from typing import Any, cast
 import pytorch_lightning as pl
 from torch.utils.data import DataLoader
 
-from oml_core.lightning.pipelines.shared.common import build_component
-from oml_core.lightning.pipelines.shared.data import build_dataset_component, check_datasets, dataset_of
-from oml_core.lightning.pipelines.shared.engine import (
+from oml_core.config.components import build_component
+from oml_core.config.data import build_dataset_component, check_datasets, dataset_of
+from oml_core.config.schemas import ExtractorPredictionConfig
+from oml_core.config.validate import check_component_arguments, validate_config
+from oml_core.engine import (
     is_ddp_child_process,
     is_ddp_engine,
     make_run_dir,
@@ -24,11 +26,6 @@ from oml_core.lightning.pipelines.shared.engine import (
     shared_run_dir,
 )
 from oml_core.lightning.pipelines.shared.inference import extract_embeddings, inference_trainer_args
-from oml_core.lightning.pipelines.shared.schema import (
-    ExtractorPredictionConfig,
-    check_component_arguments,
-    validate_config,
-)
 from oml_core.lightning.progress import PROGRESS_BAR_ARG
 from oml_core.lightning.quiet import quiet_lightning
 from oml_core.registry import ConfigError, Registry, default_registry
@@ -64,7 +61,7 @@ def extractor_prediction_pipeline(
 
     The config (a dict, a ``DictConfig`` or its schema's object, ``ExtractorPredictionConfig``) enters once, at the
     door: checked and converted into the pipeline's typed config
-    (:func:`~oml_core.lightning.pipelines.shared.schema.validate_config`), which is all the pipeline reads after. It has
+    (:func:`~oml_core.config.validate.validate_config`), which is all the pipeline reads after. It has
     OML's keys. Required: ``bs, transforms_predict, extractor`` (whose ``args.weights`` is a checkpoint path, e.g. the
     ``best.ckpt`` of a training run, a zoo key, or null for random weights). Optional, with their defaults:
 
@@ -94,7 +91,7 @@ def extractor_prediction_pipeline(
 
     Raises:
         ConfigError: an unknown or missing key, a value of the wrong type or range (see
-            :mod:`~oml_core.lightning.pipelines.shared.schema`), no or unreadable images, duplicate paths in the
+            :mod:`~oml_core.config.schemas`), no or unreadable images, duplicate paths in the
             dataframe, bad extractor weights, an existing ``predictions.json`` (the message names the key or the
             file).
         RegistryError: an unknown component name.

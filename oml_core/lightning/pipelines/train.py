@@ -12,23 +12,11 @@ import pytorch_lightning as pl
 from pytorch_lightning.utilities import rank_zero_only
 from torch.utils.data import DataLoader
 
-from oml_core.interfaces.datasets import IDatasetComponent
-from oml_core.interfaces.models import IFreezable
-from oml_core.lightning.callbacks.metric import MetricValCallback, MetricValCallbackDDP
-from oml_core.lightning.callbacks.run_record import make_run_record, plain
-from oml_core.lightning.callbacks.validation import START_EPOCH
-from oml_core.lightning.interrupts import InterruptRequest, graceful_interrupts
-from oml_core.lightning.modules.extractor import ExtractorModule, ExtractorModuleDDP
-from oml_core.lightning.pipelines.shared.common import (
-    as_config,
-    build_component,
-    build_logger,
-    embedding_metrics,
-    log_dir_of,
-    offered_args,
-)
-from oml_core.lightning.pipelines.shared.data import build_dataset_component, check_datasets, dataset_of
-from oml_core.lightning.pipelines.shared.engine import (
+from oml_core.config.components import build_component, offered_args
+from oml_core.config.data import build_dataset_component, check_datasets, dataset_of
+from oml_core.config.schemas import ConfigSchema, ExtractorTrainingConfig
+from oml_core.config.validate import as_config, check_component_arguments, validate_config
+from oml_core.engine import (
     CHECKPOINTS_FOLDER,
     FIGURES_FOLDER,
     is_ddp_child_process,
@@ -39,6 +27,14 @@ from oml_core.lightning.pipelines.shared.engine import (
     run_dir_for_ddp_processes,
     shared_run_dir,
 )
+from oml_core.interfaces.datasets import IDatasetComponent
+from oml_core.interfaces.models import IFreezable
+from oml_core.lightning.callbacks.metric import MetricValCallback, MetricValCallbackDDP
+from oml_core.lightning.callbacks.run_record import make_run_record, plain
+from oml_core.lightning.callbacks.validation import START_EPOCH
+from oml_core.lightning.interrupts import InterruptRequest, graceful_interrupts
+from oml_core.lightning.modules.extractor import ExtractorModule, ExtractorModuleDDP
+from oml_core.lightning.pipelines.shared.common import build_logger, embedding_metrics, log_dir_of
 from oml_core.lightning.pipelines.shared.preflight import (
     check_engine,
     check_logs_root,
@@ -52,12 +48,6 @@ from oml_core.lightning.pipelines.shared.report import (
     regression_note,
 )
 from oml_core.lightning.pipelines.shared.resume import plan_resume
-from oml_core.lightning.pipelines.shared.schema import (
-    ConfigSchema,
-    ExtractorTrainingConfig,
-    check_component_arguments,
-    validate_config,
-)
 from oml_core.lightning.pipelines.shared.training import (
     build_optimizer,
     build_train_loader,
@@ -120,13 +110,13 @@ def extractor_training_pipeline(
 
     The config (a dict, a ``DictConfig`` or its schema's object, ``ExtractorTrainingConfig``) enters once, at the door:
     checked and converted into the pipeline's typed config
-    (:func:`~oml_core.lightning.pipelines.shared.schema.validate_config`), which is all the pipeline reads after. It has
+    (:func:`~oml_core.config.validate.validate_config`), which is all the pipeline reads after. It has
     OML's keys; components are ``{name, args}`` specs built by ``registry`` (the default registry when None):
 
     - ``postfix, seed``: the run's name suffix (optional, as in OML: none by default); the seed of everything
       (global RNGs and the sampler's).
     - ``precision, accelerator, devices, num_nodes, find_unused_parameters``: the Trainer's engine (see
-      :func:`~oml_core.lightning.pipelines.shared.engine.parse_engine_params`); more than one process runs DDP
+      :func:`~oml_core.engine.parse_engine_params`); more than one process runs DDP
       (``ExtractorModuleDDP``, ``MetricValCallbackDDP``, every batch split among the processes, so that the
       batch of ``sampler``/``bs_train`` is the global batch).
     - ``dataset_root`` (null: the built-in mock dataset), ``dataframe_name``, ``num_workers``, ``cache_size``,

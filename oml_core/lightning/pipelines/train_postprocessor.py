@@ -12,32 +12,31 @@ import pytorch_lightning as pl
 import torch
 from torch.utils.data import DataLoader
 
+from oml_core.config.components import build_component
+from oml_core.config.data import build_dataset_component, dataset_of
+from oml_core.config.rules import ComponentSpec, component
+from oml_core.config.schemas import PostprocessorTrainingConfig
+from oml_core.config.validate import check_component_arguments, validate_config
 from oml_core.datasets.extended import ExtendedLabeledDataset
+from oml_core.engine import (
+    CHECKPOINTS_FOLDER,
+    FIGURES_FOLDER,
+    check_one_device,
+    make_run_dir,
+    parse_engine_params,
+)
 from oml_core.interfaces.datasets import ILabeledDataset
 from oml_core.interfaces.models import IFreezable
 from oml_core.lightning.callbacks.metric import MetricValCallback
 from oml_core.lightning.callbacks.run_record import make_run_record, plain
 from oml_core.lightning.interrupts import InterruptRequest, graceful_interrupts
 from oml_core.lightning.modules.pairwise_postprocessing import PairwiseModule
-from oml_core.lightning.pipelines.shared.common import (
-    build_component,
-    build_logger,
-    embedding_metrics,
-    log_dir_of,
-)
-from oml_core.lightning.pipelines.shared.data import build_dataset_component, dataset_of
+from oml_core.lightning.pipelines.shared.common import build_logger, embedding_metrics, log_dir_of
 from oml_core.lightning.pipelines.shared.embeddings_cache import (
     EMBEDDINGS_KEY,
     CachedEmbeddings,
     EmbeddingsDataset,
     EmbeddingsSource,
-)
-from oml_core.lightning.pipelines.shared.engine import (
-    CHECKPOINTS_FOLDER,
-    FIGURES_FOLDER,
-    check_one_device,
-    make_run_dir,
-    parse_engine_params,
 )
 from oml_core.lightning.pipelines.shared.inference import TRAINER_DEFAULTS as INFERENCE_TRAINER_DEFAULTS
 from oml_core.lightning.pipelines.shared.postprocessing import (
@@ -49,13 +48,6 @@ from oml_core.lightning.pipelines.shared.postprocessing import (
 from oml_core.lightning.pipelines.shared.preflight import check_engine
 from oml_core.lightning.pipelines.shared.report import format_run_paths
 from oml_core.lightning.pipelines.shared.resume import plan_resume
-from oml_core.lightning.pipelines.shared.schema import (
-    ComponentSpec,
-    PostprocessorTrainingConfig,
-    check_component_arguments,
-    component,
-    validate_config,
-)
 from oml_core.lightning.pipelines.shared.training import (
     build_optimizer,
     build_train_loader,
@@ -111,7 +103,7 @@ def postprocessor_training_pipeline(
 
     The config (a dict, a ``DictConfig`` or its schema's object, ``PostprocessorTrainingConfig``) enters once, at the
     door: checked and converted into the pipeline's typed config
-    (:func:`~oml_core.lightning.pipelines.shared.schema.validate_config`), which is all the pipeline reads after; the
+    (:func:`~oml_core.config.validate.validate_config`), which is all the pipeline reads after; the
     logger is given every key of it with its value (the defaults included). It has OML's keys; components are ``{name,
     args}`` specs built by ``registry`` (the default registry when None). Required:
 

@@ -11,18 +11,11 @@ import pytorch_lightning as pl
 from pytorch_lightning.utilities import rank_zero_only
 from torch.utils.data import DataLoader
 
-from oml_core.lightning.callbacks.metric import MetricValCallback, MetricValCallbackDDP, save_figures
-from oml_core.lightning.callbacks.run_record import plain
-from oml_core.lightning.modules.extractor import ExtractorModule, ExtractorModuleDDP
-from oml_core.lightning.pipelines.shared.common import (
-    build_component,
-    build_logger,
-    embedding_metrics,
-    format_metrics_table,
-    log_dir_of,
-)
-from oml_core.lightning.pipelines.shared.data import build_dataset_component, check_datasets, dataset_of
-from oml_core.lightning.pipelines.shared.engine import (
+from oml_core.config.components import build_component
+from oml_core.config.data import build_dataset_component, check_datasets, dataset_of
+from oml_core.config.schemas import ExtractorValidationConfig
+from oml_core.config.validate import check_component_arguments, validate_config
+from oml_core.engine import (
     FIGURES_FOLDER,
     is_ddp_child_process,
     is_ddp_engine,
@@ -31,12 +24,16 @@ from oml_core.lightning.pipelines.shared.engine import (
     run_dir_for_ddp_processes,
     shared_run_dir,
 )
-from oml_core.lightning.pipelines.shared.inference import inference_trainer_args
-from oml_core.lightning.pipelines.shared.schema import (
-    ExtractorValidationConfig,
-    check_component_arguments,
-    validate_config,
+from oml_core.lightning.callbacks.metric import MetricValCallback, MetricValCallbackDDP, save_figures
+from oml_core.lightning.callbacks.run_record import plain
+from oml_core.lightning.modules.extractor import ExtractorModule, ExtractorModuleDDP
+from oml_core.lightning.pipelines.shared.common import (
+    build_logger,
+    embedding_metrics,
+    format_metrics_table,
+    log_dir_of,
 )
+from oml_core.lightning.pipelines.shared.inference import inference_trainer_args
 from oml_core.lightning.progress import PROGRESS_BAR_ARG
 from oml_core.lightning.quiet import quiet_lightning
 from oml_core.registry import Registry, default_registry
@@ -72,7 +69,7 @@ def extractor_validation_pipeline(
 
     The config (a dict, a ``DictConfig`` or its schema's object, ``ExtractorValidationConfig``) enters once, at the
     door: checked and converted into the pipeline's typed config
-    (:func:`~oml_core.lightning.pipelines.shared.schema.validate_config`), which is all the pipeline reads after. It has
+    (:func:`~oml_core.config.validate.validate_config`), which is all the pipeline reads after. It has
     OML's keys. Required: ``dataframe_name, transforms_val, bs_val, extractor`` (whose ``args.weights`` is a checkpoint
     path, e.g. the ``best.ckpt`` of a training run, a zoo key, or null for random weights). Optional, with their
     defaults:
@@ -107,7 +104,7 @@ def extractor_validation_pipeline(
 
     Raises:
         ConfigError: an unknown or missing key, a value of the wrong type or range (see
-            :mod:`~oml_core.lightning.pipelines.shared.schema`), a bad dataframe, unreadable images, bad extractor
+            :mod:`~oml_core.config.schemas`), a bad dataframe, unreadable images, bad extractor
             weights, bad ``metric_args`` (the message names the key, file or argument).
         RegistryError: an unknown component name.
     """

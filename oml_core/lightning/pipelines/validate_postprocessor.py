@@ -11,34 +11,27 @@ from typing import Any, cast
 import pytorch_lightning as pl
 from torch.utils.data import DataLoader
 
+from oml_core.config.components import build_component
+from oml_core.config.data import build_dataset_component, check_datasets, dataset_of
+from oml_core.config.rules import ComponentSpec
+from oml_core.config.schemas import PostprocessorValidationConfig
+from oml_core.config.validate import check_component_arguments, validate_config
+from oml_core.engine import FIGURES_FOLDER, make_run_dir
 from oml_core.lightning.callbacks.metric import MetricValCallback, save_figures
 from oml_core.lightning.callbacks.run_record import plain
 from oml_core.lightning.modules.pairwise_postprocessing import PairwiseModule
-from oml_core.lightning.pipelines.shared.common import (
-    build_component,
-    build_logger,
-    embedding_metrics,
-    log_dir_of,
-)
-from oml_core.lightning.pipelines.shared.data import build_dataset_component, check_datasets, dataset_of
+from oml_core.lightning.pipelines.shared.common import build_logger, embedding_metrics, log_dir_of
 from oml_core.lightning.pipelines.shared.embeddings_cache import (
     CachedEmbeddings,
     EmbeddingsDataset,
     EmbeddingsSource,
 )
-from oml_core.lightning.pipelines.shared.engine import FIGURES_FOLDER, make_run_dir
 from oml_core.lightning.pipelines.shared.inference import inference_trainer_args
 from oml_core.lightning.pipelines.shared.postprocessing import (
     BEFORE_PREFIX,
     build_pairwise_postprocessor,
     metrics_of_embeddings,
     report_metrics,
-)
-from oml_core.lightning.pipelines.shared.schema import (
-    ComponentSpec,
-    PostprocessorValidationConfig,
-    check_component_arguments,
-    validate_config,
 )
 from oml_core.lightning.progress import PROGRESS_BAR_ARG
 from oml_core.lightning.quiet import quiet_lightning
@@ -80,7 +73,7 @@ def postprocessor_validation_pipeline(
 
     The config (a dict, a ``DictConfig`` or its schema's object, ``PostprocessorValidationConfig``) enters once, at the
     door: checked and converted into the pipeline's typed config
-    (:func:`~oml_core.lightning.pipelines.shared.schema.validate_config`), which is all the pipeline reads after; the
+    (:func:`~oml_core.config.validate.validate_config`), which is all the pipeline reads after; the
     logger is given every key of it with its value (the defaults included). It has the keys of
     ``extractor_validation_pipeline`` (OML validates a post-processor with that pipeline), ``postprocessor`` required,
     plus ``embeddings_cache_dir``. Required: ``dataframe_name, transforms_val, bs_val, extractor, postprocessor``: a
@@ -102,7 +95,7 @@ def postprocessor_validation_pipeline(
 
     Raises:
         ConfigError: an unknown or missing key, a value of the wrong type or range (see
-            :mod:`~oml_core.lightning.pipelines.shared.schema`), a post-processor without a ``pairwise_model``, a bad
+            :mod:`~oml_core.config.schemas`), a post-processor without a ``pairwise_model``, a bad
             dataframe, unreadable images, bad weights, bad ``metric_args``, ``devices`` other than one device (one
             line naming the key, file or argument).
         RegistryError: an unknown component name.

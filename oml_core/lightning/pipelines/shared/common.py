@@ -1,120 +1,19 @@
-"""Pieces shared by the pipelines: config access and checks, components built from their specs, loggers, the
-embedding metrics and their table. The engine (devices, DDP, run folders, Trainer arguments) is
-:mod:`~oml_core.lightning.pipelines.shared.engine`."""
+"""Pieces shared by the pipelines: the pipeline logger, the embedding metrics and their table. The config and the
+components built from it are :mod:`oml_core.config`'s; the engine (devices, DDP, run folders, Trainer arguments)
+is :mod:`~oml_core.engine`."""
 
 from __future__ import annotations
 
-import difflib
-import inspect
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from oml_core.compose import one_line, resolved_config
-from oml_core.lightning.pipelines.shared.engine import path_inside
+from oml_core.engine import path_inside
 from oml_core.registry import ConfigError, Registry, RegistryError, to_plain
-from oml_core.registry.errors import describe_error
-from oml_core.registry.registry import failed_component
 from oml_core.registry.specs import parameter_names
 
 #: The pipeline logger of a config whose ``logger`` is null.
 DEFAULT_LOGGER = "tensorboard"
-
-
-#: Top-level keys that belong to hydra, not to a pipeline (OML's configs have a ``hydra:`` section).
-HYDRA_KEYS = ("hydra",)
-
-
-def as_config(cfg: Any) -> dict[str, Any]:
-    """A pipeline config (dict or ``DictConfig``) as a plain dict with interpolations resolved, without hydra's
-    own section (:data:`HYDRA_KEYS`, whose interpolations such as ``${hydra:runtime.cwd}`` resolve only inside
-    a hydra run).
-
-    Raises:
-        ConfigError: the config is not a mapping, or an interpolation does not resolve (one line naming the key
-            and the reference, :func:`~oml_core.compose.unresolvable_config_error`).
-    """
-    from omegaconf import DictConfig, OmegaConf
-
-    if isinstance(cfg, DictConfig):
-        if any(key in cfg for key in HYDRA_KEYS):
-            unresolved = OmegaConf.to_container(cfg, resolve=False)
-            assert isinstance(unresolved, dict)  # a DictConfig's container is a dict
-            cfg = OmegaConf.create({k: v for k, v in unresolved.items() if k not in HYDRA_KEYS})
-    elif isinstance(cfg, Mapping):
-        cfg = {k: v for k, v in cfg.items() if k not in HYDRA_KEYS}
-    plain = resolved_config(cfg)
-    if not isinstance(plain, Mapping):
-        raise ConfigError(f"a pipeline config must be a mapping, got {type(cfg).__name__}")
-    return dict(plain)
-
-
-def check_keys(cfg: Mapping[str, Any], known: Collection[str], pipeline: str) -> None:
-    """Raise a ``ConfigError`` for the first top-level key of ``cfg`` that ``pipeline`` does not know, naming
-    the closest known key (a misspelt key is never silently ignored)."""
-    for key in cfg:
-        if key not in known:
-            close = difflib.get_close_matches(str(key), sorted(known), n=1)
-            hint = f"; did you mean {close[0]!r}?" if close else ""
-            raise ConfigError(
-                f"{pipeline}: unknown config key {key!r}{hint} (known keys: {', '.join(sorted(known))})"
-            )
-
-
-def require(cfg: Mapping[str, Any], *keys: str, pipeline: str) -> None:
-    """Raise a ``ConfigError`` naming every missing top-level key of ``cfg``."""
-    missing = [k for k in keys if k not in cfg]
-    if missing:
-        raise ConfigError(f"{pipeline}: the config lacks the key(s) {missing}")
-
-
-def spec_of(value: Any) -> dict[str, Any]:
-    """A component spec as a plain ``{name, args}`` dict (a bare name becomes ``{name: value}``)."""
-    spec = to_plain(value)
-    return {"name": spec} if isinstance(spec, str) else dict(spec)
-
-
-def build_component(
-    registry: Registry, kind: str, spec: Any, key: str, pipeline: str, /, **runtime: Any
-) -> Any:
-    """Build the component of the config key ``key`` (e.g. an extractor whose ``args.weights`` is a checkpoint
-    path, a zoo key or null), with the ``runtime`` arguments of its factory.
-
-    Raises:
-        RegistryError: an unknown name or argument (the registry's message).
-        ConfigError: the component refuses its arguments: a weights file that does not exist or does not fit,
-            zoo weights that cannot be downloaded, a bad argument value; one line naming ``pipeline``, ``key``,
-            the component and the cause (the file, for a checkpoint). Any other exception of a component's
-            factory (of a nested spec's too): one line naming ``pipeline``, ``key``, the component that raised
-            it, the plugin and distribution that registered it, and the error.
-    """
-    from oml_core.utils.checkpoints import CheckpointError
-    from oml_core.zoo.store import PretrainedDownloadError
-
-    try:
-        return registry.build(kind, spec, **runtime)
-    except RegistryError:
-        raise
-    except (FileNotFoundError, CheckpointError, PretrainedDownloadError, ValueError) as e:
-        raise ConfigError(f"{pipeline}: config key {key!r} ({spec_of(spec)['name']!r}): {one_line(e)}") from e
-    except Exception as e:
-        failed = failed_component(e)
-        if failed is None:  # not a factory's: a bug of the core
-            raise
-        raise ConfigError(
-            f"{pipeline}: config key {key!r}: the {failed.kind} {failed.name!r} of the plugin "
-            f"{failed.plugin.provider} failed to build: {one_line(describe_error(e))}"
-        ) from e
-
-
-def offered_args(
-    registry: Registry, kind: str, spec: Mapping[str, Any], offers: Mapping[str, Callable[[], Any]]
-) -> dict[str, Any]:
-    """The runtime arguments of a component: ``offers[name]()`` for every ``name`` its factory accepts and its
-    config's ``args`` do not set (a sampler's ``labels`` and ``generator``, a loss's ``label2category``)."""
-    accepted = inspect.signature(registry.get(kind, spec["name"]).load()).parameters
-    given = set(spec.get("args") or {})
-    return {name: offer() for name, offer in offers.items() if name in accepted and name not in given}
 
 
 def build_logger(registry: Registry, logger_cfg: Any, run_dir: Path) -> Any:
@@ -201,17 +100,4 @@ def embedding_metrics(
         raise ConfigError(f"{pipeline}: config key 'metric_args': {e}") from e
 
 
-__all__ = [
-    "DEFAULT_LOGGER",
-    "as_config",
-    "build_component",
-    "build_logger",
-    "check_keys",
-    "embedding_metrics",
-    "format_metrics_table",
-    "log_dir_of",
-    "offered_args",
-    "one_line",
-    "require",
-    "spec_of",
-]
+__all__ = ["DEFAULT_LOGGER", "build_logger", "embedding_metrics", "format_metrics_table", "log_dir_of"]

@@ -16,17 +16,14 @@ import pytorch_lightning as pl
 from torch import Tensor
 from torch.utils.data import DataLoader, Dataset
 
+from oml_core.config.components import build_component, spec_of
 from oml_core.inference.cache import cached_embeddings
-from oml_core.lightning.pipelines.shared.common import build_component, spec_of
 from oml_core.lightning.pipelines.shared.inference import extract_embeddings
 from oml_core.registry import Registry, to_plain
 from oml_core.utils.logs import get_logger
 
 if TYPE_CHECKING:
-    from oml_core.lightning.pipelines.shared.schema import (
-        PostprocessorTrainingConfig,
-        PostprocessorValidationConfig,
-    )
+    from oml_core.config.schemas import PostprocessorTrainingConfig, PostprocessorValidationConfig
 
 log = get_logger(__name__)
 

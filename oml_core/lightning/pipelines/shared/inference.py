@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence, Sized
 from typing import TYPE_CHECKING, Any, cast
 
-from oml_core.lightning.pipelines.shared.engine import (
+from oml_core.engine import (
     check_one_device,
     merge_trainer_args,
     parse_engine_params,
@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from torch import Tensor
     from torch.utils.data import DataLoader
 
-    from oml_core.lightning.pipelines.shared.schema import PipelineConfig
+    from oml_core.config.schemas import PipelineConfig
 
 #: Trainer arguments set by other config keys, so ``lightning_trainer_extra_args`` may not set them.
 TRAINER_ARGS_SET_BY_KEYS = {
@@ -41,7 +41,7 @@ def inference_trainer_args(config: PipelineConfig, multi_device: bool = False) -
     """The ``pl.Trainer`` arguments of an inference pipeline's typed config, its engine checked.
 
     They are those of the engine keys ``accelerator`` (null: gpu when CUDA is available, else cpu), ``devices``,
-    ``num_nodes`` and ``precision`` (:func:`~oml_core.lightning.pipelines.shared.engine.parse_engine_params`),
+    ``num_nodes`` and ``precision`` (:func:`~oml_core.engine.parse_engine_params`),
     :data:`TRAINER_DEFAULTS`, and ``lightning_trainer_extra_args`` (any other ``pl.Trainer`` arguments). Their
     ``enable_progress_bar`` is always set: true or false as ``lightning_trainer_extra_args`` says, else (absent or
     null) a bar only on a terminal (:func:`~oml_core.lightning.progress.progress_bar_enabled`).

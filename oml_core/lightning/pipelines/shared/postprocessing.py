@@ -11,7 +11,8 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from oml_core.lightning.pipelines.shared.common import build_component, format_metrics_table, spec_of
+from oml_core.config.components import build_component, spec_of
+from oml_core.lightning.pipelines.shared.common import format_metrics_table
 from oml_core.registry import ConfigError, Registry
 from oml_core.utils.logs import get_logger
 

@@ -18,10 +18,10 @@ from typing import Any
 
 import numpy as np
 
-from oml_core.lightning.pipelines.shared.common import one_line
 from oml_core.registry import ConfigError
 from oml_core.registry.arg_types import check_argument_types
 from oml_core.utils.digest import CorruptCheckpointError, DigestStatus, verify_checkpoint
+from oml_core.utils.text import one_line
 
 #: How many checkpoints of the trained model ``logs_root`` must have room for: ``best.ckpt``, ``last.ckpt`` and
 #: the temporary copy that an atomic save writes beside them.
@@ -183,7 +183,7 @@ def check_engine(
     engine: Mapping[str, Any], precision: Any, extra_args: Mapping[str, Any] | None = None
 ) -> None:
     """Fail unless this machine has the ``accelerator`` and the number of ``devices`` of ``engine`` (see
-    :func:`~oml_core.lightning.pipelines.shared.engine.parse_engine_params`), Lightning accepts ``precision`` on
+    :func:`~oml_core.engine.parse_engine_params`), Lightning accepts ``precision`` on
     it and runs it as asked, and ``pl.Trainer`` accepts every value of ``extra_args`` (the config's
     ``lightning_trainer_extra_args``: ``limit_train_batches=-1`` fails here, not after the data is read): each
     fits the annotation of its ``pl.Trainer`` parameter, those of :data:`TRAINER_POSITIVE_ARGS` are > 0.

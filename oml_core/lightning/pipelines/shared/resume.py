@@ -29,16 +29,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from oml_core.config.schemas import RESUME_ALLOWED_CHANGES
+from oml_core.engine import CHECKPOINTS_FOLDER
 from oml_core.lightning.callbacks.run_record import RUN_RECORD_KEY
-from oml_core.lightning.pipelines.shared.engine import CHECKPOINTS_FOLDER
 from oml_core.lightning.pipelines.shared.preflight import check_resume_checkpoint
-from oml_core.lightning.pipelines.shared.schema import RESUME_ALLOWED_CHANGES
 from oml_core.registry import ConfigError
 from oml_core.utils.atomic import remove_stale_temporaries
 from oml_core.utils.digest import DigestStatus
 
 if TYPE_CHECKING:
-    from oml_core.lightning.pipelines.shared.schema import TrainingConfig
+    from oml_core.config.schemas import TrainingConfig
 
 #: The name of the data in messages and in ``resume_allow_changes``.
 DATASET = "dataset"

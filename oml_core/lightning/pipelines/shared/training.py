@@ -13,8 +13,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from oml_core.lightning.pipelines.shared.common import DEFAULT_LOGGER, build_component, offered_args, spec_of
-from oml_core.lightning.pipelines.shared.engine import merge_trainer_args
+from oml_core.config.components import build_component, offered_args, spec_of
+from oml_core.engine import merge_trainer_args
+from oml_core.lightning.pipelines.shared.common import DEFAULT_LOGGER
 from oml_core.lightning.progress import PROGRESS_BAR_ARG, progress_bar_enabled
 from oml_core.lightning.quiet import quiet_lightning
 from oml_core.registry import ConfigError, Registry
@@ -24,12 +25,12 @@ if TYPE_CHECKING:
     from torch import Generator
     from torch.utils.data import DataLoader
 
+    from oml_core.config.schemas import SchedulingConfig, TrainingConfig
     from oml_core.lightning.callbacks.checkpoint import BestCheckpoint, LastCheckpoint
     from oml_core.lightning.callbacks.metric import MetricValCallback
     from oml_core.lightning.callbacks.validation import ValidationHistory
     from oml_core.lightning.interrupts import InterruptRequest
     from oml_core.lightning.pipelines.shared.resume import Resume
-    from oml_core.lightning.pipelines.shared.schema import SchedulingConfig, TrainingConfig
     from oml_core.lightning.resumable import ResumableBatchSampler
 
 #: Trainer arguments of the training pipelines set by config keys, so ``lightning_trainer_extra_args`` may not
@@ -258,7 +259,7 @@ def resumed_logger_spec(registry: Registry, spec: Any, resume: Resume | None) ->
 
 def build_optimizer(registry: Registry, spec: Any, params: Any, pipeline: str, key: str = "optimizer") -> Any:
     """The optimizer of the config key ``key`` over ``params``
-    (:func:`~oml_core.lightning.pipelines.shared.common.build_component`), refused when the learning rate of one of
+    (:func:`~oml_core.config.components.build_component`), refused when the learning rate of one of
     its parameter groups is not a finite number > 0, whatever optimizer it is (a plugin's too, and whatever its
     argument is called). Checked before a scheduler is built on it, which may start it at 0 (a warm-up).
 

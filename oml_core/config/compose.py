@@ -48,10 +48,10 @@ from pathlib import Path
 from typing import Any
 
 from oml_core.registry import ConfigError, Registry, RegistryError, to_plain
-from oml_core.utils.text import undecodable_position
+from oml_core.utils.text import one_line, undecodable_position
 
 #: The directory of oml's own pipeline configs.
-OML_CONFIGS_DIR = Path(__file__).parent / "configs"
+OML_CONFIGS_DIR = Path(__file__).parents[1] / "configs"
 #: ``GROUP@KEY=OPTION``: a group (``loss``, ``extractor``, ``a/b``), a dotted key, an option name.
 _SELECTION = re.compile(r"^(?P<group>[\w/-]+)@(?P<key>[\w-]+(?:\.[\w-]+)*)=(?P<option>[\w/.-]+)$")
 #: ``KEY=null``: the value of a (dotted) key set to null.
@@ -568,19 +568,12 @@ def resolved_config(cfg: Any) -> Any:
         raise unresolvable_config_error(e) from None
 
 
-def one_line(text: object) -> str:
-    """``str(text)`` (a message, an exception) with its white space (new lines, tabs) folded into single spaces,
-    for the one-line errors of the command line and the pipelines."""
-    return " ".join(str(text).split())
-
-
 __all__ = [
     "OML_CONFIGS_DIR",
     "OVERRIDE_GRAMMAR_URL",
     "ComponentSelection",
     "check_override_syntax",
     "compose_config",
-    "one_line",
     "read_config_text",
     "resolved_config",
     "unresolvable_config_error",

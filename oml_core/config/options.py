@@ -1,5 +1,5 @@
 """The closed sets of values of the training options, in a module that imports nothing: the config schema checks
-against them before Lightning is imported (:mod:`oml_core.lightning.pipelines.shared.schema`), and the training
+against them before Lightning is imported (:mod:`~oml_core.config.schemas`), and the training
 modules act on them (:mod:`oml_core.lightning.modules.optimization`)."""
 
 #: When Lightning steps the scheduler: after every optimisation step, or after every epoch.

@@ -8,8 +8,8 @@ import warnings
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from oml_core.config.components import build_component, offered_args, spec_of
 from oml_core.interfaces.datasets import IBaseDataset, IDatasetComponent
-from oml_core.lightning.pipelines.shared.common import build_component, offered_args, spec_of
 from oml_core.registry import ConfigError, Registry
 
 #: The dataset component of a config whose ``dataset`` is absent or null (OML's configs).
