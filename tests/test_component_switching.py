@@ -68,14 +68,12 @@ def _runtime(kind: str) -> dict:
 
 def _sampler_runtime(spec: dict) -> dict:
     """What the training pipelines offer a sampler: the labels, their categories, a generator."""
-    from oml_core.config.components import offered_args
-
     offers = {
         "labels": lambda: LABELS,
         "label2category": lambda: {0: "a", 1: "a", 2: "b", 3: "b"},
         "generator": lambda: torch.Generator().manual_seed(0),
     }
-    return offered_args(REGISTRY, "sampler", spec, offers)
+    return REGISTRY.offered("sampler", spec, offers)
 
 
 def test_the_spec_kinds_are_every_kind_but_metrics_and_the_zoo():

@@ -1,10 +1,9 @@
-"""Components built from their config specs: :func:`build_component` (one line naming the config key, the
-component and its plugin when a factory fails) and :func:`offered_args`, the runtime arguments a pipeline offers
-by name to the components whose factories take them."""
+"""Components built from their config specs: :func:`build_component`, with the runtime arguments a pipeline
+offers by name to the components whose factories take them, and one line naming the config key, the component and
+its plugin when a factory fails."""
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -23,10 +22,18 @@ def spec_of(value: Any) -> dict[str, Any]:
 
 
 def build_component(
-    registry: Registry, kind: str, spec: Any, key: str, pipeline: str, /, **runtime: Any
+    registry: Registry,
+    kind: str,
+    spec: Any,
+    key: str,
+    pipeline: str,
+    /,
+    offers: Mapping[str, Callable[[], Any]] | None = None,
+    **runtime: Any,
 ) -> Any:
     """Build the component of the config key ``key`` (e.g. an extractor whose ``args.weights`` is a checkpoint
-    path, a zoo key or null), with the ``runtime`` arguments of its factory.
+    path, a zoo key or null), with the ``runtime`` arguments of its factory and the ``offers`` it takes (by
+    parameter name, where its ``args`` leave them unset: :meth:`~oml_core.registry.Registry.build`).
 
     Raises:
         RegistryError: an unknown name or argument (the registry's message).
@@ -37,7 +44,7 @@ def build_component(
             it, the plugin and distribution that registered it, and the error.
     """
     try:
-        return registry.build(kind, spec, **runtime)
+        return registry.build(kind, spec, offers=offers, **runtime)
     except RegistryError:
         raise
     except (FileNotFoundError, CheckpointError, PretrainedDownloadError, ValueError) as e:
@@ -52,14 +59,4 @@ def build_component(
         ) from e
 
 
-def offered_args(
-    registry: Registry, kind: str, spec: Mapping[str, Any], offers: Mapping[str, Callable[[], Any]]
-) -> dict[str, Any]:
-    """The runtime arguments of a component: ``offers[name]()`` for every ``name`` its factory accepts and its
-    config's ``args`` do not set (a sampler's ``labels`` and ``generator``, a loss's ``label2category``)."""
-    accepted = inspect.signature(registry.get(kind, spec["name"]).load()).parameters
-    given = set(spec.get("args") or {})
-    return {name: offer() for name, offer in offers.items() if name in accepted and name not in given}
-
-
-__all__ = ["build_component", "offered_args", "spec_of"]
+__all__ = ["build_component", "spec_of"]

@@ -8,7 +8,7 @@ import warnings
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from oml_core.config.components import build_component, offered_args, spec_of
+from oml_core.config.components import build_component, spec_of
 from oml_core.interfaces.datasets import IBaseDataset, IDatasetComponent
 from oml_core.registry import ConfigError, Registry
 
@@ -69,8 +69,7 @@ def build_dataset_component(
             offers[key] = value(key)
         elif key.startswith(TRANSFORMS_PREFIX):
             offers[key] = transforms(key)
-    runtime = offered_args(registry, "dataset", spec, offers)
-    return build_component(registry, "dataset", spec, "dataset", pipeline, **runtime)
+    return build_component(registry, "dataset", spec, "dataset", pipeline, offers=offers)
 
 
 def dataset_of(data: IDatasetComponent, which: str, pipeline: str) -> IBaseDataset:

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
-from oml_core.config.components import offered_args, spec_of
+from oml_core.config.components import spec_of
 from oml_core.config.data import DEFAULT_DATASET
 from oml_core.config.schemas import IndexBuildConfig
 from oml_core.config.validate import check_component_arguments, validate_config
@@ -128,7 +128,7 @@ def _data_keys(config: IndexBuildConfig, registry: Registry) -> dict[str, Any]:
         "num_workers": config.num_workers,
     }
     spec = spec_of(config.dataset or DEFAULT_DATASET)
-    return offered_args(registry, "dataset", spec, {key: _offer(value) for key, value in values.items()})
+    return registry.offered("dataset", spec, {key: _offer(value) for key, value in values.items()})
 
 
 def _absolute(folder: str | None) -> str | None:

@@ -48,6 +48,7 @@ from oml_core.registry.specs import (
     SPEC_KEYS,
     is_spec,
     nested_specs,
+    parameter_names,
     to_plain,
 )
 from oml_core.utils.imports import resolve
@@ -351,11 +352,17 @@ class Registry:
         }
 
     # ----------------------------------------------------------------------------------------- build
-    def build(self, kind: str, cfg: Any, /, **runtime: Any) -> Any:
+    def build(
+        self, kind: str, cfg: Any, /, offers: Mapping[str, Callable[[], Any]] | None = None, **runtime: Any
+    ) -> Any:
         """Build a component from ``{name, args}`` (a dict, a ``DictConfig`` or just the name).
 
-        ``runtime`` are arguments known only at run time (an optimizer's ``params``, a sampler's ``labels``);
-        they may not repeat a config argument. Nested ``{name, args}`` arguments are built first, as the
+        ``runtime`` are arguments known only at run time (an optimizer's ``params``); they may not repeat a config
+        argument. ``offers`` are what a pipeline holds and any component may take, by parameter name: ``offers[
+        name]()`` is passed for every ``name`` the factory accepts that neither ``args`` nor ``runtime`` sets (a
+        sampler's ``labels`` and ``generator``, a loss's ``label2category``, a logger's ``save_dir``, a
+        post-processor's ``pairwise_model``, a dataset component's data keys), and not called otherwise (see
+        :meth:`offered`). Nested ``{name, args}`` arguments are built first, as the
         component of the kind their argument name or type annotation tells; but those that the factory lists
         in its attribute :data:`SELF_BUILT_ARGS_ATTR` are passed to it as they are (a bridge to another
         library builds its own distances or reducers from such specs).
@@ -400,6 +407,7 @@ class Registry:
         check_no_import_paths(factory, args, f"{kind} {entry.name!r}: argument ", self.plugin_names())
         kwargs = self._build_nested(entry, factory, dict(args))
         kwargs.update(runtime)
+        kwargs.update(self.offered(kind, spec, offers or {}, set(runtime)))
         applied = _core_applied_args(kind, factory, kwargs)
         self._check_arguments(entry, factory, kwargs)
         try:
@@ -414,6 +422,26 @@ class Registry:
         for apply, value in applied:
             apply(obj, value)
         return obj
+
+    def offered(
+        self,
+        kind: str,
+        cfg: Any,
+        offers: Mapping[str, Callable[[], Any]],
+        taken: Collection[str] = (),
+    ) -> dict[str, Any]:
+        """The offered arguments the component of ``cfg`` takes: ``{name: offers[name]()}`` for every ``name``
+        among its factory's parameters (of ``__init__`` for a class) that its config's ``args`` and ``taken``
+        leave unset; the other offers are not called.
+
+        Raises:
+            UnknownNameError: no component of ``kind`` has that name.
+        """
+        spec = to_plain(cfg)
+        spec = {"name": spec} if isinstance(spec, str) else spec
+        accepted = parameter_names(self.get(kind, spec["name"]).load())
+        given = set(spec.get("args") or {}) | set(taken)
+        return {name: offer() for name, offer in offers.items() if name in accepted and name not in given}
 
     def _build_nested(
         self, entry: Entry, factory: Callable[..., Any], args: dict[str, Any]

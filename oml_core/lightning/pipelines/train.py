@@ -12,7 +12,7 @@ import pytorch_lightning as pl
 from pytorch_lightning.utilities import rank_zero_only
 from torch.utils.data import DataLoader
 
-from oml_core.config.components import build_component, offered_args
+from oml_core.config.components import build_component
 from oml_core.config.data import build_dataset_component, check_datasets, dataset_of
 from oml_core.config.schemas import ConfigSchema, ExtractorTrainingConfig
 from oml_core.config.validate import as_config, check_component_arguments, validate_config
@@ -279,14 +279,7 @@ def _module_args(config: ExtractorTrainingConfig, registry: Registry, train_data
             f"{config.extractor.name!r} ({type(extractor).__name__}) cannot be frozen"
         )
     offers = {"label2category": train_dataset.get_label2category}
-    criterion = build_component(
-        registry,
-        "loss",
-        config.criterion,
-        "criterion",
-        PIPELINE,
-        **offered_args(registry, "loss", config.criterion, offers),
-    )
+    criterion = build_component(registry, "loss", config.criterion, "criterion", PIPELINE, offers=offers)
     check_criterion_fits(
         criterion, getattr(extractor, "feat_dim", None), train_dataset.get_labels(), PIPELINE
     )

@@ -10,7 +10,6 @@ from typing import Any
 
 from oml_core.engine import path_inside
 from oml_core.registry import ConfigError, Registry, RegistryError, to_plain
-from oml_core.registry.specs import parameter_names
 
 #: The pipeline logger of a config whose ``logger`` is null.
 DEFAULT_LOGGER = "tensorboard"
@@ -27,18 +26,21 @@ def build_logger(registry: Registry, logger_cfg: Any, run_dir: Path) -> Any:
             the key.
     """
     spec = dict(to_plain(logger_cfg) or {"name": DEFAULT_LOGGER, "args": {}})
-    args = dict(spec.get("args") or {})
-    entry = registry.get("logger", spec["name"])
-    if "save_dir" not in args and "save_dir" not in parameter_names(entry.load()):
-        return registry.build("logger", {"name": spec["name"], "args": args})
-    save_dir = Path(args.get("save_dir") or ".")
-    if not save_dir.is_absolute():
-        save_dir = path_inside(run_dir, save_dir, "logger.args.save_dir", "the run dir", allow_root=True)
-    args["save_dir"] = str(save_dir)
+    args = {key: value for key, value in (spec.get("args") or {}).items() if key != "save_dir" or value}
+    if "save_dir" in args and not Path(args["save_dir"]).is_absolute():
+        where = path_inside(
+            run_dir, Path(args["save_dir"]), "logger.args.save_dir", "the run dir", allow_root=True
+        )
+        args["save_dir"] = str(where)
+    # the run dir is offered as save_dir to a logger that takes one and is not given one
+    args.update(
+        registry.offered("logger", {"name": spec["name"], "args": args}, {"save_dir": lambda: str(run_dir)})
+    )
     logger = registry.build("logger", {"name": spec["name"], "args": args})
     # TensorBoard's save_dir/name/version (None for a logger that writes into save_dir itself, or elsewhere)
     log_dir = getattr(logger, "log_dir", None)
-    if log_dir and not Path(log_dir).resolve().is_relative_to(save_dir.resolve()):
+    save_dir = args.get("save_dir")
+    if log_dir and save_dir and not Path(log_dir).resolve().is_relative_to(Path(save_dir).resolve()):
         raise ConfigError(
             f"logger.args: {spec['name']!r} would write into {str(log_dir)!r}, outside its save_dir "
             f"({str(save_dir)!r}); its name, version and sub_dir name folders inside save_dir"

@@ -42,13 +42,14 @@ def build_pairwise_postprocessor(registry: Registry, spec: Any, pairwise_model: 
             f"pairwise_model, e.g. pairwise_reranker), but {spec['name']!r} has none"
         )
     args = {k: v for k, v in (spec.get("args") or {}).items() if k != "pairwise_model"}
+    offers = {"pairwise_model": lambda: pairwise_model}
     return build_component(
         registry,
         "postprocessor",
         {"name": spec["name"], "args": args},
         "postprocessor",
         pipeline,
-        pairwise_model=pairwise_model,
+        offers=offers,
     )
 
 

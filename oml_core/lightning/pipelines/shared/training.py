@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from oml_core.config.components import build_component, offered_args, spec_of
+from oml_core.config.components import build_component, spec_of
 from oml_core.engine import merge_trainer_args
 from oml_core.lightning.pipelines.shared.common import DEFAULT_LOGGER
 from oml_core.lightning.progress import PROGRESS_BAR_ARG, progress_bar_enabled
@@ -348,7 +348,7 @@ def build_train_loader(
         config.sampler,
         "sampler",
         pipeline,
-        **offered_args(registry, "sampler", config.sampler, offers),
+        offers=offers,
     )
     own = getattr(sampler, "generator", None)
     generators = {"sampler": own} if isinstance(own, torch.Generator) else {}
