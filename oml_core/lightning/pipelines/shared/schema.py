@@ -44,6 +44,7 @@ from oml_core.datasets.dataframe_format import DEFAULT_ENCODING
 from oml_core.lightning.options import NAN_POLICIES, SCHEDULER_INTERVALS
 from oml_core.lightning.pipelines.shared.common import HYDRA_KEYS, as_config, check_keys, require
 from oml_core.lightning.pipelines.shared.engine import run_dir_path
+from oml_core.lightning.pipelines.shared.plugin_callbacks import plugin_callback_specs
 from oml_core.registry import ConfigError, Registry
 from oml_core.registry.arg_types import check_argument_types, fits
 from oml_core.registry.registry import check_spec_argument_types
@@ -388,6 +389,10 @@ class ConfigSchema:
     def check_combination(self) -> None:
         """Raise a ``ConfigError`` when values that are right one by one do not go together (none here)."""
 
+    def check_components(self, registry: Registry) -> None:
+        """Raise a ``RegistryError`` when components that are right one by one do not go together in ``registry``
+        (none here); :func:`check_component_arguments` calls it after checking each."""
+
     def as_mapping(self) -> dict[str, Any]:
         """Every key of the config and its checked value (the values themselves, not copies)."""
         return {f.name: getattr(self, f.name) for f in fields(self)}
@@ -503,6 +508,13 @@ class TrainingConfig(PipelineConfig):
     resume_allow_changes: list[str] = setting(list_of(one_of(*RESUME_ALLOWED_CHANGES)), [])
     # the Lightning callbacks of plugins (oml_register_callbacks) added to the run, in this order: {name, args} specs
     callbacks: list[ComponentSpec] = specs("callback")
+    # the every-run callbacks of plugins (added to every run unless named in callbacks) that this run goes without
+    callbacks_disabled: list[str] = setting(list_of(STRING), [])
+
+    def check_components(self, registry: Registry) -> None:
+        """Raise when the plugins' callbacks of the run do not go together: see
+        :func:`~oml_core.lightning.pipelines.shared.plugin_callbacks.plugin_callback_specs`."""
+        plugin_callback_specs(registry, self.callbacks, self.callbacks_disabled)
 
     def check_combination(self) -> None:
         """Raise a ``ConfigError`` for ``sampler`` null without ``bs_train`` (the batch size of plain batches),
@@ -808,7 +820,8 @@ def validated(schema: type[T], values: Mapping[str, Any], key: str = "") -> T:
 
 def check_component_arguments(config: Any, registry: Registry, key: str = "") -> None:
     """Check the argument types of every component of a checked ``config`` (:func:`validate_config`'s result),
-    nested specs included, against the annotations of their factories in ``registry``, before any is built.
+    nested specs included, against the annotations of their factories in ``registry``, before any is built; then
+    the components together (:meth:`ConfigSchema.check_components`: a training run's plugin callbacks).
 
     Raises:
         ConfigError: ``<key>.args.<argument>: expected <annotation>, got <value>``
@@ -827,6 +840,8 @@ def check_component_arguments(config: Any, registry: Registry, key: str = "") ->
             check_spec_argument_types(registry, f.metadata[_KIND], value, f"{key}{f.name}")
         elif is_dataclass(value) and not isinstance(value, ComponentSpec):
             check_component_arguments(value, registry, f"{key}{f.name}.")
+    if isinstance(config, ConfigSchema):
+        config.check_components(registry)
 
 
 def store_schemas() -> None:
