@@ -94,7 +94,7 @@ from oml_core.lightning.quiet import silence_upstream_warnings
 from oml_core.registry import KINDS, ConfigError, Registry, RegistryError, UnknownNameError
 from oml_core.registry.isolation import DEFAULT_TIMEOUT, check_plugins
 from oml_core.registry.manager import allow_list_from_env, installed_distributions, strict_from_env
-from oml_core.registry.registry import FAILED_COMPONENT_ATTR, failed_component
+from oml_core.registry.registry import EVERY_RUN_KIND, FAILED_COMPONENT_ATTR, failed_component
 from oml_core.registry.report import plugins_report
 from oml_core.utils.text import one_line
 
@@ -858,8 +858,10 @@ def _plugins_table(report: list[dict[str, Any]]) -> str:
         lines.append(f"{row['name']}  [{row['distribution'] or 'in code'}{version}]")
         if row["error"]:
             lines.append(f"    FAILED: {row['error']}")
+        every_run = set(row["every_run"])
         for kind, names in row["provides"].items():
-            lines.append(f"    {kind:<16} {', '.join(names)}")
+            shown = [f"{n} (every run)" if kind == EVERY_RUN_KIND and n in every_run else n for n in names]
+            lines.append(f"    {kind:<16} {', '.join(shown)}")
         for problem in row.get("broken", []):
             lines.append(f"    BROKEN: {problem}")
     return "\n".join(lines)
@@ -892,6 +894,7 @@ def _cmd_registry(args: argparse.Namespace, _: list[str]) -> int:
             "plugin": e.plugin.name,
             "aliases": list(e.aliases),
             "description": e.description,
+            "every_run": e.every_run,
         }
         for kind in kinds
         for e in registry.entries(kind)
@@ -906,13 +909,14 @@ def _cmd_registry(args: argparse.Namespace, _: list[str]) -> int:
             print("    (none)")
         for r in sorted(entries, key=lambda r: r["name"]):
             detail = f" - {r['description']}" if args.kind and r["description"] else ""
-            print(f"    {r['name']:<32} {r['plugin']}{detail}")
+            every_run = " (every run)" if r["every_run"] else ""
+            print(f"    {r['name']:<32} {r['plugin']}{every_run}{detail}")
     return 0
 
 
 def component_report(registry: Registry, kind: str, name: str) -> dict[str, Any]:
     """What ``oml registry KIND NAME`` shows: :meth:`Registry.describe` (kind, name, qualified name, aliases,
-    plugin, distribution, version, factory, signature, description), ``provider``, the factory's
+    plugin, distribution, version, factory, signature, description, every_run), ``provider``, the factory's
     ``arguments`` (``name``, ``kind``, ``annotation``, ``required``, ``default``: a json value, else its repr;
     empty when the factory does not import) and the ``default_config`` (None when there is none).
 
@@ -1000,6 +1004,13 @@ def _component_text(report: dict[str, Any]) -> str:
         ("description", report["description"] or "(none)"),
         ("factory", report["factory"]),
     ]
+    if report["kind"] == EVERY_RUN_KIND:
+        every_run = (
+            "yes: added to every training run (callbacks_disabled switches it off)"
+            if report["every_run"]
+            else "no: added where a run's callbacks names it"
+        )
+        rows.append(("every run", every_run))
     lines = [f"{label + ':':<13}{value}" for label, value in rows]
     lines.append("arguments:")
     if not report["arguments"]:

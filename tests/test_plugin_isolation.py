@@ -149,6 +149,7 @@ def test_check_in_process_sees_plugins_put_on_sys_path_and_keeps_json_pure(misbe
         "version": "0.3",
         "hooks": [],
         "provides": {},
+        "every_run": [],
         "error": exited,
         "broken": [],
     }

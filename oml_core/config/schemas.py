@@ -17,6 +17,7 @@ from dataclasses import dataclass, fields
 from types import MappingProxyType
 from typing import Any, ClassVar
 
+from oml_core.config.callbacks import plugin_callback_specs
 from oml_core.config.options import NAN_POLICIES, SCHEDULER_INTERVALS
 from oml_core.config.rules import (
     BOOL,
@@ -47,7 +48,7 @@ from oml_core.config.rules import (
 from oml_core.const import TOP_K_SUFFIX
 from oml_core.datasets.dataframe_format import DEFAULT_ENCODING
 from oml_core.engine import run_dir_path
-from oml_core.registry import ConfigError
+from oml_core.registry import ConfigError, Registry
 from oml_core.registry.arg_types import check_argument_types
 from oml_core.utils.text import is_text_encoding
 
@@ -177,6 +178,10 @@ class ConfigSchema:
     def check_combination(self) -> None:
         """Raise a ``ConfigError`` when values that are right one by one do not go together (none here)."""
 
+    def check_components(self, registry: Registry) -> None:
+        """Raise a ``RegistryError`` when components that are right one by one do not go together in ``registry``
+        (none here); :func:`~oml_core.config.validate.check_component_arguments` calls it after checking each."""
+
     def as_mapping(self) -> dict[str, Any]:
         """Every key of the config and its checked value (the values themselves, not copies)."""
         return {f.name: getattr(self, f.name) for f in fields(self)}
@@ -292,6 +297,13 @@ class TrainingConfig(PipelineConfig):
     resume_allow_changes: list[str] = setting(list_of(one_of(*RESUME_ALLOWED_CHANGES)), [])
     # the Lightning callbacks of plugins (oml_register_callbacks) added to the run, in this order: {name, args} specs
     callbacks: list[ComponentSpec] = specs("callback")
+    # the every-run callbacks of plugins (added to every run unless named in callbacks) that this run goes without
+    callbacks_disabled: list[str] = setting(list_of(STRING), [])
+
+    def check_components(self, registry: Registry) -> None:
+        """Raise when the plugins' callbacks of the run do not go together: see
+        :func:`~oml_core.config.callbacks.plugin_callback_specs`."""
+        plugin_callback_specs(registry, self.callbacks, self.callbacks_disabled)
 
     def check_combination(self) -> None:
         """Raise a ``ConfigError`` for ``sampler`` null without ``bs_train`` (the batch size of plain batches),

@@ -202,7 +202,8 @@ def _interpolated_keys(cfg: Any) -> set[str]:
 
 def check_component_arguments(config: Any, registry: Registry, key: str = "") -> None:
     """Check the argument types of every component of a checked ``config`` (:func:`validate_config`'s result),
-    nested specs included, against the annotations of their factories in ``registry``, before any is built.
+    nested specs included, against the annotations of their factories in ``registry``, before any is built; then
+    the components together (:meth:`ConfigSchema.check_components`: a training run's plugin callbacks).
 
     Raises:
         ConfigError: ``<key>.args.<argument>: expected <annotation>, got <value>``
@@ -221,6 +222,8 @@ def check_component_arguments(config: Any, registry: Registry, key: str = "") ->
             check_spec_argument_types(registry, f.metadata[KIND], value, f"{key}{f.name}")
         elif is_dataclass(value) and not isinstance(value, ComponentSpec):
             check_component_arguments(value, registry, f"{key}{f.name}.")
+    if isinstance(config, ConfigSchema):
+        config.check_components(registry)
 
 
 __all__ = [

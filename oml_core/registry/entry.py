@@ -45,6 +45,7 @@ class Entry:
         plugin: The plugin that registered it.
         aliases: Extra names resolving to this entry.
         description: One line for ``oml registry``.
+        every_run: A callback added to every training run (``register(..., every_run=True)``).
     """
 
     kind: str
@@ -53,6 +54,7 @@ class Entry:
     plugin: PluginInfo
     aliases: tuple[str, ...] = field(default=())
     description: str | None = None
+    every_run: bool = False
 
     @property
     def qualified_name(self) -> str:

@@ -22,13 +22,14 @@ process. Each implementation is called with its own ``register`` callback, so wh
 be its own (``oml plugins`` lists it under the plugin; ``plugin:name`` names it when two plugins use one name).
 
 **Beyond components.** :func:`oml_register_commands` adds ``oml`` subcommands and :func:`oml_register_callbacks`
-Lightning callbacks of the training runs; they are registered as the components are (kinds ``command`` and
-``callback``).
+Lightning callbacks of the training runs, those a run names or, registered ``every_run=True``, every run; they
+are registered as the components are (kinds ``command`` and ``callback``).
 
 **What every hook gets.** One argument, ``register``: :class:`RegisterCallback` for the component kinds,
 :class:`RegisterConfigDirCallback` for :func:`oml_register_config_dirs`. A hook returns nothing.
-``register_components`` calls ``register(name, factory, aliases=(), description=None)`` once per row of the
-hook's kind (a plugin does not call it itself; the config-dirs hook calls its ``register(search_path)``):
+``register_components`` calls ``register(name, factory, aliases=(), description=None, every_run=False)`` once
+per row of the hook's kind (a plugin does not call it itself; the config-dirs hook calls its
+``register(search_path)``):
 ``name`` is the name configs use (``extractor: {name: my_net, args: {...}}``), ``factory`` a lazy
 ``"package.module:attr"`` string, imported only when the component is built or described, so that ``oml
 plugins`` stays fast and a missing optional dependency matters only when its component is used (or, where no
@@ -79,9 +80,13 @@ class RegisterCallback(Protocol):
             ``"package.module:attr"`` string naming one.
         aliases: Other names for the same component (OML's old names, short forms).
         description: One line shown by ``oml registry`` and ``oml plugins``.
+        every_run: Add the component to every training run (a callback only: see
+            :func:`oml_register_callbacks`); the ``Component`` row's ``every_run``.
 
     Raises:
-        ValueError: a bad ``name``. TypeError: a ``factory`` that is neither callable nor ``"module:attr"``.
+        ValueError: a bad ``name``; ``every_run=True`` for a kind other than ``callback`` (``loss 'x' of plugin
+            P (dist 1.0): only a callback can be added to every training run (every_run=True), not a loss``).
+        TypeError: a ``factory`` that is neither callable nor ``"module:attr"``; an ``every_run`` not a bool.
         DuplicateRegistrationError: the plugin registers a name (or alias) of the kind twice.
         InterfaceError: a class registered directly that does not subclass the kind's interface.
     """
@@ -93,6 +98,7 @@ class RegisterCallback(Protocol):
         *,
         aliases: Sequence[str] = (),
         description: str | None = None,
+        every_run: bool = False,
     ) -> None: ...
 
 
@@ -362,11 +368,22 @@ def oml_register_callbacks(register: RegisterCallback) -> None:
     callbacks and added, in the list's order, after oml's progress report and before its checkpoints (so that
     what a callback does at the end of an epoch is done when that epoch's checkpoints are written).
 
+    **Every run.** A callback registered with ``every_run=True`` (``Component("callback", "epoch_log", ...,
+    every_run=True)``) is added to every training run without the config naming it, as Lightning adds the
+    callbacks of its ``lightning.pytorch.callbacks_factory`` entry points to every Trainer: built with its
+    default arguments (so its factory must need none, else the run stops before any work, naming it), after
+    the ``callbacks`` of the config, in the plugins' load order, then by name. A run whose ``callbacks`` names
+    it adds it once, there, with the arguments given there; a run switches it off with the config key
+    ``callbacks_disabled`` (a list of names: ``callbacks_disabled: [epoch_log]``), checked before any work (an
+    unknown name, a callback that is not every-run, or one that ``callbacks`` names too: one line). ``oml
+    plugins`` and ``oml registry callback`` mark every-run callbacks ``(every run)``. Any other kind marked
+    ``every_run`` is refused: the plugin fails to load, with a warning naming it and the component.
+
     **Resume.** Lightning saves each callback's ``state_dict()`` in the checkpoint under its ``state_key`` (the
     class name, unless the callback overrides it) and gives it back to the callback of the same ``state_key`` of
     the resumed run (``load_state_dict``); a callback with state that a run may hold twice must override
-    ``state_key`` (with its arguments), as Lightning asks. ``callbacks`` is no run key
-    (:data:`~oml_core.lightning.pipelines.shared.resume.RUN_KEYS`): like the logger, it may differ in a resumed
-    run (the run record keeps the config it was started with); the state of a callback that the resumed run does
-    not have is left unused.
+    ``state_key`` (with its arguments), as Lightning asks. ``callbacks`` and ``callbacks_disabled`` are no run
+    keys (:data:`~oml_core.lightning.pipelines.shared.resume.RUN_KEYS`): like the logger, they may differ in a
+    resumed run (the run record keeps the config it was started with); the state of a callback that the resumed
+    run does not have is left unused. An every-run callback's state goes and comes back as a named one's.
     """

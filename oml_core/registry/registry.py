@@ -49,9 +49,13 @@ from oml_core.registry.specs import (
     is_spec,
     nested_specs,
     parameter_names,
+    required_arguments,
     to_plain,
 )
 from oml_core.utils.imports import resolve
+
+#: The only kind whose components may be registered ``every_run=True`` (added to every training run).
+EVERY_RUN_KIND = "callback"
 
 #: The attribute that :meth:`Registry.build` sets on an exception raised by a component's factory: its entry
 #: (read it with :func:`failed_component`).
@@ -245,11 +249,19 @@ class Registry:
             *,
             aliases: Iterable[str] = (),
             description: str | None = None,
+            every_run: bool = False,
         ) -> None:
             if not isinstance(name, str) or not name or ":" in name:
                 raise ValueError(f"{kind.name} name must be a non-empty string without ':', got {name!r}")
             if not (isinstance(factory, str) and ":" in factory) and not callable(factory):
                 raise TypeError(f"{kind.name} {name!r}: factory must be callable or a 'module:attr' string")
+            if not isinstance(every_run, bool):
+                raise TypeError(f"{kind.name} {name!r}: every_run must be True or False, got {every_run!r}")
+            if every_run and kind.name != EVERY_RUN_KIND:
+                raise ValueError(
+                    f"{kind.name} {name!r} of plugin {info.provider}: only a {EVERY_RUN_KIND} can be added to "
+                    f"every training run (every_run=True), not a {kind.name}"
+                )
             self._check_factory_class(kind, name, factory, info)
             for n in (name, *aliases):
                 if n in kind.reserved:
@@ -261,7 +273,7 @@ class Registry:
                     raise DuplicateRegistrationError(
                         f"plugin {info.provider} registers {kind.name} {n!r} twice"
                     )
-            entry = Entry(kind.name, name, factory, info, tuple(aliases), description)
+            entry = Entry(kind.name, name, factory, info, tuple(aliases), description, every_run)
             taken.update((entry.name, *entry.aliases))
             sink.append(entry)
 
@@ -283,6 +295,15 @@ class Registry:
     def entries(self, kind: str) -> list[Entry]:
         """Every entry of ``kind``, conflicting ones included."""
         return list(self._collect()[get_kind(kind).name])
+
+    def every_run_callbacks(self) -> list[Entry]:
+        """The callbacks registered with ``every_run=True`` (added to every training run), in a stable order: the
+        plugins' load order (:meth:`plugins`), then the name."""
+        load_order = {name: i for i, name in enumerate(self._records)}
+        return sorted(
+            (e for e in self.entries(EVERY_RUN_KIND) if e.every_run),
+            key=lambda e: (load_order[e.plugin.name], e.name),
+        )
 
     def names(self, kind: str) -> list[str]:
         """Sorted distinct names of ``kind`` (aliases not included)."""
@@ -332,7 +353,7 @@ class Registry:
         return " ".join(lines)
 
     def describe(self, kind: str, name: str) -> dict[str, Any]:
-        """Provider, distribution, version, factory, signature and description of one component."""
+        """Provider, distribution, version, factory, signature, description and ``every_run`` of one component."""
         entry = self.get(kind, name)
         try:
             signature = _signature_text(entry.load())
@@ -349,6 +370,7 @@ class Registry:
             "factory": entry.factory_path,
             "signature": signature,
             "description": entry.description,
+            "every_run": entry.every_run,
         }
 
     # ----------------------------------------------------------------------------------------- build
@@ -472,13 +494,7 @@ class Registry:
                     f"{entry.kind} {entry.name!r} ({entry.factory_path}, from {entry.plugin.provider}) got "
                     f"unexpected argument(s) {unexpected}; it accepts: {', '.join(accepted) or '(none)'}"
                 )
-        missing = [
-            n
-            for n, p in params.items()
-            if p.default is p.empty
-            and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
-            and n not in kwargs
-        ]
+        missing = [n for n in required_arguments(factory) if n not in kwargs]
         if missing:
             raise MissingArgumentError(
                 f"{entry.kind} {entry.name!r} ({entry.factory_path}) is missing required argument(s) {missing}"

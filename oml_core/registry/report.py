@@ -1,6 +1,7 @@
 """What ``oml plugins`` reports about each plugin: a json-ready row per plugin, built from a loaded registry.
 
-A row is ``{"name", "distribution", "version", "hooks", "provides": {kind: [names]}, "error"}``, and, when the
+A row is ``{"name", "distribution", "version", "hooks", "provides": {kind: [names]}, "every_run": [names],
+"error"}`` (``every_run``: those of its callbacks that are added to every training run), and, when the
 components are checked, ``"broken"``: the one-line errors of the components that do not import.
 """
 
@@ -35,6 +36,7 @@ def plugin_row(registry: Registry, record: PluginRecord, check: bool = False) ->
     row = failed_row(record.info, record.error)
     row["hooks"] = list(record.hooks)
     row["provides"] = _provided(registry, record.info)
+    row["every_run"] = sorted(e.name for e in registry.every_run_callbacks() if e.plugin == record.info)
     if check:
         row["broken"] = broken_components(registry, record.info)
     return row
@@ -48,6 +50,7 @@ def failed_row(info: PluginInfo, error: str | None) -> dict[str, Any]:
         "version": info.version,
         "hooks": [],
         "provides": {},
+        "every_run": [],
         "error": error,
     }
 

@@ -64,6 +64,20 @@ def parameter_names(factory: Callable[..., Any]) -> set[str]:
         return set()
 
 
+def required_arguments(factory: Callable[..., Any]) -> list[str]:
+    """The parameters of ``factory`` that a keyword call must give: those without a default, but ``*args`` and
+    ``**kwargs`` (and positional-only ones, which a keyword call cannot give); none without a signature."""
+    try:
+        params = inspect.signature(factory).parameters
+    except (TypeError, ValueError):
+        return []
+    return [
+        n
+        for n, p in params.items()
+        if p.default is p.empty and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+    ]
+
+
 def nested_specs(
     factory: Callable[..., Any], args: Mapping[str, Any]
 ) -> Iterator[tuple[str, str | None, Any]]:

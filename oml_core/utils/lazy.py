@@ -80,6 +80,7 @@ class Component(NamedTuple):
         aliases: Other names registered for it.
         export: The package exports the factory's ``attr`` at its top level, under that name, when it takes its
             exports from the table (:func:`table_exports`); only a string factory can be exported.
+        every_run: A callback added to every training run (``oml_register_callbacks``); refused for other kinds.
     """
 
     kind: str
@@ -88,6 +89,7 @@ class Component(NamedTuple):
     description: str
     aliases: tuple[str, ...] = ()
     export: bool = True
+    every_run: bool = False
 
     @property
     def export_name(self) -> str:
@@ -115,9 +117,9 @@ class Component(NamedTuple):
 
 
 def register_components(register: RegisterCallback, components: Iterable[Component], kind: str) -> None:
-    """Call ``register(name, factory, aliases=..., description=...)`` for every component of ``kind`` in
-    ``components``, in their order: the body of a plugin's hook of ``kind``, which passes its ``register``
-    callback (:class:`~oml_core.registry.hookspecs.RegisterCallback`)."""
+    """Call ``register(name, factory, aliases=..., description=..., every_run=...)`` for every component of
+    ``kind`` in ``components``, in their order: the body of a plugin's hook of ``kind``, which passes its
+    ``register`` callback (:class:`~oml_core.registry.hookspecs.RegisterCallback`)."""
     for component in components:
         if component.kind == kind:
             register(
@@ -125,6 +127,7 @@ def register_components(register: RegisterCallback, components: Iterable[Compone
                 component.factory,
                 aliases=component.aliases,
                 description=component.description,
+                every_run=component.every_run,
             )
 
 

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from oml_core.config.callbacks import plugin_callback_specs
 from oml_core.config.components import build_component, spec_of
 from oml_core.engine import merge_trainer_args
 from oml_core.lightning.pipelines.shared.common import DEFAULT_LOGGER
@@ -166,8 +167,10 @@ def run_callbacks(
 
     - ``metric_callback``, then :class:`ValidationHistory` and :class:`ValidateAfterLastEpoch` (the last epoch
       always validates), then the progress report (:func:`progress_callbacks`);
-    - the plugins' callbacks of the config key ``callbacks``, built by ``registry`` in the list's order (see
-      ``oml_register_callbacks``);
+    - the plugins' callbacks of the config key ``callbacks``, built by ``registry`` in the list's order, then
+      the plugins' every-run callbacks that the config neither names nor switches off (``callbacks_disabled``),
+      with their default arguments (:func:`~oml_core.config.callbacks.plugin_callback_specs`;
+      see ``oml_register_callbacks``);
     - ``best.ckpt`` (the best ``metric_for_checkpointing`` by ``mode_for_checkpointing``, written at the end of
       a validation that improves it: :class:`~oml_core.lightning.callbacks.checkpoint.BestCheckpoint`), then
       ``last.ckpt`` (every ``checkpoint_every_seconds``, every ``checkpoint_every_n_steps`` steps when set, at the
@@ -207,8 +210,8 @@ def run_callbacks(
         ValidateAfterLastEpoch(),
         *progress_callbacks(trainer_args, config.metric_for_checkpointing),
         *(
-            build_component(registry, "callback", spec, f"callbacks[{i}]", config.pipeline)
-            for i, spec in enumerate(config.callbacks)
+            build_component(registry, "callback", spec, key, config.pipeline)
+            for key, spec in plugin_callback_specs(registry, config.callbacks, config.callbacks_disabled)
         ),
         best,
         last,
