@@ -10,10 +10,12 @@ from torch import Tensor, nn
 
 from oml_core.interfaces.models import IExtractor
 from oml_core.registry import UnknownNameError
+from oml_core.utils.checkpoints import CheckpointError
+from oml_core.zoo.extractor import ZooExtractor
 from oml_core.zoo.weights import load_weights, looks_like_path
 
 
-class Recorder(IExtractor):
+class Recorder(ZooExtractor):
     """``head(backbone(x))``; records what :meth:`load_pretrained` is given instead of loading it."""
 
     def __init__(self) -> None:
@@ -87,8 +89,6 @@ class Holder(IExtractor):
 
 
 def test_prefixes_that_the_target_keeps(tmp_path: Path) -> None:
-    from oml_core.utils.checkpoints import CheckpointError
-
     torch.manual_seed(1)
     source = Holder()
     path = tmp_path / "ddp.pth"
@@ -130,6 +130,28 @@ def test_a_zoo_key_is_read_from_the_cache_and_given_to_load_pretrained(
     [(state_dict, source)] = model.pretrained
     assert source == "resnet18_imagenet1k_v1"
     assert state_dict.keys() == {"w"} and torch.equal(state_dict["w"], tensors["w"])
+
+
+def test_a_zoo_key_goes_strictly_into_an_extractor_that_is_not_a_zoo_extractor(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a plain IExtractor has no load_pretrained: the zoo's state dict is loaded into the whole of it, strictly
+    monkeypatch.setenv("OML_WEIGHTS_DIR", str(tmp_path))
+    monkeypatch.setenv("OML_SKIP_WEIGHTS_CHECK", "1")  # fake weights under a real zoo name
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    torch.manual_seed(3)
+    source = Holder()
+    torch.save(source.state_dict(), tmp_path / "resnet18-f37072fd.pth")
+    torch.manual_seed(4)
+    model = Holder()
+    assert not _same(model, source)
+    load_weights(model, "resnet18_imagenet1k_v1")
+    assert _same(model, source)
+    torch.save({"w": torch.arange(3.0)}, tmp_path / "resnet18-f37072fd.pth")
+    with pytest.raises(
+        CheckpointError, match=r"'resnet18_imagenet1k_v1' does not match Holder: missing keys \(2\)"
+    ):
+        load_weights(Holder(), "resnet18_imagenet1k_v1")
 
 
 def test_an_unknown_key_lists_close_ones() -> None:

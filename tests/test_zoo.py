@@ -1,6 +1,6 @@
 """The pretrained zoo of the core: registration, download to the cache (file:// urls: no network), md5,
-the check of cached files (hashed once, remembered in a sidecar), offline errors, conversion and
-``IExtractor.from_pretrained``."""
+the check of cached files (hashed once, remembered in a sidecar), offline errors, conversion,
+``ZooExtractor.from_pretrained`` and OML's own ``IExtractor.from_pretrained``, which knows no zoo."""
 
 from __future__ import annotations
 
@@ -36,10 +36,11 @@ from oml_core.zoo import (
     pretrained_keys,
     weights_cache_dir,
 )
+from oml_core.zoo.extractor import ZooExtractor
 from oml_core.zoo.store import check_cached_checkpoint, digests_sidecar
 
 
-class TinyExtractor(IExtractor):
+class TinyExtractor(ZooExtractor):
     def __init__(self, weights: str | None, dim: int = 3, scale: float = 1.0) -> None:
         super().__init__()
         self.linear = nn.Linear(4, dim)
@@ -189,7 +190,7 @@ def test_a_file_put_in_the_cache_by_hand_is_used(weights_dir: Path, tmp_path: Pa
     weights_dir.mkdir()
     tensors, _ = write_upstream(weights_dir / "tiny_v1.pth", seed=5)
     registry = make_registry(tmp_path / "never_there.pth", None)
-    model = IExtractor.from_pretrained("tiny_v1", registry=registry)  # builds the key's own class
+    model = ZooExtractor.from_pretrained("tiny_v1", registry=registry)  # builds the key's own class
     assert type(model) is TinyExtractor
     torch.testing.assert_close(model.linear.bias, tensors["b"])
 
@@ -232,6 +233,60 @@ def test_pretrained_models_is_a_view_of_the_default_zoo(
         "tiny_v1",
     ]  # OtherExtractor is a TinyExtractor
     assert list(OtherExtractor.pretrained_models) == ["other_v1"]
+
+
+class OwnCheckpoints(IExtractor):
+    """A user's extractor listing its checkpoints in its own dictionary, in OML's format (no zoo)."""
+
+    pretrained_models = {
+        "own_v1": {"init_args": {"dim": 2}, "url": "https://example.com/own_v1.pth", "hash": "0123ab"},
+        "own_v2": {"init_args": {"dim": 5, "scale": 0.5}, "url": "https://example.com/own_v2.pth"},
+    }
+
+    def __init__(self, weights: str | None, dim: int = 3, scale: float = 1.0) -> None:
+        super().__init__()
+        self.weights = weights  # loading them is the constructor's business, as in OML
+        self.linear = nn.Linear(4, dim)
+        self.scale = scale
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.linear(x) * self.scale
+
+    @property
+    def feat_dim(self) -> int:
+        return self.linear.out_features
+
+
+def test_the_interface_builds_from_the_classs_own_dictionary_as_oml(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def no_registry() -> Registry:
+        raise AssertionError("the interface looked the zoo up")
+
+    monkeypatch.setattr(oml_core.registry, "default_registry", no_registry)
+    model = OwnCheckpoints.from_pretrained("own_v1", scale=3.0)  # cls(weights=key, **init_args, **kwargs)
+    assert (model.weights, model.feat_dim, model.scale) == ("own_v1", 2, 3.0)
+    model = OwnCheckpoints.from_pretrained("own_v2")
+    assert (model.weights, model.feat_dim, model.scale) == ("own_v2", 5, 0.5)
+    with pytest.raises(
+        KeyError,
+        match=r"There is no pretrained model own_v3\. The existing ones are \['own_v1', 'own_v2'\]\.",
+    ):
+        OwnCheckpoints.from_pretrained("own_v3")
+    with pytest.raises(TypeError, match="multiple values for keyword argument 'dim'"):
+        OwnCheckpoints.from_pretrained("own_v1", dim=7)  # as OML's: kwargs add to init_args, never replace
+    # OML's IExtractor lists no checkpoint; the zoo's are built by the zoo's extractors, as the message says
+    monkeypatch.setattr(
+        oml_core.registry, "default_registry", lambda: make_registry(tmp_path / "x.pth", None)
+    )
+    with pytest.raises(
+        KeyError, match=r"tiny_v1\. The existing ones are \[\]\..*ZooExtractor\.from_pretrained"
+    ):
+        IExtractor.from_pretrained("tiny_v1")
+    assert IExtractor.pretrained_models == {} and list(ZooExtractor.pretrained_models) == [
+        "other_v1",
+        "tiny_v1",
+    ]
 
 
 def test_bad_entries_are_rejected() -> None:

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
 from torch import Tensor
 from torch.utils.data import Dataset
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    import numpy as np
 
 
 class IBaseDataset(Dataset):

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from pathlib import Path
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from torch import Tensor
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 
 class KnnSearchResult(NamedTuple):

@@ -3,50 +3,16 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Mapping
 from typing import Any
 
 from torch import Tensor, nn
 
 
-def _zoo_class(extractor_name: str, registry: Any) -> type:
-    """The class registered as the extractor ``extractor_name`` (``default_registry()`` if ``registry`` is
-    ``None``)."""
-    from oml_core.zoo.store import registry_or_default
-
-    factory = registry_or_default(registry).get("extractor", extractor_name).load()
-    if not isinstance(factory, type):
-        raise TypeError(
-            f"the extractor {extractor_name!r} of the zoo is registered with a function, not a class"
-        )
-    return factory
-
-
-class _ZooView:
-    """``cls.pretrained_models``: ``{key: PretrainedModel}`` of the zoo checkpoints of the extractor class
-    ``cls`` (as OML's attribute), read from the default registry when accessed."""
-
-    def __get__(self, instance: Any, owner: type[IExtractor]) -> dict[str, Any]:
-        from oml_core.registry import UnknownNameError
-        from oml_core.zoo.store import get_pretrained, pretrained_keys
-
-        view = {}
-        for key in pretrained_keys():
-            entry = get_pretrained(key)
-            try:
-                factory = _zoo_class(entry.extractor, None)
-            except UnknownNameError:  # a checkpoint of an extractor that is not installed: not this class's
-                continue
-            if issubclass(factory, owner):
-                view[key] = entry
-        return view
-
-
 class IExtractor(nn.Module, ABC):
     """Models have to inherit this interface to be comparable with the rest of the library.
 
-    An extractor maps a batch of inputs to a batch of embeddings ``[batch_size, feat_dim]``. Its pretrained
-    checkpoints live in the zoo (:mod:`oml_core.zoo`): ``cls.pretrained_models`` lists them,
-    :meth:`from_pretrained` builds the extractor with one.
+    An extractor maps a batch of inputs to a batch of embeddings ``[batch_size, feat_dim]``.
 
     The contract of an extractor that a plugin registers (``oml_register_extractors``):
 
@@ -58,10 +24,18 @@ class IExtractor(nn.Module, ABC):
       ``model.``, ``extractor.``, ``module.`` stripped, the ``criterion.`` keys of a training checkpoint
       dropped, the rest loaded strictly). A constructor that names ``weights`` loads them itself, usually with
       :func:`~oml_core.zoo.weights.load_weights` too (``target=`` a part of the model, ``ignore=`` more keys);
-    - override :meth:`load_pretrained` when the zoo's checkpoints hold a part of the extractor only.
+    - an extractor whose checkpoints a plugin registers in the pretrained zoo (``oml_register_pretrained``)
+      subclasses :class:`oml_core.zoo.extractor.ZooExtractor`, this interface with the zoo's
+      ``pretrained_models``, ``from_pretrained`` and ``load_pretrained``.
+
+    This interface knows no zoo: as OML's, :attr:`pretrained_models` is a dictionary that a subclass fills with
+    its own checkpoints, ``{key: {"init_args": {...}, ...}}``, and :meth:`from_pretrained` builds the subclass
+    with one of them.
     """
 
-    pretrained_models = _ZooView()
+    #: OML's checkpoints of a subclass: ``{key: {"init_args": {constructor arguments}, ...}}``, read by
+    #: :meth:`from_pretrained`; the constructor gets the key as ``weights`` and loads it. Empty here.
+    pretrained_models: Mapping[str, Any] = {}
 
     @property
     @abstractmethod
@@ -72,58 +46,26 @@ class IExtractor(nn.Module, ABC):
         """Return the embeddings of ``x``; the same as ``forward`` unless a model needs otherwise."""
         return self.forward(x)
 
-    def load_pretrained(self, state_dict: dict[str, Tensor], source: str) -> None:
-        """Load the (converted) state dict of a zoo checkpoint; strictly into the whole extractor by default.
-
-        An extractor whose zoo checkpoints hold only a part of it (the backbone of an extractor with a head)
-        overrides this.
-
-        Raises:
-            CheckpointError: missing or unexpected keys, or shapes that differ; the message names ``source``.
-        """
-        from oml_core.utils.checkpoints import load_state_dict_strict
-
-        load_state_dict_strict(self, state_dict, source)
-
     @classmethod
-    def from_pretrained(cls, weights: str, registry: Any = None, **kwargs: Any) -> IExtractor:
-        """Build the extractor with the zoo checkpoint ``weights``, or with a local checkpoint file.
-
-        A zoo key (``"vits16_dino"``): the checkpoint's constructor arguments (overridden by ``kwargs``) build
-        the registered extractor of the checkpoint (``cls`` or a subclass: ``IExtractor.from_pretrained(key)``
-        builds whichever extractor the key is for) with random weights; then the checkpoint, from the weights
-        cache or downloaded there once (:func:`~oml_core.zoo.store.pretrained_checkpoint`), is converted and
-        loaded with :meth:`load_pretrained`. A path to an existing file: ``cls(weights=path, **kwargs)``.
+    def from_pretrained(cls, weights: str, **kwargs: Any) -> IExtractor:
+        """Build the extractor with its checkpoint ``weights``, as OML does:
+        ``cls(weights=weights, **cls.pretrained_models[weights]["init_args"], **kwargs)``.
 
         Args:
-            weights: A key of the zoo (``oml registry pretrained``), or a path to a checkpoint file.
-            registry: Where the zoo is looked up (``default_registry()`` when ``None``).
-            kwargs: Constructor arguments overriding the ones stored with the checkpoint.
+            weights: A key of :attr:`pretrained_models`.
+            kwargs: More constructor arguments (they must not repeat one of the checkpoint's ``init_args``).
 
         Raises:
-            UnknownNameError: ``weights`` is neither a file nor a key of the zoo (close keys are suggested).
-            TypeError: the key's checkpoint is for an extractor that is not ``cls`` or a subclass of it.
-            PretrainedDownloadError: the file is not in the cache and cannot be downloaded.
+            KeyError: ``weights`` is not a key of :attr:`pretrained_models` (the message lists its keys, and
+                names where the zoo's checkpoints are built).
         """
-        from pathlib import Path
-
-        from oml_core.zoo.store import get_pretrained, load_pretrained_state_dict, registry_or_default
-
-        if Path(weights).is_file():
-            return cls(weights=weights, **kwargs)
-        registry = registry_or_default(registry)
-        entry = get_pretrained(weights, registry)
-        factory = _zoo_class(entry.extractor, registry)
-        if not issubclass(factory, cls):
-            raise TypeError(
-                f"the pretrained checkpoint {weights!r} is for the extractor {entry.extractor!r} "
-                f"({factory.__name__}), not for {cls.__name__}"
+        if weights not in cls.pretrained_models:
+            raise KeyError(
+                f"There is no pretrained model {weights}. The existing ones are {list(cls.pretrained_models)}. "
+                f"(The checkpoints of the pretrained zoo, `oml registry pretrained`, are built by the zoo's "
+                f"extractors: oml_core.zoo.ZooExtractor.from_pretrained.)"
             )
-        # built by the registry: nested {name, args} specs of init_args (a backbone) come from it too
-        args = {**entry.init_args, **kwargs, "weights": None}
-        model = registry.build("extractor", {"name": entry.extractor, "args": args})
-        model.load_pretrained(load_pretrained_state_dict(weights, registry), source=weights)
-        return model
+        return cls(weights=weights, **cls.pretrained_models[weights]["init_args"], **kwargs)
 
 
 class IPairwiseModel(nn.Module, ABC):

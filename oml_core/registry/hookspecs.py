@@ -297,11 +297,12 @@ def oml_register_knn_backends(register: RegisterCallback) -> None:
 
 @hookspec
 def oml_register_pretrained(register: RegisterCallback) -> None:
-    """Register checkpoints of the pretrained zoo (``weights: <key>``, ``IExtractor.from_pretrained(key)``).
+    """Register checkpoints of the pretrained zoo (``weights: <key>``, ``<Extractor>.from_pretrained(key)``).
 
     The factory returns a :class:`~oml_core.zoo.PretrainedModel` (the extractor's registered name, its
     constructor arguments, the url, digests, file name, transforms and converter); it must not download or import
-    torch: ``oml registry pretrained`` lists the zoo by calling it.
+    torch: ``oml registry pretrained`` lists the zoo by calling it. The extractor subclasses
+    :class:`~oml_core.zoo.extractor.ZooExtractor`, whose ``from_pretrained`` and ``pretrained_models`` read the zoo.
     """
 
 

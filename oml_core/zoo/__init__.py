@@ -1,7 +1,8 @@
 """The pretrained zoo: checkpoints registered by plugins (``oml_register_pretrained``), downloaded once to a
 cache, md5-checked (a cached file hashed once, its digests remembered in a sidecar), converted to the
 extractors' format. See :mod:`oml_core.zoo.store`. :func:`~oml_core.zoo.weights.load_weights` (the ``weights`` of
-an extractor) is imported on first access: the zoo's paths are read without importing torch."""
+an extractor) and :class:`~oml_core.zoo.extractor.ZooExtractor` (the base of the extractors with checkpoints in
+the zoo) are imported on first access: the zoo's paths are read without importing torch."""
 
 from typing import TYPE_CHECKING
 
@@ -21,6 +22,7 @@ from oml_core.zoo.store import (
 )
 
 if TYPE_CHECKING:
+    from oml_core.zoo.extractor import ZooExtractor
     from oml_core.zoo.weights import load_weights
 
 __all__ = [
@@ -28,6 +30,7 @@ __all__ = [
     "PretrainedChecksumError",
     "PretrainedDownloadError",
     "PretrainedModel",
+    "ZooExtractor",
     "check_cached_checkpoint",
     "download_checkpoint",
     "get_pretrained",
@@ -39,4 +42,6 @@ __all__ = [
     "weights_cache_dir",
 ]
 
-__getattr__, __dir__ = lazy_exports(__name__, {"load_weights": "oml_core.zoo.weights"})
+__getattr__, __dir__ = lazy_exports(
+    __name__, {"load_weights": "oml_core.zoo.weights", "ZooExtractor": "oml_core.zoo.extractor"}
+)

@@ -14,10 +14,11 @@ from typing import TYPE_CHECKING
 
 from torch import nn
 
-from oml_core.utils.checkpoints import WRAPPER_PREFIXES, load_checkpoint
+from oml_core.utils.checkpoints import WRAPPER_PREFIXES, load_checkpoint, load_state_dict_strict
+from oml_core.zoo.extractor import ZooExtractor
 from oml_core.zoo.store import load_pretrained_state_dict
 
-if TYPE_CHECKING:  # the interface names this module in its contract; no import at run time
+if TYPE_CHECKING:
     from oml_core.interfaces.models import IExtractor
 
 #: Suffixes of checkpoint files: a string ending so (or holding a ``/``) is a path, never a zoo key.
@@ -45,8 +46,9 @@ def load_weights(
       ``extractor.``, ``module.`` by default; give fewer when the target's own keys start with one of them)
       and dropping the keys that start with one of ``ignore``
       (:func:`~oml_core.utils.checkpoints.load_checkpoint`).
-    - Any other ``str``: a key of the pretrained zoo, downloaded once to the weights cache, converted and loaded
-      with ``extractor.load_pretrained`` (:func:`~oml_core.zoo.load_pretrained_state_dict`).
+    - Any other ``str``: a key of the pretrained zoo, downloaded once to the weights cache and converted
+      (:func:`~oml_core.zoo.load_pretrained_state_dict`), then loaded with ``extractor.load_pretrained`` (a
+      :class:`~oml_core.zoo.extractor.ZooExtractor`), or strictly into the whole ``extractor`` (any other).
 
     Raises:
         TypeError: ``weights`` is neither ``None``, a ``str`` nor a ``Path``.
@@ -65,7 +67,11 @@ def load_weights(
     if isinstance(weights, Path) or Path(weights).is_file() or looks_like_path(weights):
         load_checkpoint(extractor if target is None else target, weights, prefixes=prefixes, ignore=ignore)
         return
-    extractor.load_pretrained(load_pretrained_state_dict(weights), source=weights)
+    state_dict = load_pretrained_state_dict(weights)
+    if isinstance(extractor, ZooExtractor):
+        extractor.load_pretrained(state_dict, source=weights)
+    else:
+        load_state_dict_strict(extractor, state_dict, weights)
 
 
 __all__ = ["CHECKPOINT_SUFFIXES", "load_weights", "looks_like_path"]

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 import torch.nn.functional as F
 from torch import Tensor
 
-from oml_core.interfaces.models import IExtractor
+from oml_core.zoo.extractor import ZooExtractor
 from oml_core.zoo.weights import load_weights
 from oml_models.archs import check_arch
 from oml_models.extras import requires_extra
@@ -91,7 +91,7 @@ def check_image_size(x: Tensor, image_size: int, extractor: str) -> None:
         )
 
 
-class ViTCLIPExtractor(IExtractor):
+class ViTCLIPExtractor(ZooExtractor):
     """The image encoder of CLIP (OpenAI's ViT-B/16, ViT-B/32, ViT-L/14, ViT-L/14@336px architectures).
 
     ``forward(x)`` maps images ``[B, 3, S, S]``, ``S`` the arch's resolution (224, or 336 for

@@ -13,6 +13,7 @@ from torchvision.ops import MLP
 
 from oml_core.interfaces.models import IExtractor, IFreezable
 from oml_core.utils.checkpoints import drop_keys, strip_prefixes
+from oml_core.zoo.extractor import ZooExtractor
 from oml_core.zoo.weights import load_weights
 
 #: Prefixes that wrap an ``ExtractorWithMLP``'s keys in a checkpoint (a LightningModule's ``model.``, DDP's
@@ -42,7 +43,7 @@ def _check_mlp_features(mlp_features: Sequence[int]) -> list[int]:
     return sizes
 
 
-class ExtractorWithMLP(IExtractor, IFreezable):
+class ExtractorWithMLP(ZooExtractor, IFreezable):
     """An extractor followed by an MLP head: ``forward(x) = projection(extractor(x))``.
 
     The head is torchvision's ``MLP(extractor.feat_dim, mlp_features)``: for every size but the last a

@@ -11,9 +11,9 @@ from PIL import Image
 from torch import Tensor, nn
 from torchvision.models import ResNet, resnet18, resnet34, resnet50, resnet101, resnet152
 
-from oml_core.interfaces.models import IExtractor
 from oml_core.utils.checkpoints import drop_keys, load_state_dict_strict
 from oml_core.utils.images import to_rgb8
+from oml_core.zoo.extractor import ZooExtractor
 from oml_core.zoo.weights import load_weights
 from oml_models.archs import check_arch
 from oml_models.gradcam import grad_cam, overlay_heatmap
@@ -42,7 +42,7 @@ def _image_to_array(image: np.ndarray | Image.Image) -> np.ndarray:
     )
 
 
-class ResnetExtractor(IExtractor):
+class ResnetExtractor(ZooExtractor):
     """The extractors that follow the ResNet architecture (torchvision's ``resnet18`` ... ``resnet152``).
 
     ``forward(x)`` maps images ``[B, 3, H, W]`` to embeddings ``[B, feat_dim]``: the ResNet trunk, then the

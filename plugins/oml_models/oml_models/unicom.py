@@ -7,14 +7,14 @@ from pathlib import Path
 import torch.nn.functional as F
 from torch import Tensor
 
-from oml_core.interfaces.models import IExtractor
+from oml_core.zoo.extractor import ZooExtractor
 from oml_core.zoo.weights import load_weights
 from oml_models.archs import check_arch
 from oml_models.clip import check_image_size
 from oml_models.unicom_vit import UNICOM_ARCHS, UnicomArch, UnicomVisionTransformer
 
 
-class ViTUnicomExtractor(IExtractor):
+class ViTUnicomExtractor(ZooExtractor):
     """The Unicom extractors (deepglint/unicom: ViT-B/32, ViT-B/16, ViT-L/14, ViT-L/14@336px).
 
     ``forward(x)`` maps images ``[B, 3, S, S]``, ``S`` the arch's resolution (224, or 336 for

@@ -10,14 +10,14 @@ import torch.nn.functional as F
 from PIL import Image
 from torch import Tensor
 
-from oml_core.interfaces.models import IExtractor
+from oml_core.zoo.extractor import ZooExtractor
 from oml_core.zoo.weights import load_weights
 from oml_models.archs import check_arch
 from oml_models.vit_attention import draw_attention
 from oml_models.vit_backbone import VIT_ARCHS, DinoVisionTransformer, ViTArch
 
 
-class ViTExtractor(IExtractor):
+class ViTExtractor(ZooExtractor):
     """The extractors that follow the VisualTransformer architecture: DINO's and DINOv2's.
 
     ``forward(x)`` maps images ``[B, 3, H, W]`` (any size of at least one patch; several sizes with

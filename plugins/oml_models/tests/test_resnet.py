@@ -14,6 +14,7 @@ from torch import nn
 from oml_core.interfaces.models import IExtractor
 from oml_core.registry import Registry, UnknownNameError
 from oml_core.utils.checkpoints import strip_prefixes
+from oml_core.zoo.extractor import ZooExtractor
 
 FEAT_DIMS = {"resnet18": 512, "resnet34": 512, "resnet50": 2048, "resnet101": 2048, "resnet152": 2048}
 ARCHS = ["resnet18", "resnet34", "resnet50", "resnet50_projector", "resnet101", "resnet152"]
@@ -327,7 +328,7 @@ def test_imagenet_row_loads_a_torchvision_file_without_network(offline_weights_d
         expected = _trunk(reference, x).mean(dim=(2, 3))  # average pooling, fc removed
         for model in (
             ResnetExtractor.from_pretrained("resnet18_imagenet1k_v1"),
-            IExtractor.from_pretrained("resnet18_imagenet1k_v1"),
+            ZooExtractor.from_pretrained("resnet18_imagenet1k_v1"),
             ResnetExtractor(
                 "resnet18_imagenet1k_v1", "resnet18", None, remove_fc=True, normalise_features=False
             ),
