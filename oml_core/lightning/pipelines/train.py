@@ -14,8 +14,8 @@ from torch.utils.data import DataLoader
 
 from oml_core.config.components import build_component
 from oml_core.config.data import build_dataset_component, check_datasets, dataset_of
-from oml_core.config.schemas import ConfigSchema, ExtractorTrainingConfig
-from oml_core.config.validate import as_config, check_component_arguments, validate_config
+from oml_core.config.schemas import ExtractorTrainingConfig
+from oml_core.config.validate import check_component_arguments, validate_config
 from oml_core.engine import (
     CHECKPOINTS_FOLDER,
     FIGURES_FOLDER,
@@ -175,7 +175,6 @@ def extractor_training_pipeline(
             (``NonFiniteLossError``); both name the last good checkpoint.
     """
     config = cast(ExtractorTrainingConfig, validate_config(cfg, PIPELINE))
-    given = plain(cfg) if isinstance(cfg, ConfigSchema) else as_config(cfg)  # for the logger, as it was given
     registry = registry or default_registry()
     check_component_arguments(config, registry)
     engine = parse_engine_params(
@@ -223,7 +222,7 @@ def extractor_training_pipeline(
         metric=metric, log_images=config.log_images, figures_dir=run_dir / FIGURES_FOLDER
     )
     logger = build_logger(registry, resumed_logger_spec(registry, config.logger, resume), run_dir)
-    rank_zero_only(logger.log_pipeline_info)(given)
+    rank_zero_only(logger.log_pipeline_info)(plain(config))
     interrupt = InterruptRequest()
     run = run_callbacks(
         config,
