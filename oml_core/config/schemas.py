@@ -202,7 +202,7 @@ _METRIC_ARGS_DOC = (
 )
 _LOG_IMAGES_DOC = (
     "True: PNG figures of the worst queries of every per-query metric (after re-ranking, with a post-processor) "
-    "in `<run dir>/figures/`, and in the logger."
+    "in `<run dir>/figures/` (in a training: `figures/epoch_<n>/`), and in the logger."
 )
 _LOGGER_DOC = (
     "The pipeline's logger (`oml registry logger`), given the run's config; null: TensorBoard, in the run's "
