@@ -14,16 +14,17 @@
 ``oml --version`` prints ``oml-core <version>``, then one line per installed plugin distribution, ``<distribution>
 <version>``, from the distributions' metadata (``oml --version`` and ``oml --help`` import no plugin). ``oml COMMAND
 --help`` explains a pipeline's overrides (hydra's ``KEY=VALUE``; ``GROUP@KEY=OPTION`` among them replaces a
-component whole, ``loss@criterion=arcface``, see :mod:`oml_core.config.compose`) and names its default config file;
+component whole, ``loss@criterion=arcface``, see :mod:`oml_core.config.compose`), names its default config file and
+ends with its config keys (:mod:`oml_core.config.reference`: each key, what it expects, its default and its doc);
 ``--show-config`` (hydra's ``--cfg job``, ``-c job``) prints the config as the pipeline would run it, composed with
-the overrides and its interpolations resolved, as yaml, and runs nothing. A flag in argparse's style that names a
-key of the pipeline's config schema is that key's override (``--max-epochs 3``, ``--max_epochs=3``: ``max_epochs=3``);
-any other flag is an error that says how to write it. ``oml registry KIND NAME`` shows one
-component: its provider, its factory's arguments with their defaults and its default config. ``oml plugins --check``
-loads each plugin and imports its components in a process of its own (a plugin that hangs for more than
-``--timeout`` seconds in one step, exits or crashes is named, see :mod:`oml_core.registry.isolation`) and ends with
-a verdict, ``OK: <n> plugins, <m> components load`` or ``FAILED: <p> problems in <q> plugins (see above)``, on
-stdout; with ``--format json`` stdout is the json report alone and the verdict goes to stderr.
+the overrides and its interpolations resolved, as yaml, each key's doc a ``#`` comment above it, and runs nothing. A
+flag in argparse's style that names a key of the pipeline's config schema is that key's override (``--max-epochs
+3``, ``--max_epochs=3``: ``max_epochs=3``); any other flag is an error that says how to write it. ``oml registry
+KIND NAME`` shows one component: its provider, its factory's arguments with their defaults and its default config.
+``oml plugins --check`` loads each plugin and imports its components in a process of its own (a plugin that hangs
+for more than ``--timeout`` seconds in one step, exits or crashes is named, see :mod:`oml_core.registry.isolation`)
+and ends with a verdict, ``OK: <n> plugins, <m> components load`` or ``FAILED: <p> problems in <q> plugins (see
+above)``, on stdout; with ``--format json`` stdout is the json report alone and the verdict goes to stderr.
 
 ``oml index build`` builds a gallery index (:class:`~oml_core.index.GalleryIndex`) from its default config
 ``index_build.yaml`` (the mock dataset, a seeded random ResNet18, the ``exact`` knn backend, a threshold

@@ -115,9 +115,9 @@ def help_section(pipeline: str, width: int = WIDTH) -> str:
 
 
 def commented_yaml(config: Mapping[str, Any], pipeline: str, width: int = WIDTH) -> str:
-    """``config`` (plain containers, its interpolations resolved) as block-style yaml, a blank line between top-level keys, each one that
-    ``pipeline``'s schema knows preceded by its doc as ``#`` comment lines (a key of the user's own has none):
-    ``yaml.safe_load`` of the text is ``config``.
+    """``config`` (plain containers, its interpolations resolved) as block-style yaml, a blank line between its
+    top-level keys, each one that ``pipeline``'s schema knows preceded by its doc as ``#`` comment lines (a key of
+    the user's own has none): ``yaml.safe_load`` of the text is ``config``.
 
     Raises:
         ValueError: no pipeline has that name.
