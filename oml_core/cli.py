@@ -14,16 +14,17 @@
 ``oml --version`` prints ``oml-core <version>``, then one line per installed plugin distribution, ``<distribution>
 <version>``, from the distributions' metadata (``oml --version`` and ``oml --help`` import no plugin). ``oml COMMAND
 --help`` explains a pipeline's overrides (hydra's ``KEY=VALUE``; ``GROUP@KEY=OPTION`` among them replaces a
-component whole, ``loss@criterion=arcface``, see :mod:`oml_core.config.compose`) and names its default config file;
+component whole, ``loss@criterion=arcface``, see :mod:`oml_core.config.compose`), names its default config file and
+ends with its config keys (:mod:`oml_core.config.reference`: each key, what it expects, its default and its doc);
 ``--show-config`` (hydra's ``--cfg job``, ``-c job``) prints the config as the pipeline would run it, composed with
-the overrides and its interpolations resolved, as yaml, and runs nothing. A flag in argparse's style that names a
-key of the pipeline's config schema is that key's override (``--max-epochs 3``, ``--max_epochs=3``: ``max_epochs=3``);
-any other flag is an error that says how to write it. ``oml registry KIND NAME`` shows one
-component: its provider, its factory's arguments with their defaults and its default config. ``oml plugins --check``
-loads each plugin and imports its components in a process of its own (a plugin that hangs for more than
-``--timeout`` seconds in one step, exits or crashes is named, see :mod:`oml_core.registry.isolation`) and ends with
-a verdict, ``OK: <n> plugins, <m> components load`` or ``FAILED: <p> problems in <q> plugins (see above)``, on
-stdout; with ``--format json`` stdout is the json report alone and the verdict goes to stderr.
+the overrides and its interpolations resolved, as yaml, each key's doc a ``#`` comment above it, and runs nothing. A
+flag in argparse's style that names a key of the pipeline's config schema is that key's override (``--max-epochs
+3``, ``--max_epochs=3``: ``max_epochs=3``); any other flag is an error that says how to write it. ``oml registry
+KIND NAME`` shows one component: its provider, its factory's arguments with their defaults and its default config.
+``oml plugins --check`` loads each plugin and imports its components in a process of its own (a plugin that hangs
+for more than ``--timeout`` seconds in one step, exits or crashes is named, see :mod:`oml_core.registry.isolation`)
+and ends with a verdict, ``OK: <n> plugins, <m> components load`` or ``FAILED: <p> problems in <q> plugins (see
+above)``, on stdout; with ``--format json`` stdout is the json report alone and the verdict goes to stderr.
 
 ``oml index build`` builds a gallery index (:class:`~oml_core.index.GalleryIndex`) from its default config
 ``index_build.yaml`` (the mock dataset, a seeded random ResNet18, the ``exact`` knn backend, a threshold
@@ -399,12 +400,26 @@ def _stdout_closed() -> int:
 
 class _Parser(argparse.ArgumentParser):
     """argparse's parser whose errors are one line, ``oml COMMAND: error: <message>``, exit status 2 (no usage:
-    ``oml COMMAND --help`` shows it); ``commands`` are the names of the commands (set on the top parser)."""
+    ``oml COMMAND --help`` shows it); ``commands`` are the names of the commands (set on the top parser). The help
+    of a parser given ``config_keys_of`` (a pipeline's name, or ``index_build``) ends with the "config keys"
+    section of that schema (:func:`~oml_core.config.reference.help_section`), written when the help is shown, so
+    that building the parser imports no schema."""
 
     commands: list[str]
 
+    def __init__(self, *args: Any, config_keys_of: str | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.config_keys_of = config_keys_of
+
     def error(self, message: str) -> Any:  # argparse's signature: NoReturn
         self.exit(EXIT_USAGE, f"{self.prog}: error: {one_line(message)}\n")
+
+    def format_help(self) -> str:
+        if self.config_keys_of is None:
+            return super().format_help()
+        from oml_core.config.reference import help_section
+
+        return f"{super().format_help()}\n{help_section(self.config_keys_of)}"
 
 
 def _common_parser() -> _Parser:
@@ -444,6 +459,7 @@ def _parser() -> _Parser:
             epilog=pipeline_epilog(command),
             formatter_class=argparse.RawDescriptionHelpFormatter,
             parents=[common],
+            config_keys_of=config_name,
         )
         pipeline.add_argument(
             "--config-path", "-cp", metavar="DIR", help="directory of your yaml configs (default: oml's own)"
@@ -570,6 +586,7 @@ def _parser() -> _Parser:
         "knn_backend.name=exact calibration.value=0.95",
         epilog=f"the default config: {(OML_CONFIGS_DIR / f'{INDEX_BUILD_CONFIG}.yaml').resolve()}",
         parents=[common],
+        config_keys_of=INDEX_BUILD_CONFIG,
     )
     build.add_argument("--config-path", "-cp", metavar="DIR", help="directory of your yaml configs")
     build.add_argument(
@@ -724,7 +741,7 @@ def _cmd_pipeline(args: argparse.Namespace, overrides: list[str]) -> int:
         overrides = [*overrides, "++check_images=false"]  # set, or add to a config without it
     cfg = compose_config(args.config_name, overrides, args.config_path, registry)
     if args.show_config or args.cfg == "job":
-        print(config_yaml(cfg), end="")
+        print(config_yaml(cfg, PIPELINE_CONFIGS[args.command]), end="")
         return 0
     check_before_lightning(PIPELINE_CONFIGS[args.command], cfg, registry)
     from oml_core.lightning import pipelines
@@ -789,9 +806,10 @@ def flags_as_overrides(command: str, arguments: Sequence[str]) -> list[str]:
     return overrides
 
 
-def config_yaml(cfg: Any) -> str:
-    """The composed config ``cfg`` as yaml, its interpolations resolved, without the primary config's ``hydra:``
-    section (hydra's settings, which the pipelines do not read).
+def config_yaml(cfg: Any, pipeline: str) -> str:
+    """The composed config ``cfg`` of ``pipeline`` as yaml, its interpolations resolved, without the primary
+    config's ``hydra:`` section (hydra's settings, which the pipelines do not read), each key of the pipeline's
+    schema preceded by its doc as ``#`` comments (:func:`~oml_core.config.reference.commented_yaml`).
 
     Raises:
         ConfigError: an interpolation does not resolve (one line: the key and omegaconf's reason).
@@ -799,10 +817,14 @@ def config_yaml(cfg: Any) -> str:
     from omegaconf import OmegaConf
     from omegaconf.errors import OmegaConfBaseException
 
+    from oml_core.config.reference import commented_yaml
+
     try:
-        return OmegaConf.to_yaml(OmegaConf.masked_copy(cfg, [k for k in cfg if k != "hydra"]), resolve=True)
+        masked = OmegaConf.masked_copy(cfg, [k for k in cfg if k != "hydra"])
+        values = OmegaConf.to_container(masked, resolve=True, enum_to_str=True)
     except OmegaConfBaseException as e:
         raise unresolvable_config_error(e) from e
+    return commented_yaml(cast(dict[str, Any], values), pipeline)
 
 
 # ---------------------------------------------------------------------------------------------- plugins
@@ -1072,7 +1094,7 @@ def _cmd_index_build(args: argparse.Namespace, overrides: list[str]) -> int:
     registry = Registry()
     cfg = compose_config(args.config_name, overrides, args.config_path, registry)
     if args.show_config:
-        print(config_yaml(cfg), end="")
+        print(config_yaml(cfg, INDEX_BUILD_CONFIG), end="")
         return 0
     from oml_core.index.build import build_gallery_index
 

@@ -24,6 +24,7 @@ from oml_core.registry.arg_types import fits
 
 RULE = "oml_rule"  # a field's metadata key: its Rule
 KIND = "oml_kind"  # a field's metadata key: the kind of the component it holds
+DOC = "oml_doc"  # a field's metadata key: the one text that documents its key (see key_doc)
 
 
 T = TypeVar("T")
@@ -178,26 +179,48 @@ FRACTION = number(0, 1)
 
 
 # ----------------------------------------------------------------------------------------------- fields
-def setting(rule: Rule, default: Any = MISSING) -> Any:
-    """A schema field checked by ``rule``; without ``default`` the key is required (hydra's ``MISSING``)."""
+def setting(rule: Rule, default: Any = MISSING, *, doc: str | None = None) -> Any:
+    """A schema field checked by ``rule``; without ``default`` the key is required (hydra's ``MISSING``). ``doc``
+    documents the key (None: a field that re-declares a base's only to change its default keeps the base's doc,
+    see :func:`key_doc`)."""
+    metadata = _metadata(doc, {RULE: rule})
     if isinstance(default, list | dict):
-        return field(default_factory=functools.partial(copy.deepcopy, default), metadata={RULE: rule})
-    return field(default=default, metadata={RULE: rule})
+        return field(default_factory=functools.partial(copy.deepcopy, default), metadata=metadata)
+    return field(default=default, metadata=metadata)
 
 
-def spec(kind: str, optional: bool = False, *, required: bool | None = None) -> Any:
+def spec(kind: str, optional: bool = False, *, required: bool | None = None, doc: str | None = None) -> Any:
     """A schema field holding a component of ``kind``: a spec, or null too when ``optional``. The key is required
     unless ``optional`` (then null by default); ``required=True`` makes an ``optional`` key required too (given,
-    as a spec or null)."""
+    as a spec or null). ``doc``: as :func:`setting`'s."""
     rule = nullable(component(kind)) if optional else component(kind)
     is_required = not optional if required is None else required
-    return field(default=MISSING if is_required else None, metadata={RULE: rule, KIND: kind})
+    return field(default=MISSING if is_required else None, metadata=_metadata(doc, {RULE: rule, KIND: kind}))
 
 
-def specs(kind: str) -> Any:
+def specs(kind: str, *, doc: str | None = None) -> Any:
     """A schema field holding a list of components of ``kind`` (each a ``{name, args}`` spec or a name), ``[]`` by
-    default."""
-    return field(default_factory=list, metadata={RULE: list_of(component(kind)), KIND: kind})
+    default. ``doc``: as :func:`setting`'s."""
+    return field(default_factory=list, metadata=_metadata(doc, {RULE: list_of(component(kind)), KIND: kind}))
+
+
+def _metadata(doc: str | None, metadata: dict[str, Any]) -> dict[str, Any]:
+    return metadata if doc is None else {**metadata, DOC: doc}
+
+
+def key_doc(schema: type, name: str) -> str:
+    """The text that documents the key ``name`` of the dataclass ``schema``: the ``doc`` of its field, or, for a
+    field re-declared without one (``postfix`` with another default), that of the nearest class of ``schema``'s
+    MRO that declares the field with a doc.
+
+    Raises:
+        KeyError: ``schema`` has no field ``name``, or no class of its MRO documents it.
+    """
+    for cls in schema.__mro__:
+        declared = vars(cls).get("__dataclass_fields__", {}).get(name)
+        if declared is not None and DOC in declared.metadata:
+            return str(declared.metadata[DOC])
+    raise KeyError(f"{schema.__name__}.{name} has no documentation")
 
 
 # ---------------------------------------------------------------------------------------- nested values
@@ -209,8 +232,12 @@ class ComponentSpec(Mapping[str, Any]):
     (``registry.build(kind, spec)``) and equals such a dict.
     """
 
-    name: str = setting(STRING)
-    args: dict[str, Any] = setting(ARGS, {})
+    name: str = setting(STRING, doc="The component's registered name (`oml registry KIND` lists them).")
+    args: dict[str, Any] = setting(
+        ARGS,
+        {},
+        doc="The arguments of its factory (null or `{}`: the factory's defaults), nested specs among them.",
+    )
 
     def __getitem__(self, key: str) -> Any:
         if key not in ("name", "args"):
@@ -294,6 +321,7 @@ __all__ = [
     "ARGS",
     "BOOL",
     "ComponentSpec",
+    "DOC",
     "EXPECTED",
     "FRACTION",
     "KIND",
@@ -314,6 +342,7 @@ __all__ = [
     "either",
     "integer",
     "is_required",
+    "key_doc",
     "list_of",
     "must_be",
     "nullable",

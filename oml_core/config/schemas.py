@@ -100,10 +100,24 @@ DEVICES = nullable(POSITIVE_INT, list_of(NON_NEGATIVE_INT, non_empty=True))
 class SchedulingConfig:
     """The ``scheduling`` block of a training config: the scheduler and when Lightning steps it."""
 
-    scheduler: ComponentSpec = spec("scheduler")
-    scheduler_interval: str = setting(one_of(*SCHEDULER_INTERVALS), "step")
-    scheduler_frequency: int = setting(POSITIVE_INT, 1)
-    monitor_metric: str | None = setting(nullable(STRING), None)
+    scheduler: ComponentSpec = spec(
+        "scheduler",
+        doc="The learning-rate scheduler (`oml registry scheduler`), e.g. `{name: step, args: {step_size: 10}}`.",
+    )
+    scheduler_interval: str = setting(
+        one_of(*SCHEDULER_INTERVALS),
+        "step",
+        doc="When Lightning steps the scheduler: after every optimizer `step`, or every `epoch`.",
+    )
+    scheduler_frequency: int = setting(
+        POSITIVE_INT, 1, doc="Step the scheduler every that many intervals (`scheduler_interval`)."
+    )
+    monitor_metric: str | None = setting(
+        nullable(STRING),
+        None,
+        doc="The metric that a scheduler which watches one (e.g. `reduce_on_plateau`) is given, e.g. "
+        "`OVERALL/cmc/1`; null: none.",
+    )
 
 
 #: ``scheduling``: null (or an empty mapping: no scheduler) or a :class:`SchedulingConfig`.
@@ -160,6 +174,57 @@ METRIC_ARGS = Rule(
 )
 
 
+# ------------------------------------------------------------------------------------------ shared docs
+# The docs of the keys that schemas which do not inherit from each other have alike (each declares its field).
+_DATASET_DOC = (
+    "The kind of data: a registered dataset component (`oml registry dataset`), built from the data keys "
+    "(`dataset_root`, `dataframe_name`, `data_dir`, the transforms, ...) that its factory takes; null: images "
+    "(OML's dataframes)."
+)
+_DATASET_ROOT_DOC = (
+    "The folder of the dataframe `dataframe_name`, which its relative image paths are joined to; null: the "
+    "built-in mock dataset, generated on first use under the oml cache dir."
+)
+_EXTRACTOR_DOC = (
+    "The extractor (`oml registry extractor`). Its `args.weights`: a checkpoint path (e.g. the `best.ckpt` of "
+    "`oml train`), a zoo key, or null (random weights, seeded by `seed`)."
+)
+_CACHE_SIZE_DOC = "How many decoded images the datasets keep in an LRU cache; 0: none."
+_TRANSFORMS_VAL_DOC = (
+    "The transforms of the validation images (`oml registry transforms`); with a pairwise post-processor, also "
+    "those of the images it compares. Null: the images are only normalised and cast to a tensor."
+)
+_BS_VAL_DOC = "The batch size of the validation."
+_METRIC_ARGS_DOC = (
+    "The arguments of `EmbeddingMetrics`: `cmc_top_k`, `precision_top_k`, `map_top_k` (lists of positive ints), "
+    "`fmr_vals`, `pcf_variance` (lists of numbers in [0, 1]), `return_only_overall_category`, `knn_backend` "
+    "(null: exact search; or a registered backend, e.g. `knn_backend@metric_args.knn_backend=exact`), ...; "
+    "`shard_gallery` (with DDP). Null or `{}`: `EmbeddingMetrics`' defaults."
+)
+_LOG_IMAGES_DOC = (
+    "True: PNG figures of the worst queries of every per-query metric (after re-ranking, with a post-processor) "
+    "in `<run dir>/figures/` (in a training: `figures/epoch_<n>/`), and in the logger."
+)
+_LOGGER_DOC = (
+    "The pipeline's logger (`oml registry logger`), given the run's config; null: TensorBoard, in the run's "
+    "folder."
+)
+_TAGS_DOC = "Tags logged with the config: a list, one tag, or null (none)."
+_FIND_UNUSED_PARAMETERS_DOC = (
+    "DDP's `find_unused_parameters` (with more than one process only): true when some parameters of the model get "
+    "no gradient."
+)
+_EMBEDDINGS_CACHE_DIR_DOC = (
+    "A folder of the extractor's embeddings, a file per split, keyed by the extractor (its weights' content), "
+    "the transforms, the dataframe, `precision` and `seed`: `oml train-postprocessor` and `oml "
+    "validate-postprocessor` reuse each other's files for the same ones. Null: computed on every run."
+)
+_DATA_DIR_DOC = (
+    "A folder of images (.jpg, .jpeg, .png, any case, searched recursively) instead of the dataframe (no "
+    "labels); null: the dataframe."
+)
+
+
 # ---------------------------------------------------------------------------------------------- schemas
 @dataclass
 class ConfigSchema:
@@ -191,21 +256,65 @@ class ConfigSchema:
 class PipelineConfig(ConfigSchema):
     """The keys every pipeline has: the run's name, seed and engine, where it writes, its data loading."""
 
-    postfix: str = setting(NAME, "")
-    seed: int = setting(SEED, 42)
-    precision: int | str = setting(PRECISION, 32)
-    accelerator: str | None = setting(nullable(STRING), None)
-    devices: Any = setting(DEVICES, 1)  # null, an int or a list of ints (an omegaconf field cannot say so)
-    num_nodes: int = setting(POSITIVE_INT, 1)
-    # the kind of data (oml_register_datasets), built from the data keys below; null: images (OML's dataframes)
-    dataset: ComponentSpec | None = spec("dataset", optional=True)
-    dataset_root: str | None = setting(nullable(PATH), None)
-    # the text encoding of the csv dataframe_name (pandas' default, as OML reads it); latin-1, cp1252, ... else
-    dataframe_encoding: str = setting(ENCODING, DEFAULT_ENCODING)
-    logs_root: str = setting(PATH, "logs")
-    logs_folder: str | None = setting(nullable(PATH), None)
-    num_workers: int = setting(NON_NEGATIVE_INT, 0)
-    lightning_trainer_extra_args: dict[str, Any] | None = setting(nullable(MAPPING), None)
+    postfix: str = setting(
+        NAME,
+        "",
+        doc="The end of the name of the run's folder, `<date>_<time>_<postfix>` (when `logs_folder` is null).",
+    )
+    seed: int = setting(
+        SEED,
+        42,
+        doc="The seed of everything: Python's, numpy's and torch's generators, the sampler's, and random weights.",
+    )
+    precision: int | str = setting(
+        PRECISION,
+        32,
+        doc="Lightning's precision (`Fabric`'s): e.g. 32, `16-mixed` or `bf16-mixed` (mixed precision on a GPU).",
+    )
+    accelerator: str | None = setting(
+        nullable(STRING),
+        None,
+        doc="Lightning's accelerator (`cpu`, `gpu`, ...); null: `gpu` when CUDA is available, else `cpu`.",
+    )
+    devices: Any = setting(  # null, an int or a list of ints (an omegaconf field cannot say so)
+        DEVICES,
+        1,
+        doc="The devices of each machine: a number of devices, or a list of device indices (`[0, 1]`); null: "
+        "every GPU (1 on the CPU). More than one process runs DDP: every batch is split among the processes. The "
+        "post-processor pipelines run on one device (1 or `[i]`).",
+    )
+    num_nodes: int = setting(
+        POSITIVE_INT,
+        1,
+        doc="Machines, each running `devices` processes (multi-node under torchrun or SLURM: see the README).",
+    )
+    dataset: ComponentSpec | None = spec("dataset", optional=True, doc=_DATASET_DOC)
+    dataset_root: str | None = setting(nullable(PATH), None, doc=_DATASET_ROOT_DOC)
+    dataframe_encoding: str = setting(
+        ENCODING,
+        DEFAULT_ENCODING,
+        doc="The text encoding of the csv `dataframe_name`: utf-8 (pandas' default, as OML reads it), or e.g. "
+        "latin-1, cp1252 (files saved by Excel).",
+    )
+    logs_root: str = setting(PATH, "logs", doc="The folder of the runs' folders.")
+    logs_folder: str | None = setting(
+        nullable(PATH),
+        None,
+        doc="The run's own new folder under `logs_root` (inside it: no absolute path, no `..`); null: "
+        "`<date>_<time>_<postfix>`. `_1`, `_2`, ... is appended to a name that is taken: nothing is overwritten.",
+    )
+    num_workers: int = setting(
+        NON_NEGATIVE_INT, 0, doc="The data loaders' worker processes; 0: loading in the main process."
+    )
+    lightning_trainer_extra_args: dict[str, Any] | None = setting(
+        nullable(MAPPING),
+        None,
+        doc="More `pl.Trainer` arguments, which win over the pipeline's (`num_sanity_val_steps=0`, "
+        "`deterministic=True`, `log_every_n_steps=1`, `enable_model_summary=False`); null: none. Its "
+        "`enable_progress_bar` null or absent: progress bars only on a terminal (stdout and stderr; in logs "
+        "written to a file or CI none, and a training prints a line per epoch instead); true or false: always or "
+        "never a bar.",
+    )
 
     def check_combination(self) -> None:
         """Raise a ``ConfigError`` when the run's folder (``logs_folder``, or the default
@@ -222,16 +331,24 @@ class ExtractorValidationConfig(PipelineConfig):
     pipeline: ClassVar[str] = "extractor_validation_pipeline"
 
     postfix: str = setting(NAME, "validation")
-    dataframe_name: str = setting(PATH)
-    cache_size: int = setting(NON_NEGATIVE_INT, 0)
-    transforms_val: ComponentSpec | None = spec("transforms", optional=True)
-    bs_val: int = setting(POSITIVE_INT)
-    metric_args: dict[str, Any] = setting(METRIC_ARGS, {})
-    postprocessor: ComponentSpec | None = spec("postprocessor", optional=True)
-    log_images: bool = setting(BOOL, False)
-    extractor: ComponentSpec = spec("extractor")
-    logger: ComponentSpec | None = spec("logger", optional=True)
-    tags: list[Any] = setting(TAGS, [])
+    dataframe_name: str = setting(
+        PATH,
+        doc="The csv in OML's dataframe format under `dataset_root`, whose `split` validation rows are validated.",
+    )
+    cache_size: int = setting(NON_NEGATIVE_INT, 0, doc=_CACHE_SIZE_DOC)
+    transforms_val: ComponentSpec | None = spec("transforms", optional=True, doc=_TRANSFORMS_VAL_DOC)
+    bs_val: int = setting(POSITIVE_INT, doc=_BS_VAL_DOC)
+    metric_args: dict[str, Any] = setting(METRIC_ARGS, {}, doc=_METRIC_ARGS_DOC)
+    postprocessor: ComponentSpec | None = spec(
+        "postprocessor",
+        optional=True,
+        doc="A registered post-processor applied to the retrieval results before the metrics, e.g. "
+        "`{name: constant_thresholding, args: {th: 0.5}}`; null: none.",
+    )
+    log_images: bool = setting(BOOL, False, doc=_LOG_IMAGES_DOC)
+    extractor: ComponentSpec = spec("extractor", doc=_EXTRACTOR_DOC)
+    logger: ComponentSpec | None = spec("logger", optional=True, doc=_LOGGER_DOC)
+    tags: list[Any] = setting(TAGS, [], doc=_TAGS_DOC)
 
 
 @dataclass
@@ -242,8 +359,13 @@ class PostprocessorValidationConfig(ExtractorValidationConfig):
     pipeline: ClassVar[str] = "postprocessor_validation_pipeline"
 
     postfix: str = setting(NAME, "postprocessor_validation")
-    postprocessor: ComponentSpec = spec("postprocessor")
-    embeddings_cache_dir: str | None = setting(nullable(PATH), None)
+    postprocessor: ComponentSpec = spec(
+        "postprocessor",
+        doc="The pairwise post-processor that re-ranks the top results of every query, e.g. `{name: "
+        "pairwise_reranker, args: {top_n: 5, pairwise_model: {name: concat_siamese, args: {weights: <the "
+        "best.ckpt of oml train-postprocessor>}}}}`; its pairwise model runs on the configured device.",
+    )
+    embeddings_cache_dir: str | None = setting(nullable(PATH), None, doc=_EMBEDDINGS_CACHE_DIR_DOC)
 
 
 @dataclass
@@ -253,12 +375,33 @@ class ExtractorPredictionConfig(PipelineConfig):
     pipeline: ClassVar[str] = "extractor_prediction_pipeline"
 
     postfix: str = setting(NAME, "prediction")
-    data_dir: str | None = setting(nullable(PATH), None)
-    dataframe_name: str | None = setting(nullable(PATH), None)
-    save_dir: str | None = setting(nullable(PATH), None)
-    bs: int = setting(POSITIVE_INT)
-    transforms_predict: ComponentSpec | None = spec("transforms", optional=True)
-    extractor: ComponentSpec = spec("extractor")
+    data_dir: str | None = setting(
+        nullable(PATH),
+        None,
+        doc="A folder whose images (.jpg, .jpeg, .png, any case, searched recursively) are predicted, in the "
+        "sorted order of their paths; null: those of `dataframe_name`. Give at most one of them; with neither, "
+        "the images of the built-in mock dataset are predicted.",
+    )
+    dataframe_name: str | None = setting(
+        nullable(PATH),
+        None,
+        doc="A csv under `dataset_root` whose `path` column (and bounding boxes `x_1, x_2, y_1, y_2`, if any) "
+        "gives the images, all its rows, in its order; null: the images of `data_dir`.",
+    )
+    save_dir: str | None = setting(
+        nullable(PATH),
+        None,
+        doc="The folder of `predictions.json` (`{image path: [feature, ...]}`, OML's format), created if needed; "
+        "an existing `predictions.json` is never overwritten. Null: a new run folder under `logs_root`.",
+    )
+    bs: int = setting(POSITIVE_INT, doc="The batch size of the prediction.")
+    transforms_predict: ComponentSpec | None = spec(
+        "transforms",
+        optional=True,
+        doc="The transforms of the images (`oml registry transforms`); null: the images are only normalised and "
+        "cast to a tensor.",
+    )
+    extractor: ComponentSpec = spec("extractor", doc=_EXTRACTOR_DOC)
 
 
 @dataclass
@@ -266,39 +409,126 @@ class TrainingConfig(PipelineConfig):
     """The keys of both training pipelines (extractor and post-processor)."""
 
     seed: int = setting(SEED)
-    dataframe_name: str = setting(PATH)
-    cache_size: int = setting(NON_NEGATIVE_INT, 0)
-    show_dataset_warnings: bool = setting(BOOL, True)
-    transforms_train: ComponentSpec | None = spec("transforms", optional=True)
-    sampler: ComponentSpec | None = spec("sampler", optional=True)
-    bs_train: int | None = setting(nullable(POSITIVE_INT), None)
-    max_epochs: int = setting(POSITIVE_INT)
-    valid_period: int = setting(POSITIVE_INT, 1)
-    metric_args: dict[str, Any] = setting(METRIC_ARGS, {})
-    log_images: bool = setting(BOOL, False)
-    metric_for_checkpointing: str = setting(STRING)
-    mode_for_checkpointing: str = setting(one_of("min", "max"), "max")
-    checkpoint_every_n_steps: int | None = setting(nullable(POSITIVE_INT), None)
-    # last.ckpt once that many seconds passed since the last write (and at the end, on an interrupt); 0: every epoch
-    checkpoint_every_seconds: float = setting(number(0, math.inf), 60.0)
-    # a NaN or infinite loss: stop the run there, or skip_batch that batch (its optimizer step); skip_batch stops
-    # the run too once skipping cannot help: a weight or the batch's embeddings not finite, MAX_SKIPPED_IN_A_ROW
-    # (5) such batches in a row, or every batch of an epoch (oml_core.lightning.modules.optimization's
-    # finite_loss_or_none)
-    nan_policy: str = setting(one_of(*NAN_POLICIES), "stop")
-    optimizer: ComponentSpec = spec("optimizer")
-    scheduling: SchedulingConfig | None = setting(SCHEDULING, None)
-    freeze_n_epochs: int = setting(NON_NEGATIVE_INT, 0)
-    logger: ComponentSpec | None = spec("logger", optional=True)
-    tags: list[Any] = setting(TAGS, [])
-    # a run's checkpoint (<run>/checkpoints/last.ckpt) to go on from, in its run folder, with the same run keys
-    resume: str | None = setting(nullable(PATH), None)
-    # what a resumed run may change of its run: a new seed, a new dataset (earlier metrics then not carried over)
-    resume_allow_changes: list[str] = setting(list_of(one_of(*RESUME_ALLOWED_CHANGES)), [])
-    # the Lightning callbacks of plugins (oml_register_callbacks) added to the run, in this order: {name, args} specs
-    callbacks: list[ComponentSpec] = specs("callback")
-    # the every-run callbacks of plugins (added to every run unless named in callbacks) that this run goes without
-    callbacks_disabled: list[str] = setting(list_of(STRING), [])
+    dataframe_name: str = setting(
+        PATH,
+        doc="The csv in OML's dataframe format under `dataset_root`: its `split` train rows train, its "
+        "validation rows validate.",
+    )
+    cache_size: int = setting(NON_NEGATIVE_INT, 0, doc=_CACHE_SIZE_DOC)
+    show_dataset_warnings: bool = setting(
+        BOOL,
+        True,
+        doc="Warn about doubtful rows of the dataframe (duplicated paths, labels in both splits).",
+    )
+    transforms_train: ComponentSpec | None = spec(
+        "transforms",
+        optional=True,
+        doc="The transforms (augmentations) of the training images (`oml registry transforms`); null: the images "
+        "are only normalised and cast to a tensor.",
+    )
+    sampler: ComponentSpec | None = spec(
+        "sampler",
+        optional=True,
+        doc="The batch sampler (`oml registry sampler`), e.g. `{name: balance, args: {n_labels: 4, n_instances: "
+        "4}}`: every batch holds positive pairs; null: shuffled batches of `bs_train`, the last incomplete one "
+        "dropped.",
+    )
+    bs_train: int | None = setting(
+        nullable(POSITIVE_INT),
+        None,
+        doc="The batch size when `sampler` is null (required then); with DDP the global batch, split among the "
+        "processes.",
+    )
+    max_epochs: int = setting(
+        POSITIVE_INT,
+        doc="The number of epochs to train (a resumed run goes on up to that many epochs in all).",
+    )
+    valid_period: int = setting(
+        POSITIVE_INT,
+        1,
+        doc="Validate every that many epochs, and always after the last one (so that `best.ckpt` exists).",
+    )
+    metric_args: dict[str, Any] = setting(METRIC_ARGS, {}, doc=_METRIC_ARGS_DOC)
+    log_images: bool = setting(BOOL, False, doc=_LOG_IMAGES_DOC)
+    metric_for_checkpointing: str = setting(
+        STRING,
+        doc="The validation metric that picks `checkpoints/best.ckpt`, e.g. `OVERALL/cmc/1`.",
+    )
+    mode_for_checkpointing: str = setting(
+        one_of("min", "max"),
+        "max",
+        doc="`max`: the highest `metric_for_checkpointing` is the best; `min`: for the metrics where lower is "
+        "better.",
+    )
+    checkpoint_every_n_steps: int | None = setting(
+        nullable(POSITIVE_INT),
+        None,
+        doc="Also save `checkpoints/last.ckpt` every that many steps within an epoch (long epochs); null: never "
+        "within an epoch.",
+    )
+    checkpoint_every_seconds: float = setting(
+        number(0, math.inf),
+        60.0,
+        doc="Save `checkpoints/last.ckpt` after an epoch once that many seconds passed since its last save (and "
+        "at the end of training, and on Ctrl-C/SIGTERM); 0: after every epoch. `best.ckpt` is saved whenever "
+        "the validation improves, `last.ckpt` after it. Every checkpoint is written atomically and carries the "
+        "run's record (its config, the sha256 of its dataframe, the epochs done).",
+    )
+    nan_policy: str = setting(
+        one_of(*NAN_POLICIES),
+        "stop",
+        doc="A NaN or infinite loss: `stop` the run at that step (the last good checkpoint kept), or `skip_batch` "
+        "(skip that batch's optimizer step). `skip_batch` stops the run too once skipping cannot help: a weight "
+        "or the batch's embeddings not finite, 5 such batches in a row, or every batch of an epoch (the learning "
+        "rate is then at fault).",
+    )
+    optimizer: ComponentSpec = spec(
+        "optimizer", doc="The optimizer (`oml registry optimizer`), e.g. `{name: adam, args: {lr: 0.001}}`."
+    )
+    scheduling: SchedulingConfig | None = setting(
+        SCHEDULING,
+        None,
+        doc="The learning-rate scheduler and when Lightning steps it, e.g. `{scheduler: {name: step, args: "
+        "{step_size: 10}}, scheduler_interval: epoch, scheduler_frequency: 1, monitor_metric: null}`; null (or "
+        "`{}`): none.",
+    )
+    freeze_n_epochs: int = setting(
+        NON_NEGATIVE_INT,
+        0,
+        doc="Keep an `IFreezable` extractor frozen for the first that many epochs (the post-processor's training: "
+        "train only the pairwise model's head, which e.g. `concat_siamese` has).",
+    )
+    logger: ComponentSpec | None = spec("logger", optional=True, doc=_LOGGER_DOC)
+    tags: list[Any] = setting(TAGS, [], doc=_TAGS_DOC)
+    resume: str | None = setting(
+        nullable(PATH),
+        None,
+        doc="A run's checkpoint (`<run>/checkpoints/last.ckpt`) to go on from, in that run's own folder "
+        "(`logs_root`/`logs_folder` not used): weights, optimizer, scheduler, epoch, best checkpoint, validation "
+        "history, random state and the position within an epoch; it ends as the uninterrupted run would. Refused "
+        "before any work: a run that already trained `max_epochs` epochs, and a config whose run keys (the "
+        "models, loss, optimizer, scheduling, sampler, `bs_train`, transforms, `freeze_n_epochs`, the "
+        "checkpointing metric, `seed`, and the dataset: its dataframe's path and bytes) differ from the run's; "
+        "the other keys (`max_epochs`, logs, `devices`, `num_workers`, `precision`, `logger`, `valid_period`, "
+        "the checkpoint cadence) may change. Null: a new run.",
+    )
+    resume_allow_changes: list[str] = setting(
+        list_of(one_of(*RESUME_ALLOWED_CHANGES)),
+        [],
+        doc="What a resumed run may change of its run: `[seed]` (its random state starts from the new seed) "
+        "and/or `[dataset]` (new data; the earlier epochs' metrics and best checkpoint are not carried over).",
+    )
+    callbacks: list[ComponentSpec] = specs(
+        "callback",
+        doc="The Lightning callbacks of plugins (`oml_register_callbacks`; `oml plugins` lists them) added to the "
+        "run, in this order: `[{name: ..., args: {...}}, ...]`.",
+    )
+    callbacks_disabled: list[str] = setting(
+        list_of(STRING),
+        [],
+        doc="The every-run callbacks of plugins (registered `every_run=True`: added to every training run with "
+        "their default arguments unless `callbacks` names them) that this run goes without, by name.",
+    )
 
     def check_components(self, registry: Registry) -> None:
         """Raise when the plugins' callbacks of the run do not go together: see
@@ -320,13 +550,25 @@ class ExtractorTrainingConfig(TrainingConfig):
     pipeline: ClassVar[str] = "extractor_training_pipeline"
 
     devices: Any = setting(DEVICES, None)
-    find_unused_parameters: bool = setting(BOOL, False)
-    transforms_val: ComponentSpec | None = spec("transforms", optional=True)
-    bs_val: int = setting(POSITIVE_INT)
-    check_images: bool = setting(BOOL, True)
-    validate_before_training: bool = setting(BOOL, True)
-    extractor: ComponentSpec = spec("extractor")
-    criterion: ComponentSpec = spec("loss")
+    find_unused_parameters: bool = setting(BOOL, False, doc=_FIND_UNUSED_PARAMETERS_DOC)
+    transforms_val: ComponentSpec | None = spec("transforms", optional=True, doc=_TRANSFORMS_VAL_DOC)
+    bs_val: int = setting(POSITIVE_INT, doc=_BS_VAL_DOC)
+    check_images: bool = setting(
+        BOOL,
+        True,
+        doc="Read every image (and check its box) before training; false (`--skip-image-check`) for huge sets.",
+    )
+    validate_before_training: bool = setting(
+        BOOL,
+        True,
+        doc="Validate the initial weights first, as epoch 0, so that the report shows what training changed.",
+    )
+    extractor: ComponentSpec = spec("extractor", doc=_EXTRACTOR_DOC)
+    criterion: ComponentSpec = spec(
+        "loss",
+        doc="The loss (`oml registry loss`), e.g. `{name: triplet_with_miner, args: {margin: 0.2, miner: {name: "
+        "all_triplets}}}`.",
+    )
 
 
 @dataclass
@@ -336,17 +578,47 @@ class PostprocessorTrainingConfig(TrainingConfig):
     pipeline: ClassVar[str] = "postprocessor_training_pipeline"
 
     find_unused_parameters: bool = setting(
-        BOOL, False
-    )  # OML's configs have it; the pipeline runs on one device
-
-    embeddings_cache_dir: str | None = setting(nullable(PATH), None)
-    extractor: ComponentSpec = spec("extractor")
-    transforms_extraction: ComponentSpec = spec("transforms")
-    batch_size_inference: int = setting(POSITIVE_INT)
-    pairwise_model: ComponentSpec = spec("pairwise_model")
-    hard_pairs_mining: bool = setting(BOOL, True)
-    pairs_miner: ComponentSpec | None = spec("pairs_miner", optional=True)
-    postprocessor: ComponentSpec = spec("postprocessor")
+        BOOL,
+        False,
+        doc=f"{_FIND_UNUSED_PARAMETERS_DOC} OML's configs have it; this pipeline runs on one device.",
+    )
+    embeddings_cache_dir: str | None = setting(nullable(PATH), None, doc=_EMBEDDINGS_CACHE_DIR_DOC)
+    extractor: ComponentSpec = spec(
+        "extractor",
+        doc="The trained extractor whose top results are re-ranked. Its `args.weights`: a checkpoint path (e.g. "
+        "the `best.ckpt` of `oml train`), a zoo key, or null (random weights, seeded by `seed`).",
+    )
+    transforms_extraction: ComponentSpec = spec(
+        "transforms",
+        doc="The transforms of the extraction, and of the images of the validation's re-ranking.",
+    )
+    batch_size_inference: int = setting(
+        POSITIVE_INT, doc="The batch size of the extraction and of the validation batches."
+    )
+    pairwise_model: ComponentSpec = spec(
+        "pairwise_model",
+        doc="The model to train (`oml registry pairwise_model`), e.g. `trivial_distance_siamese` or "
+        "`concat_siamese`, whose extractor may start from the extractor's weights "
+        "(`${extractor.args.weights}`); its `weights`: a checkpoint of the whole model, or null.",
+    )
+    hard_pairs_mining: bool = setting(
+        BOOL,
+        True,
+        doc="The pairs of the hardest triplets of every batch (else of all its triplets); used when "
+        "`pairs_miner` is null.",
+    )
+    pairs_miner: ComponentSpec | None = spec(
+        "pairs_miner",
+        optional=True,
+        doc="A registered pair miner's spec (`hard_pairs_mining` is then not used); null: OML's `PairsMiner` "
+        "(`pairs` of the `oml_losses` plugin) with `hard_pairs_mining`.",
+    )
+    postprocessor: ComponentSpec = spec(
+        "postprocessor",
+        doc="The post-processor that validates the model by re-ranking, e.g. `pairwise_reranker` with `top_n`. "
+        "It re-ranks with the model being trained: its `args.pairwise_model` is left out or equals "
+        "`pairwise_model` (`${pairwise_model}`).",
+    )
 
 
 #: Which rows of the dataframe ``oml index build`` puts in the gallery (``GalleryIndex.add_dataset``'s ``rows``,
@@ -358,32 +630,67 @@ CALIBRATION = must_be(nullable(MAPPING), "null or a mapping of target, value, to
 
 @dataclass
 class IndexBuildConfig(ConfigSchema):
-    """The config of ``oml index build`` (:func:`oml_core.index.build.build_gallery_index`; its default config
-    ``index_build.yaml`` says what each key does). Every key is required but ``dataset`` and ``check_images``
-    (configs written before they existed lack them); a key it does not know is refused, and its messages read
-    ``bs must be an integer >= 1, got 0``."""
+    """The config of ``oml index build`` (:func:`oml_core.index.build.build_gallery_index`). Every key is required
+    but ``dataset`` and ``check_images`` (configs written before they existed lack them); a key it does not know is
+    refused, and its messages read ``bs must be an integer >= 1, got 0``."""
 
     pipeline: ClassVar[str] = "index_build"
     user_variables: ClassVar[bool] = False
 
-    seed: int = setting(must_be(NON_NEGATIVE_INT, "an integer >= 0"))
-    dataset: ComponentSpec | None = spec("dataset", optional=True)
-    dataset_root: str | None = setting(nullable(PATH))
-    dataframe_name: str | None = setting(nullable(PATH))
-    data_dir: str | None = setting(nullable(PATH))
-    check_images: bool = setting(must_be(BOOL, "true or false"), True)
-    gallery_rows: str = setting(
-        must_be(one_of(*GALLERY_ROWS_OPTIONS), f"one of {list(GALLERY_ROWS_OPTIONS)}")
+    seed: int = setting(
+        must_be(NON_NEGATIVE_INT, "an integer >= 0"),
+        doc="Seeds the extractor's random weights (the same ones again at `oml search`).",
     )
-    index_dir: str | None = setting(nullable(PATH))
-    logs_root: str = setting(PATH)
-    bs: int = setting(must_be(POSITIVE_INT, "an integer >= 1"))
-    num_workers: int = setting(must_be(NON_NEGATIVE_INT, "an integer >= 0"))
-    transforms: ComponentSpec | None = spec("transforms", optional=True, required=True)
-    extractor: ComponentSpec = spec("extractor")
-    distance: str = setting(STRING)
-    knn_backend: ComponentSpec = spec("knn_backend")
-    calibration: dict[str, Any] | None = setting(CALIBRATION)
+    dataset: ComponentSpec | None = spec("dataset", optional=True, doc=_DATASET_DOC)
+    dataset_root: str | None = setting(nullable(PATH), doc=_DATASET_ROOT_DOC)
+    dataframe_name: str | None = setting(
+        nullable(PATH),
+        doc="The csv in OML's dataframe format under `dataset_root`: its rows (see `gallery_rows`) are the "
+        "gallery, its `split` validation rows calibrate the threshold.",
+    )
+    data_dir: str | None = setting(nullable(PATH), doc=_DATA_DIR_DOC)
+    check_images: bool = setting(
+        must_be(BOOL, "true or false"), True, doc="Read every image (and its box) once before any model runs."
+    )
+    gallery_rows: str = setting(
+        must_be(one_of(*GALLERY_ROWS_OPTIONS), f"one of {list(GALLERY_ROWS_OPTIONS)}"),
+        doc="`all`: every row of the dataframe is in the gallery; `gallery`: only its rows with `is_gallery` true.",
+    )
+    index_dir: str | None = setting(
+        nullable(PATH),
+        doc="The new folder of the index (never written over: it must not exist, or be empty); null: "
+        "`<logs_root>/<date>_<time>_index`.",
+    )
+    logs_root: str = setting(PATH, doc="The folder of the new index folder when `index_dir` is null.")
+    bs: int = setting(must_be(POSITIVE_INT, "an integer >= 1"), doc="The batch size of the embedding.")
+    num_workers: int = setting(
+        must_be(NON_NEGATIVE_INT, "an integer >= 0"),
+        doc="The data loader's worker processes; 0: loading in the main process.",
+    )
+    transforms: ComponentSpec | None = spec(
+        "transforms",
+        optional=True,
+        required=True,
+        doc="The transforms of the items, offered to the dataset component as `transforms_predict` and "
+        "`transforms_val`; null: none.",
+    )
+    extractor: ComponentSpec = spec("extractor", doc=_EXTRACTOR_DOC)
+    distance: str = setting(
+        STRING, doc="`l2` or `cosine` (`knn_backend.args.distance`, if given, must be the same)."
+    )
+    knn_backend: ComponentSpec = spec(
+        "knn_backend",
+        doc="The knn backend that searches the gallery: any registered one (`oml registry knn_backend`), e.g. "
+        "`knn_backend@knn_backend=exact`.",
+    )
+    calibration: dict[str, Any] | None = setting(
+        CALIBRATION,
+        doc="The match threshold, calibrated on the dataframe's `split` validation rows (their queries against "
+        "their gallery items, OML's self and sequence exclusion): `target` precision (`value` in (0, 1]; null: "
+        "0.9), f1 (the highest F1, `value` null) or fmr (`value` in [0, 1]; null: 0.01); `top_n`: the items "
+        "retrieved per query (the FMR counts the irrelevant ones). Null: no calibration (`oml search` answers "
+        "with distances only).",
+    )
 
     def check_combination(self) -> None:
         """Raise a ``ConfigError`` when both ``data_dir`` and ``dataset_root`` are given."""

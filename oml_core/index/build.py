@@ -51,16 +51,11 @@ def build_gallery_index(
     and converted into its typed config (:func:`~oml_core.config.validate.validate_config`), which is
     all that is read after; then ``calibration`` and its components' arguments are checked.
 
-    The config's keys (all required but ``dataset`` and ``check_images``; the default config has them, see its
-    comments): ``dataset`` (the dataset component, ``{name, args}``; null or absent: images), offered, as the
-    pipelines offer them, the data keys ``dataset_root`` (null: the built-in mock dataset) and ``dataframe_name``,
-    or ``data_dir`` (a folder of items, no labels), ``check_images``, ``num_workers`` and ``transforms`` (as
-    ``transforms_predict`` and ``transforms_val``); ``gallery_rows`` (``all`` or ``gallery``, see
-    :meth:`GalleryIndex.add_dataset`); ``index_dir`` (null: ``logs_root/<date>_<time>_index``); ``extractor``,
-    ``transforms``, ``knn_backend`` (``{name, args}`` specs); ``distance``; ``seed``, ``bs``, ``num_workers``;
-    ``calibration`` (null or ``{target, value, top_n}``: the arguments of :meth:`GalleryIndex.calibrate`, used when
-    the component has a validation split, e.g. ``split == validation`` rows). The index records the component's
-    spec and the data keys its factory takes, so that ``oml search`` builds it again for the queries.
+    Each key of the config is documented on its field of :class:`~oml_core.config.schemas.IndexBuildConfig` (all of
+    them: ``docs/config.md``, ``oml index build --help``). The dataset component (``dataset``; images by default) is
+    offered the data keys as the pipelines offer them; ``calibration`` gives the arguments of
+    :meth:`GalleryIndex.calibrate`, used when the component has a validation split. The index records the
+    component's spec and the data keys its factory takes, so that ``oml search`` builds it again for the queries.
 
     ``index_dir`` is checked to be free before any item is read: an index never overwrites a folder.
 

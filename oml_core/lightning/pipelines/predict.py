@@ -59,24 +59,13 @@ def extractor_prediction_pipeline(
 ) -> PredictionResult:
     """Save the features extracted by a feature extractor from every image of a folder or of a dataframe.
 
-    The config (a dict, a ``DictConfig`` or its schema's object, ``ExtractorPredictionConfig``) enters once, at the
-    door: checked and converted into the pipeline's typed config
-    (:func:`~oml_core.config.validate.validate_config`), which is all the pipeline reads after. It has
-    OML's keys. Required: ``bs, transforms_predict, extractor`` (whose ``args.weights`` is a checkpoint path, e.g. the
-    ``best.ckpt`` of a training run, a zoo key, or null for random weights). Optional, with their defaults:
-
-    - ``data_dir`` (null): a folder whose images (``.jpg, .jpeg, .png``, any case, searched recursively) are
-      predicted, in the sorted order of their paths; or ``dataframe_name`` (null): a csv under ``dataset_root``
-      (null: the built-in mock dataset) whose ``path`` column (and bounding boxes ``x_1, x_2, y_1, y_2``, if
-      any) gives the images, all its rows, in its order. Give at most one of them; with neither, the images of
-      the built-in mock dataset are predicted.
-    - ``save_dir`` (null): the folder of ``predictions.json``, created if needed; an existing
-      ``predictions.json`` is never overwritten. Null: a new run directory ``logs_root/logs_folder``
-      (defaults ``logs`` and null: ``<date>_<time>_<postfix>``, ``postfix`` defaults to ``prediction``).
-    - ``accelerator`` (null: gpu when CUDA is available, else cpu), ``devices`` (1), ``num_nodes`` (1),
-      ``precision`` (32), ``seed`` (42: seeds random weights), ``num_workers`` (0),
-      ``lightning_trainer_extra_args`` (null: any other ``pl.Trainer`` arguments; ``enable_progress_bar`` null
-      or absent: progress bars only on a terminal).
+    The config (a dict, a ``DictConfig`` or its schema's object) enters once, at the door: checked and converted
+    into the pipeline's typed config (:func:`~oml_core.config.validate.validate_config`), which is all the pipeline
+    reads after. Its keys are OML's; each is documented on its field of
+    :class:`~oml_core.config.schemas.ExtractorPredictionConfig` (all of them: ``docs/config.md``, ``oml predict
+    --help``). Components are ``{name, args}`` specs built by ``registry`` (the default registry when None).
+    The images are those of ``data_dir``, or of ``dataframe_name``, or, with neither, of the built-in mock
+    dataset; the features go to ``predictions.json`` in ``save_dir`` or in a new run folder under ``logs_root``.
 
     Every image is read once before the extractor runs, so that an unreadable file fails the run at once.
 

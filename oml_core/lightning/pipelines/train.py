@@ -108,54 +108,20 @@ def extractor_training_pipeline(
 ) -> TrainingResult:
     """Train and validate a feature extractor which represents images as feature vectors.
 
-    The config (a dict, a ``DictConfig`` or its schema's object, ``ExtractorTrainingConfig``) enters once, at the door:
-    checked and converted into the pipeline's typed config
-    (:func:`~oml_core.config.validate.validate_config`), which is all the pipeline reads after. It has
-    OML's keys; components are ``{name, args}`` specs built by ``registry`` (the default registry when None):
+    The config (a dict, a ``DictConfig`` or its schema's object) enters once, at the door: checked and converted
+    into the pipeline's typed config (:func:`~oml_core.config.validate.validate_config`), which is all the pipeline
+    reads after. Its keys are OML's; each is documented on its field of
+    :class:`~oml_core.config.schemas.ExtractorTrainingConfig` (all of them: ``docs/config.md``, ``oml train
+    --help``). Components are ``{name, args}`` specs built by ``registry`` (the default registry when None). The
+    logger gets the whole config as it was given (a dict's or ``DictConfig``'s keys, the user's variables too; a
+    typed config's every key).
 
-    - ``postfix, seed``: the run's name suffix (optional, as in OML: none by default); the seed of everything
-      (global RNGs and the sampler's).
-    - ``precision, accelerator, devices, num_nodes, find_unused_parameters``: the Trainer's engine (see
-      :func:`~oml_core.engine.parse_engine_params`); more than one process runs DDP
-      (``ExtractorModuleDDP``, ``MetricValCallbackDDP``, every batch split among the processes, so that the
-      batch of ``sampler``/``bs_train`` is the global batch).
-    - ``dataset_root`` (null: the built-in mock dataset), ``dataframe_name``, ``num_workers``, ``cache_size``,
-      ``transforms_train``, ``transforms_val``: the data.
-    - ``logs_root`` (``logs``), ``logs_folder``: the run writes into a new directory ``logs_root/logs_folder`` (null:
-      ``<date>_<time>_<postfix>``; ``_1``, ``_2`` ... appended when taken: nothing is overwritten).
-    - ``sampler`` (null: shuffled batches of ``bs_train``, the last incomplete one dropped), ``bs_train``,
-      ``bs_val``, ``max_epochs``, ``valid_period`` (validate every that many epochs, and always after the last
-      one, so that ``best.ckpt`` exists), ``validate_before_training`` (true: validate the initial weights
-      first, as epoch 0, so that the report shows whether training made the embedding better).
-    - ``show_dataset_warnings``: warn about doubtful rows of the dataframe (OML's key; true).
-    - ``metric_args, log_images``: ``EmbeddingMetrics``' arguments; log the worst queries' figures.
-    - ``metric_for_checkpointing, mode_for_checkpointing`` (``max``/``min``): ``checkpoints/best.ckpt`` keeps
-      the best epoch, written at the end of every validation that improves it; ``checkpoints/last.ckpt`` is
-      written after it, once ``checkpoint_every_seconds`` (60; 0: after every epoch) have passed since its last
-      write, at the end of training, on SIGINT/SIGTERM and, with ``checkpoint_every_n_steps``, every that many
-      steps within an epoch too; so ``last.ckpt`` always records the ``best.ckpt`` of its epoch. Every
-      checkpoint is written atomically (a kill or a full disk never leaves a truncated one) and carries the
-      run's record (its config, the sha256 of its dataframe, the epochs done).
-    - ``nan_policy``: a NaN or infinite loss ``stop``-s the run at that step (the default) or ``skip_batch``-es
-      that batch, until skipping cannot help (see :func:`~oml_core.lightning.modules.optimization.finite_loss_or_none`).
-    - ``extractor, criterion, optimizer``; ``scheduling`` (null, or ``{scheduler: {name, args},
-      scheduler_interval: step|epoch, scheduler_frequency: int, monitor_metric: null|key}``).
-    - ``logger`` (null: TensorBoard), ``tags``: the pipeline logger; it gets the whole config as it was given
-      (a dict's or ``DictConfig``'s keys, the user's variables too; a typed config's every key).
-    - ``freeze_n_epochs``: keep an ``IFreezable`` extractor frozen for that many epochs.
-    - ``lightning_trainer_extra_args``: more ``pl.Trainer`` arguments (they win over the pipeline's
-      defaults ``num_sanity_val_steps=0, deterministic=True, log_every_n_steps=1, enable_model_summary=False``).
-    - ``resume``: null, or a run's checkpoint (``<run>/checkpoints/last.ckpt``) to go on from: weights,
-      optimizer, scheduler, epoch, best checkpoint, validation history and the random state of the run that
-      wrote it, and for a checkpoint written within an epoch the position in that epoch; the resumed run writes
-      into that run's folder (``logs_root``/``logs_folder`` are not used; a TensorBoard logger goes on in its
-      version folder) and ends as the uninterrupted run would, its final validation included. Refused before
-      any work, in one line: a run that already trained ``max_epochs`` epochs, and a config whose run keys
-      (extractor, criterion, optimizer, scheduling, sampler, bs_train, transforms, freeze_n_epochs, the
-      checkpointing metric, seed, and the dataset: its dataframe's path and bytes) differ from the run's
-      (:mod:`~oml_core.lightning.pipelines.shared.resume`); the other keys may change.
-      ``resume_allow_changes`` (``[seed]``, ``[dataset]``): the resumed run takes a new seed (its random state
-      starts from it) or new data (the earlier epochs' metrics and best checkpoint are then not carried over).
+    The run writes into a new folder (``logs_root``/``logs_folder``, or the folder of the run it resumes):
+    ``checkpoints/best.ckpt`` (the best validation) and ``checkpoints/last.ckpt`` (written after it, on the cadence
+    of ``checkpoint_every_seconds`` and ``checkpoint_every_n_steps``, at the end and on SIGINT/SIGTERM). More than
+    one process runs DDP (``ExtractorModuleDDP``, ``MetricValCallbackDDP``): every batch is split among the
+    processes, so that the batch of ``sampler``/``bs_train`` is the global batch. A resume that differs from its run
+    is refused before any work (:mod:`~oml_core.lightning.pipelines.shared.resume`).
 
     SIGINT (Ctrl-C) or SIGTERM during training: the run ends its current step, saves ``last.ckpt`` and raises
     :class:`~oml_core.lightning.stops.TrainingInterrupted` (a second signal exits at once), see

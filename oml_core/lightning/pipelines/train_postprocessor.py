@@ -101,37 +101,14 @@ def postprocessor_training_pipeline(
     """Train and validate a pairwise postprocessor which fixes mistakes of a feature extractor in retrieval
     setup (OML's STIR recipe).
 
-    The config (a dict, a ``DictConfig`` or its schema's object, ``PostprocessorTrainingConfig``) enters once, at the
-    door: checked and converted into the pipeline's typed config
-    (:func:`~oml_core.config.validate.validate_config`), which is all the pipeline reads after; the
-    logger is given every key of it with its value (the defaults included). It has OML's keys; components are ``{name,
-    args}`` specs built by ``registry`` (the default registry when None). Required:
-
-    - ``postfix, seed, dataframe_name, logs_root``: as in the extractor's training pipeline.
-    - ``extractor``: the trained extractor (``args.weights``: a checkpoint such as the ``best.ckpt`` of
-      ``oml train``, a zoo key, or null for random weights); ``transforms_extraction``: its transforms;
-      ``batch_size_inference``: the batch size of the extraction and of the validation batches.
-    - ``pairwise_model``: the model to train (e.g. ``concat_siamese``, whose extractor may start from the same
-      weights); ``transforms_train``: the transforms of its training images; ``optimizer``.
-    - ``postprocessor``: the post-processor that validates the model by re-ranking (e.g. ``pairwise_reranker``
-      with ``top_n``). It re-ranks with the model being trained: its ``args.pairwise_model`` is left out or
-      equals ``pairwise_model`` (OML's configs interpolate it, ``${pairwise_model}``).
-    - ``max_epochs, metric_for_checkpointing``.
-
-    Optional, with their defaults: ``precision`` (32), ``accelerator`` (null: gpu when CUDA is available),
-    ``devices`` (1: this pipeline runs on one device), ``dataset_root`` (null: the mock dataset),
-    ``logs_folder`` (null), ``num_workers`` (0), ``cache_size`` (0), ``embeddings_cache_dir`` (null: no
-    cache; see :class:`~oml_core.lightning.pipelines.shared.embeddings_cache.CachedEmbeddings` for the key),
-    ``hard_pairs_mining`` (true), ``pairs_miner`` (null: the pair miner ``pairs`` of the ``oml_losses`` plugin,
-    OML's ``PairsMiner(hard_mining=hard_pairs_mining)``; else the spec of any registered pair miner, and
-    ``hard_pairs_mining`` is not used), ``sampler`` (null: shuffled batches of ``bs_train``; OML's configs use
-    ``balance``, which makes every batch hold positive pairs), ``bs_train`` (null), ``valid_period`` (1),
-    ``metric_args`` ({}), ``log_images`` (false), ``mode_for_checkpointing`` (max), ``scheduling`` (null),
-    ``freeze_n_epochs`` (0), ``logger`` (null: TensorBoard), ``lightning_trainer_extra_args`` (null; its
-    ``enable_progress_bar`` null or absent: progress bars only on a terminal, else a line per epoch),
-    ``tags`` ([]), ``nan_policy`` (stop), and the checkpoint and resume keys of the extractor's training
-    pipeline, with the same meaning: ``checkpoint_every_seconds`` (60), ``checkpoint_every_n_steps`` (null),
-    ``resume`` (null), ``resume_allow_changes`` ([]).
+    The config (a dict, a ``DictConfig`` or its schema's object) enters once, at the door: checked and converted
+    into the pipeline's typed config (:func:`~oml_core.config.validate.validate_config`), which is all the pipeline
+    reads after. Its keys are OML's; each is documented on its field of
+    :class:`~oml_core.config.schemas.PostprocessorTrainingConfig` (all of them: ``docs/config.md``, ``oml
+    train-postprocessor --help``). Components are ``{name, args}`` specs built by ``registry`` (the default registry
+    when None). The logger is given every key of the typed config with its value (the defaults included). The
+    pipeline runs on one device; its checkpoint and resume keys mean what they mean in the extractor's training
+    pipeline.
 
     Steps: (a) the embeddings of the train and validation splits by the extractor (``transforms_extraction``),
     read from ``embeddings_cache_dir`` when cached there; (b) training of :class:`PairwiseModule`: in every

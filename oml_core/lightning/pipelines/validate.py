@@ -67,27 +67,12 @@ def extractor_validation_pipeline(
 ) -> ValidationResult:
     """Validate a feature extractor which represents images as feature vectors.
 
-    The config (a dict, a ``DictConfig`` or its schema's object, ``ExtractorValidationConfig``) enters once, at the
-    door: checked and converted into the pipeline's typed config
-    (:func:`~oml_core.config.validate.validate_config`), which is all the pipeline reads after. It has
-    OML's keys. Required: ``dataframe_name, transforms_val, bs_val, extractor`` (whose ``args.weights`` is a checkpoint
-    path, e.g. the ``best.ckpt`` of a training run, a zoo key, or null for random weights). Optional, with their
-    defaults:
-
-    - ``dataset_root`` (null: the built-in mock dataset), ``num_workers`` (0), ``cache_size`` (0).
-    - ``metric_args`` (``{}``): the arguments of :class:`~oml_core.metrics.EmbeddingMetrics`;
-      ``postprocessor`` (null): ``{name, args}`` of a registered post-processor, applied to the retrieval
-      results before the metrics; ``log_images`` (false).
-    - ``logs_root, logs_folder, postfix`` (``logs``, null, ``validation``): the run writes into a new
-      directory ``logs_root/logs_folder`` (null: ``<date>_<time>_<postfix>``); ``logger`` (null: TensorBoard),
-      which is given every key of the typed config with its value (the defaults included); ``tags`` (logged with
-      the config).
-    - ``accelerator`` (null: gpu when CUDA is available, else cpu), ``devices`` (1), ``num_nodes`` (1),
-      ``precision`` (32), ``seed`` (42: seeds random weights), ``lightning_trainer_extra_args``
-      (null: any other ``pl.Trainer`` arguments; ``enable_progress_bar`` null or absent: progress bars only
-      on a terminal).
-
-    Components are built by ``registry`` (the default registry when None).
+    The config (a dict, a ``DictConfig`` or its schema's object) enters once, at the door: checked and converted
+    into the pipeline's typed config (:func:`~oml_core.config.validate.validate_config`), which is all the pipeline
+    reads after. Its keys are OML's; each is documented on its field of
+    :class:`~oml_core.config.schemas.ExtractorValidationConfig` (all of them: ``docs/config.md``, ``oml validate
+    --help``). Components are ``{name, args}`` specs built by ``registry`` (the default registry when None).
+    The logger is given every key of the typed config with its value (the defaults included).
 
     The rows with ``split == "validation"`` of ``dataset_root / dataframe_name`` are embedded, the metrics are
     computed, logged and printed as a table. With ``log_images``, the worst queries of every per-query metric

@@ -71,19 +71,14 @@ def postprocessor_validation_pipeline(
     """Validate a pairwise post-processor on top of a feature extractor: the retrieval metrics of the
     extractor's embeddings, then those of the results re-ranked by the post-processor.
 
-    The config (a dict, a ``DictConfig`` or its schema's object, ``PostprocessorValidationConfig``) enters once, at the
-    door: checked and converted into the pipeline's typed config
-    (:func:`~oml_core.config.validate.validate_config`), which is all the pipeline reads after; the
-    logger is given every key of it with its value (the defaults included). It has the keys of
-    ``extractor_validation_pipeline`` (OML validates a post-processor with that pipeline), ``postprocessor`` required,
-    plus ``embeddings_cache_dir``. Required: ``dataframe_name, transforms_val, bs_val, extractor, postprocessor``: a
-    pairwise post-processor, e.g. ``{name: pairwise_reranker, args: {top_n: 5, pairwise_model: {name: concat_siamese,
-    args: {weights: <the best.ckpt of oml train-postprocessor>, ...}}, ...}}``. Optional, with their defaults: those of
-    ``extractor_validation_pipeline`` (``dataset_root, num_workers, cache_size, metric_args, log_images, logs_root,
-    logs_folder, logger, tags, accelerator, devices, precision, seed, lightning_trainer_extra_args``), ``postfix``
-    (``postprocessor_validation``) and ``embeddings_cache_dir`` (null: no cache; a file written by
-    ``postprocessor_training_pipeline`` for the same extractor, transforms, dataframe, precision and seed is reused, see
-    :class:`~oml_core.lightning.pipelines.shared.embeddings_cache.CachedEmbeddings`).
+    The config (a dict, a ``DictConfig`` or its schema's object) enters once, at the door: checked and converted
+    into the pipeline's typed config (:func:`~oml_core.config.validate.validate_config`), which is all the pipeline
+    reads after. Its keys are OML's; each is documented on its field of
+    :class:`~oml_core.config.schemas.PostprocessorValidationConfig` (all of them: ``docs/config.md``, ``oml
+    validate-postprocessor --help``). Components are ``{name, args}`` specs built by ``registry`` (the default
+    registry when None). They are those of ``extractor_validation_pipeline`` (OML validates a post-processor with
+    that pipeline), ``postprocessor`` (pairwise) required, plus ``embeddings_cache_dir``; the logger is given every
+    key of the typed config with its value (the defaults included).
 
     ``transforms_val`` are the transforms of the extraction and of the images the post-processor re-ranks. The
     pairwise model runs on the configured device. Both metric tables are printed; the metrics before are
