@@ -11,6 +11,9 @@
     oml index build [--config-path DIR] [--config-name NAME] [--show-config] [hydra overrides ...]
     oml search INDEX QUERY... [--dataset-root DIR] [--top-k K] [--format table|json]
 
+A pipeline's command runs the pipeline and prints the report of its result (:mod:`oml_core.reports`: the metrics,
+where the run wrote) in the run's main process; the pipelines themselves print no report.
+
 ``oml --version`` prints ``oml-core <version>``, then one line per installed plugin distribution, ``<distribution>
 <version>``, from the distributions' metadata (``oml --version`` and ``oml --help`` import no plugin). ``oml COMMAND
 --help`` explains a pipeline's overrides (hydra's ``KEY=VALUE``; ``GROUP@KEY=OPTION`` among them replaces a
@@ -716,8 +719,9 @@ def plugin_versions(allow: Collection[str] | None) -> list[str]:
 # -------------------------------------------------------------------------------------------- pipelines
 def _cmd_pipeline(args: argparse.Namespace, overrides: list[str]) -> int:
     """Run the pipeline of ``args.command`` on its config composed with ``overrides`` (composed first, so that
-    a bad config or override fails before Lightning is imported); with ``--show-config`` (``--cfg job``) print
-    that config instead (:func:`config_yaml`) and run nothing."""
+    a bad config or override fails before Lightning is imported) and print its report
+    (:data:`oml_core.reports.REPORTS`) in the main process of the run; with ``--show-config`` (``--cfg job``)
+    print that config instead (:func:`config_yaml`) and run nothing."""
     registry = Registry()
     overrides = flags_as_overrides(args.command, overrides)
     if getattr(args, "skip_image_check", False):
@@ -726,10 +730,16 @@ def _cmd_pipeline(args: argparse.Namespace, overrides: list[str]) -> int:
     if args.show_config or args.cfg == "job":
         print(config_yaml(cfg), end="")
         return 0
-    check_before_lightning(PIPELINE_CONFIGS[args.command], cfg, registry)
+    pipeline = PIPELINE_CONFIGS[args.command]
+    check_before_lightning(pipeline, cfg, registry)
+    from oml_core import reports  # imports the pipelines, and Lightning with them
     from oml_core.lightning import pipelines
 
-    getattr(pipelines, PIPELINE_CONFIGS[args.command])(cfg, registry=registry)
+    result = getattr(pipelines, pipeline)(cfg, registry=registry)
+    if (
+        result.is_main_process
+    ):  # the other DDP processes, which Lightning starts as `oml COMMAND` too, are silent
+        print(reports.REPORTS[pipeline](result))
     return 0
 
 

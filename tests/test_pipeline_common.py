@@ -9,7 +9,7 @@ import pytest
 
 from oml_core.datasets.dataframe_format import read_dataframe
 from oml_core.ddp.strategy import DDPStrategyClosedAtExit
-from oml_core.lightning.pipelines.shared.common import check_keys, format_metrics_table, log_dir_of
+from oml_core.lightning.pipelines.shared.common import check_keys, log_dir_of
 from oml_core.lightning.pipelines.shared.engine import (
     RUN_DIR_ENV,
     check_one_device,
@@ -24,6 +24,7 @@ from oml_core.lightning.pipelines.shared.engine import (
     shared_run_dir,
 )
 from oml_core.registry import ConfigError, Registry, UnknownNameError
+from oml_core.reports import format_metrics_table
 
 
 def test_run_dirs_are_never_reused(tmp_path):

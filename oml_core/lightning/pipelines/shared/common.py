@@ -1,5 +1,5 @@
 """Pieces shared by the pipelines: config access and checks, components built from their specs, loggers, the
-embedding metrics and their table. The engine (devices, DDP, run folders, Trainer arguments) is
+embedding metrics. The engine (devices, DDP, run folders, Trainer arguments) is
 :mod:`~oml_core.lightning.pipelines.shared.engine`."""
 
 from __future__ import annotations
@@ -157,18 +157,6 @@ def log_dir_of(logger: Any) -> Path | None:
     return None
 
 
-def format_metrics_table(metrics: Mapping[str, float], title: str = "Validation metrics") -> str:
-    """A readable two-column table of flat metrics (``OVERALL/cmc/1  0.8750``), sorted by key."""
-    if not metrics:
-        return f"{title}: (none computed)"
-    width = max(len(k) for k in metrics)
-    rule = "-" * (width + 12)
-    lines = [title, rule, f"{'metric'.ljust(width)}  {'value':>8}", rule]
-    lines += [f"{key.ljust(width)}  {value:>8.4f}" for key, value in sorted(metrics.items())]
-    lines.append(rule)
-    return "\n".join(lines)
-
-
 def embedding_metrics(
     dataset: Any,
     metric_args: Mapping[str, Any] | None,
@@ -178,10 +166,10 @@ def embedding_metrics(
     ddp: bool = False,
 ) -> Any:
     """``EmbeddingMetrics`` of ``metric_args`` (the config key) over ``dataset``, with ``postprocessor`` (or
-    None) re-ranking the retrieval results; its own printing is off, as the pipelines print their own tables.
-    With ``ddp``, ``EmbeddingMetricsDDP``: every process updates it with its share and ``sync()`` gathers them
-    (``metric_args.shard_gallery``: searches the gallery sharded across the processes instead; ignored on one
-    process, which holds every embedding anyway).
+    None) re-ranking the retrieval results; its own printing is off: the pipelines return the metrics and the
+    CLI prints its own tables. With ``ddp``, ``EmbeddingMetricsDDP``: every process updates it with its share
+    and ``sync()`` gathers them (``metric_args.shard_gallery``: searches the gallery sharded across the processes
+    instead; ignored on one process, which holds every embedding anyway).
 
     Raises:
         RegistryError: an unknown retrieval metric (the registry's message).
@@ -208,7 +196,6 @@ __all__ = [
     "build_logger",
     "check_keys",
     "embedding_metrics",
-    "format_metrics_table",
     "log_dir_of",
     "offered_args",
     "one_line",
