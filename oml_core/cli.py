@@ -736,9 +736,8 @@ def _cmd_pipeline(args: argparse.Namespace, overrides: list[str]) -> int:
     from oml_core.lightning import pipelines
 
     result = getattr(pipelines, pipeline)(cfg, registry=registry)
-    if (
-        result.is_main_process
-    ):  # the other DDP processes, which Lightning starts as `oml COMMAND` too, are silent
+    # the other DDP processes (Lightning starts them as `oml COMMAND` too, torchrun as the same command) are silent
+    if result.is_main_process:
         print(reports.REPORTS[pipeline](result))
     return 0
 

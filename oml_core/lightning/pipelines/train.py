@@ -114,11 +114,11 @@ class TrainingResult:
 
     @property
     def last_epoch(self) -> int | None:
-        """The last trained epoch that was validated (:func:`last_trained_epoch`)."""
-        return last_trained_epoch(self.epochs)
+        """The last epoch validated after training started (not the start, epoch 0); None when none."""
+        return _last_trained_epoch(self.epochs)
 
 
-def last_trained_epoch(epochs: Mapping[int, Mapping[str, float]]) -> int | None:
+def _last_trained_epoch(epochs: Mapping[int, Mapping[str, float]]) -> int | None:
     """The largest epoch of ``epochs`` after training started (not :data:`START_EPOCH`), None when none."""
     return max((epoch for epoch in epochs if epoch != START_EPOCH), default=None)
 
@@ -277,7 +277,7 @@ def extractor_training_pipeline(
         fit_keeping_checkpoints(trainer, module, run, good, **fit_args)
 
     epochs = run.epochs()
-    last_epoch = last_trained_epoch(epochs)
+    last_epoch = _last_trained_epoch(epochs)
     return TrainingResult(
         metrics=dict(epochs[last_epoch]) if last_epoch is not None else {},
         run_dir=run_dir,
@@ -342,4 +342,4 @@ def _check_data(
     check_datasets(data, [train_dataset, val_dataset], config.num_workers, progress)
 
 
-__all__ = ["TrainingResult", "extractor_training_pipeline", "last_trained_epoch"]
+__all__ = ["TrainingResult", "extractor_training_pipeline"]
