@@ -11,6 +11,9 @@
     oml index build [--config-path DIR] [--config-name NAME] [--show-config] [hydra overrides ...]
     oml search INDEX QUERY... [--dataset-root DIR] [--top-k K] [--format table|json]
 
+A pipeline's command runs the pipeline and prints the report of its result (:mod:`oml_core.reports`: the metrics,
+where the run wrote) in the run's main process; the pipelines themselves print no report.
+
 ``oml --version`` prints ``oml-core <version>``, then one line per installed plugin distribution, ``<distribution>
 <version>``, from the distributions' metadata (``oml --version`` and ``oml --help`` import no plugin). ``oml COMMAND
 --help`` explains a pipeline's overrides (hydra's ``KEY=VALUE``; ``GROUP@KEY=OPTION`` among them replaces a
@@ -733,8 +736,9 @@ def plugin_versions(allow: Collection[str] | None) -> list[str]:
 # -------------------------------------------------------------------------------------------- pipelines
 def _cmd_pipeline(args: argparse.Namespace, overrides: list[str]) -> int:
     """Run the pipeline of ``args.command`` on its config composed with ``overrides`` (composed first, so that
-    a bad config or override fails before Lightning is imported); with ``--show-config`` (``--cfg job``) print
-    that config instead (:func:`config_yaml`) and run nothing."""
+    a bad config or override fails before Lightning is imported) and print its report
+    (:data:`oml_core.reports.REPORTS`) in the main process of the run; with ``--show-config`` (``--cfg job``)
+    print that config instead (:func:`config_yaml`) and run nothing."""
     registry = Registry()
     overrides = flags_as_overrides(args.command, overrides)
     if getattr(args, "skip_image_check", False):
@@ -743,10 +747,15 @@ def _cmd_pipeline(args: argparse.Namespace, overrides: list[str]) -> int:
     if args.show_config or args.cfg == "job":
         print(config_yaml(cfg, PIPELINE_CONFIGS[args.command]), end="")
         return 0
-    check_before_lightning(PIPELINE_CONFIGS[args.command], cfg, registry)
+    pipeline = PIPELINE_CONFIGS[args.command]
+    check_before_lightning(pipeline, cfg, registry)
+    from oml_core import reports  # imports the pipelines, and Lightning with them
     from oml_core.lightning import pipelines
 
-    getattr(pipelines, PIPELINE_CONFIGS[args.command])(cfg, registry=registry)
+    result = getattr(pipelines, pipeline)(cfg, registry=registry)
+    # the other DDP processes (Lightning starts them as `oml COMMAND` too, torchrun as the same command) are silent
+    if result.is_main_process:
+        print(reports.REPORTS[pipeline](result))
     return 0
 
 

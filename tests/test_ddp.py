@@ -217,6 +217,8 @@ def test_two_processes_train_on_the_single_process_batches_and_get_its_metrics(s
     assert rank1["metrics"] == rank0["metrics"]
 
     assert rank0["last_checkpoint"] == rank1["last_checkpoint"]  # one run directory for both processes
+    # only the process of rank 0 reports (`oml train` prints the report where is_main_process)
+    assert [record["is_main_process"] for record in (single, rank0, rank1)] == [True, True, False]
     single_weights = weights(single["last_checkpoint"])
     for key, value in weights(rank0["last_checkpoint"]).items():
         torch.testing.assert_close(value, single_weights[key], atol=1e-5, rtol=0)

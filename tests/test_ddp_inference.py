@@ -62,6 +62,8 @@ def test_two_processes_validate_to_the_single_process_metrics(
     assert ddp[1]["metrics"] == ddp[0]["metrics"]
     assert ddp[0]["run_dir"] == ddp[1]["run_dir"]  # one run directory for both processes
     assert len(list((tmp_path / "ddp").iterdir())) == 1
+    # only the process of rank 0 reports (`oml validate` prints the report where is_main_process)
+    assert [record["is_main_process"] for record in (single, ddp[0], ddp[1])] == [True, True, False]
 
     # the gallery sharded across the processes (metric_args.shard_gallery): the same retrieval metrics
     sharded = run_script(oml_fork_server, tmp_path, oml_cache_dir, "sharded", "validate_sharded", 2)
@@ -131,6 +133,7 @@ def test_two_nodes_started_by_torchrun_validate_to_the_single_process_metrics(
     assert ranks[0]["metrics"] == pytest.approx(single["metrics"], abs=1e-6)
     assert ranks[1]["metrics"] == ranks[0]["metrics"]
     assert ranks[0]["run_dir"] == ranks[1]["run_dir"] == str(tmp_path / "nodes" / "run")
+    assert [rank["is_main_process"] for rank in ranks] == [True, False]  # the node of rank 0 reports
 
 
 def free_port() -> int:

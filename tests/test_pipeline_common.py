@@ -23,8 +23,9 @@ from oml_core.engine import (
     run_dir_for_ddp_processes,
     shared_run_dir,
 )
-from oml_core.lightning.pipelines.shared.common import format_metrics_table, log_dir_of
+from oml_core.lightning.pipelines.shared.common import log_dir_of
 from oml_core.registry import ConfigError, Registry, UnknownNameError
+from oml_core.reports import format_metrics_table
 
 
 def test_run_dirs_are_never_reused(tmp_path):

@@ -25,13 +25,13 @@ from oml_core.interfaces.models import IExtractor, IPairwiseModel
 from oml_core.lightning.modules.pairwise_postprocessing import PairwiseModule
 from oml_core.lightning.pipelines.shared.embeddings_cache import CachedEmbeddings, EmbeddingsSource
 from oml_core.lightning.pipelines.shared.inference import TRAINER_DEFAULTS
-from oml_core.lightning.pipelines.shared.postprocessing import AFTER_TITLE, BEFORE_TITLE
 from oml_core.lightning.pipelines.train_postprocessor import (
     build_pairs_miner,
     postprocessor_training_pipeline,
 )
 from oml_core.lightning.pipelines.validate_postprocessor import postprocessor_validation_pipeline
 from oml_core.registry import Registry
+from oml_core.reports import AFTER_TITLE, BEFORE_TITLE
 
 NO_PROGRESS_BAR = "lightning_trainer_extra_args.enable_progress_bar=false"
 METRIC_ROW = re.compile(r"^(OVERALL/\S+)\s+(\d+\.\d{4})$", re.MULTILINE)

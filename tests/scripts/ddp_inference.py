@@ -9,7 +9,8 @@ are started by torchrun, one per "node", and the run writes into ``logs_folder=r
 32 px images) with batches of 7: the mock dataset's splits do not divide into batches of 7, nor the batches into
 2 halves, so the padding of DDP's shares is exercised.
 Every process writes ``OUT_DIR/<NAME>_rank<RANK>.json``: the metrics (validate) or the predictions file's path
-(predict), and the run directory.
+(predict), and the run directory; validate: whether its result says it is the main process (the one that
+reports).
 """
 
 import json
@@ -35,7 +36,11 @@ def validate(out: Path, name: str, devices: int, num_nodes: int | None = None, s
     if num_nodes is not None:
         cfg.update(num_nodes=num_nodes, logs_folder="run")
     result = extractor_validation_pipeline(cfg)
-    return {"metrics": result.metrics, "run_dir": str(result.run_dir)}
+    return {
+        "metrics": result.metrics,
+        "run_dir": str(result.run_dir),
+        "is_main_process": result.is_main_process,
+    }
 
 
 def predict(out: Path, name: str, devices: int) -> dict:

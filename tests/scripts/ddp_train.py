@@ -6,7 +6,8 @@ runs on 1 and 2 processes see the same pixels), going on from the checkpoint RES
 mean of per-item losses, so the mean of the processes' gradients is the single-process gradient, and the
 balance sampler's batches of 30 are split 15 + 15 among 2 processes.
 Every process writes ``OUT_DIR/<NAME>_rank<RANK>.json``: its validation metrics, the dataset ids it trained
-on at every step (also those of all the processes, gathered by ``sync_dicts_ddp``), and the last checkpoint.
+on at every step (also those of all the processes, gathered by ``sync_dicts_ddp``), the last checkpoint, and
+whether its result says it is the main process (the one that reports).
 """
 
 import atexit
@@ -56,6 +57,7 @@ if __name__ == "__main__":
         "metrics": result.metrics,
         "steps": STEPS,
         "last_checkpoint": str(result.last_checkpoint),
+        "is_main_process": result.is_main_process,
         "steps_of_all_ranks": sync_dicts_ddp({"steps": STEPS}, n_devices)["steps"],
     }
     (out / f"{name}_rank{RANK['rank']}.json").write_text(json.dumps(record))

@@ -29,9 +29,6 @@ from oml_core.lightning.pipelines.shared.inference import extract_embeddings, in
 from oml_core.lightning.progress import PROGRESS_BAR_ARG
 from oml_core.lightning.quiet import quiet_lightning
 from oml_core.registry import ConfigError, Registry, default_registry
-from oml_core.utils.logs import get_logger
-
-log = get_logger(__name__)
 
 PIPELINE = "extractor_prediction_pipeline"
 #: The file the features are written to, in ``save_dir`` (OML's name).
@@ -46,11 +43,14 @@ class PredictionResult:
         predictions_path: The JSON file ``{image path: [feature, ...]}`` (``<save_dir>/predictions.json``).
         paths: The image paths (the JSON's keys), in the order they were predicted and written.
         feat_dim: The size of every feature vector.
+        is_main_process: True in the process that started the run (global rank 0), which writes the file and
+            reports; False in the other DDP processes.
     """
 
     predictions_path: Path
     paths: list[str]
     feat_dim: int
+    is_main_process: bool = True
 
 
 @quiet_lightning()
@@ -73,6 +73,10 @@ def extractor_prediction_pipeline(
     every batch, the features are gathered by dataset index (see
     :func:`~oml_core.lightning.pipelines.shared.inference.extract_embeddings`), and the process that started the run
     writes the file, the single-process file. Every process returns the result.
+
+    Prints nothing and logs no report: :func:`oml_core.reports.prediction_report` makes the line ``oml predict``
+    prints of the result (``<n> predictions have been saved to <file>``), in the main process
+    (``is_main_process``). Logged meanwhile: the check of the data (``Checked N images``).
 
     Returns:
         A :class:`PredictionResult`. The file holds one JSON object: its keys are the absolute paths of the
@@ -114,8 +118,12 @@ def extractor_prediction_pipeline(
             "x", encoding="utf-8"
         ) as f:  # "x": never overwrite, even a file made since
             json.dump(dict(zip(paths, features.tolist())), f)
-        log.info(f"{len(paths)} predictions have been saved to {predictions_path}")
-    return PredictionResult(predictions_path=predictions_path, paths=paths, feat_dim=features.shape[1])
+    return PredictionResult(
+        predictions_path=predictions_path,
+        paths=paths,
+        feat_dim=features.shape[1],
+        is_main_process=trainer.is_global_zero,
+    )
 
 
 def _check_not_written(path: Path) -> None:

@@ -42,11 +42,6 @@ from oml_core.lightning.pipelines.shared.preflight import (
     check_validation_ground_truth,
     checkpoint_size,
 )
-from oml_core.lightning.pipelines.shared.report import (
-    format_run_paths,
-    format_training_table,
-    regression_note,
-)
 from oml_core.lightning.pipelines.shared.resume import plan_resume
 from oml_core.lightning.pipelines.shared.training import (
     build_optimizer,
@@ -61,9 +56,6 @@ from oml_core.lightning.pipelines.shared.training import (
 from oml_core.lightning.progress import progress_bar_enabled
 from oml_core.lightning.quiet import quiet_lightning
 from oml_core.registry import ConfigError, Registry, default_registry
-from oml_core.utils.logs import get_logger
-
-log = get_logger(__name__)
 
 PIPELINE = "extractor_training_pipeline"
 
@@ -81,6 +73,11 @@ class TrainingResult:
         epochs: The metrics of every validation by epoch: ``0`` before training (``validate_before_training``),
             ``n`` after the ``n``-th epoch (a resumed run has those of the run it resumed too).
         best_epoch: The epoch ``best_checkpoint`` holds (None when no epoch was validated).
+        metric_for_checkpointing: The metric ``best_checkpoint`` is the best of (the config's key).
+        mode_for_checkpointing: ``max`` (larger is better) or ``min`` (the config's key).
+        resumed_from: The checkpoint the run went on from (the config's ``resume`` as given), or None.
+        is_main_process: True in the process that started the run (global rank 0), which writes and reports; False
+            in the other DDP processes, which return the same result and report nothing.
     """
 
     metrics: dict[str, float]
@@ -90,6 +87,10 @@ class TrainingResult:
     last_checkpoint: Path | None
     epochs: dict[int, dict[str, float]] = field(default_factory=dict)
     best_epoch: int | None = None
+    metric_for_checkpointing: str = field(kw_only=True)
+    mode_for_checkpointing: str = field(kw_only=True)
+    resumed_from: Path | None = None
+    is_main_process: bool = True
 
     @property
     def start_metrics(self) -> dict[str, float] | None:
@@ -100,6 +101,16 @@ class TrainingResult:
     def best_metrics(self) -> dict[str, float] | None:
         """The metrics of the epoch ``best_checkpoint`` holds, or None."""
         return None if self.best_epoch is None else self.epochs.get(self.best_epoch)
+
+    @property
+    def last_epoch(self) -> int | None:
+        """The last epoch validated after training started (not the start, epoch 0); None when none."""
+        return _last_trained_epoch(self.epochs)
+
+
+def _last_trained_epoch(epochs: Mapping[int, Mapping[str, float]]) -> int | None:
+    """The largest epoch of ``epochs`` after training started (not :data:`START_EPOCH`), None when none."""
+    return max((epoch for epoch in epochs if epoch != START_EPOCH), default=None)
 
 
 @quiet_lightning()
@@ -127,9 +138,11 @@ def extractor_training_pipeline(
     :class:`~oml_core.lightning.stops.TrainingInterrupted` (a second signal exits at once), see
     :mod:`oml_core.lightning.interrupts`.
 
-    Prints the metrics of the start (epoch 0), best and last epochs side by side, a warning when training made
-    ``metric_for_checkpointing`` worse than the initial weights, and where the logs and checkpoints were written
-    (main process).
+    Prints nothing and logs no report: the result carries the metrics of every validated epoch (start, best and
+    last among them), the checkpointing metric and where the logs and checkpoints were written;
+    :func:`oml_core.reports.training_report` makes the report of it that ``oml train`` prints (in the main
+    process, ``is_main_process``). Logged meanwhile: the check of the data (``Checked N images``) and a line per
+    epoch when there is no progress bar.
 
     Returns:
         A :class:`TrainingResult`.
@@ -219,8 +232,8 @@ def extractor_training_pipeline(
         fit_keeping_checkpoints(trainer, module, run, good, **fit_args)
 
     epochs = run.epochs()
-    last_epoch = max((epoch for epoch in epochs if epoch != START_EPOCH), default=None)
-    result = TrainingResult(
+    last_epoch = _last_trained_epoch(epochs)
+    return TrainingResult(
         metrics=dict(epochs[last_epoch]) if last_epoch is not None else {},
         run_dir=run_dir,
         log_dir=log_dir_of(logger),
@@ -228,10 +241,11 @@ def extractor_training_pipeline(
         last_checkpoint=run.last.last_saved,
         epochs=epochs,
         best_epoch=run.best.best_epoch,
+        metric_for_checkpointing=config.metric_for_checkpointing,
+        mode_for_checkpointing=config.mode_for_checkpointing,
+        resumed_from=Path(config.resume) if config.resume else None,
+        is_main_process=trainer.is_global_zero,
     )
-    if trainer.is_global_zero:
-        _report(result, config)
-    return result
 
 
 def _module_args(config: ExtractorTrainingConfig, registry: Registry, train_dataset: Any) -> dict[str, Any]:
@@ -274,29 +288,6 @@ def _check_data(
     )
     progress = progress_bar_enabled(config.lightning_trainer_extra_args)
     check_datasets(data, [train_dataset, val_dataset], config.num_workers, progress)
-
-
-def _report(result: TrainingResult, config: ExtractorTrainingConfig) -> None:
-    """Print the metrics of the start, best and last epochs, a warning line when training made
-    ``metric_for_checkpointing`` worse than the initial weights, and where the run wrote."""
-    last_epoch = max((epoch for epoch in result.epochs if epoch > 0), default=None)
-    log.info("")
-    log.info(format_training_table(result.epochs, result.best_epoch, last_epoch))
-    note = regression_note(
-        result.epochs, result.best_epoch, config.metric_for_checkpointing, config.mode_for_checkpointing
-    )
-    if note:
-        log.info(note)
-    log.info(
-        format_run_paths(
-            result.run_dir,
-            result.log_dir,
-            result.best_checkpoint,
-            result.best_epoch,
-            result.last_checkpoint,
-            Path(config.resume) if config.resume else None,
-        )
-    )
 
 
 __all__ = ["TrainingResult", "extractor_training_pipeline"]

@@ -4,7 +4,7 @@ trained extractor, from an OML-style config."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
@@ -43,10 +43,8 @@ from oml_core.lightning.pipelines.shared.postprocessing import (
     BEFORE_PREFIX,
     build_pairwise_postprocessor,
     metrics_of_embeddings,
-    report_metrics,
 )
 from oml_core.lightning.pipelines.shared.preflight import check_engine
-from oml_core.lightning.pipelines.shared.report import format_run_paths
 from oml_core.lightning.pipelines.shared.resume import plan_resume
 from oml_core.lightning.pipelines.shared.training import (
     build_optimizer,
@@ -60,9 +58,6 @@ from oml_core.lightning.pipelines.shared.training import (
 from oml_core.lightning.progress import PROGRESS_BAR_ARG, progress_bar_enabled
 from oml_core.lightning.quiet import quiet_lightning
 from oml_core.registry import ConfigError, Registry, default_registry
-from oml_core.utils.logs import get_logger
-
-log = get_logger(__name__)
 
 PIPELINE = "postprocessor_training_pipeline"
 #: The pair miner of a config whose ``pairs_miner`` is null (its ``hard_mining`` is ``hard_pairs_mining``).
@@ -82,6 +77,9 @@ class PostprocessorTrainingResult:
         last_checkpoint: The checkpoint of the last epoch.
         embeddings: Where the embeddings of every split came from.
         best_epoch: The epoch ``best_checkpoint`` holds (None when no epoch was validated).
+        postprocessor: The name of the post-processor that validated the model (the config's ``postprocessor``).
+        resumed_from: The checkpoint the run went on from (``resume``), or None.
+        is_main_process: True in the process of global rank 0, which reports (this pipeline runs on one device).
     """
 
     metrics: dict[str, float]
@@ -92,6 +90,9 @@ class PostprocessorTrainingResult:
     last_checkpoint: Path | None
     embeddings: list[EmbeddingsSource]
     best_epoch: int | None = None
+    postprocessor: str = field(kw_only=True)
+    resumed_from: Path | None = None
+    is_main_process: bool = True
 
 
 @quiet_lightning()
@@ -121,8 +122,12 @@ def postprocessor_training_pipeline(
     ``checkpoints/last.ckpt`` (after ``best.ckpt``, on a time cadence, at the end and on SIGINT/SIGTERM) hold the
     pairwise model (its ``weights`` argument loads them) and the training state; ``resume`` goes on from
     ``last.ckpt`` in the run's own folder, checked as the extractor's training pipeline checks it (see
-    :mod:`~oml_core.lightning.pipelines.shared.resume`). Both metric tables and the paths are printed. The run
-    is quiet (see :func:`~oml_core.lightning.quiet.quiet_lightning`).
+    :mod:`~oml_core.lightning.pipelines.shared.resume`). The run is quiet (see
+    :func:`~oml_core.lightning.quiet.quiet_lightning`).
+
+    Prints nothing and logs no report: :func:`oml_core.reports.postprocessor_training_report` makes the report
+    of the result (both metric tables and the paths) that ``oml train-postprocessor`` prints. Logged meanwhile:
+    where the embeddings came from (computed, cached, loaded) and a line per epoch when there is no progress bar.
 
     Returns:
         A :class:`PostprocessorTrainingResult`.
@@ -219,7 +224,7 @@ def postprocessor_training_pipeline(
         )
 
     epochs = run.epochs()
-    result = PostprocessorTrainingResult(
+    return PostprocessorTrainingResult(
         metrics=dict(epochs[max(epochs)]) if epochs else {},
         metrics_before=metrics_before,
         run_dir=run_dir,
@@ -228,19 +233,10 @@ def postprocessor_training_pipeline(
         last_checkpoint=run.last.last_saved,
         embeddings=extraction.sources,
         best_epoch=run.best.best_epoch,
+        postprocessor=config.postprocessor.name,
+        resumed_from=resume.checkpoint if resume is not None else None,
+        is_main_process=trainer.is_global_zero,
     )
-    report_metrics(result.metrics_before, result.metrics, config.postprocessor)
-    log.info(
-        format_run_paths(
-            result.run_dir,
-            result.log_dir,
-            result.best_checkpoint,
-            result.best_epoch,
-            result.last_checkpoint,
-            resume.checkpoint if resume is not None else None,
-        )
-    )
-    return result
 
 
 def _pairwise_module(config: PostprocessorTrainingConfig, registry: Registry) -> PairwiseModule:

@@ -27,19 +27,11 @@ from oml_core.engine import (
 from oml_core.lightning.callbacks.metric import MetricValCallback, MetricValCallbackDDP, save_figures
 from oml_core.lightning.callbacks.run_record import plain
 from oml_core.lightning.modules.extractor import ExtractorModule, ExtractorModuleDDP
-from oml_core.lightning.pipelines.shared.common import (
-    build_logger,
-    embedding_metrics,
-    format_metrics_table,
-    log_dir_of,
-)
+from oml_core.lightning.pipelines.shared.common import build_logger, embedding_metrics, log_dir_of
 from oml_core.lightning.pipelines.shared.inference import inference_trainer_args
 from oml_core.lightning.progress import PROGRESS_BAR_ARG
 from oml_core.lightning.quiet import quiet_lightning
 from oml_core.registry import Registry, default_registry
-from oml_core.utils.logs import get_logger
-
-log = get_logger(__name__)
 
 PIPELINE = "extractor_validation_pipeline"
 
@@ -53,12 +45,15 @@ class ValidationResult:
         run_dir: The run's own directory under ``logs_root``.
         log_dir: Where the logger wrote (the TensorBoard event files and ``config.yaml``).
         figures: The PNG files of the worst queries, one per per-query metric (empty without ``log_images``).
+        is_main_process: True in the process that started the run (global rank 0), which writes the figures and
+            reports; False in the other DDP processes.
     """
 
     metrics: dict[str, float]
     run_dir: Path
     log_dir: Path | None
     figures: list[Path]
+    is_main_process: bool = True
 
 
 @quiet_lightning()
@@ -75,14 +70,18 @@ def extractor_validation_pipeline(
     The logger is given every key of the typed config with its value (the defaults included).
 
     The rows with ``split == "validation"`` of ``dataset_root / dataframe_name`` are embedded, the metrics are
-    computed, logged and printed as a table. With ``log_images``, the worst queries of every per-query metric
+    computed and logged (to the pipeline logger). With ``log_images``, the worst queries of every per-query metric
     are drawn, written as PNG files to ``<run_dir>/figures/`` and logged.
 
     More than one process (``devices`` > 1 or ``num_nodes`` > 1) runs DDP: every process embeds its share of
     every batch (``ExtractorModuleDDP``), ``EmbeddingMetricsDDP`` gathers the embeddings by dataset index (an
     item repeated by the padding of the last batch counts once), and every process computes the metrics of the
     whole split, the single-process metrics. The process that started the run checks the images, makes the run
-    directory, writes the figures and prints the table; every process returns the result.
+    directory and writes the figures; every process returns the result.
+
+    Prints nothing and logs no report: :func:`oml_core.reports.validation_report` makes the report of the result
+    (the metrics table and the paths) that ``oml validate`` prints, in the main process (``is_main_process``).
+    Logged meanwhile: the check of the data (``Checked N images``).
 
     Returns:
         A :class:`ValidationResult`.
@@ -133,24 +132,13 @@ def extractor_validation_pipeline(
     figures = []
     if config.log_images and trainer.is_global_zero:
         figures = save_figures(metric, run_dir / FIGURES_FOLDER, [logger], 0)
-    result = ValidationResult(
+    return ValidationResult(
         metrics=dict(metric_callback.last_metrics),
         run_dir=run_dir,
         log_dir=log_dir_of(logger),
         figures=figures,
+        is_main_process=trainer.is_global_zero,
     )
-    if trainer.is_global_zero:
-        _report(result)
-    return result
-
-
-def _report(result: ValidationResult) -> None:
-    log.info("")
-    log.info(format_metrics_table(result.metrics))
-    log.info(f"Run directory:    {result.run_dir}")
-    log.info(f"Logs:             {result.log_dir}")
-    if result.figures:
-        log.info(f"Figures:          {result.run_dir / FIGURES_FOLDER} ({len(result.figures)} PNG files)")
 
 
 __all__ = ["ValidationResult", "extractor_validation_pipeline"]

@@ -31,14 +31,10 @@ from oml_core.lightning.pipelines.shared.postprocessing import (
     BEFORE_PREFIX,
     build_pairwise_postprocessor,
     metrics_of_embeddings,
-    report_metrics,
 )
 from oml_core.lightning.progress import PROGRESS_BAR_ARG
 from oml_core.lightning.quiet import quiet_lightning
 from oml_core.registry import ConfigError, Registry, default_registry
-from oml_core.utils.logs import get_logger
-
-log = get_logger(__name__)
 
 PIPELINE = "postprocessor_validation_pipeline"
 
@@ -54,6 +50,8 @@ class PostprocessorValidationResult:
         log_dir: Where the logger wrote.
         figures: The PNG files of the worst queries after post-processing (empty without ``log_images``).
         embeddings: Where the validation embeddings came from (computed, or read from the cache).
+        postprocessor: The name of the post-processor (the config's ``postprocessor``).
+        is_main_process: True in the process of global rank 0, which reports (this pipeline runs on one device).
     """
 
     metrics: dict[str, float]
@@ -62,6 +60,8 @@ class PostprocessorValidationResult:
     log_dir: Path | None
     figures: list[Path]
     embeddings: EmbeddingsSource
+    postprocessor: str
+    is_main_process: bool = True
 
 
 @quiet_lightning()
@@ -81,9 +81,13 @@ def postprocessor_validation_pipeline(
     key of the typed config with its value (the defaults included).
 
     ``transforms_val`` are the transforms of the extraction and of the images the post-processor re-ranks. The
-    pairwise model runs on the configured device. Both metric tables are printed; the metrics before are
-    logged under ``before_postprocessing/``. With ``log_images``, the worst queries after post-processing are
+    pairwise model runs on the configured device. The metrics before are logged (to the pipeline logger) under
+    ``before_postprocessing/``. With ``log_images``, the worst queries after post-processing are
     drawn to ``<run_dir>/figures/`` as PNG files and logged.
+
+    Prints nothing and logs no report: :func:`oml_core.reports.postprocessor_validation_report` makes the report
+    of the result (both metric tables and the paths) that ``oml validate-postprocessor`` prints. Logged meanwhile:
+    the check of the data (``Checked N images``) and where the embeddings came from.
 
     Returns:
         A :class:`PostprocessorValidationResult`.
@@ -140,20 +144,16 @@ def postprocessor_validation_pipeline(
     trainer.validate(PairwiseModule(pairwise_model=pairwise_model), dataloaders=loader, verbose=False)
 
     figures = save_figures(metric, run_dir / FIGURES_FOLDER, [logger], 0) if config.log_images else []
-    result = PostprocessorValidationResult(
+    return PostprocessorValidationResult(
         metrics=dict(metric_callback.last_metrics),
         metrics_before=metrics_before,
         run_dir=run_dir,
         log_dir=log_dir_of(logger),
         figures=figures,
         embeddings=extraction.sources[0],
+        postprocessor=config.postprocessor.name,
+        is_main_process=trainer.is_global_zero,
     )
-    report_metrics(result.metrics_before, result.metrics, config.postprocessor)
-    log.info(f"Run directory:    {result.run_dir}")
-    log.info(f"Logs:             {result.log_dir}")
-    if result.figures:
-        log.info(f"Figures:          {run_dir / FIGURES_FOLDER} ({len(result.figures)} PNG files)")
-    return result
 
 
 def _pairwise_model_spec(postprocessor: ComponentSpec) -> Any:

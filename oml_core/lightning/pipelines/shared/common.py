@@ -58,18 +58,6 @@ def log_dir_of(logger: Any) -> Path | None:
     return None
 
 
-def format_metrics_table(metrics: Mapping[str, float], title: str = "Validation metrics") -> str:
-    """A readable two-column table of flat metrics (``OVERALL/cmc/1  0.8750``), sorted by key."""
-    if not metrics:
-        return f"{title}: (none computed)"
-    width = max(len(k) for k in metrics)
-    rule = "-" * (width + 12)
-    lines = [title, rule, f"{'metric'.ljust(width)}  {'value':>8}", rule]
-    lines += [f"{key.ljust(width)}  {value:>8.4f}" for key, value in sorted(metrics.items())]
-    lines.append(rule)
-    return "\n".join(lines)
-
-
 def embedding_metrics(
     dataset: Any,
     metric_args: Mapping[str, Any] | None,
@@ -79,10 +67,10 @@ def embedding_metrics(
     ddp: bool = False,
 ) -> Any:
     """``EmbeddingMetrics`` of ``metric_args`` (the config key) over ``dataset``, with ``postprocessor`` (or
-    None) re-ranking the retrieval results; its own printing is off, as the pipelines print their own tables.
-    With ``ddp``, ``EmbeddingMetricsDDP``: every process updates it with its share and ``sync()`` gathers them
-    (``metric_args.shard_gallery``: searches the gallery sharded across the processes instead; ignored on one
-    process, which holds every embedding anyway).
+    None) re-ranking the retrieval results; its own printing is off: the pipelines return the metrics and the
+    CLI prints its own tables. With ``ddp``, ``EmbeddingMetricsDDP``: every process updates it with its share
+    and ``sync()`` gathers them (``metric_args.shard_gallery``: searches the gallery sharded across the processes
+    instead; ignored on one process, which holds every embedding anyway).
 
     Raises:
         RegistryError: an unknown retrieval metric (the registry's message).
@@ -102,4 +90,4 @@ def embedding_metrics(
         raise ConfigError(f"{pipeline}: config key 'metric_args': {e}") from e
 
 
-__all__ = ["DEFAULT_LOGGER", "build_logger", "embedding_metrics", "format_metrics_table", "log_dir_of"]
+__all__ = ["DEFAULT_LOGGER", "build_logger", "embedding_metrics", "log_dir_of"]

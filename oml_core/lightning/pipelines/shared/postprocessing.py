@@ -1,28 +1,20 @@
 """Pieces shared by the post-processing pipelines (training and validation of a pairwise post-processor): the
-post-processor built around a given pairwise model, and the metrics before and after post-processing, computed
-over the extractor's embeddings and reported side by side."""
+post-processor built around a given pairwise model, and the metrics of the extractor's embeddings alone (the
+"before" of their reports, :mod:`oml_core.reports`)."""
 
 from __future__ import annotations
 
 import inspect
-from collections.abc import Mapping
 from typing import Any
 
 import torch
 from torch import Tensor
 
 from oml_core.config.components import build_component, spec_of
-from oml_core.lightning.pipelines.shared.common import format_metrics_table
 from oml_core.registry import ConfigError, Registry
-from oml_core.utils.logs import get_logger
-
-log = get_logger(__name__)
 
 #: Prefix of the metrics before post-processing in the logger (the metrics after have OML's plain keys).
 BEFORE_PREFIX = "before_postprocessing/"
-#: Titles of the two metric tables that the post-processing pipelines print.
-BEFORE_TITLE = "Metrics before post-processing (the extractor's embeddings only)"
-AFTER_TITLE = "Metrics after post-processing"
 
 
 def build_pairwise_postprocessor(registry: Registry, spec: Any, pairwise_model: Any, pipeline: str) -> Any:
@@ -62,19 +54,4 @@ def metrics_of_embeddings(metric: Any, embeddings: Tensor) -> dict[str, float]:
     return {key: float(value) for key, value in flatten_metrics(metric.compute_metrics()).items()}
 
 
-def report_metrics(before: Mapping[str, float], after: Mapping[str, float], postprocessor: Any) -> None:
-    """Print the metrics before and after post-processing as two tables."""
-    log.info("")
-    log.info(format_metrics_table(before, BEFORE_TITLE))
-    log.info("")
-    log.info(format_metrics_table(after, f"{AFTER_TITLE} ({spec_of(postprocessor)['name']})"))
-
-
-__all__ = [
-    "AFTER_TITLE",
-    "BEFORE_PREFIX",
-    "BEFORE_TITLE",
-    "build_pairwise_postprocessor",
-    "metrics_of_embeddings",
-    "report_metrics",
-]
+__all__ = ["BEFORE_PREFIX", "build_pairwise_postprocessor", "metrics_of_embeddings"]
