@@ -13,9 +13,12 @@ configs' value) or no such key is the automatic choice.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from oml_core.utils.terminal import is_terminal, on_terminal
+
+if TYPE_CHECKING:
+    import pytorch_lightning as pl
 
 #: The ``pl.Trainer`` argument (and key of ``lightning_trainer_extra_args``) of the progress bar.
 PROGRESS_BAR_ARG = "enable_progress_bar"
@@ -29,4 +32,14 @@ def progress_bar_enabled(trainer_args: Mapping[str, Any] | None) -> bool:
     return on_terminal() if value is None else bool(value)
 
 
-__all__ = ["PROGRESS_BAR_ARG", "is_terminal", "on_terminal", "progress_bar_enabled"]
+def progress_bar_callbacks(trainer_args: Mapping[str, Any]) -> list[pl.Callback]:
+    """The progress bar of a Trainer built with ``trainer_args`` (whose ``enable_progress_bar`` the pipelines
+    always set): ``[TQDMProgressBar()]`` when it draws one, else none. Named, because Lightning's own choice is
+    ``RichProgressBar`` whenever ``rich`` can be imported (other packages' command lines install it), and a run's
+    output must not depend on what else is installed."""
+    from pytorch_lightning.callbacks import TQDMProgressBar
+
+    return [TQDMProgressBar()] if trainer_args.get(PROGRESS_BAR_ARG, True) else []
+
+
+__all__ = ["PROGRESS_BAR_ARG", "is_terminal", "on_terminal", "progress_bar_callbacks", "progress_bar_enabled"]

@@ -26,7 +26,7 @@ from oml_core.engine import (
     shared_run_dir,
 )
 from oml_core.lightning.pipelines.shared.inference import extract_embeddings, inference_trainer_args
-from oml_core.lightning.progress import PROGRESS_BAR_ARG
+from oml_core.lightning.progress import PROGRESS_BAR_ARG, progress_bar_callbacks
 from oml_core.lightning.quiet import quiet_lightning
 from oml_core.registry import ConfigError, Registry, default_registry
 
@@ -106,7 +106,12 @@ def extractor_prediction_pipeline(
         check_datasets(data, [dataset], config.num_workers, progress_bar)
 
     save_dir = shared_run_dir(lambda: _make_save_dir(config), *_named_save_dir(config))
-    trainer = pl.Trainer(**trainer_args, logger=False, default_root_dir=str(save_dir))
+    trainer = pl.Trainer(
+        **trainer_args,
+        logger=False,
+        callbacks=progress_bar_callbacks(trainer_args),
+        default_root_dir=str(save_dir),
+    )
     loader = DataLoader(dataset, batch_size=config.bs, num_workers=config.num_workers, shuffle=False)
     with run_dir_for_ddp_processes(save_dir) if is_ddp_engine(trainer_args) else nullcontext():
         features = extract_embeddings(trainer, extractor, loader)

@@ -29,7 +29,7 @@ from oml_core.lightning.callbacks.run_record import plain
 from oml_core.lightning.modules.extractor import ExtractorModule, ExtractorModuleDDP
 from oml_core.lightning.pipelines.shared.common import build_logger, embedding_metrics, log_dir_of
 from oml_core.lightning.pipelines.shared.inference import inference_trainer_args
-from oml_core.lightning.progress import PROGRESS_BAR_ARG
+from oml_core.lightning.progress import PROGRESS_BAR_ARG, progress_bar_callbacks
 from oml_core.lightning.quiet import quiet_lightning
 from oml_core.registry import Registry, default_registry
 
@@ -120,7 +120,10 @@ def extractor_validation_pipeline(
     logger = build_logger(registry, config.logger, run_dir)
     rank_zero_only(logger.log_pipeline_info)(plain(config))
     trainer = pl.Trainer(
-        **trainer_args, logger=logger, callbacks=[metric_callback], default_root_dir=str(run_dir)
+        **trainer_args,
+        logger=logger,
+        callbacks=[metric_callback, *progress_bar_callbacks(trainer_args)],
+        default_root_dir=str(run_dir),
     )
     loader = DataLoader(dataset, batch_size=config.bs_val, num_workers=config.num_workers, shuffle=False)
     if is_ddp:

@@ -32,7 +32,7 @@ from oml_core.lightning.pipelines.shared.postprocessing import (
     build_pairwise_postprocessor,
     metrics_of_embeddings,
 )
-from oml_core.lightning.progress import PROGRESS_BAR_ARG
+from oml_core.lightning.progress import PROGRESS_BAR_ARG, progress_bar_callbacks
 from oml_core.lightning.quiet import quiet_lightning
 from oml_core.registry import ConfigError, Registry, default_registry
 
@@ -137,7 +137,10 @@ def postprocessor_validation_pipeline(
     logger.log_metrics({f"{BEFORE_PREFIX}{k}": v for k, v in metrics_before.items()}, step=0)
     metric_callback = MetricValCallback(metric=metric)
     trainer = pl.Trainer(
-        **trainer_args, logger=logger, callbacks=[metric_callback], default_root_dir=str(run_dir)
+        **trainer_args,
+        logger=logger,
+        callbacks=[metric_callback, *progress_bar_callbacks(trainer_args)],
+        default_root_dir=str(run_dir),
     )
     loader = DataLoader(EmbeddingsDataset(embeddings), batch_size=config.bs_val)
     # the module holds the pairwise model, so that Lightning moves it to the device the re-ranking runs on

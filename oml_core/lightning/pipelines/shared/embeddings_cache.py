@@ -19,6 +19,7 @@ from torch.utils.data import DataLoader, Dataset
 from oml_core.config.components import build_component, spec_of
 from oml_core.inference.cache import cached_embeddings
 from oml_core.lightning.pipelines.shared.inference import extract_embeddings
+from oml_core.lightning.progress import progress_bar_callbacks
 from oml_core.registry import Registry, to_plain
 from oml_core.utils.logs import get_logger
 
@@ -158,7 +159,9 @@ class CachedEmbeddings:
             self._extractor = build_component(
                 self.registry, "extractor", self.extractor_spec, "extractor", self.pipeline
             )
-        trainer = pl.Trainer(**self.trainer_args, logger=False)
+        trainer = pl.Trainer(
+            **self.trainer_args, logger=False, callbacks=progress_bar_callbacks(self.trainer_args)
+        )
         loader = DataLoader(dataset, batch_size=self.batch_size, num_workers=self.num_workers, shuffle=False)
         return extract_embeddings(trainer, self._extractor, loader)
 

@@ -17,7 +17,7 @@ from oml_core.config.callbacks import plugin_callback_specs
 from oml_core.config.components import build_component, spec_of
 from oml_core.engine import merge_trainer_args
 from oml_core.lightning.pipelines.shared.common import DEFAULT_LOGGER
-from oml_core.lightning.progress import PROGRESS_BAR_ARG, progress_bar_enabled
+from oml_core.lightning.progress import PROGRESS_BAR_ARG, progress_bar_callbacks, progress_bar_enabled
 from oml_core.lightning.quiet import quiet_lightning
 from oml_core.registry import ConfigError, Registry
 
@@ -99,13 +99,16 @@ def training_trainer_args(config: TrainingConfig, engine: Mapping[str, Any]) -> 
 
 
 def progress_callbacks(trainer_args: Mapping[str, Any], monitor: str | None = None) -> list[pl.Callback]:
-    """The callbacks that report a training run's progress besides the Trainer's own: none when the Trainer
-    draws a progress bar (``trainer_args["enable_progress_bar"]``, see :func:`training_trainer_args`), else an
+    """The callbacks that report a training run's progress: Lightning's ``TQDMProgressBar`` when the Trainer
+    draws a progress bar (``trainer_args["enable_progress_bar"]``, see :func:`training_trainer_args` and
+    :func:`~oml_core.lightning.progress.progress_bar_callbacks`), else an
     :class:`~oml_core.lightning.callbacks.epoch_summary.EpochSummary` (a line per epoch, with ``monitor``'s value
     after a validation: the config's ``metric_for_checkpointing``)."""
     from oml_core.lightning.callbacks.epoch_summary import EpochSummary
 
-    return [] if trainer_args.get(PROGRESS_BAR_ARG, True) else [EpochSummary(monitor)]
+    if trainer_args.get(PROGRESS_BAR_ARG, True):
+        return progress_bar_callbacks(trainer_args)
+    return [EpochSummary(monitor)]
 
 
 @dataclass
