@@ -61,8 +61,8 @@ def test_register_components_registers_the_components_of_one_kind_in_order():
     calls = []
     register_components(lambda *args, **kwargs: calls.append((args, kwargs)), components, "loss")
     assert calls == [
-        (("b", "pkg.losses:B"), {"aliases": ("bee",), "description": "second loss"}),
-        (("a", "pkg.losses:A"), {"aliases": (), "description": "first loss"}),
+        (("b", "pkg.losses:B"), {"aliases": ("bee",), "description": "second loss", "every_run": False}),
+        (("a", "pkg.losses:A"), {"aliases": (), "description": "first loss", "every_run": False}),
     ]
     assert Component("loss", "a", "pkg.losses:A", "first loss").export_name == "A"
 
@@ -72,7 +72,7 @@ def test_a_row_may_hold_the_factory_itself_but_only_a_string_factory_is_exported
     row = Component("pretrained", "w", factory, "a checkpoint", export=False)
     calls = []
     register_components(lambda *args, **kwargs: calls.append((args, kwargs)), (row,), "pretrained")
-    assert calls == [(("w", factory), {"aliases": (), "description": "a checkpoint"})]
+    assert calls == [(("w", factory), {"aliases": (), "description": "a checkpoint", "every_run": False})]
     assert table_exports("fake_plugin", (row,), {})[2] == []
     with pytest.raises(TypeError, match="pretrained 'w': only a 'module:attr' factory can be exported"):
         table_exports("fake_plugin", (row._replace(export=True),), {})

@@ -124,8 +124,7 @@ def extractor_training_pipeline(
     reads after. Its keys are OML's; each is documented on its field of
     :class:`~oml_core.config.schemas.ExtractorTrainingConfig` (all of them: ``docs/config.md``, ``oml train
     --help``). Components are ``{name, args}`` specs built by ``registry`` (the default registry when None). The
-    logger gets the whole config as it was given (a dict's or ``DictConfig``'s keys, the user's variables too; a
-    typed config's every key).
+    logger gets the typed config: every key with its value (the defaults included), as every pipeline's logger.
 
     The run writes into a new folder (``logs_root``/``logs_folder``, or the folder of the run it resumes):
     ``checkpoints/best.ckpt`` (the best validation) and ``checkpoints/last.ckpt`` (written after it, on the cadence
