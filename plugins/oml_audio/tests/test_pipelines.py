@@ -186,9 +186,8 @@ def test_a_file_with_a_sample_rate_of_0_is_refused_in_one_line_before_work(
     data[24:28] = data[28:32] = struct.pack("<I", 0)  # the rate and the byte rate
     path.write_bytes(bytes(data))
     cfg = train_config(audio_root, tmp_path / "logs")
-    validate_cfg = {
-        key: cfg[key] for key in ("dataset", "dataset_root", "extractor", "logs_root", "accelerator")
-    }
+    keys = ("dataset", "dataset_root", "dataframe_name", "bs_val", "extractor", "logs_root", "accelerator")
+    validate_cfg = {key: cfg[key] for key in keys}
     assert main(["validate", *write_config(tmp_path, "validate", validate_cfg)]) == USAGE
     (line,) = capsys.readouterr().err.splitlines()
     assert line.startswith(
