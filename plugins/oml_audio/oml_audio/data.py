@@ -25,7 +25,7 @@ from oml_audio.datasets import (
     AudioQueryGalleryLabeledDataset,
     parse_start_times,
 )
-from oml_audio.mock import get_mock_audios_path, materialise_mock_audios
+from oml_audio.mock import MOCK_AUDIOS, get_mock_audios_path
 from oml_audio.visualisation import wav_bytes
 from oml_audio.waveform import AUDIO_EXTENSIONS, DEFAULT_CONVERT_TO_MONO, DEFAULT_SAMPLE_RATE, MAX_AUDIO_LEN
 from oml_core.const import IS_GALLERY_COLUMN, PATHS_COLUMN
@@ -159,7 +159,7 @@ class AudioData(IDatasetComponent):
         """
         if self._root is None:
             if self._given_root is None:
-                self._root = materialise_mock_audios(get_mock_audios_path())
+                self._root = MOCK_AUDIOS.materialise(get_mock_audios_path())
             else:
                 self._root = Path(self._given_root).expanduser().resolve()
                 if not self._root.is_dir():

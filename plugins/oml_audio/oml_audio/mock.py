@@ -21,11 +21,6 @@ Files under the root::
 
 from __future__ import annotations
 
-import hashlib
-import json
-import os
-import shutil
-import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -42,6 +37,7 @@ from oml_core.const import (
     PATHS_COLUMN,
     SPLIT_COLUMN,
 )
+from oml_core.datasets.generated import GeneratedDataset
 from oml_core.utils.cache import get_cache_dir
 
 MOCK_AUDIOS_NAME = "mock_audios"
@@ -52,7 +48,6 @@ MOCK_N_CLIPS_PER_LABEL = 6
 MOCK_CLIP_SECONDS = 1.0
 MOCK_KINDS = ("tone", "chirp", "noise")
 MOCK_SAMPLE_RATES = (16_000, 22_050)
-MANIFEST_NAME = "manifest.json"
 
 
 def get_mock_audios_path(cache_dir: Path | str | None = None, seed: int = 0) -> Path:
@@ -84,10 +79,9 @@ def synthesize_clip(rng: np.random.Generator, label: int, sample_rate: int) -> n
     return np.clip(clip + rng.normal(0, 0.01, len(t)), -0.99, 0.99)
 
 
-def generate_mock_audios(root: Path | str, seed: int = 0) -> None:
-    """Write the mock audio dataset of ``seed`` into ``root`` (created if needed), the manifest last; the same
-    seed gives byte-identical files."""
-    root = Path(root)
+def _write(root: Path, seed: int) -> list[str]:
+    """Write the clips and the table of the mock audio dataset of ``seed`` into ``root`` and return their names
+    (the manifest is :data:`MOCK_AUDIOS`'s); the same seed gives byte-identical files."""
     (root / "audios").mkdir(parents=True, exist_ok=True)
     rng = np.random.default_rng(seed)
     rows = []
@@ -112,60 +106,17 @@ def generate_mock_audios(root: Path | str, seed: int = 0) -> None:
                 }
             )
     pd.DataFrame(rows).to_csv(root / MOCK_DATASET_DEFAULT_CSV, index=False, lineterminator="\n")
-    files = [MOCK_DATASET_DEFAULT_CSV, *(row[PATHS_COLUMN] for row in rows)]
-    manifest = {
-        "name": MOCK_AUDIOS_NAME,
-        "version": MOCK_AUDIOS_VERSION,
-        "seed": int(seed),
-        "files": {name: _md5(root / name) for name in files},
-    }
-    tmp_manifest = root / f".{MANIFEST_NAME}.tmp"
-    tmp_manifest.write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
-    os.replace(tmp_manifest, root / MANIFEST_NAME)
+    return [MOCK_DATASET_DEFAULT_CSV, *(row[PATHS_COLUMN] for row in rows)]
 
 
-def _md5(path: Path) -> str:
-    return hashlib.md5(path.read_bytes()).hexdigest()
-
-
-def _is_complete(root: Path, seed: int, check_md5: bool) -> bool:
-    """Whether ``root`` holds the complete dataset of ``seed`` (every file of its manifest, of its md5 when
-    ``check_md5``)."""
-    try:
-        manifest = json.loads((root / MANIFEST_NAME).read_text())
-    except (OSError, ValueError):
-        return False
-    if not isinstance(manifest, dict) or (manifest.get("version"), manifest.get("seed")) != (
-        MOCK_AUDIOS_VERSION,
-        seed,
-    ):
-        return False
-    files = manifest.get("files") or {}
-    return all(
-        (root / name).is_file() and (not check_md5 or _md5(root / name) == md5) for name, md5 in files.items()
-    )
-
-
-def materialise_mock_audios(root: Path, seed: int = 0, check_md5: bool = False) -> Path:
-    """Make ``root`` hold the complete dataset of ``seed`` and return it: nothing to do when it does; else it is
-    generated in a temporary folder next to ``root`` and renamed into place (atomic when ``root`` is absent or
-    empty; a concurrent process that finished first wins), or, into a folder with other content, written there
-    with its manifest last."""
-    if _is_complete(root, seed, check_md5):
-        return root
-    root.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{root.name}.tmp-", dir=root.parent))
-    try:
-        generate_mock_audios(tmp, seed)
-        try:
-            os.rename(tmp, root)
-        except OSError:
-            if not _is_complete(root, seed, check_md5):
-                (root / MANIFEST_NAME).unlink(missing_ok=True)
-                generate_mock_audios(root, seed)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    return root
+#: The mock audio dataset as a generated dataset (its manifest, completeness and atomic materialisation).
+MOCK_AUDIOS = GeneratedDataset(
+    name=MOCK_AUDIOS_NAME,
+    version=MOCK_AUDIOS_VERSION,
+    tables=(MOCK_DATASET_DEFAULT_CSV,),
+    write=_write,
+    description="the mock audio dataset",
+)
 
 
 def get_mock_audios_dataset(
@@ -190,29 +141,16 @@ def get_mock_audios_dataset(
     Raises:
         ValueError: another ``df_name``.
     """
-    if df_name != MOCK_DATASET_DEFAULT_CSV:
-        raise ValueError(
-            f"unknown df_name {df_name!r}; the mock audio dataset has only {MOCK_DATASET_DEFAULT_CSV!r}"
-        )
     root = Path(dataset_root) if dataset_root is not None else get_mock_audios_path()
-    materialise_mock_audios(root, seed=0, check_md5=check_md5)
-    df = pd.read_csv(root / df_name, index_col=False)
-    if global_paths:
-        df[PATHS_COLUMN] = [str(root / p) for p in df[PATHS_COLUMN]]
-    df_train = df[df[SPLIT_COLUMN] == "train"].reset_index(drop=True)
-    df_val = df[df[SPLIT_COLUMN] == "validation"].reset_index(drop=True)
-    for column in (IS_QUERY_COLUMN, IS_GALLERY_COLUMN):
-        df_val[column] = df_val[column].astype(bool)
-    return df_train, df_val
+    return MOCK_AUDIOS.load_splits(root, 0, check_md5, df_name, global_paths)
 
 
 __all__ = [
+    "MOCK_AUDIOS",
     "MOCK_AUDIOS_NAME",
     "MOCK_AUDIOS_VERSION",
     "MOCK_KINDS",
-    "generate_mock_audios",
     "get_mock_audios_dataset",
     "get_mock_audios_path",
-    "materialise_mock_audios",
     "synthesize_clip",
 ]
