@@ -23,11 +23,11 @@ from oml_core.const import IS_GALLERY_COLUMN, MOCK_DATASET_DEFAULT_CSV, SPLIT_CO
 from oml_core.datasets.dataframe_format import (
     DEFAULT_ENCODING,
     DataFrameFormatError,
+    check_retrieval_dataframe_format,
     dataframe_warnings,
     empty_mask,
     parse_flags,
     read_csv_file,
-    read_dataframe,
     row_problem,
 )
 from oml_core.datasets.image_data import check_train_and_validation_rows
@@ -154,10 +154,15 @@ class TextData(IDatasetComponent):
         """The CSV, checked as OML's format (labels, splits, query and gallery flags) and as texts.
 
         Raises:
-            ConfigError: see :func:`read_texts_csv` and :func:`~oml_core.datasets.dataframe_format.read_dataframe`.
+            ConfigError: see :func:`read_texts_csv` and
+                :func:`~oml_core.datasets.dataframe_format.check_retrieval_dataframe_format`.
         """
-        self.rows  # the text column first: without it the format's message would ask for a path
-        return read_dataframe(self.dataset_root, self.dataframe_name, self.dataframe_encoding)
+        df = self.rows  # the text column first: without it the format's message would ask for a path
+        try:
+            check_retrieval_dataframe_format(self.source, verbose=False, encoding=self.dataframe_encoding)
+        except DataFrameFormatError as e:
+            raise ConfigError(str(e)) from e
+        return df
 
     def train_dataset(self) -> TextLabeledDataset:
         """The ``split == "train"`` rows.
@@ -234,7 +239,7 @@ class TextData(IDatasetComponent):
         return TextBaseDataset(list(texts), self.tokenizer, self.max_length)
 
     def check(self, datasets: list[IBaseDataset], num_workers: int, progress_bar: bool | None) -> list[str]:
-        """Check that every text of ``datasets`` is there and not empty, and that the tokenizer can be read.
+        """Check that every text of ``datasets`` is there and not empty, and that the tokenizer reads them.
 
         Returns:
             With ``show_dataset_warnings``, the dataframe's doubtful rows.
@@ -244,6 +249,8 @@ class TextData(IDatasetComponent):
         """
         for dataset in datasets:
             texts = pd.Series(self._texts(dataset).texts, dtype=object)
+            if len(texts):
+                self._texts(dataset).tokens(0)  # the tokenizer is read (a missing one named) before any model
             empty = empty_text_rows(texts)
             if empty.any():
                 rows = self._rows.get(dataset, np.arange(len(texts)))
@@ -252,7 +259,6 @@ class TextData(IDatasetComponent):
                 raise ConfigError(
                     f"{str(self.source)!r}: {row_problem(repr(TEXTS_COLUMN), 'an empty text', where)}"
                 )
-        self.tokenizer  # a missing tokenizer fails here, before any model runs
         if self.show_dataset_warnings:
             return dataframe_warnings(self.dataframe, repr(str(self.source)))
         return []

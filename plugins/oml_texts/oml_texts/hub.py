@@ -69,11 +69,12 @@ def quiet_transformers() -> Iterator[None]:
 
 
 def load_model(folder: Path) -> Any:
-    """The transformer (``AutoModel``) of ``folder``, read from there only, in eval mode."""
+    """The transformer (``AutoModel``) of ``folder``, read from there only, in training mode (as a freshly built
+    ``nn.Module``; transformers returns it in eval mode): inference switches it to eval mode itself."""
     from transformers import AutoModel
 
     with quiet_transformers():
-        return AutoModel.from_pretrained(str(folder), local_files_only=True).eval()
+        return AutoModel.from_pretrained(str(folder), local_files_only=True).train()
 
 
 def load_tokenizer(name: str, download: bool = False, owner: str = "tokenizer") -> Any:
