@@ -9,8 +9,6 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
-
-from oml_core.datasets.dataframe_format import DataFrameFormatError
 from oml_texts import (
     TextBaseDataset,
     TextLabeledDataset,
@@ -18,6 +16,8 @@ from oml_texts import (
     TextQueryGalleryLabeledDataset,
     get_mock_texts_dataset,
 )
+
+from oml_core.datasets.dataframe_format import DataFrameFormatError
 
 
 def vocab_id(folder: Path, token: str) -> int:

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 import torch
+from oml_texts import HFWrapper, TextBaseDataset
+from oml_texts.extractors import HFTextExtractor
 
 from oml_core.registry import ConfigError, default_registry
 from oml_core.zoo import PretrainedChecksumError
-from oml_texts import HFWrapper, TextBaseDataset
-from oml_texts.extractors import HFTextExtractor
 
 TEXTS = [
     "Acme office chair: padded armrests and smooth casters.",
@@ -112,8 +112,9 @@ def test_the_zoo_entry_of_minilm_is_registered_with_its_digest():
 
 
 def test_the_genuine_minilm_has_the_zoos_digest(minilm_folder: Path):
-    from oml_core.zoo import get_pretrained
     from oml_texts.zoo import check_model_folder
+
+    from oml_core.zoo import get_pretrained
 
     check_model_folder(
         minilm_folder, "all_minilm_l6_v2", get_pretrained("all_minilm_l6_v2", default_registry())
