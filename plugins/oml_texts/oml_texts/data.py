@@ -80,10 +80,13 @@ class TextData(IDatasetComponent):
       files (a query a non-empty line) and the ``--text`` strings.
     - Checks: the ``text`` column is there and no text is empty (naming the file and the rows), before any model.
 
+    Raises:
+        ConfigError: a bad ``max_length``; ``dataset_root`` without ``dataframe_name``.
+
     Args:
         tokenizer: The tokenizer's model: a local folder or a Hugging Face model name (the extractor's).
         dataset_root: The folder of the CSV; null: the mock texts (:func:`~oml_texts.mock.get_mock_texts_dataset_root`).
-        dataframe_name: The CSV, relative to ``dataset_root``.
+        dataframe_name: The CSV, relative to ``dataset_root`` (null: ``df.csv`` of the mock texts).
         dataframe_encoding: The CSV's text encoding.
         max_length: Tokens per text (truncated or padded to it).
         download: Download the tokenizer when it is not in the Hugging Face cache.
@@ -96,7 +99,7 @@ class TextData(IDatasetComponent):
         self,
         tokenizer: str,
         dataset_root: str | Path | None = None,
-        dataframe_name: str = MOCK_DATASET_DEFAULT_CSV,
+        dataframe_name: str | None = MOCK_DATASET_DEFAULT_CSV,
         dataframe_encoding: str = DEFAULT_ENCODING,
         max_length: int = 128,
         download: bool = False,
@@ -107,7 +110,11 @@ class TextData(IDatasetComponent):
             raise ConfigError(f"{pipeline}: dataset.args.max_length must be an int >= 2, got {max_length!r}")
         self.tokenizer_name = tokenizer
         self.given_root = dataset_root
-        self.dataframe_name = dataframe_name
+        if dataframe_name is None and dataset_root is not None:
+            raise ConfigError(
+                f"{pipeline}: dataframe_name is null: the texts dataset needs a csv under dataset_root"
+            )
+        self.dataframe_name = dataframe_name or MOCK_DATASET_DEFAULT_CSV
         self.dataframe_encoding = dataframe_encoding
         self.max_length = max_length
         self.download = download
