@@ -47,8 +47,10 @@ def collect_queries(
         GalleryIndexError: both or neither of ``sources`` and ``texts``; the component takes no queries (or no
             texts), or does not name one per item.
     """
-    if bool(sources) == bool(texts):
-        raise GalleryIndexError("give the queries either as QUERY arguments or as --text, one of the two")
+    if not sources and not texts:
+        raise GalleryIndexError("the following arguments are required: QUERY (or --text TEXT)")
+    if sources and texts:
+        raise GalleryIndexError("give the queries as QUERY arguments or as --text, not both")
     try:
         if texts:
             dataset = data.text_query_dataset(list(texts))

@@ -193,5 +193,7 @@ def test_an_empty_query_text_and_an_index_of_images_given_texts_are_one_line(tex
     assert str(raised.value) == (
         "the dataset component ImageData takes no query texts: give its queries as QUERY arguments"
     )
-    with pytest.raises(GalleryIndexError, match="either as QUERY arguments or as --text"):
+    with pytest.raises(
+        GalleryIndexError, match="^give the queries as QUERY arguments or as --text, not both$"
+    ):
         collect_queries(data, ["q.txt"], texts=["a text"])
