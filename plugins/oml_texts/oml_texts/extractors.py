@@ -43,8 +43,12 @@ class HFWrapper(IExtractor):
         self._feat_dim = feat_dim
 
     def hidden_states(self, x: Mapping[str, Tensor]) -> Tensor:
-        """``[B, L, feat_dim]``: the last hidden states of the tokens of ``x["input_ids"]``."""
-        return self.model(x["input_ids"], attention_mask=x["attention_mask"])["last_hidden_state"]
+        """``[B, L', feat_dim]``: the last hidden states of the tokens of ``x["input_ids"]`` up to the batch's last
+        token (``L'``: the trailing columns that are padding in every text are left out; masked, they change no
+        other token's state)."""
+        mask = x["attention_mask"]
+        length = int(mask.any(dim=0).nonzero().max()) + 1 if mask.any() else mask.shape[1]
+        return self.model(x["input_ids"][:, :length], attention_mask=mask[:, :length])["last_hidden_state"]
 
     def forward(self, x: Mapping[str, Tensor]) -> Tensor:
         """``[B, feat_dim]``: the first token's hidden state of each text."""
@@ -121,7 +125,8 @@ class HFTextExtractor(HFWrapper):
         if self.pooling == "cls":
             embeddings = super().forward(x)
         else:
-            embeddings = mean_pooling(self.hidden_states(x), x["attention_mask"])
+            hidden = self.hidden_states(x)
+            embeddings = mean_pooling(hidden, x["attention_mask"][:, : hidden.shape[1]])
         return F.normalize(embeddings, p=2, dim=1) if self.normalise else embeddings
 
 
