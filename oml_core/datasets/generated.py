@@ -42,6 +42,16 @@ def md5_of(path: Path) -> str:
     return hashlib.md5(path.read_bytes()).hexdigest()
 
 
+def train_and_validation(df: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """OML's ``(df_train, df_val)`` of a dataframe: its ``split == "train"`` and ``split == "validation"`` rows,
+    each with a fresh index, ``df_val``'s ``is_query`` and ``is_gallery`` as bool columns."""
+    df_train = df[df[SPLIT_COLUMN] == "train"].reset_index(drop=True)
+    df_val = df[df[SPLIT_COLUMN] == "validation"].reset_index(drop=True)
+    for column in (IS_QUERY_COLUMN, IS_GALLERY_COLUMN):
+        df_val[column] = df_val[column].astype(bool)
+    return df_train, df_val
+
+
 @dataclass(frozen=True)
 class GeneratedDataset:
     """A dataset written by code for a seed.
@@ -158,11 +168,7 @@ class GeneratedDataset:
         df = pd.read_csv(root / df_name, index_col=False)
         if global_paths:
             df[PATHS_COLUMN] = [str(root / p) for p in df[PATHS_COLUMN]]
-        df_train = df[df[SPLIT_COLUMN] == "train"].reset_index(drop=True)
-        df_val = df[df[SPLIT_COLUMN] == "validation"].reset_index(drop=True)
-        for column in (IS_QUERY_COLUMN, IS_GALLERY_COLUMN):
-            df_val[column] = df_val[column].astype(bool)
-        return df_train, df_val
+        return train_and_validation(df)
 
     @contextlib.contextmanager
     def writing_to(self, root: Path) -> Iterator[None]:
@@ -213,4 +219,4 @@ class GeneratedDataset:
             shutil.rmtree(folder, ignore_errors=True)
 
 
-__all__ = ["MANIFEST_NAME", "GeneratedDataset", "md5_of"]
+__all__ = ["MANIFEST_NAME", "GeneratedDataset", "md5_of", "train_and_validation"]
