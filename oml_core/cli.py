@@ -9,7 +9,7 @@
     oml mock-dataset DIR [--seed N]
     oml check-dataframe CSV [--dataset-root DIR] [--sep SEP] [--encoding ENCODING]
     oml index build [--config-path DIR] [--config-name NAME] [--show-config] [hydra overrides ...]
-    oml search INDEX QUERY... [--dataset-root DIR] [--top-k K] [--format table|json]
+    oml search INDEX [QUERY... | --text TEXT...] [--dataset-root DIR] [--top-k K] [--format table|json]
 
 A pipeline's command runs the pipeline and prints the report of its result (:mod:`oml_core.reports`: the metrics,
 where the run wrote) in the run's main process; the pipelines themselves print no report.
@@ -35,7 +35,8 @@ calibrated on the validation split) and the overrides, into a new ``index_dir`` 
 items are those of its dataset component (``dataset``; images by default, any modality's plugin).
 ``oml search INDEX QUERY...`` prints, for every query that the index's dataset component reads from the QUERY
 arguments (images: a file, every image of a folder, every row of a CSV of queries in OML's format: a ``path``
-column, joined to ``--dataset-root`` or the CSV's folder), named by the component (images: by its path), its
+column, joined to ``--dataset-root`` or the CSV's folder; or the ``--text`` strings, for an index of texts), named
+by the component (images: by its path), its
 ``--top-k`` nearest gallery items (rank, distance, label, id, path) and, when the index is calibrated, match or no
 match (distance < threshold); ``--format json`` prints ``{"index", "threshold", "queries": [{"query", "match",
 "results": [...]}]}``. An index whose weights, config or model no longer match its embeddings is refused in one
@@ -615,10 +616,17 @@ def _parser() -> _Parser:
     search.add_argument("index", type=Path, metavar="INDEX", help="the folder of an index (oml index build)")
     search.add_argument(
         "queries",
-        nargs="+",
+        nargs="*",
         metavar="QUERY",
         help="queries, as the index's dataset component reads them (images: image files, folders of images, CSVs "
-        "of queries in OML's format: a path column)",
+        "of queries in OML's format: a path column; texts: CSVs with a text column, or text files, a query a line)",
+    )
+    search.add_argument(
+        "--text",
+        action="append",
+        default=[],
+        metavar="TEXT",
+        help="a query text, instead of QUERY arguments (repeatable; an index of texts)",
     )
     search.add_argument(
         "--dataset-root",
@@ -1127,7 +1135,7 @@ def _cmd_search(args: argparse.Namespace, _: list[str]) -> int:
     from oml_core.index.queries import collect_queries
 
     index = GalleryIndex.load(args.index, registry=Registry())
-    queries = collect_queries(index.data, args.queries, args.dataset_root)
+    queries = collect_queries(index.data, args.queries, args.dataset_root, args.text)
     hits = index.search(queries.dataset, top_k=args.top_k)
     report = search_report(
         args.index, index.calibration.threshold if index.calibration else None, queries.names, hits

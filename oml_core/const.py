@@ -99,6 +99,8 @@ CROP_KEY = "crop"
 # ------------------------------------------------------------------------------- the dataframe format
 LABELS_COLUMN = "label"
 PATHS_COLUMN = "path"
+#: The column of a text dataframe that takes the place of ``path`` (OML's ``TEXTS_COLUMN``).
+TEXTS_COLUMN = "text"
 SPLIT_COLUMN = "split"
 IS_QUERY_COLUMN = "is_query"
 IS_GALLERY_COLUMN = "is_gallery"

@@ -40,6 +40,8 @@ def test_the_check_sees_an_import_of_a_plugin(tmp_path):
         "oml_postprocessors",
         "oml_pml",
         "oml_faiss",
+        "oml_texts",
+        "oml_audio",
     }
     module = tmp_path / "m.py"
     module.write_text(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 from pathlib import Path
@@ -208,13 +209,13 @@ def test_get_mock_dataset_root_uses_the_cache_once(tmp_path: Path, monkeypatch: 
     cache = tmp_path / "cache"
     monkeypatch.setenv("OML_CACHE_DIR", str(cache))
     calls = []
-    real_generate = mock.generate_mock_dataset
+    real = mock.MOCK_FIGURES
 
-    def counting_generate(root: Path | str, seed: int = 0) -> None:
+    def counting_write(root: Path, seed: int) -> list[str]:
         calls.append(seed)
-        real_generate(root, seed)
+        return real.write(root, seed)
 
-    monkeypatch.setattr(mock, "generate_mock_dataset", counting_generate)
+    monkeypatch.setattr(mock, "MOCK_FIGURES", dataclasses.replace(real, write=counting_write))
     root = get_mock_dataset_root()
     assert root == cache / "mock_figures_v1_seed0"
     assert len(list((root / "images").glob("*.png"))) == 192
@@ -243,25 +244,25 @@ def test_a_concurrent_winner_is_kept(tmp_path: Path, monkeypatch: pytest.MonkeyP
     """Another process finishes first while we generate: our rename fails, theirs stays, no temp is left."""
     cache = tmp_path / "cache"
     final = cache / "mock_figures_v1_seed0"
-    real_generate = mock.generate_mock_dataset
+    real = mock.MOCK_FIGURES
 
-    def racing_generate(root: Path | str, seed: int = 0) -> None:
-        real_generate(final, seed)  # "the other process" completes its dataset first
+    def racing_write(root: Path, seed: int) -> list[str]:
+        real.generate(final, seed)  # "the other process" completes its dataset first
         (final / "theirs.txt").write_text("winner")
-        real_generate(root, seed)
+        return real.write(root, seed)
 
-    monkeypatch.setattr(mock, "generate_mock_dataset", racing_generate)
+    monkeypatch.setattr(mock, "MOCK_FIGURES", dataclasses.replace(real, write=racing_write))
     assert get_mock_dataset_root(cache_dir=cache) == final
     assert (final / "theirs.txt").read_text() == "winner"
     assert [p.name for p in cache.iterdir()] == ["mock_figures_v1_seed0"]
 
 
 def test_a_failed_generation_leaves_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    def failing_generate(root: Path | str, seed: int = 0) -> None:
-        (Path(root) / "images").mkdir(parents=True)
+    def failing_write(root: Path, seed: int) -> list[str]:
+        (root / "images").mkdir(parents=True)
         raise RuntimeError("disk full")
 
-    monkeypatch.setattr(mock, "generate_mock_dataset", failing_generate)
+    monkeypatch.setattr(mock, "MOCK_FIGURES", dataclasses.replace(mock.MOCK_FIGURES, write=failing_write))
     with pytest.raises(RuntimeError, match="disk full"):
         get_mock_dataset_root(cache_dir=tmp_path)
     assert list(tmp_path.iterdir()) == []

@@ -387,6 +387,7 @@ def test_the_builtins_name_is_refused(tmp_path, monkeypatch):
 
 def test_first_party_names_and_a_squatter_of_a_plugin_not_installed():
     assert dict(FIRST_PARTY_PLUGINS) == {
+        "oml_audio": "oml-audio",
         "oml_core": "oml-core",
         "oml_faiss": "oml-faiss",
         "oml_loggers": "oml-loggers",
@@ -395,6 +396,7 @@ def test_first_party_names_and_a_squatter_of_a_plugin_not_installed():
         "oml_pml": "oml-pml",
         "oml_postprocessors": "oml-postprocessors",
         "oml_samplers": "oml-samplers",
+        "oml_texts": "oml-texts",
     }
     squatter = PluginInfo("oml_pml", "pml-fork", "2.0")
     assert refused_claimants("oml_pml", [squatter]) == {

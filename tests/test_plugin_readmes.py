@@ -45,6 +45,7 @@ def readme_components(readme: str) -> set[tuple[str, str]]:
 
 def test_every_plugin_directory_is_checked() -> None:
     assert [path.name for path in PLUGIN_DIRS] == [
+        "oml_audio",
         "oml_faiss",
         "oml_loggers",
         "oml_losses",
@@ -52,6 +53,7 @@ def test_every_plugin_directory_is_checked() -> None:
         "oml_pml",
         "oml_postprocessors",
         "oml_samplers",
+        "oml_texts",
     ]
 
 

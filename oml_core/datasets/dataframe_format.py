@@ -1,6 +1,7 @@
 """OML's retrieval dataframe format: its columns, the parsing of its flags and boxes, and its checker.
 
-Required columns: ``label`` (integers), ``path`` (global, or relative to a ``dataset_root``), ``split``
+Required columns: ``label`` (integers), ``path`` (global, or relative to a ``dataset_root``; a dataframe of texts
+has a ``text`` column instead, as OML's), ``split``
 (``train`` or ``validation``), ``is_query`` and ``is_gallery`` (empty on train rows, ``True``/``False`` or
 ``1``/``0`` on validation rows; both may be true: "1 vs rest" validation). Optional columns: ``category``,
 ``sequence`` and the bounding box ``x_1, x_2, y_1, y_2`` (left, right, top, bottom; integers with
@@ -35,6 +36,7 @@ from oml_core.const import (
     PATHS_COLUMN,
     SEQUENCE_COLUMN,
     SPLIT_COLUMN,
+    TEXTS_COLUMN,
     X1_COLUMN,
     X2_COLUMN,
     Y1_COLUMN,
@@ -472,7 +474,7 @@ def dataframe_warnings(df: pd.DataFrame, source: str = "the dataframe") -> list[
     """
     found = [
         *_label_categories_warnings(df),
-        *check_duplicated_paths(df),
+        *(check_duplicated_paths(df) if PATHS_COLUMN in df.columns else []),
         *check_train_validation_overlap(df),
     ]
     return [f"{source}: {message}" for message in found]
@@ -583,7 +585,9 @@ def read_dataframe(
 
 def _check(df: pd.DataFrame, source: str, dataset_root: Path | str | None, verbose: bool) -> None:
     """The checks of :func:`check_retrieval_dataframe_format` on ``df`` read from ``source``."""
-    missing = missing_columns_problem(df, OBLIGATORY_COLUMNS)
+    texts = TEXTS_COLUMN in df.columns and PATHS_COLUMN not in df.columns  # OML's: a text column for a path
+    required = [column for column in OBLIGATORY_COLUMNS if not (texts and column == PATHS_COLUMN)]
+    missing = missing_columns_problem(df, required)
     if missing is not None:
         raise DataFrameFormatError(f"{source}: {missing}")
     if len(df) == 0:
@@ -598,7 +602,8 @@ def _check(df: pd.DataFrame, source: str, dataset_root: Path | str | None, verbo
         problems.extend(_query_gallery_problems(labels, is_val, is_q, is_g))
     problems.extend(_bbox_problems(df)[1])
     _optional_columns(df, problems)
-    _paths(df, Path(dataset_root) if dataset_root is not None else None, problems)
+    if not texts:
+        _paths(df, Path(dataset_root) if dataset_root is not None else None, problems)
 
     if len(problems) == 1:
         raise DataFrameFormatError(f"{source}: {problems[0]}")

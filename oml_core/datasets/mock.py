@@ -27,14 +27,6 @@ and the path that failed.
 
 from __future__ import annotations
 
-import contextlib
-import hashlib
-import json
-import os
-import shutil
-import tempfile
-import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -61,6 +53,7 @@ from oml_core.const import (
     Y2_COLUMN,
     mock_dataset_dirname,
 )
+from oml_core.datasets.generated import GeneratedDataset
 from oml_core.utils.cache import get_cache_dir
 
 MOCK_IMAGE_SIZE = 64
@@ -78,7 +71,6 @@ MOCK_DF_NAMES = (
     "df_with_bboxes.csv",
     "df_with_sequence.csv",
 )
-MANIFEST_NAME = "manifest.json"
 _SEQUENCE_LENGTHS = (3, 3, 2)
 _MARGIN = 3  # white pixels kept between a figure and the image border
 
@@ -168,27 +160,10 @@ def _draw_figure(
     return image, bbox
 
 
-def _md5(path: Path) -> str:
-    return hashlib.md5(path.read_bytes()).hexdigest()
-
-
-@contextlib.contextmanager
-def _writing_to(root: Path) -> Iterator[None]:
-    """Re-raise an ``OSError`` of the block as one of the same type and errno whose message names ``root`` and
-    the system's reason (and, as its ``filename``, the path that failed)."""
-    try:
-        yield
-    except OSError as e:
-        message = f"cannot write the mock dataset to {str(root)!r}: {e.strerror or e}"
-        if e.errno is None:
-            raise type(e)(message) from e
-        raise type(e)(e.errno, message, e.filename) from e
-
-
 def generate_mock_dataset(root: Path | str, seed: int = 0) -> None:
     """Write the mock figures dataset into ``root`` (created if needed; existing files of the same names are
-    overwritten). Not atomic by itself: use :func:`get_mock_dataset_root` or :func:`download_mock_dataset` for
-    a folder that other processes may read.
+    overwritten), its manifest last. Not atomic by itself: use :func:`get_mock_dataset_root` or
+    :func:`download_mock_dataset` for a folder that other processes may read.
 
     The output is a function of ``seed`` alone (a ``numpy.random.Generator``): the same seed gives
     byte-identical images, CSVs and manifest. See the module's docstring for the content.
@@ -196,13 +171,12 @@ def generate_mock_dataset(root: Path | str, seed: int = 0) -> None:
     Raises:
         OSError: ``root`` cannot be written; the message names it and the system's reason.
     """
-    root = Path(root)
-    with _writing_to(root):
-        _generate(root, seed)
+    MOCK_FIGURES.generate(root, seed)
 
 
-def _generate(root: Path, seed: int) -> None:
-    """:func:`generate_mock_dataset` without its error message."""
+def _write(root: Path, seed: int) -> list[str]:
+    """Write the files of the dataset of ``seed`` into ``root`` and return their names (the manifest is
+    :data:`MOCK_FIGURES`'s)."""
     (root / "images").mkdir(parents=True, exist_ok=True)
     rng = np.random.default_rng(seed)
     colour_names = list(MOCK_COLOURS)
@@ -245,86 +219,7 @@ def _generate(root: Path, seed: int) -> None:
     for name, columns in tables.items():
         df[columns].to_csv(root / name, index=False, lineterminator="\n")
 
-    files = sorted([*tables, *(row[PATHS_COLUMN] for row in rows)])
-    manifest = {
-        "name": MOCK_DATASET_NAME,
-        "version": MOCK_DATASET_VERSION,
-        "seed": int(seed),
-        "files": {name: _md5(root / name) for name in files},
-    }
-    # the manifest is the completion marker: written last, through a rename
-    tmp_manifest = root / f".{MANIFEST_NAME}.{uuid.uuid4().hex}.tmp"
-    tmp_manifest.write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
-    os.replace(tmp_manifest, root / MANIFEST_NAME)
-
-
-def _is_complete(root: Path, seed: int | None, check_md5: bool) -> bool:
-    """Whether ``root`` holds a complete mock dataset (of ``seed`` unless it is ``None``)."""
-    try:
-        manifest = json.loads((root / MANIFEST_NAME).read_text())
-    except (OSError, ValueError):
-        return False
-    if not isinstance(manifest, dict) or manifest.get("version") != MOCK_DATASET_VERSION:
-        return False
-    if seed is not None and manifest.get("seed") != seed:
-        return False
-    files = manifest.get("files")
-    if not isinstance(files, dict) or not all(name in files for name in MOCK_DF_NAMES):
-        return False
-    for name, md5 in files.items():
-        path = root / name
-        if not path.is_file():
-            return False
-        if check_md5 and _md5(path) != md5:
-            return False
-    return True
-
-
-def _materialise(root: Path, seed: int, check_md5: bool) -> None:
-    """Make ``root`` hold the complete dataset of ``seed``, atomically for concurrent readers and writers."""
-    if _is_complete(root, seed, check_md5):
-        return
-    tmp = _generate_next_to(root, seed)
-    try:
-        try:
-            os.rename(tmp, root)  # atomic; succeeds when root is absent (or an empty folder on POSIX)
-            return
-        except OSError:
-            if _is_complete(root, seed, check_md5):
-                return  # another process won the race: keep theirs
-        if not root.is_dir():
-            raise NotADirectoryError(
-                f"cannot create the mock dataset at '{root}': it exists and is not a folder"
-            )
-        # root is a folder with other (stale, partial or foreign) content: replace our entries one by one;
-        # the manifest goes first (readers see an incomplete dataset) and comes back last
-        (root / MANIFEST_NAME).unlink(missing_ok=True)
-        stale_images = root / f".images.stale-{uuid.uuid4().hex}"
-        if (root / "images").exists():
-            os.rename(root / "images", stale_images)
-        os.rename(tmp / "images", root / "images")
-        for name in MOCK_DF_NAMES:
-            os.replace(tmp / name, root / name)
-        os.replace(tmp / MANIFEST_NAME, root / MANIFEST_NAME)
-        shutil.rmtree(stale_images, ignore_errors=True)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-
-
-def _generate_next_to(root: Path, seed: int) -> Path:
-    """Generate the dataset of ``seed`` into a new temporary folder next to ``root`` and return that folder
-    (removed again on any error). A parent of ``root`` that cannot be written raises an ``OSError`` naming
-    ``root``, an error while generating one naming the temporary folder (see :func:`_writing_to`)."""
-    with _writing_to(root):
-        root.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=f".{root.name}.tmp-", dir=root.parent))
-    try:
-        os.chmod(tmp, 0o755)  # mkdtemp makes it private; the dataset is an ordinary folder
-        generate_mock_dataset(tmp, seed=seed)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    return tmp
+    return [*tables, *(row[PATHS_COLUMN] for row in rows)]
 
 
 def get_mock_dataset_path(cache_dir: Path | str | None = None, seed: int = 0) -> Path:
@@ -345,8 +240,7 @@ def get_mock_dataset_root(cache_dir: Path | str | None = None, seed: int = 0) ->
     docstring), so concurrent callers all get a complete dataset.
     """
     root = get_mock_dataset_path(cache_dir, seed)
-    _materialise(root, seed=seed, check_md5=False)
-    return root
+    return MOCK_FIGURES.materialise(root, seed=seed, check_md5=False)
 
 
 def download_mock_dataset(
@@ -372,25 +266,24 @@ def download_mock_dataset(
         ``(df_train, df_val)``: the rows of ``split == "train"`` and ``split == "validation"``, each with a
         fresh index; ``df_val``'s ``is_query`` and ``is_gallery`` are bool columns.
     """
-    if df_name not in MOCK_DF_NAMES:
-        raise ValueError(f"unknown df_name {df_name!r}; the mock dataset has {list(MOCK_DF_NAMES)}")
-    dataset_root = Path(dataset_root)
-    _materialise(dataset_root, seed=seed, check_md5=check_md5)
-    df = pd.read_csv(dataset_root / df_name, index_col=False)
-    if global_paths:
-        df[PATHS_COLUMN] = [str(dataset_root / p) for p in df[PATHS_COLUMN]]
-    df_train = df[df[SPLIT_COLUMN] == "train"].reset_index(drop=True)
-    df_val = df[df[SPLIT_COLUMN] == "validation"].reset_index(drop=True)
-    df_val[IS_QUERY_COLUMN] = df_val[IS_QUERY_COLUMN].astype(bool)
-    df_val[IS_GALLERY_COLUMN] = df_val[IS_GALLERY_COLUMN].astype(bool)
-    return df_train, df_val
+    return MOCK_FIGURES.load_splits(dataset_root, seed, check_md5, df_name, global_paths)
 
+
+#: The mock figures dataset as a generated dataset (its manifest, completeness and atomic materialisation).
+MOCK_FIGURES = GeneratedDataset(
+    name=MOCK_DATASET_NAME,
+    version=MOCK_DATASET_VERSION,
+    tables=MOCK_DF_NAMES,
+    write=_write,
+    description="the mock dataset",
+)
 
 __all__ = [
     "MOCK_COLOURS",
     "MOCK_DATASET_NAME",
     "MOCK_DATASET_VERSION",
     "MOCK_DF_NAMES",
+    "MOCK_FIGURES",
     "MOCK_SHAPES",
     "download_mock_dataset",
     "generate_mock_dataset",

@@ -28,26 +28,44 @@ class Queries:
 
 
 def collect_queries(
-    data: IDatasetComponent, sources: Sequence[str | Path], root: str | Path | None = None
+    data: IDatasetComponent,
+    sources: Sequence[str | Path],
+    root: str | Path | None = None,
+    texts: Sequence[str] = (),
 ) -> Queries:
-    """The items of ``sources`` as the dataset component ``data`` reads queries, and their names.
+    """The items of ``sources`` as the dataset component ``data`` reads queries, or of the query ``texts``
+    (:meth:`~oml_core.interfaces.datasets.IDatasetComponent.text_query_dataset`), and their names.
 
     Args:
         data: The index's dataset component.
         sources: What the user gave (paths).
         root: The folder the relative paths inside a list of queries are joined to (``--dataset-root``).
+        texts: Query texts (``oml search --text``), given instead of ``sources``.
 
     Raises:
         ConfigError: a query that cannot be read (the component's message, naming it).
-        GalleryIndexError: the component takes no queries, or does not name one per item.
+        GalleryIndexError: both or neither of ``sources`` and ``texts``; the component takes no queries (or no
+            texts), or does not name one per item.
     """
+    if not sources and not texts:
+        raise GalleryIndexError("the following arguments are required: QUERY (or --text TEXT)")
+    if sources and texts:
+        raise GalleryIndexError("give the queries as QUERY arguments or as --text, not both")
     try:
-        dataset = data.query_dataset(
-            [str(source) for source in sources], None if root is None else Path(root)
-        )
+        if texts:
+            dataset = data.text_query_dataset(list(texts))
+        else:
+            dataset = data.query_dataset(
+                [str(source) for source in sources], None if root is None else Path(root)
+            )
         names = data.item_names(dataset)
     except NotImplementedError as e:
-        raise GalleryIndexError(f"{e}: this index can be searched by embeddings only") from e
+        given = (
+            "give its queries as QUERY arguments"
+            if texts
+            else "this index can be searched by embeddings only"
+        )
+        raise GalleryIndexError(f"{e}: {given}") from e
     if len(names) != size_of(dataset):
         raise GalleryIndexError(
             f"the dataset component {type(data).__name__} names {len(names)} of its {size_of(dataset)} queries"

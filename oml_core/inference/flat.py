@@ -33,12 +33,18 @@ def _features_step(model: nn.Module, key: str) -> TStep:
         if not isinstance(batch, Mapping) or key not in batch:
             found = sorted(batch) if isinstance(batch, Mapping) else type(batch).__name__
             raise KeyError(f"the dataset's batches have no {key!r} (its input_tensors_key); found {found}")
-        inputs = batch[key].to(device)
+        inputs = batch[key]
+        if isinstance(inputs, Mapping):  # named tensors of one batch (a text's input_ids and attention_mask)
+            inputs = {name: tensor.to(device) for name, tensor in inputs.items()}
+            n_items = len(next(iter(inputs.values())))
+        else:
+            inputs = inputs.to(device)
+            n_items = len(inputs)
         out = model(inputs)
-        if out.ndim == 0 or out.shape[0] != len(inputs):
+        if out.ndim == 0 or out.shape[0] != n_items:
             raise ValueError(
                 f"{type(model).__name__} must return one row of features per item, got the shape "
-                f"{tuple(out.shape)} for a batch of {len(inputs)} items"
+                f"{tuple(out.shape)} for a batch of {n_items} items"
             )
         return out
 

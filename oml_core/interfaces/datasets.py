@@ -101,7 +101,8 @@ class IDatasetComponent(ABC):
     way from its config (its ``transforms`` offered as ``transforms_predict`` and ``transforms_val``), records its
     spec and the data keys its factory takes, and asks it for its gallery (:meth:`gallery_dataset`, with
     :meth:`item_ids` and :meth:`item_names`), its validation split to calibrate on (where it has one), the queries
-    of ``oml search`` (:meth:`query_dataset`) and, optionally, a probe query (:meth:`probe_query`).
+    of ``oml search`` (:meth:`query_dataset`; its ``--text`` queries: :meth:`text_query_dataset`) and, optionally,
+    a probe query (:meth:`probe_query`).
     """
 
     @property
@@ -166,6 +167,18 @@ class IDatasetComponent(ABC):
                 raised before any model runs.
         """
         raise NotImplementedError(f"the dataset component {type(self).__name__} takes no queries")
+
+    def text_query_dataset(self, texts: Sequence[str]) -> IBaseDataset:
+        """The query texts of ``oml search --text``, as the items to embed, in that order and named by
+        :meth:`item_names` (a modality of texts: the texts themselves).
+
+        Args:
+            texts: The texts as the user wrote them.
+
+        Raises:
+            ConfigError: an empty text, naming it, raised before any model runs.
+        """
+        raise NotImplementedError(f"the dataset component {type(self).__name__} takes no query texts")
 
     def probe_query(self, folder: Path) -> str:
         """Write into ``folder`` a fixed query of this modality (the same bytes at every call, e.g. a picture) and

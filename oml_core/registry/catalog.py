@@ -11,6 +11,9 @@ from types import MappingProxyType
 
 FIRST_PARTY_PROVIDERS: MappingProxyType[tuple[str, str], str] = MappingProxyType(
     {
+        ("dataset", "audios"): "oml-audio",
+        ("extractor", "ecapa_tdnn"): "oml-audio",
+        ("pretrained", "ecapa_tdnn_taoruijie"): "oml-audio",
         ("knn_backend", "faiss_flat"): "oml-faiss",
         ("knn_backend", "faiss_hnsw"): "oml-faiss",
         ("knn_backend", "faiss_ivf"): "oml-faiss",
@@ -131,5 +134,8 @@ FIRST_PARTY_PROVIDERS: MappingProxyType[tuple[str, str], str] = MappingProxyType
         ("sampler", "balance"): "oml-samplers",
         ("sampler", "category_balance"): "oml-samplers",
         ("sampler", "distinct_category_balance"): "oml-samplers",
+        ("dataset", "texts"): "oml-texts",
+        ("extractor", "hf_text"): "oml-texts",
+        ("pretrained", "all_minilm_l6_v2"): "oml-texts",
     }
 )

@@ -29,7 +29,8 @@ class PretrainedModel:
         sha256: The same for the sha256 digest (what GitHub releases and torchvision's file names publish);
             both are checked when both are given.
         filename: Name of the file in the weights cache (:func:`~oml_core.zoo.store.weights_cache_dir`).
-        transforms: ``{name, args}`` of a registered ``transforms`` factory: the images' preprocessing.
+        transforms: ``{name, args}`` of a registered ``transforms`` factory: the images' preprocessing; ``None``
+            for a model whose inputs need no transforms (audio: the dataset component's own processing).
         converter: ``"module:function"`` turning the state dict read from the file (its upstream format:
             the original DINO release, OpenAI's CLIP, ...) into the one the extractor's
             :meth:`~oml_core.interfaces.models.IExtractor.load_pretrained` expects; ``None`` when the file is
@@ -43,7 +44,7 @@ class PretrainedModel:
     url: str
     md5: str | None
     filename: str
-    transforms: Mapping[str, Any]
+    transforms: Mapping[str, Any] | None
     converter: str | None = None
     imread: str = "pil"
     description: str = ""

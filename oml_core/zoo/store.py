@@ -303,9 +303,12 @@ def get_transforms_for_pretrained(
 
     Raises:
         UnknownNameError: ``key`` is not in the zoo, or its transforms are not registered.
+        ValueError: the checkpoint takes no transforms (its entry's ``transforms`` is ``None``).
     """
     registry = registry_or_default(registry)
     model = get_pretrained(key, registry)
+    if model.transforms is None:
+        raise ValueError(f"the pretrained checkpoint {key!r} takes no image transforms")
     transform = registry.build("transforms", dict(model.transforms))
     return transform, resolve(IMREADERS[model.imread])
 

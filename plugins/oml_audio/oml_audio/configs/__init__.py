@@ -1,0 +1,1 @@
+"""Default configs of the audio dataset component and extractor: ``<kind>/<name>.yaml``, one per name."""

@@ -1,0 +1,1 @@
+"""Default configs of the texts dataset component and the text extractor: ``<kind>/<name>.yaml``."""

@@ -1,0 +1,265 @@
+"""OML 4.0's text datasets: texts tokenised by a Hugging Face tokenizer when an item is asked for.
+
+An item is a dict: ``input_tensors_key`` holds ``{"input_ids": [max_length] int64, "attention_mask":
+[max_length] int64}`` (the text with its special tokens, truncated to ``max_length`` tokens and padded to it),
+``index_key`` the item's index; the labelled datasets add ``labels_key`` (and ``categories`` with a ``category``
+column), the query/gallery ones ``is_query`` and ``is_gallery``; ``extra_data`` adds one key per record. The
+dataframes are OML's format with a ``text`` column instead of ``path``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import torch
+from torch import Tensor
+
+from oml_core.const import (
+    CATEGORIES_COLUMN,
+    CATEGORIES_KEY,
+    INDEX_KEY,
+    INPUT_TENSORS_KEY,
+    IS_GALLERY_COLUMN,
+    IS_GALLERY_KEY,
+    IS_QUERY_COLUMN,
+    IS_QUERY_KEY,
+    LABELS_COLUMN,
+    LABELS_KEY,
+    TEXTS_COLUMN,
+)
+from oml_core.datasets.dataframe_format import (
+    DataFrameFormatError,
+    missing_columns_problem,
+    parse_bool_column,
+)
+from oml_core.interfaces.datasets import (
+    IBaseDataset,
+    ILabeledDataset,
+    IQueryGalleryDataset,
+    IQueryGalleryLabeledDataset,
+    IVisualizableDataset,
+)
+from oml_texts.draw import draw_text
+
+#: A Hugging Face tokenizer (``transformers.PreTrainedTokenizerBase``), or any callable with its signature.
+TTokenizer = Any
+
+
+class TextBaseDataset(IBaseDataset, IVisualizableDataset):
+    """Texts, tokenised one at a time when asked for.
+
+    Args:
+        texts: The texts.
+        tokenizer: A Hugging Face tokenizer.
+        max_length: Tokens per item (special tokens included): longer texts are truncated, shorter ones padded.
+        extra_data: Records of ``len(texts)`` values each, put into the items under their keys.
+        input_tensors_key: Key of the tokens (``input_ids`` and ``attention_mask``) in the items.
+        index_key: Key of the items' indices.
+
+    Raises:
+        ValueError: a record of ``extra_data`` of another length.
+    """
+
+    def __init__(
+        self,
+        texts: Sequence[str] | pd.Series,
+        tokenizer: TTokenizer,
+        max_length: int = 128,
+        extra_data: Mapping[str, Sequence[Any]] | None = None,
+        input_tensors_key: str = INPUT_TENSORS_KEY,
+        index_key: str = INDEX_KEY,
+    ) -> None:
+        self.texts = [str(text) for text in texts]
+        for key, record in (extra_data or {}).items():
+            if len(record) != len(self.texts):
+                raise ValueError(
+                    f"extra_data[{key!r}] has {len(record)} values; the dataset has {len(self.texts)} texts"
+                )
+        self.extra_data = dict(extra_data or {})
+        self.tokenizer = tokenizer
+        self.max_length = max_length
+        self.input_tensors_key = input_tensors_key
+        self.index_key = index_key
+
+    def __len__(self) -> int:
+        return len(self.texts)
+
+    def tokens(self, item: int) -> dict[str, Tensor]:
+        """``{"input_ids", "attention_mask"}`` of the text ``item``: ``[max_length]`` int64 each."""
+        encoded = self.tokenizer(
+            self.texts[item],
+            truncation=True,
+            padding="max_length",
+            max_length=self.max_length,
+            return_tensors="pt",
+            add_special_tokens=True,
+        )
+        return {key: torch.as_tensor(encoded[key]).reshape(-1) for key in ("input_ids", "attention_mask")}
+
+    def __getitem__(self, item: int) -> dict[str, Any]:
+        data: dict[str, Any] = {self.input_tensors_key: self.tokens(item), self.index_key: item}
+        for key, record in self.extra_data.items():
+            if key in data:
+                raise ValueError(f"extra_data and the dataset share the key {key!r}")
+            data[key] = record[item]
+        return data
+
+    def visualize(self, item: int, color: tuple[int, int, int]) -> np.ndarray:
+        """The text drawn into a framed picture (:func:`~oml_texts.draw.draw_text`)."""
+        return draw_text(self.texts[item], color)
+
+
+def _checked(df: pd.DataFrame, required: Sequence[str], owner: str) -> pd.DataFrame:
+    """``df`` with a fresh index, after checking it has the ``required`` columns.
+
+    Raises:
+        DataFrameFormatError: a required column is missing.
+    """
+    problem = missing_columns_problem(df, required)
+    if problem is not None:
+        raise DataFrameFormatError(f"{owner}: {problem}")
+    return df.reset_index(drop=True)
+
+
+class TextLabeledDataset(TextBaseDataset, ILabeledDataset):
+    """The texts of a dataframe (columns ``text`` and ``label``; ``category`` used when present) with their labels.
+
+    Args:
+        df: The dataframe.
+        tokenizer, max_length, extra_data, input_tensors_key, index_key: See :class:`TextBaseDataset`.
+        labels_key: Key of the labels in the items.
+
+    Raises:
+        DataFrameFormatError: the column ``text`` or ``label`` is missing.
+    """
+
+    def __init__(
+        self,
+        df: pd.DataFrame,
+        tokenizer: TTokenizer,
+        max_length: int = 128,
+        extra_data: Mapping[str, Sequence[Any]] | None = None,
+        input_tensors_key: str = INPUT_TENSORS_KEY,
+        labels_key: str = LABELS_KEY,
+        index_key: str = INDEX_KEY,
+    ) -> None:
+        self.df = _checked(df, self._required_columns(), type(self).__name__)
+        super().__init__(
+            self.df[TEXTS_COLUMN], tokenizer, max_length, extra_data, input_tensors_key, index_key
+        )
+        self.labels_key = labels_key
+        self._labels = self.df[LABELS_COLUMN].to_numpy()
+
+    @staticmethod
+    def _required_columns() -> tuple[str, ...]:
+        return TEXTS_COLUMN, LABELS_COLUMN
+
+    def __getitem__(self, item: int) -> dict[str, Any]:
+        data = super().__getitem__(item)
+        data[self.labels_key] = int(self._labels[item])
+        if CATEGORIES_COLUMN in self.df.columns:
+            data[CATEGORIES_KEY] = self.df[CATEGORIES_COLUMN].iloc[item]
+        return data
+
+    def get_labels(self) -> np.ndarray:
+        """The ``label`` column, in dataset order."""
+        return self._labels.copy()
+
+    def get_label2category(self) -> dict[int, Any] | None:
+        """Mapping from label to category (the ``category`` column), or None without that column."""
+        if CATEGORIES_COLUMN not in self.df.columns:
+            return None
+        return dict(zip(map(int, self._labels), self.df[CATEGORIES_COLUMN]))
+
+
+class _QueryGallery:
+    """The ``is_query`` / ``is_gallery`` columns of a query/gallery text dataset."""
+
+    df: pd.DataFrame
+
+    def _init_query_gallery(self) -> None:
+        owner = type(self).__name__
+        self._is_query = parse_bool_column(self.df, IS_QUERY_COLUMN, owner)
+        self._is_gallery = parse_bool_column(self.df, IS_GALLERY_COLUMN, owner)
+
+    def get_query_ids(self) -> Tensor:
+        """Indices of the items with ``is_query`` true (ascending int64)."""
+        return torch.from_numpy(np.flatnonzero(self._is_query).astype(np.int64))
+
+    def get_gallery_ids(self) -> Tensor:
+        """Indices of the items with ``is_gallery`` true (ascending int64)."""
+        return torch.from_numpy(np.flatnonzero(self._is_gallery).astype(np.int64))
+
+    def _add_flags(self, data: dict[str, Any], item: int) -> dict[str, Any]:
+        data[IS_QUERY_KEY] = bool(self._is_query[item])
+        data[IS_GALLERY_KEY] = bool(self._is_gallery[item])
+        return data
+
+
+class TextQueryGalleryLabeledDataset(_QueryGallery, TextLabeledDataset, IQueryGalleryLabeledDataset):
+    """The labelled texts of a dataframe with a query/gallery split (columns ``text``, ``label``, ``is_query``,
+    ``is_gallery``; an item both query and gallery: "1 vs rest" validation). OML's argument order.
+
+    Raises:
+        DataFrameFormatError: a required column is missing, or a flag is not True/False.
+    """
+
+    def __init__(
+        self,
+        df: pd.DataFrame,
+        tokenizer: TTokenizer,
+        max_length: int = 128,
+        extra_data: Mapping[str, Sequence[Any]] | None = None,
+        labels_key: str = LABELS_KEY,
+        input_tensors_key: str = INPUT_TENSORS_KEY,
+        index_key: str = INDEX_KEY,
+    ) -> None:
+        super().__init__(df, tokenizer, max_length, extra_data, input_tensors_key, labels_key, index_key)
+        self._init_query_gallery()
+
+    @staticmethod
+    def _required_columns() -> tuple[str, ...]:
+        return TEXTS_COLUMN, LABELS_COLUMN, IS_QUERY_COLUMN, IS_GALLERY_COLUMN
+
+    def __getitem__(self, item: int) -> dict[str, Any]:
+        return self._add_flags(super().__getitem__(item), item)
+
+
+class TextQueryGalleryDataset(_QueryGallery, TextBaseDataset, IQueryGalleryDataset):
+    """The texts of a dataframe without labels, with a query/gallery split (columns ``text``, ``is_query``,
+    ``is_gallery``).
+
+    Raises:
+        DataFrameFormatError: a required column is missing, or a flag is not True/False.
+    """
+
+    def __init__(
+        self,
+        df: pd.DataFrame,
+        tokenizer: TTokenizer,
+        max_length: int = 128,
+        extra_data: Mapping[str, Sequence[Any]] | None = None,
+        input_tensors_key: str = INPUT_TENSORS_KEY,
+        index_key: str = INDEX_KEY,
+    ) -> None:
+        required = (TEXTS_COLUMN, IS_QUERY_COLUMN, IS_GALLERY_COLUMN)
+        self.df = _checked(df, required, type(self).__name__)
+        super().__init__(
+            self.df[TEXTS_COLUMN], tokenizer, max_length, extra_data, input_tensors_key, index_key
+        )
+        self._init_query_gallery()
+
+    def __getitem__(self, item: int) -> dict[str, Any]:
+        return self._add_flags(super().__getitem__(item), item)
+
+
+__all__ = [
+    "TTokenizer",
+    "TextBaseDataset",
+    "TextLabeledDataset",
+    "TextQueryGalleryDataset",
+    "TextQueryGalleryLabeledDataset",
+]

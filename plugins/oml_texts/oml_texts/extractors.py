@@ -1,0 +1,140 @@
+"""Extractors of texts on Hugging Face transformers: OML's :class:`HFWrapper` (a model given, the first token's
+hidden state) and the registered ``hf_text`` (:class:`HFTextExtractor`: a model read from a folder or the Hugging
+Face cache, ``cls`` or ``mean`` pooling, optional normalisation, a zoo key checked by sha256).
+
+Both take what the text datasets' items hold under ``input_tensors`` (batched): ``{"input_ids": [B, L],
+"attention_mask": [B, L]}``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from torch import Tensor, nn
+from torch.nn import functional as F
+
+from oml_core.interfaces.models import IExtractor
+from oml_core.registry import ConfigError
+from oml_core.zoo import get_pretrained
+from oml_core.zoo.weights import load_weights, looks_like_path
+from oml_texts.hub import load_model, resolve_model_folder
+from oml_texts.zoo import check_model_folder
+
+#: The poolings of :class:`HFTextExtractor`.
+POOLINGS = ("cls", "mean")
+#: The keys of the extractor's own state dict that ``load_weights`` must not strip (its transformer is ``model``).
+CHECKPOINT_PREFIXES = ("extractor.", "module.")
+
+
+class HFWrapper(IExtractor):
+    """OML's wrapper of a Hugging Face transformer: the embedding of a text is the last hidden state of its first
+    token (``[CLS]``), ``model(input_ids, attention_mask=attention_mask)["last_hidden_state"][:, 0, :]``.
+
+    Args:
+        model: A transformer of ``transformers`` (``AutoModel.from_pretrained(...)``).
+        feat_dim: The size of its hidden states (``model.config.hidden_size``).
+    """
+
+    def __init__(self, model: nn.Module, feat_dim: int) -> None:
+        super().__init__()
+        self.model = model
+        self._feat_dim = feat_dim
+
+    def hidden_states(self, x: Mapping[str, Tensor]) -> Tensor:
+        """``[B, L', feat_dim]``: the last hidden states of the tokens of ``x["input_ids"]`` up to the batch's last
+        token (``L'``: the trailing columns that are padding in every text are left out; masked, they change no
+        other token's state)."""
+        mask = x["attention_mask"]
+        length = int(mask.any(dim=0).nonzero().max()) + 1 if mask.any() else mask.shape[1]
+        return self.model(x["input_ids"][:, :length], attention_mask=mask[:, :length])["last_hidden_state"]
+
+    def forward(self, x: Mapping[str, Tensor]) -> Tensor:
+        """``[B, feat_dim]``: the first token's hidden state of each text."""
+        return self.hidden_states(x)[:, 0, :]
+
+    @property
+    def feat_dim(self) -> int:
+        return self._feat_dim
+
+
+def mean_pooling(hidden: Tensor, attention_mask: Tensor) -> Tensor:
+    """``sum_t m_t h_t / max(sum_t m_t, 1e-9)``: the mean of the hidden states ``hidden`` ``[B, L, D]`` over the
+    tokens whose ``attention_mask`` ``[B, L]`` is 1 (sentence-transformers' mean pooling)."""
+    mask = attention_mask.unsqueeze(-1).to(hidden.dtype)
+    return (hidden * mask).sum(dim=1) / mask.sum(dim=1).clamp(min=1e-9)
+
+
+class HFTextExtractor(HFWrapper):
+    """``hf_text``: a Hugging Face transformer read from a local folder or the Hugging Face cache (offline unless
+    ``download``), its embedding the first token's hidden state (``pooling="cls"``, :class:`HFWrapper`'s) or the
+    mean over the attention mask (``"mean"``, sentence-transformers'), L2-normalised when ``normalise``.
+
+    Args:
+        model: A local folder, or a model name of the Hugging Face hub; None: the zoo key's model (``weights``).
+        pooling: ``cls`` or ``mean``; None: the zoo key's, else ``cls``.
+        normalise: L2-normalise the embeddings; None: the zoo key's, else false.
+        download: Download a model that is not in the Hugging Face cache.
+        weights: None (the model's own weights); a checkpoint of ``oml train`` (a path), loaded over them; or a zoo
+            key (``all_minilm_l6_v2``): the model's weights file is checked against the zoo's sha256 first.
+
+    Raises:
+        ConfigError: no ``model`` and no zoo key; a bad ``pooling``; a folder that does not exist, a model not in
+            the cache (all before any model is read); a zoo key of another extractor.
+        PretrainedChecksumError: the model's weights are not the zoo key's.
+    """
+
+    def __init__(
+        self,
+        model: str | None = None,
+        pooling: str | None = None,
+        normalise: bool | None = None,
+        download: bool = False,
+        weights: str | Path | None = None,
+    ) -> None:
+        zoo_key = _zoo_key(weights)
+        defaults: Mapping[str, Any] = {}
+        if zoo_key is not None:
+            entry = get_pretrained(zoo_key)
+            if entry.extractor != "hf_text":
+                raise ConfigError(
+                    f"hf_text: weights {zoo_key!r} is a zoo key of the extractor {entry.extractor!r}"
+                )
+            defaults = entry.init_args
+        model = model if model is not None else defaults.get("model")
+        pooling = pooling if pooling is not None else defaults.get("pooling", "cls")
+        if model is None:
+            raise ConfigError(
+                "hf_text: model is null: give a folder or a Hugging Face model name (or a zoo key)"
+            )
+        if pooling not in POOLINGS:
+            raise ConfigError(f"hf_text: pooling must be one of {list(POOLINGS)}, got {pooling!r}")
+        folder = resolve_model_folder(model, download, "hf_text: model")
+        if zoo_key is not None:
+            check_model_folder(folder, zoo_key, entry)
+        transformer = load_model(folder)
+        super().__init__(transformer, int(transformer.config.hidden_size))
+        self.pooling = pooling
+        self.normalise = bool(normalise if normalise is not None else defaults.get("normalise", False))
+        if zoo_key is None:
+            load_weights(self, weights, prefixes=CHECKPOINT_PREFIXES)
+
+    def forward(self, x: Mapping[str, Tensor]) -> Tensor:
+        """``[B, feat_dim]``: the pooled (and, with ``normalise``, L2-normalised) hidden states."""
+        if self.pooling == "cls":
+            embeddings = super().forward(x)
+        else:
+            hidden = self.hidden_states(x)
+            embeddings = mean_pooling(hidden, x["attention_mask"][:, : hidden.shape[1]])
+        return F.normalize(embeddings, p=2, dim=1) if self.normalise else embeddings
+
+
+def _zoo_key(weights: str | Path | None) -> str | None:
+    """``weights`` when it is a zoo key (a string that is no file and does not look like a path), else None."""
+    if not isinstance(weights, str) or Path(weights).is_file() or looks_like_path(weights):
+        return None
+    return weights
+
+
+__all__ = ["CHECKPOINT_PREFIXES", "HFTextExtractor", "HFWrapper", "POOLINGS", "mean_pooling"]

@@ -1,0 +1,76 @@
+"""Hook implementations of the ``oml_texts`` plugin (entry point ``oml_texts = "oml_texts.plugin"``).
+
+:data:`COMPONENTS` is the plugin's one table: the ``texts`` dataset component, the ``hf_text`` extractor and the
+text models of the zoo (:data:`oml_texts.zoo.PRETRAINED`); the hooks register from it and the package ``oml_texts``
+takes its lazy exports from it and from :data:`EXTRA_EXPORTS`. Factories are lazy ``"module:attr"`` strings (but
+the zoo's metadata factories): transformers is imported only when a model or tokenizer is read. The default
+config of a component is ``oml_texts/configs/<kind>/<name>.yaml``.
+"""
+
+from __future__ import annotations
+
+from types import MappingProxyType
+from typing import TYPE_CHECKING
+
+from oml_core import hookimpl
+from oml_core.utils.lazy import Component, register_components
+from oml_texts.zoo import PRETRAINED
+
+if TYPE_CHECKING:
+    from oml_core.registry.hookspecs import RegisterCallback, RegisterConfigDirCallback
+
+COMPONENTS: tuple[Component, ...] = (
+    Component(
+        "dataset",
+        "texts",
+        "oml_texts.data:TextData",
+        "texts in a CSV of OML's format with a text column, tokenised by a Hugging Face tokenizer",
+    ),
+    Component(
+        "extractor",
+        "hf_text",
+        "oml_texts.extractors:HFTextExtractor",
+        "a Hugging Face transformer on texts (folder or cache): cls or mean pooling, optional L2 norm",
+    ),
+    *(
+        Component("pretrained", key, factory, factory().description, export=False)
+        for key, factory in PRETRAINED.items()
+    ),
+)
+
+#: The other public names of ``oml_texts`` (OML's classes and functions that are no component): ``{name: module}``.
+EXTRA_EXPORTS: MappingProxyType[str, str] = MappingProxyType(
+    {
+        "HFWrapper": "oml_texts.extractors",
+        "TextBaseDataset": "oml_texts.datasets",
+        "TextLabeledDataset": "oml_texts.datasets",
+        "TextQueryGalleryDataset": "oml_texts.datasets",
+        "TextQueryGalleryLabeledDataset": "oml_texts.datasets",
+        "get_mock_texts_dataset": "oml_texts.mock",
+        "get_mock_texts_dataset_root": "oml_texts.mock",
+    }
+)
+
+
+@hookimpl
+def oml_register_datasets(register: RegisterCallback) -> None:
+    """Register the ``texts`` dataset component."""
+    register_components(register, COMPONENTS, "dataset")
+
+
+@hookimpl
+def oml_register_extractors(register: RegisterCallback) -> None:
+    """Register the ``hf_text`` extractor."""
+    register_components(register, COMPONENTS, "extractor")
+
+
+@hookimpl
+def oml_register_pretrained(register: RegisterCallback) -> None:
+    """Register the text models of the zoo (metadata only: nothing is read or downloaded)."""
+    register_components(register, COMPONENTS, "pretrained")
+
+
+@hookimpl
+def oml_register_config_dirs(register: RegisterConfigDirCallback) -> None:
+    """The default configs: ``dataset/texts.yaml``, ``extractor/hf_text.yaml``."""
+    register("pkg://oml_texts.configs")
