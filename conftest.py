@@ -11,3 +11,10 @@ os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["OMP_NUM_THREADS"] = "1"
 os.environ["MKL_NUM_THREADS"] = "1"
 os.environ.setdefault("MPLBACKEND", "Agg")
+
+
+def pytest_collection_modifyitems(items: list) -> None:
+    """Run the tests marked ``slow`` (end-to-end runs of seconds to a minute) first, each group in its order:
+    with two workers, the long ones start early and the short ones fill the gaps, instead of one worker finishing
+    a long test alone at the end of the run."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
