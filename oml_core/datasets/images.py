@@ -20,7 +20,6 @@ import numpy as np
 import pandas as pd
 import torch
 from PIL import Image, ImageDraw
-from torch import Tensor
 
 from oml_core.builtins.transforms import IMAGENET_MEAN, IMAGENET_STD
 from oml_core.const import (
@@ -53,13 +52,13 @@ from oml_core.const import (
     TBBox,
     TColor,
 )
+from oml_core.datasets.dataframe_columns import LabelsColumn, QueryGalleryColumns
 from oml_core.datasets.dataframe_format import (
     DataFrameFormatError,
     check_retrieval_dataframe_format,
     empty_mask,
     missing_columns_problem,
     parse_bboxes,
-    parse_bool_column,
     row_problem,
 )
 from oml_core.interfaces.datasets import (
@@ -416,7 +415,7 @@ class _DataFrameImageDataset(ImageBaseDataset):
         return df
 
 
-class ImageLabeledDataset(_DataFrameImageDataset, ILabeledDataset):
+class ImageLabeledDataset(_DataFrameImageDataset, LabelsColumn, ILabeledDataset):
     """The dataset of images having their ground truth labels, built from a dataframe in OML's format.
 
     Requires the columns ``label`` and ``path``; uses ``category``, ``sequence`` and ``x_1, x_2, y_1, y_2``
@@ -485,7 +484,7 @@ class ImageLabeledDataset(_DataFrameImageDataset, ILabeledDataset):
             raise ValueError(
                 f"{type(self).__name__}: the extra_data key '{labels_key}' clashes with labels_key"
             )
-        self._labels = self.df[LABELS_COLUMN].to_numpy()
+        self._init_labels()
 
     @staticmethod
     def _required_columns() -> tuple[str, ...]:
@@ -497,48 +496,8 @@ class ImageLabeledDataset(_DataFrameImageDataset, ILabeledDataset):
         data[self.labels_key] = _as_python_scalar(self._labels[data[self.index_key]])
         return data
 
-    def get_labels(self) -> np.ndarray:
-        """The labels of all the items (the ``label`` column), in dataset order."""
-        return self._labels.copy()
 
-    def get_label2category(self) -> dict[Any, Any] | None:
-        """Mapping from label to category (the ``category`` column), or ``None`` without that column."""
-        if CATEGORIES_COLUMN not in self.df.columns:
-            return None
-        labels = [_as_python_scalar(v) for v in self.df[LABELS_COLUMN].tolist()]
-        return dict(zip(labels, self.df[CATEGORIES_COLUMN].tolist()))
-
-
-class _QueryGalleryMixin:
-    """``is_query`` / ``is_gallery`` handling shared by the two query-gallery datasets."""
-
-    _is_query: np.ndarray
-    _is_gallery: np.ndarray
-    is_query_key: str
-    is_gallery_key: str
-
-    def _init_query_gallery(self, df: pd.DataFrame, is_query_key: str, is_gallery_key: str) -> None:
-        owner = type(self).__name__
-        self.is_query_key = is_query_key
-        self.is_gallery_key = is_gallery_key
-        self._is_query = parse_bool_column(df, IS_QUERY_COLUMN, owner)
-        self._is_gallery = parse_bool_column(df, IS_GALLERY_COLUMN, owner)
-
-    def get_query_ids(self) -> Tensor:
-        """Indices (a 1-d LongTensor, ascending) of the items with ``is_query`` true."""
-        return torch.from_numpy(np.flatnonzero(self._is_query).astype(np.int64))
-
-    def get_gallery_ids(self) -> Tensor:
-        """Indices (a 1-d LongTensor, ascending) of the items with ``is_gallery`` true."""
-        return torch.from_numpy(np.flatnonzero(self._is_gallery).astype(np.int64))
-
-    def _add_query_gallery(self, data: dict[str, Any], item: int) -> dict[str, Any]:
-        data[self.is_query_key] = bool(self._is_query[item])
-        data[self.is_gallery_key] = bool(self._is_gallery[item])
-        return data
-
-
-class ImageQueryGalleryLabeledDataset(_QueryGalleryMixin, ImageLabeledDataset, IQueryGalleryLabeledDataset):
+class ImageQueryGalleryLabeledDataset(QueryGalleryColumns, ImageLabeledDataset, IQueryGalleryLabeledDataset):
     """The annotated dataset of images having a query/gallery split.
 
     Requires the columns ``label``, ``path``, ``is_query`` and ``is_gallery`` (True/False or 1/0 in every row;
@@ -607,7 +566,7 @@ class ImageQueryGalleryLabeledDataset(_QueryGalleryMixin, ImageLabeledDataset, I
         return self._add_query_gallery(data, data[self.index_key])
 
 
-class ImageQueryGalleryDataset(_QueryGalleryMixin, _DataFrameImageDataset, IQueryGalleryDataset):
+class ImageQueryGalleryDataset(QueryGalleryColumns, _DataFrameImageDataset, IQueryGalleryDataset):
     """The NOT annotated dataset of images having a query/gallery split (for prediction).
 
     Requires the columns ``path``, ``is_query`` and ``is_gallery``; a ``label`` column, if any, is ignored.

@@ -17,7 +17,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-import torch
 from torch import Tensor
 
 from oml_audio.visualisation import default_spec_repr_func, visualize_audio, visualize_audio_with_player
@@ -46,7 +45,8 @@ from oml_core.const import (
     SEQUENCE_COLUMN,
     TColor,
 )
-from oml_core.datasets.dataframe_format import format_rows, parse_bool_column
+from oml_core.datasets.dataframe_columns import LabelsColumn, QueryGalleryColumns
+from oml_core.datasets.dataframe_format import format_rows
 from oml_core.interfaces.datasets import (
     IBaseDataset,
     ILabeledDataset,
@@ -225,7 +225,7 @@ class _DataFrameAudioDataset(AudioBaseDataset):
         )
 
 
-class AudioLabeledDataset(_DataFrameAudioDataset, ILabeledDataset):
+class AudioLabeledDataset(_DataFrameAudioDataset, LabelsColumn, ILabeledDataset):
     """The audios of a dataframe with their ground truth labels (columns ``label`` and ``path``).
 
     Items: those of :class:`AudioBaseDataset` plus ``labels_key`` (and ``category`` / ``sequence`` when the
@@ -264,7 +264,7 @@ class AudioLabeledDataset(_DataFrameAudioDataset, ILabeledDataset):
             convert_to_mono=convert_to_mono,
             spec_repr_func=spec_repr_func,
         )
-        self._labels = self.df[LABELS_COLUMN].to_numpy()
+        self._init_labels()
 
     @staticmethod
     def _required_columns() -> tuple[str, ...]:
@@ -276,37 +276,8 @@ class AudioLabeledDataset(_DataFrameAudioDataset, ILabeledDataset):
         data[self.labels_key] = self._labels[item].item()
         return data
 
-    def get_labels(self) -> np.ndarray:
-        """The labels of all the items (the ``label`` column), in dataset order."""
-        return self._labels.copy()
 
-    def get_label2category(self) -> dict[Any, Any] | None:
-        """Mapping from label to category (the ``category`` column), or None without that column."""
-        if CATEGORIES_COLUMN not in self.df.columns:
-            return None
-        return dict(zip(self._labels.tolist(), self.df[CATEGORIES_COLUMN].tolist()))
-
-
-class _QueryGalleryFlags:
-    """The ``is_query`` / ``is_gallery`` columns of a dataframe dataset."""
-
-    _is_query: np.ndarray
-    _is_gallery: np.ndarray
-
-    def _init_flags(self, df: pd.DataFrame) -> None:
-        self._is_query = parse_bool_column(df, IS_QUERY_COLUMN, type(self).__name__)
-        self._is_gallery = parse_bool_column(df, IS_GALLERY_COLUMN, type(self).__name__)
-
-    def get_query_ids(self) -> Tensor:
-        """Indices (1-d int64, ascending) of the items with ``is_query`` true."""
-        return torch.from_numpy(np.flatnonzero(self._is_query).astype(np.int64))
-
-    def get_gallery_ids(self) -> Tensor:
-        """Indices (1-d int64, ascending) of the items with ``is_gallery`` true."""
-        return torch.from_numpy(np.flatnonzero(self._is_gallery).astype(np.int64))
-
-
-class AudioQueryGalleryDataset(_QueryGalleryFlags, _DataFrameAudioDataset, IQueryGalleryDataset):
+class AudioQueryGalleryDataset(QueryGalleryColumns, _DataFrameAudioDataset, IQueryGalleryDataset):
     """The not annotated audios of a dataframe with a query/gallery split (columns ``path``, ``is_query``,
     ``is_gallery``). An item both query and gallery is compared to every other item ("1 vs rest").
 
@@ -337,10 +308,10 @@ class AudioQueryGalleryDataset(_QueryGalleryFlags, _DataFrameAudioDataset, IQuer
             convert_to_mono=convert_to_mono,
             spec_repr_func=spec_repr_func,
         )
-        self._init_flags(self.df)
+        self._init_query_gallery(self.df)
 
 
-class AudioQueryGalleryLabeledDataset(_QueryGalleryFlags, AudioLabeledDataset, IQueryGalleryLabeledDataset):
+class AudioQueryGalleryLabeledDataset(QueryGalleryColumns, AudioLabeledDataset, IQueryGalleryLabeledDataset):
     """The annotated audios of a dataframe with a query/gallery split (columns ``label``, ``path``,
     ``is_query``, ``is_gallery``), what validation runs on.
 
@@ -373,7 +344,7 @@ class AudioQueryGalleryLabeledDataset(_QueryGalleryFlags, AudioLabeledDataset, I
             convert_to_mono=convert_to_mono,
             spec_repr_func=spec_repr_func,
         )
-        self._init_flags(self.df)
+        self._init_query_gallery(self.df)
 
     @staticmethod
     def _required_columns() -> tuple[str, ...]:

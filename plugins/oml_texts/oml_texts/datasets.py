@@ -23,17 +23,15 @@ from oml_core.const import (
     INDEX_KEY,
     INPUT_TENSORS_KEY,
     IS_GALLERY_COLUMN,
-    IS_GALLERY_KEY,
     IS_QUERY_COLUMN,
-    IS_QUERY_KEY,
     LABELS_COLUMN,
     LABELS_KEY,
     TEXTS_COLUMN,
 )
+from oml_core.datasets.dataframe_columns import LabelsColumn, QueryGalleryColumns
 from oml_core.datasets.dataframe_format import (
     DataFrameFormatError,
     missing_columns_problem,
-    parse_bool_column,
 )
 from oml_core.interfaces.datasets import (
     IBaseDataset,
@@ -124,7 +122,7 @@ def _checked(df: pd.DataFrame, required: Sequence[str], owner: str) -> pd.DataFr
     return df.reset_index(drop=True)
 
 
-class TextLabeledDataset(TextBaseDataset, ILabeledDataset):
+class TextLabeledDataset(TextBaseDataset, LabelsColumn, ILabeledDataset):
     """The texts of a dataframe (columns ``text`` and ``label``; ``category`` used when present) with their labels.
 
     Args:
@@ -151,7 +149,7 @@ class TextLabeledDataset(TextBaseDataset, ILabeledDataset):
             self.df[TEXTS_COLUMN], tokenizer, max_length, extra_data, input_tensors_key, index_key
         )
         self.labels_key = labels_key
-        self._labels = self.df[LABELS_COLUMN].to_numpy()
+        self._init_labels()
 
     @staticmethod
     def _required_columns() -> tuple[str, ...]:
@@ -164,42 +162,8 @@ class TextLabeledDataset(TextBaseDataset, ILabeledDataset):
             data[CATEGORIES_KEY] = self.df[CATEGORIES_COLUMN].iloc[item]
         return data
 
-    def get_labels(self) -> np.ndarray:
-        """The ``label`` column, in dataset order."""
-        return self._labels.copy()
 
-    def get_label2category(self) -> dict[int, Any] | None:
-        """Mapping from label to category (the ``category`` column), or None without that column."""
-        if CATEGORIES_COLUMN not in self.df.columns:
-            return None
-        return dict(zip(map(int, self._labels), self.df[CATEGORIES_COLUMN]))
-
-
-class _QueryGallery:
-    """The ``is_query`` / ``is_gallery`` columns of a query/gallery text dataset."""
-
-    df: pd.DataFrame
-
-    def _init_query_gallery(self) -> None:
-        owner = type(self).__name__
-        self._is_query = parse_bool_column(self.df, IS_QUERY_COLUMN, owner)
-        self._is_gallery = parse_bool_column(self.df, IS_GALLERY_COLUMN, owner)
-
-    def get_query_ids(self) -> Tensor:
-        """Indices of the items with ``is_query`` true (ascending int64)."""
-        return torch.from_numpy(np.flatnonzero(self._is_query).astype(np.int64))
-
-    def get_gallery_ids(self) -> Tensor:
-        """Indices of the items with ``is_gallery`` true (ascending int64)."""
-        return torch.from_numpy(np.flatnonzero(self._is_gallery).astype(np.int64))
-
-    def _add_flags(self, data: dict[str, Any], item: int) -> dict[str, Any]:
-        data[IS_QUERY_KEY] = bool(self._is_query[item])
-        data[IS_GALLERY_KEY] = bool(self._is_gallery[item])
-        return data
-
-
-class TextQueryGalleryLabeledDataset(_QueryGallery, TextLabeledDataset, IQueryGalleryLabeledDataset):
+class TextQueryGalleryLabeledDataset(QueryGalleryColumns, TextLabeledDataset, IQueryGalleryLabeledDataset):
     """The labelled texts of a dataframe with a query/gallery split (columns ``text``, ``label``, ``is_query``,
     ``is_gallery``; an item both query and gallery: "1 vs rest" validation). OML's argument order.
 
@@ -218,17 +182,17 @@ class TextQueryGalleryLabeledDataset(_QueryGallery, TextLabeledDataset, IQueryGa
         index_key: str = INDEX_KEY,
     ) -> None:
         super().__init__(df, tokenizer, max_length, extra_data, input_tensors_key, labels_key, index_key)
-        self._init_query_gallery()
+        self._init_query_gallery(self.df)
 
     @staticmethod
     def _required_columns() -> tuple[str, ...]:
         return TEXTS_COLUMN, LABELS_COLUMN, IS_QUERY_COLUMN, IS_GALLERY_COLUMN
 
     def __getitem__(self, item: int) -> dict[str, Any]:
-        return self._add_flags(super().__getitem__(item), item)
+        return self._add_query_gallery(super().__getitem__(item), item)
 
 
-class TextQueryGalleryDataset(_QueryGallery, TextBaseDataset, IQueryGalleryDataset):
+class TextQueryGalleryDataset(QueryGalleryColumns, TextBaseDataset, IQueryGalleryDataset):
     """The texts of a dataframe without labels, with a query/gallery split (columns ``text``, ``is_query``,
     ``is_gallery``).
 
@@ -250,10 +214,10 @@ class TextQueryGalleryDataset(_QueryGallery, TextBaseDataset, IQueryGalleryDatas
         super().__init__(
             self.df[TEXTS_COLUMN], tokenizer, max_length, extra_data, input_tensors_key, index_key
         )
-        self._init_query_gallery()
+        self._init_query_gallery(self.df)
 
     def __getitem__(self, item: int) -> dict[str, Any]:
-        return self._add_flags(super().__getitem__(item), item)
+        return self._add_query_gallery(super().__getitem__(item), item)
 
 
 __all__ = [
