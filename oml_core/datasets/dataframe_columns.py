@@ -23,14 +23,22 @@ from oml_core.datasets.dataframe_format import parse_bool_column
 
 
 class LabelsColumn:
-    """``get_labels`` and ``get_label2category`` of a labelled dataset of the dataframe ``df``, read from its
-    ``label`` and ``category`` columns (:meth:`_init_labels`, once ``df`` is set)."""
+    """``get_labels``, ``get_label2category`` and an item's label (under ``labels_key``) of a labelled dataset of
+    the dataframe ``df``, read from its ``label`` and ``category`` columns (:meth:`_init_labels`, once ``df`` is
+    set)."""
 
     df: pd.DataFrame
+    labels_key: str
     _labels: np.ndarray
 
     def _init_labels(self) -> None:
         self._labels = self.df[LABELS_COLUMN].to_numpy()
+
+    def _add_label(self, data: dict[str, Any], item: int) -> dict[str, Any]:
+        """``data`` (the item ``item``) with its label, a Python scalar, under ``labels_key``."""
+        label = self._labels[item]
+        data[self.labels_key] = label.item() if isinstance(label, np.generic) else label
+        return data
 
     def get_labels(self) -> np.ndarray:
         """The labels of all the items (the ``label`` column), in dataset order."""

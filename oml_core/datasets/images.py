@@ -492,9 +492,7 @@ class ImageLabeledDataset(_DataFrameImageDataset, LabelsColumn, ILabeledDataset)
 
     def __getitem__(self, item: int) -> dict[str, Any]:
         """The item of :class:`ImageBaseDataset` plus ``labels_key``."""
-        data = super().__getitem__(item)
-        data[self.labels_key] = _as_python_scalar(self._labels[data[self.index_key]])
-        return data
+        return self._add_label(super().__getitem__(item), item)
 
 
 class ImageQueryGalleryLabeledDataset(QueryGalleryColumns, ImageLabeledDataset, IQueryGalleryLabeledDataset):

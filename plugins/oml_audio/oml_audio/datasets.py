@@ -272,9 +272,7 @@ class AudioLabeledDataset(_DataFrameAudioDataset, LabelsColumn, ILabeledDataset)
 
     def __getitem__(self, item: int) -> dict[str, Any]:
         """The item of :class:`AudioBaseDataset` plus ``labels_key``."""
-        data = super().__getitem__(item)
-        data[self.labels_key] = self._labels[item].item()
-        return data
+        return self._add_label(super().__getitem__(item), item)
 
 
 class AudioQueryGalleryDataset(QueryGalleryColumns, _DataFrameAudioDataset, IQueryGalleryDataset):

@@ -156,8 +156,7 @@ class TextLabeledDataset(TextBaseDataset, LabelsColumn, ILabeledDataset):
         return TEXTS_COLUMN, LABELS_COLUMN
 
     def __getitem__(self, item: int) -> dict[str, Any]:
-        data = super().__getitem__(item)
-        data[self.labels_key] = int(self._labels[item])
+        data = self._add_label(super().__getitem__(item), item)
         if CATEGORIES_COLUMN in self.df.columns:
             data[CATEGORIES_KEY] = self.df[CATEGORIES_COLUMN].iloc[item]
         return data
