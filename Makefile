@@ -13,6 +13,12 @@ EXAMPLE := examples/oml_plugin_example
 PROJECTS := pyproject.toml $(addsuffix /pyproject.toml,$(PLUGINS))
 # what pip installs of each plugin: oml-models with its extras (timm for the ViTs, open_clip for CLIP)
 PLUGIN_INSTALLS := $(patsubst plugins/oml_models,"plugins/oml_models[all]",$(PLUGINS))
+# pip compiles what it installs to bytecode on one core (about half of the install's time here); these install
+# without it and then compile site-packages on every core, as pip does: a file this Python cannot compile (torch
+# ships examples in newer syntax) is left as pip leaves it. The bytecode must be there: PYTHONDONTWRITEBYTECODE
+# machines would otherwise compile torch again in every process.
+INSTALL := $(PIP) install -q --no-compile
+COMPILE := $(PY) -c "import compileall, sysconfig; compileall.compile_dir(sysconfig.get_paths()['purelib'], quiet=2, workers=0)"
 
 .PHONY: run test install install-dev lint
 
@@ -37,10 +43,12 @@ $(PY):
 	$(PIP) install -q --upgrade pip
 
 $(VENV)/.installed: $(PY) $(PROJECTS)
-	$(PIP) install -q $(TORCH)
-	$(PIP) install -q -e . $(addprefix -e ,$(PLUGIN_INSTALLS))
+	$(INSTALL) $(TORCH)
+	$(INSTALL) -e . $(addprefix -e ,$(PLUGIN_INSTALLS))
+	$(COMPILE)
 	touch $@
 
 $(VENV)/.installed-dev: $(VENV)/.installed $(EXAMPLE)/pyproject.toml
-	$(PIP) install -q $(TORCH) -e ".[dev]" -e "plugins/oml_loggers[all]" -e "plugins/oml_texts[test]" -e $(EXAMPLE)
+	$(INSTALL) $(TORCH) -e ".[dev]" -e "plugins/oml_loggers[all]" -e "plugins/oml_texts[test]" -e $(EXAMPLE)
+	$(COMPILE)
 	touch $@
