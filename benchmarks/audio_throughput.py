@@ -1,6 +1,6 @@
 """Benchmark: clips per second of the audio pipeline of ``oml-audio`` on CPU, stage by stage.
 
-The clips are the mock audio dataset's 72 one-second files (16 and 22.05 kHz, mono and stereo, 16-bit WAV),
+The clips are the mock audio dataset's 48 one-second files (16 and 22.05 kHz, mono and stereo, 16-bit WAV),
 generated into a temporary folder. Each round times, in turn (interleaved, so that a drift of the machine's speed
 moves all of them):
 

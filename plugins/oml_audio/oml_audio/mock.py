@@ -1,7 +1,8 @@
 """The mock audio dataset, generated in code from a seeded generator (nothing is downloaded).
 
-12 labels of synthetic 1-second clips, 6 clips each (72 WAV files, 16-bit PCM): labels 0..7 are
-``split == "train"``, 8..11 ``split == "validation"`` (every validation row a query and a gallery item). A label's
+8 labels of synthetic 1-second clips, 6 clips each (48 WAV files, 16-bit PCM): labels 0..3 are
+``split == "train"`` (4 training labels, as OML's mock audio has: its README's ArcFace takes ``num_classes=4``),
+4..7 ``split == "validation"`` (every validation row a query and a gallery item). A label's
 kind, its ``category``, is ``label % 3``:
 
 - ``tone``: a sine of ``220 * 2^(label / 4)`` Hz with its second harmonic at half amplitude;
@@ -14,7 +15,7 @@ different gains, so that the datasets down-mix and resample). Its ``start_time``
 
 Files under the root::
 
-    audios/000000.wav ... audios/000071.wav
+    audios/000000.wav ... audios/000047.wav
     df.csv           label, path, split, is_query, is_gallery, category, start_time
     manifest.json    version, seed and the md5 of every file; written last (the completion marker)
 """
@@ -41,9 +42,9 @@ from oml_core.datasets.generated import GeneratedDataset
 from oml_core.utils.cache import get_cache_dir
 
 MOCK_AUDIOS_NAME = "mock_audios"
-MOCK_AUDIOS_VERSION = 1
-MOCK_N_LABELS = 12
-MOCK_N_TRAIN_LABELS = 8
+MOCK_AUDIOS_VERSION = 2
+MOCK_N_LABELS = 8
+MOCK_N_TRAIN_LABELS = 4
 MOCK_N_CLIPS_PER_LABEL = 6
 MOCK_CLIP_SECONDS = 1.0
 MOCK_KINDS = ("tone", "chirp", "noise")

@@ -139,12 +139,12 @@ def test_items_are_drawn_as_framed_spectrograms_and_html_players(tmp_path: Path)
 
 def test_the_mock_dataset_is_labelled_clips_in_omls_format(tmp_path: Path) -> None:
     df_train, df_val = get_mock_audios_dataset(tmp_path / "mock", global_paths=True)
-    assert (len(df_train), len(df_val)) == (48, 24)
-    assert sorted(df_train["label"].unique()) == list(range(8)) and sorted(df_val["label"].unique()) == [
-        8,
-        9,
-        10,
-        11,
+    assert (len(df_train), len(df_val)) == (24, 24)
+    assert sorted(df_train["label"].unique()) == [0, 1, 2, 3] and sorted(df_val["label"].unique()) == [
+        4,
+        5,
+        6,
+        7,
     ]
     assert df_val["is_query"].all() and df_val["is_gallery"].all()
     assert set(df_train["category"]) == {"tone", "chirp", "noise"}
