@@ -458,3 +458,20 @@ def test_the_signature_is_the_manuals_and_oml_import_path_works() -> None:
     ]
     assert parameters["encoding"].kind is inspect.Parameter.KEYWORD_ONLY
     assert issubclass(DataFrameFormatError, ValueError)
+
+
+def test_read_csv_with_column_names_the_file_the_column_and_the_empty_rows(tmp_path: Path) -> None:
+    from oml_core.datasets.dataframe_format import read_csv_with_column
+
+    path = tmp_path / "df.csv"
+    with pytest.raises(DataFrameFormatError, match=f"^the dataframe file '{path}' does not exist$"):
+        read_csv_with_column(path, "path")
+    path.write_text("name,label\na.png,0\n")
+    with pytest.raises(DataFrameFormatError, match=r"has no column 'path' \(columns: name, label\)$"):
+        read_csv_with_column(path, "path")
+    path.write_text("text,label\nred shoe,0\n  ,1\nblue hat,2\n,3\n")
+    with pytest.raises(DataFrameFormatError) as error:
+        read_csv_with_column(path, "text", empty="an empty text")
+    assert str(error.value) == f"'{path}': 'text': an empty text in 2 rows: rows 1, 3"
+    path.write_text("text,label\nred shoe,0\nblue hat,2\n")
+    assert read_csv_with_column(path, "text")["text"].tolist() == ["red shoe", "blue hat"]

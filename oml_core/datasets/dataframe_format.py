@@ -249,6 +249,30 @@ def read_csv_file(path: Path | str, sep: str = ",", encoding: str = DEFAULT_ENCO
         raise DataFrameFormatError(f"'{path}': cannot be read as a csv with sep={sep!r}: {e}") from e
 
 
+def read_csv_with_column(
+    path: Path, column: str, encoding: str = DEFAULT_ENCODING, empty: str = "an empty value"
+) -> pd.DataFrame:
+    """The csv ``path`` (text in ``encoding``), which must have the column ``column`` without an empty cell
+    (:func:`empty_mask`): the dataframes that need no labels or splits (of a prediction, of queries), whatever
+    the column holds (paths, texts); ``empty`` is how the message names an empty cell (``an empty text``).
+
+    Raises:
+        DataFrameFormatError: no such file; not text in ``encoding`` or not a csv (:func:`read_csv_file`); no
+            column ``column`` (naming the columns there are); an empty cell (naming the rows).
+    """
+    if not path.is_file():
+        raise DataFrameFormatError(f"the dataframe file '{path}' does not exist")
+    df = read_csv_file(path, encoding=encoding)
+    if column not in df.columns:
+        raise DataFrameFormatError(
+            f"'{path}': has no column {column!r} (columns: {', '.join(map(str, df.columns))})"
+        )
+    missing = empty_mask(df[column])
+    if missing.any():
+        raise DataFrameFormatError(f"'{path}': {row_problem(repr(column), empty, missing)}")
+    return df
+
+
 def _undecodable_message(path: Path, sep: str, encoding: str) -> str:
     """The message of the csv file ``path`` that pandas cannot decode as ``encoding``: the file, the line
     (1-based, the header being line 1) and the data row (0-based, as :func:`check_retrieval_dataframe_format`
@@ -622,6 +646,7 @@ def _check(df: pd.DataFrame, source: str, dataset_root: Path | str | None, verbo
 __all__ = [
     "DEFAULT_ENCODING",
     "read_csv_file",
+    "read_csv_with_column",
     "read_dataframe",
     "split_warnings",
     "BBOXES_COLUMNS",

@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 import numpy as np
 import pandas as pd
 
-from oml_core.const import IS_GALLERY_COLUMN, TBBox
+from oml_core.const import IS_GALLERY_COLUMN, PATHS_COLUMN, TBBox
 from oml_core.datasets.dataframe_format import (
     DEFAULT_ENCODING,
     DataFrameFormatError,
@@ -28,7 +28,7 @@ from oml_core.datasets.dataframe_format import (
     dataframe_warnings,
     parse_bboxes,
     parse_flags,
-    read_csv_file,
+    read_csv_with_column,
     read_dataframe,
 )
 from oml_core.datasets.image_checks import check_images as check_readable_images
@@ -394,20 +394,11 @@ class ImageData(IDatasetComponent):
         """The ``path`` column and the bounding boxes (or None) of every row of the dataframe (all its rows: a
         prediction dataframe needs no labels or splits)."""
         csv_path = self.source
-        if not csv_path.is_file():
-            raise ConfigError(f"dataframe {str(csv_path)!r} (dataset_root + dataframe_name) does not exist")
         try:
-            df = read_csv_file(csv_path, encoding=self.dataframe_encoding)
+            df = read_csv_with_column(csv_path, PATHS_COLUMN, self.dataframe_encoding)
         except DataFrameFormatError as e:
             raise ConfigError(str(e)) from e
-        if "path" not in df.columns:
-            raise ConfigError(
-                f"{str(csv_path)!r}: has no column 'path' (columns: {', '.join(map(str, df.columns))})"
-            )
-        missing = df.index[df["path"].isna()].tolist()
-        if missing:
-            raise ConfigError(f"{str(csv_path)!r}: column 'path' is empty in the row(s) {missing[:10]}")
-        paths = df["path"].astype(str)
+        paths = df[PATHS_COLUMN].astype(str)
         duplicated = paths[paths.duplicated()].unique().tolist()
         if duplicated:
             raise ConfigError(

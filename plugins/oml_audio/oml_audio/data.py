@@ -37,6 +37,7 @@ from oml_core.datasets.dataframe_format import (
     format_rows,
     parse_flags,
     read_csv_file,
+    read_csv_with_column,
     read_dataframe,
 )
 from oml_core.datasets.image_data import check_train_and_validation_rows
@@ -266,21 +267,10 @@ class AudioData(IDatasetComponent):
         """Every row of the dataframe, read without OML's format check (no labels needed): its ``path`` column
         without empty cells, no item twice."""
         path = self.source
-        if not path.is_file():
-            raise ConfigError(f"dataframe {str(path)!r} (dataset_root + dataframe_name) does not exist")
         try:
-            df = read_csv_file(path, encoding=self.dataframe_encoding)
+            df = read_csv_with_column(path, PATHS_COLUMN, self.dataframe_encoding)
         except DataFrameFormatError as e:
             raise ConfigError(str(e)) from e
-        if PATHS_COLUMN not in df.columns:
-            raise ConfigError(
-                f"{str(path)!r}: has no column 'path' (columns: {', '.join(map(str, df.columns))})"
-            )
-        empty = empty_mask(df[PATHS_COLUMN])
-        if empty.any():
-            raise ConfigError(
-                f"{str(path)!r}: column 'path' is empty at {format_rows(np.flatnonzero(empty))}"
-            )
         names = pd.Series(
             [item_name(p, t) for p, t in zip(df[PATHS_COLUMN], self._start_times(df) or [0.0] * len(df))]
         )

@@ -27,7 +27,7 @@ from oml_core.datasets.dataframe_format import (
     dataframe_warnings,
     empty_mask,
     parse_flags,
-    read_csv_file,
+    read_csv_with_column,
     row_problem,
 )
 from oml_core.datasets.image_data import check_train_and_validation_rows
@@ -38,29 +38,16 @@ from oml_texts.hub import load_tokenizer
 from oml_texts.mock import get_mock_texts_dataset_root
 
 
-def empty_text_rows(texts: pd.Series) -> np.ndarray:
-    """Whether each text is empty: missing, or white space only."""
-    return empty_mask(texts) | texts.astype(str).str.strip().eq("").to_numpy()
-
-
 def read_texts_csv(path: Path, encoding: str = DEFAULT_ENCODING) -> pd.DataFrame:
     """The csv ``path``, which must have a ``text`` column without empty texts.
 
     Raises:
         ConfigError: no such file, not text in ``encoding``, no ``text`` column, an empty text (naming the rows).
     """
-    if not path.is_file():
-        raise ConfigError(f"{str(path)!r} does not exist")
     try:
-        df = read_csv_file(path, encoding=encoding)
+        return read_csv_with_column(path, TEXTS_COLUMN, encoding, empty="an empty text")
     except DataFrameFormatError as e:
         raise ConfigError(str(e)) from e
-    if TEXTS_COLUMN not in df.columns:
-        raise ConfigError(f"{str(path)!r}: has no column 'text' (columns: {', '.join(map(str, df.columns))})")
-    empty = empty_text_rows(df[TEXTS_COLUMN])
-    if empty.any():
-        raise ConfigError(f"{str(path)!r}: {row_problem(repr(TEXTS_COLUMN), 'an empty text', empty)}")
-    return df
 
 
 def unique_names(texts: Sequence[str]) -> list[str]:
@@ -258,7 +245,7 @@ class TextData(IDatasetComponent):
             texts = pd.Series(self._texts(dataset).texts, dtype=object)
             if len(texts):
                 self._texts(dataset).tokens(0)  # the tokenizer is read (a missing one named) before any model
-            empty = empty_text_rows(texts)
+            empty = empty_mask(texts)
             if empty.any():
                 rows = self._rows.get(dataset, np.arange(len(texts)))
                 where = np.zeros(int(rows.max()) + 1, dtype=bool)
@@ -285,4 +272,4 @@ class TextData(IDatasetComponent):
         return dataset
 
 
-__all__ = ["TextData", "empty_text_rows", "read_texts_csv", "unique_names"]
+__all__ = ["TextData", "read_texts_csv", "unique_names"]
