@@ -61,6 +61,7 @@ from oml_core.datasets.dataframe_format import (
     parse_bboxes,
     row_problem,
 )
+from oml_core.datasets.extra_data import add_extra_data, checked_extra_data
 from oml_core.interfaces.datasets import (
     IBaseDataset,
     ILabeledDataset,
@@ -169,12 +170,6 @@ def _check_no_missing(df: pd.DataFrame, column: str, owner: str) -> None:
         raise DataFrameFormatError(f"{owner}: {row_problem(f'column {column!r}', 'an empty value', bad)}")
 
 
-def _as_python_scalar(value: Any) -> Any:
-    if isinstance(value, np.generic):
-        return value.item()
-    return value
-
-
 class ImageBaseDataset(IBaseDataset, IVisualizableDataset):
     """The base class that handles image specific logic: reading, caching, cropping and transforming.
 
@@ -255,16 +250,7 @@ class ImageBaseDataset(IBaseDataset, IVisualizableDataset):
         self.x1_key, self.x2_key, self.y1_key, self.y2_key = x1_key, x2_key, y1_key, y2_key
         reserved = {input_tensors_key, index_key, paths_key, x1_key, x2_key, y1_key, y2_key}
 
-        self.extra_data: dict[str, list[Any]] = {}
-        for key, record in (extra_data or {}).items():
-            values = list(record)
-            if len(values) != len(self._paths):
-                raise ValueError(
-                    f"{owner}: extra_data['{key}'] has {len(values)} values for {len(self._paths)} paths"
-                )
-            if key in reserved:
-                raise ValueError(f"{owner}: the extra_data key '{key}' clashes with a key the dataset uses")
-            self.extra_data[key] = values
+        self.extra_data = checked_extra_data(extra_data, len(self._paths), reserved, owner, "paths")
 
         self.transform = transform
         self.f_imread: TImReader = f_imread if f_imread is not None else imread_pil
@@ -353,9 +339,7 @@ class ImageBaseDataset(IBaseDataset, IVisualizableDataset):
             self.x2_key: x2,
             self.y2_key: y2,
         }
-        for key, record in self.extra_data.items():
-            data[key] = _as_python_scalar(record[item])
-        return data
+        return add_extra_data(data, self.extra_data, item)
 
     def visualize(self, item: int, color: TColor = BLACK) -> np.ndarray:
         """Return the whole image of ``item`` as an ``HxWx3`` uint8 array with its bounding box (if it has

@@ -47,6 +47,7 @@ from oml_core.const import (
 )
 from oml_core.datasets.dataframe_columns import LabelsColumn, QueryGalleryColumns
 from oml_core.datasets.dataframe_format import format_rows
+from oml_core.datasets.extra_data import add_extra_data, checked_extra_data
 from oml_core.interfaces.datasets import (
     IBaseDataset,
     ILabeledDataset,
@@ -126,10 +127,10 @@ class AudioBaseDataset(IBaseDataset, IVisualizableDataset):
                 f"not an audio file ({', '.join(AUDIO_EXTENSIONS)}): {not_audio[:3]}"
                 + (f" and {len(not_audio) - 3} more" if len(not_audio) > 3 else "")
             )
-        self.extra_data = {key: list(values) for key, values in (extra_data or {}).items()}
-        wrong = [key for key, values in self.extra_data.items() if len(values) != len(self._paths)]
-        if wrong:
-            raise ValueError(f"extra_data {wrong} must have one value per path ({len(self._paths)})")
+        reserved = (input_tensors_key, index_key)
+        self.extra_data = checked_extra_data(
+            extra_data, len(self._paths), reserved, type(self).__name__, "paths"
+        )
         self.input_tensors_key = input_tensors_key
         self.index_key = index_key
         self.sample_rate = sample_rate
@@ -179,11 +180,7 @@ class AudioBaseDataset(IBaseDataset, IVisualizableDataset):
     def __getitem__(self, item: int) -> dict[str, Any]:
         """``{input_tensors_key: get_audio(item), index_key: item, **extra_data}``."""
         data: dict[str, Any] = {self.input_tensors_key: self.get_audio(item), self.index_key: item}
-        for key, values in self.extra_data.items():
-            if key in data:
-                raise ValueError(f"extra_data and the dataset share the key {key!r}")
-            data[key] = values[item]
-        return data
+        return add_extra_data(data, self.extra_data, item)
 
     def visualize(self, item: int, color: TColor = BLACK) -> np.ndarray:
         """The spectrogram (``spec_repr_func``) of the item's waveform as a framed ``HxWx3`` uint8 thumbnail."""

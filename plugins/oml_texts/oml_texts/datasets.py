@@ -33,6 +33,7 @@ from oml_core.datasets.dataframe_format import (
     DataFrameFormatError,
     missing_columns_problem,
 )
+from oml_core.datasets.extra_data import add_extra_data, checked_extra_data
 from oml_core.interfaces.datasets import (
     IBaseDataset,
     ILabeledDataset,
@@ -71,12 +72,10 @@ class TextBaseDataset(IBaseDataset, IVisualizableDataset):
         index_key: str = INDEX_KEY,
     ) -> None:
         self.texts = [str(text) for text in texts]
-        for key, record in (extra_data or {}).items():
-            if len(record) != len(self.texts):
-                raise ValueError(
-                    f"extra_data[{key!r}] has {len(record)} values; the dataset has {len(self.texts)} texts"
-                )
-        self.extra_data = dict(extra_data or {})
+        reserved = (input_tensors_key, index_key)
+        self.extra_data = checked_extra_data(
+            extra_data, len(self.texts), reserved, type(self).__name__, "texts"
+        )
         self.tokenizer = tokenizer
         self.max_length = max_length
         self.input_tensors_key = input_tensors_key
@@ -99,11 +98,7 @@ class TextBaseDataset(IBaseDataset, IVisualizableDataset):
 
     def __getitem__(self, item: int) -> dict[str, Any]:
         data: dict[str, Any] = {self.input_tensors_key: self.tokens(item), self.index_key: item}
-        for key, record in self.extra_data.items():
-            if key in data:
-                raise ValueError(f"extra_data and the dataset share the key {key!r}")
-            data[key] = record[item]
-        return data
+        return add_extra_data(data, self.extra_data, item)
 
     def visualize(self, item: int, color: tuple[int, int, int]) -> np.ndarray:
         """The text drawn into a framed picture (:func:`~oml_texts.draw.draw_text`)."""
