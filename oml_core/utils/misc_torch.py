@@ -20,6 +20,7 @@ from torch import Tensor
 from torch.autograd.function import FunctionCtx, once_differentiable
 
 from oml_core.utils.lazy import lazy_exports
+from oml_core.utils.precision import full_precision, to_full_precision
 
 __getattr__, __dir__ = lazy_exports(__name__, {"PCA": "oml_core.utils.pca"})
 
@@ -176,18 +177,24 @@ def pairwise_l2(features: Tensor) -> Tensor:
     for the far pairs, and the direct differences for the close ones. Finite for duplicated rows. Memory: a few
     ``[B, B]`` matrices, never a ``[B, B, d]`` tensor of differences.
 
+    Precision: the distances are computed in float32 (float64 stays float64), outside autocast
+    (:func:`~oml_core.utils.precision.full_precision`): under mixed precision the matrix multiply would give 16
+    bits and the close pairs' norms 32, and 16-bit distances lose the order of close pairs. The gradient flows
+    back to ``features`` in their own type.
+
     Args:
         features: ``[B, d]`` rows.
 
     Returns:
-        ``[B, B]`` distances.
+        ``[B, B]`` distances (float32, or float64 for float64 ``features``).
 
     Raises:
         ValueError: ``features`` is not two-dimensional.
     """
     if features.ndim != 2:
         raise ValueError(f"features must be [batch_size, dim], got the shape {tuple(features.shape)}")
-    return _PairwiseL2.apply(features)
+    with full_precision(features.device):
+        return _PairwiseL2.apply(to_full_precision(features))
 
 
 def _close_pair_diffs(x: Tensor, ids_i: Tensor, ids_j: Tensor) -> Iterator[tuple[slice, Tensor]]:

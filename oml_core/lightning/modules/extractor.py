@@ -18,6 +18,7 @@ from oml_core.lightning.modules.optimization import (
     log_learning_rate,
     optimizers_config,
 )
+from oml_core.utils.precision import full_precision, to_full_precision
 
 
 class ExtractorModule(pl.LightningModule):
@@ -27,6 +28,9 @@ class ExtractorModule(pl.LightningModule):
     the criterion has them, its ``last_logs`` (positive/negative distances, active triplets) are logged.
     Validation/prediction: returns ``{embeddings_key: extractor.extract(x), "idx": batch["idx"]}``, which
     :class:`~oml_core.lightning.callbacks.metric.MetricValCallback` accumulates.
+    Mixed precision (``16-mixed``, ``bf16-mixed``): the extractor runs under autocast, the criterion does not:
+    it gets the embeddings as float32 (:mod:`oml_core.utils.precision`), and the embeddings of validation and
+    prediction are float32 too, so that losses, distances and metrics keep 32-bit precision.
 
     Args:
         extractor: Extractor to train.
@@ -82,9 +86,11 @@ class ExtractorModule(pl.LightningModule):
         if self.criterion is None:
             raise RuntimeError("ExtractorModule was built without a criterion, so it cannot be trained")
         embeddings = self.extractor(batch[self.input_tensors_key])
-        loss = finite_loss_or_none(
-            self, self.criterion(embeddings, batch[self.labels_key]), self.nan_policy, embeddings
-        )
+        with full_precision(embeddings.device):  # the loss in float32 under mixed precision
+            embeddings = to_full_precision(embeddings)
+            loss = finite_loss_or_none(
+                self, self.criterion(embeddings, batch[self.labels_key]), self.nan_policy, embeddings
+            )
         if loss is None:
             return None
         batch_size = len(embeddings)
@@ -102,7 +108,7 @@ class ExtractorModule(pl.LightningModule):
         return loss
 
     def _embed(self, batch: dict[str, Any]) -> dict[str, Any]:
-        embeddings = self.extractor.extract(batch[self.input_tensors_key])
+        embeddings = to_full_precision(self.extractor.extract(batch[self.input_tensors_key]))
         return {self.embeddings_key: embeddings, "idx": batch["idx"]}
 
     def validation_step(
