@@ -1,4 +1,5 @@
-"""OML 4.0's text datasets: texts tokenised by a Hugging Face tokenizer when an item is asked for.
+"""OML 4.0's text datasets: texts tokenised by a Hugging Face tokenizer when an item is asked for (a block of texts
+at a time: :mod:`oml_texts.tokens`).
 
 An item is a dict: ``input_tensors_key`` holds ``{"input_ids": [max_length] int64, "attention_mask":
 [max_length] int64}`` (the text with its special tokens, truncated to ``max_length`` tokens and padded to it),
@@ -14,7 +15,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-import torch
 from torch import Tensor
 
 from oml_core.const import (
@@ -42,13 +42,14 @@ from oml_core.interfaces.datasets import (
     IVisualizableDataset,
 )
 from oml_texts.draw import draw_text
+from oml_texts.tokens import BlockTokens
 
 #: A Hugging Face tokenizer (``transformers.PreTrainedTokenizerBase``), or any callable with its signature.
 TTokenizer = Any
 
 
 class TextBaseDataset(IBaseDataset, IVisualizableDataset):
-    """Texts, tokenised one at a time when asked for.
+    """Texts, tokenised when asked for (a block of texts at a time).
 
     Args:
         texts: The texts.
@@ -78,6 +79,7 @@ class TextBaseDataset(IBaseDataset, IVisualizableDataset):
         )
         self.tokenizer = tokenizer
         self.max_length = max_length
+        self._tokens = BlockTokens(self.texts, tokenizer, max_length)
         self.input_tensors_key = input_tensors_key
         self.index_key = index_key
 
@@ -85,16 +87,10 @@ class TextBaseDataset(IBaseDataset, IVisualizableDataset):
         return len(self.texts)
 
     def tokens(self, item: int) -> dict[str, Tensor]:
-        """``{"input_ids", "attention_mask"}`` of the text ``item``: ``[max_length]`` int64 each."""
-        encoded = self.tokenizer(
-            self.texts[item],
-            truncation=True,
-            padding="max_length",
-            max_length=self.max_length,
-            return_tensors="pt",
-            add_special_tokens=True,
-        )
-        return {key: torch.as_tensor(encoded[key]).reshape(-1) for key in ("input_ids", "attention_mask")}
+        """``{"input_ids", "attention_mask"}`` of the text ``item``: ``[max_length]`` int64 each, as one call of
+        the tokenizer with ``padding="max_length"`` gives them (tokenised a block of texts at a time:
+        :class:`~oml_texts.tokens.BlockTokens`)."""
+        return self._tokens(item)
 
     def __getitem__(self, item: int) -> dict[str, Any]:
         data: dict[str, Any] = {self.input_tensors_key: self.tokens(item), self.index_key: item}
