@@ -48,7 +48,8 @@ exits 1 with the problems of one that is not.
 
 ``oml plugin new NAME [DIR]`` writes a working plugin distribution to ``DIR`` (default ``./NAME``): its
 pyproject with the entry point, the plugin module, one component of each ``--kinds`` (default: an extractor, a
-loss and a retrieval metric), their default configs, a README and passing tests (:mod:`oml_core.scaffold`).
+loss, a retrieval metric and a dataset component), their default configs, a README and passing tests
+(:mod:`oml_core.scaffold`).
 
 Every command takes ``--traceback`` (before or after the command's name). Errors are printed on one line of
 stderr, never as a traceback (``OML_TRACEBACK=1`` or ``--traceback`` re-raises them, for debugging):
@@ -533,9 +534,11 @@ def _parser() -> _Parser:
     )
     new.add_argument(
         "--kinds",
-        default="extractor,loss,retrieval_metric",
+        default=None,
         metavar="KIND,...",
-        help="the components to write, comma-separated: extractor, loss, retrieval_metric (default: all three)",
+        help="the components to write, comma-separated: extractor, loss, retrieval_metric, dataset (a dataset "
+        "component: rows of numbers in a CSV of OML's format, a start for a modality of one's own) (default: all "
+        "four)",
     )
     new.set_defaults(handler=_cmd_plugin_new, command="plugin new")
 
@@ -908,9 +911,13 @@ def _plugins_table(report: list[dict[str, Any]]) -> str:
 
 # --------------------------------------------------------------------------------------------- registry
 def _cmd_plugin_new(args: argparse.Namespace, _: list[str]) -> int:
-    from oml_core.scaffold import new_plugin
+    from oml_core.scaffold import SCAFFOLD_KINDS, new_plugin
 
-    kinds = [kind.strip() for kind in args.kinds.split(",") if kind.strip()]
+    kinds = (
+        SCAFFOLD_KINDS
+        if args.kinds is None
+        else [kind.strip() for kind in args.kinds.split(",") if kind.strip()]
+    )
     folder = new_plugin(args.name, args.dir, kinds)
     files = sorted(str(path.relative_to(folder)) for path in folder.rglob("*") if path.is_file())
     print(f"Plugin {args.name!r} written to {folder}:")

@@ -454,9 +454,11 @@ def test_the_signature_is_the_manuals_and_oml_import_path_works() -> None:
         ("dataset_root", None),
         ("sep", ","),
         ("verbose", True),
-        ("encoding", "utf-8"),  # oml's addition, keyword-only: OML's positional order is kept
+        ("encoding", "utf-8"),  # oml's additions, keyword-only: OML's positional order is kept
+        ("items_column", None),
     ]
     assert parameters["encoding"].kind is inspect.Parameter.KEYWORD_ONLY
+    assert parameters["items_column"].kind is inspect.Parameter.KEYWORD_ONLY
     assert issubclass(DataFrameFormatError, ValueError)
 
 
@@ -475,3 +477,18 @@ def test_read_csv_with_column_names_the_file_the_column_and_the_empty_rows(tmp_p
     assert str(error.value) == f"'{path}': 'text': an empty text in 2 rows: rows 1, 3"
     path.write_text("text,label\nred shoe,0\nblue hat,2\n")
     assert read_csv_with_column(path, "text")["text"].tolist() == ["red shoe", "blue hat"]
+
+
+def test_a_column_of_items_that_are_no_files_stands_for_path(root: Path) -> None:
+    """``items_column``: a plugin's items (here rows of numbers) are required in their column instead of ``path``,
+    and no file is looked for; the other columns are checked as ever."""
+    features = ["0 1", "1 0", "2 2", "3 3", "4 4", "5 5"]
+    df = good_df(path=None, features=features)
+    check_retrieval_dataframe_format(df, verbose=False, items_column="features")
+    assert rejected(df.drop(columns="features"), None, items_column="features").startswith(
+        "the dataframe: missing the required column(s) 'features'; the columns present are "
+    )
+    assert rejected(df.assign(split=["train"] * 5 + ["test"]), None, items_column="features") == (
+        "the dataframe: column 'split': a value other than 'train' or 'validation' at row 5 ('test')"
+    )
+    assert "missing the required column(s) 'path'" in rejected(df, root)  # without it: images

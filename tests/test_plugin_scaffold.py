@@ -30,9 +30,11 @@ ACME_FILES = {
     "oml_acme/extractor.py",
     "oml_acme/loss.py",
     "oml_acme/metric.py",
+    "oml_acme/dataset.py",
     "oml_acme/configs/__init__.py",
     "oml_acme/configs/extractor/acme_net.yaml",
     "oml_acme/configs/loss/acme_center.yaml",
+    "oml_acme/configs/dataset/acme_features.yaml",
     "tests/test_oml_acme.py",
 }
 
@@ -81,6 +83,25 @@ def test_every_kind_by_default_and_the_files_of_some(tmp_path: Path) -> None:
     assert "def oml_register_retrieval_metrics" in plugin
     assert "oml_register_config_dirs" not in plugin and "RegisterConfigDirCallback" not in plugin
     assert 'dependencies = ["oml-core>=0.1,<0.2", "torch>=2.1"]' in (folder / "pyproject.toml").read_text()
+    assert 'test = ["pytest>=7.4"]' in (folder / "pyproject.toml").read_text()
+
+    folder = new_plugin("oml-acme", tmp_path / "dataset", kinds=["dataset"])
+    assert _files(folder) == {
+        "README.md",
+        "pyproject.toml",
+        "oml_acme/__init__.py",
+        "oml_acme/plugin.py",
+        "oml_acme/py.typed",
+        "oml_acme/dataset.py",
+        "oml_acme/configs/__init__.py",
+        "oml_acme/configs/dataset/acme_features.yaml",
+        "tests/test_oml_acme.py",
+    }
+    plugin = (folder / "oml_acme" / "plugin.py").read_text()
+    assert "def oml_register_datasets" in plugin and 'register("pkg://oml_acme.configs")' in plugin
+    # its tests run oml's validation pipeline, whose default logger is oml-loggers'
+    assert 'test = ["pytest>=7.4", "oml-loggers>=0.1,<0.2"]' in (folder / "pyproject.toml").read_text()
+    assert "oml train dataset.name=acme_features dataset_root=" in (folder / "README.md").read_text()
 
 
 def test_an_empty_folder_is_used_and_a_folder_with_files_is_left_as_it_is(tmp_path: Path) -> None:
@@ -161,7 +182,8 @@ def test_a_scaffolded_plugin_installs_passes_its_tests_and_trains(
     assert (installed.parent / "configs" / "extractor" / "acme_net.yaml").is_file()
 
     tests = run("-m", "pytest", "-q", "-p", "no:cacheprovider", str(source / "tests"), cwd=source)
-    assert re.search(r"^7 passed", tests, re.MULTILINE), tests
+    # 7 of the extractor, the loss and the metric; 8 of the dataset, one of them oml's validation pipeline on it
+    assert re.search(r"^15 passed", tests, re.MULTILINE), tests
 
     plugins = run("-m", "oml_core.cli", "plugins", "--format", "json")
     assert '"oml_acme"' in plugins and '"acme_net"' in plugins

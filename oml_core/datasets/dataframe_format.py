@@ -551,6 +551,7 @@ def check_retrieval_dataframe_format(
     verbose: bool = True,
     *,
     encoding: str = DEFAULT_ENCODING,
+    items_column: str | None = None,
 ) -> None:
     """Check that a dataframe is in OML's retrieval format (see the module's docstring); cheap: vectorised
     pandas and file existence checks, no image is decoded.
@@ -566,6 +567,9 @@ def check_retrieval_dataframe_format(
             :func:`split_warnings` (no train rows, no validation rows: which commands can use it).
         encoding: The text encoding of the ``.csv`` file (unused for a DataFrame); keyword-only, oml's addition to
             OML's signature.
+        items_column: The column that holds the items when they are not files (a plugin's modality: e.g.
+            ``features``), required instead of ``path`` (whose files are then not looked for); None: ``path``, or
+            ``text`` in a dataframe of texts (a ``text`` column and no ``path``). Keyword-only, oml's addition.
 
     Raises:
         FileNotFoundError: ``df`` is a path that does not exist.
@@ -581,7 +585,7 @@ def check_retrieval_dataframe_format(
             paths with no file (with how many are missing).
     """
     df, source = _read(df, sep, encoding)
-    _check(df, source, dataset_root, verbose)
+    _check(df, source, dataset_root, verbose, items_column)
 
 
 def read_dataframe(
@@ -607,10 +611,19 @@ def read_dataframe(
     return df
 
 
-def _check(df: pd.DataFrame, source: str, dataset_root: Path | str | None, verbose: bool) -> None:
+def _check(
+    df: pd.DataFrame,
+    source: str,
+    dataset_root: Path | str | None,
+    verbose: bool,
+    items_column: str | None = None,
+) -> None:
     """The checks of :func:`check_retrieval_dataframe_format` on ``df`` read from ``source``."""
-    texts = TEXTS_COLUMN in df.columns and PATHS_COLUMN not in df.columns  # OML's: a text column for a path
-    required = [column for column in OBLIGATORY_COLUMNS if not (texts and column == PATHS_COLUMN)]
+    if items_column is None and TEXTS_COLUMN in df.columns and PATHS_COLUMN not in df.columns:
+        items_column = TEXTS_COLUMN  # OML's: a text column for a path
+    required = [column for column in OBLIGATORY_COLUMNS if not (items_column and column == PATHS_COLUMN)]
+    if items_column:
+        required.append(items_column)
     missing = missing_columns_problem(df, required)
     if missing is not None:
         raise DataFrameFormatError(f"{source}: {missing}")
@@ -626,7 +639,7 @@ def _check(df: pd.DataFrame, source: str, dataset_root: Path | str | None, verbo
         problems.extend(_query_gallery_problems(labels, is_val, is_q, is_g))
     problems.extend(_bbox_problems(df)[1])
     _optional_columns(df, problems)
-    if not texts:
+    if not items_column:
         _paths(df, Path(dataset_root) if dataset_root is not None else None, problems)
 
     if len(problems) == 1:

@@ -860,17 +860,30 @@ def image_to_png_base64(image: np.ndarray) -> str:
     return base64.b64encode(buffer.getvalue()).decode("ascii")
 
 
-def _image_block_html(image: np.ndarray, color: TColor, title: str) -> str:
-    """A titled image in a frame of ``color`` (the layout of OML's blocks)."""
+def framed_block_html(inner: str, color: TColor, title: str) -> str:
+    """The content of a block of :meth:`RetrievalResults.visualize_as_html` (the layout of OML's blocks): ``title``
+    (escaped) above ``inner`` (HTML, as it is) in a frame (``class="oml-frame"``) of ``color``,
+    :data:`HTML_FRAME_WIDTH` pixels wide. A dataset's own ``visualize_as_html`` puts its items in it to look like
+    the image blocks."""
     from html import escape
 
-    size = HTML_IMAGE_SIZE
     return (
         f'<div style="text-align: center; font-weight: bold; margin-bottom: 5px;">{escape(title)}</div>'
         f'<div class="oml-frame" style="border: {HTML_FRAME_WIDTH}px solid {css_color(color)}; padding: 3px;">'
-        f'<img src="data:image/png;base64,{image_to_png_base64(image)}" alt="{escape(title)}" '
-        f'style="width: {size}px; height: {size}px; object-fit: contain; display: block;"/></div>'
+        f"{inner}</div>"
     )
+
+
+def _image_block_html(image: np.ndarray, color: TColor, title: str) -> str:
+    """A titled image in a frame of ``color`` (:func:`framed_block_html`)."""
+    from html import escape
+
+    size = HTML_IMAGE_SIZE
+    image_html = (
+        f'<img src="data:image/png;base64,{image_to_png_base64(image)}" alt="{escape(title)}" '
+        f'style="width: {size}px; height: {size}px; object-fit: contain; display: block;"/>'
+    )
+    return framed_block_html(image_html, color, title)
 
 
 def _item_html(inner: str, attributes: dict[str, Any]) -> str:
@@ -924,6 +937,7 @@ __all__ = [
     "css_color",
     "dataset_column",
     "factorize",
+    "framed_block_html",
     "get_query_gallery_ids",
     "get_sequence_ids",
     "image_to_png_base64",

@@ -24,17 +24,43 @@ from oml_core import __version__
 from oml_core.registry.kinds import KINDS
 
 #: The kinds :func:`new_plugin` writes a component of, in the order of the plugin module.
-SCAFFOLD_KINDS = ("extractor", "loss", "retrieval_metric")
+SCAFFOLD_KINDS = ("extractor", "loss", "retrieval_metric", "dataset")
 #: A distribution name that is also made into the package name (``oml-acme`` -> ``oml_acme``).
 _NAME = re.compile(r"^[A-Za-z][A-Za-z0-9]*(?:[-_][A-Za-z0-9]+)*$")
 #: Where each kind's component module goes in the package.
-_MODULES = {"extractor": "extractor", "loss": "loss", "retrieval_metric": "metric"}
+_MODULES = {"extractor": "extractor", "loss": "loss", "retrieval_metric": "metric", "dataset": "dataset"}
 #: The imports of the generated tests that each kind's tests need, besides the registry and the plugin.
 _TEST_IMPORTS = {
     "extractor": {"from pathlib import Path", "import torch"},
     "loss": {"import pytest", "import torch"},
     "retrieval_metric": {"import pytest", "import torch"},
+    "dataset": {
+        "from pathlib import Path",
+        "from typing import Any",
+        "import pytest",
+        "import torch",
+        "from torch import Tensor",
+        "from oml_core import hookimpl",
+        "from oml_core.interfaces.models import IExtractor",
+        "from oml_core.lightning.pipelines import extractor_validation_pipeline",
+        "from oml_core.registry.errors import ConfigError",
+        "from oml_core.registry.hookspecs import RegisterCallback",
+    },
 }
+#: The modules of the standard library that the generated tests import (the first block of their imports).
+_STDLIB = frozenset({"importlib", "pathlib", "typing"})
+
+
+def _import_group(line: str) -> int:
+    """The block of an import line of the generated tests, as in oml's own code: 0 the standard library, 1 the
+    other libraries, 2 ``oml_core`` (followed by the plugin's own import)."""
+    module = line.split()[1].split(".")[0]
+    return 0 if module in _STDLIB else 2 if module == "oml_core" else 1
+
+
+def _import_order(line: str) -> tuple[bool, str]:
+    """isort's order within a block: ``import x`` lines first, then ``from x import y``, by module."""
+    return line.startswith("from "), line.split()[1]
 
 
 class PluginScaffoldError(ValueError):
@@ -90,9 +116,11 @@ def new_plugin(
     """Write the plugin distribution ``name`` to ``directory`` (default: ``./<name>``) and return its folder.
 
     The folder holds ``pyproject.toml``, ``README.md``, ``<package>/__init__.py``, ``<package>/plugin.py``, one
-    module per kind (``extractor.py``, ``loss.py``, ``metric.py``), ``<package>/configs/<kind>/<name>.yaml`` for
-    the extractor and the loss, ``<package>/py.typed`` and ``tests/test_<package>.py``. The components are named
-    ``<short>_net``, ``<short>_center`` and ``<short>_recall`` (``short``: see :class:`ScaffoldNames`).
+    module per kind (``extractor.py``, ``loss.py``, ``metric.py``, ``dataset.py``),
+    ``<package>/configs/<kind>/<name>.yaml`` for the extractor, the loss and the dataset, ``<package>/py.typed`` and
+    ``tests/test_<package>.py``. The components are named ``<short>_net``, ``<short>_center``, ``<short>_recall``
+    and ``<short>_features`` (``short``: see :class:`ScaffoldNames`); the dataset component reads rows of numbers
+    (a ``features`` column of a CSV in OML's format) as float tensors, a start for a modality of one's own.
 
     The files are written to a temporary sibling folder that is renamed into place: an interrupted call leaves no
     half-written plugin, and an existing folder is never written into.
@@ -150,6 +178,12 @@ def _files(names: ScaffoldNames, kinds: tuple[str, ...]) -> dict[str, str]:
         "loss_class": f"{names.camel}CenterLoss",
         "metric_name": f"{names.short}_recall",
         "metric_function": f"{names.short}_recall",
+        "dataset_name": f"{names.short}_features",
+        "dataset_class": f"{names.camel}Features",
+        "camel": names.camel,
+        # the dataset's tests run oml's validation pipeline, whose default logger is oml-loggers'
+        "test_requirements": '"pytest>=7.4"'
+        + (f', "oml-loggers{core_version_bounds()}"' if "dataset" in kinds else ""),
     }
 
     def fill(path: str) -> str:
@@ -160,17 +194,10 @@ def _files(names: ScaffoldNames, kinds: tuple[str, ...]) -> dict[str, str]:
     values["usage"] = _usage(kinds, values)
     values["python_usage"] = _python_usage(kinds, values)
     imports = set().union(*(_TEST_IMPORTS[kind] for kind in kinds))
-    values["imports"] = "\n".join(
-        [
-            "import importlib.metadata",
-            *sorted(i for i in imports if i.startswith("from ")),
-            "",
-            *sorted(i for i in imports if i.startswith("import ")),
-            "",
-            "from oml_core.registry import Registry",
-            f"from {package} import plugin",
-        ]
-    )
+    imports |= {"import importlib.metadata", "import pytest", "from oml_core.registry import Registry"}
+    groups = [[i for i in imports if _import_group(i) == group] for group in range(3)]
+    values["imports"] = "\n\n".join("\n".join(sorted(group, key=_import_order)) for group in groups)
+    values["imports"] += f"\nfrom {package} import plugin"
     files = {
         "pyproject.toml": fill("common/pyproject.toml.tmpl"),
         "README.md": fill("common/README.md.tmpl"),
@@ -205,7 +232,7 @@ def _files(names: ScaffoldNames, kinds: tuple[str, ...]) -> dict[str, str]:
 
 
 def _usage(kinds: tuple[str, ...], values: dict[str, str]) -> str:
-    """The README's command lines: train with the components, compute the metric."""
+    """The README's command lines: train with the components, compute the metric, train on the dataset."""
     overrides = []
     if "extractor" in kinds:
         overrides.append(f"extractor.name={values['extractor_name']}")
@@ -213,11 +240,16 @@ def _usage(kinds: tuple[str, ...], values: dict[str, str]) -> str:
         overrides.append(f"criterion.name={values['loss_name']}")
     if "retrieval_metric" in kinds:
         overrides.append(f"+metric_args.{values['metric_name']}_top_k=[1,5]")
-    lines = [f"oml train {' '.join(overrides)}"]
+    lines = [f"oml train {' '.join(overrides)}"] if overrides else []
     if "extractor" in kinds:
         lines.append(
             f"oml validate extractor.name={values['extractor_name']} "
             "extractor.args.weights=logs/<run>/checkpoints/best.ckpt"
+        )
+    if "dataset" in kinds:
+        lines.append(
+            f"oml train dataset.name={values['dataset_name']} dataset_root=<the folder of df.csv> "
+            "extractor.name=<an extractor of [batch, dim] rows>"
         )
     return "".join(f"{line}\n" for line in lines)
 
@@ -233,6 +265,14 @@ def _python_usage(kinds: tuple[str, ...], values: dict[str, str]) -> str:
         lines.append(f'loss = registry.build("loss", "{values["loss_name"]}")')
     if "retrieval_metric" in kinds:
         lines.append(f'metric = registry.get("retrieval_metric", "{values["metric_name"]}").load()')
+    if "dataset" in kinds:
+        lines.append(
+            f'data = registry.build("dataset", "{values["dataset_name"]}", dataset_root="<folder>", '
+            'dataframe_name="df.csv")'
+        )
+        lines.append(
+            "train = data.train_dataset()  # items: {'input_tensors': [dim] floats, 'labels': ..., 'idx': ...}"
+        )
     return "".join(f"{line}\n" for line in lines)
 
 

@@ -11,6 +11,7 @@ dataframes are OML's format with a ``text`` column instead of ``path``.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from html import escape
 from typing import Any
 
 import numpy as np
@@ -18,6 +19,7 @@ import pandas as pd
 from torch import Tensor
 
 from oml_core.const import (
+    BLACK,
     CATEGORIES_COLUMN,
     CATEGORIES_KEY,
     INDEX_KEY,
@@ -27,6 +29,7 @@ from oml_core.const import (
     LABELS_COLUMN,
     LABELS_KEY,
     TEXTS_COLUMN,
+    TColor,
 )
 from oml_core.datasets.dataframe_columns import LabelsColumn, QueryGalleryColumns
 from oml_core.datasets.dataframe_format import (
@@ -41,6 +44,7 @@ from oml_core.interfaces.datasets import (
     IQueryGalleryLabeledDataset,
     IVisualizableDataset,
 )
+from oml_core.retrieval.retrieval_results import HTML_IMAGE_SIZE, framed_block_html
 from oml_texts.draw import draw_text
 from oml_texts.tokens import BlockTokens
 
@@ -99,6 +103,18 @@ class TextBaseDataset(IBaseDataset, IVisualizableDataset):
     def visualize(self, item: int, color: tuple[int, int, int]) -> np.ndarray:
         """The text drawn into a framed picture (:func:`~oml_texts.draw.draw_text`)."""
         return draw_text(self.texts[item], color)
+
+    def visualize_as_html(self, item: int, title: str, color: TColor = BLACK) -> str:
+        """The text itself as HTML (escaped, wrapped, in a box of the side of the image blocks that scrolls when
+        the text is longer), framed by ``color`` under ``title``: a block of
+        ``RetrievalResults.visualize_as_html`` (:func:`~oml_core.retrieval.retrieval_results.framed_block_html`)."""
+        size = HTML_IMAGE_SIZE
+        style = (
+            f"width: {size}px; height: {size}px; overflow: auto; white-space: pre-wrap; overflow-wrap: anywhere; "
+            "text-align: left; font-size: 12px;"
+        )
+        text = f'<div class="oml-text" style="{style}">{escape(self.texts[item])}</div>'
+        return framed_block_html(text, color, title)
 
 
 def _checked(df: pd.DataFrame, required: Sequence[str], owner: str) -> pd.DataFrame:
