@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence, Sized
+from html import escape
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -865,8 +866,6 @@ def framed_block_html(inner: str, color: TColor, title: str) -> str:
     (escaped) above ``inner`` (HTML, as it is) in a frame (``class="oml-frame"``) of ``color``,
     :data:`HTML_FRAME_WIDTH` pixels wide. A dataset's own ``visualize_as_html`` puts its items in it to look like
     the image blocks."""
-    from html import escape
-
     return (
         f'<div style="text-align: center; font-weight: bold; margin-bottom: 5px;">{escape(title)}</div>'
         f'<div class="oml-frame" style="border: {HTML_FRAME_WIDTH}px solid {css_color(color)}; padding: 3px;">'
@@ -876,8 +875,6 @@ def framed_block_html(inner: str, color: TColor, title: str) -> str:
 
 def _image_block_html(image: np.ndarray, color: TColor, title: str) -> str:
     """A titled image in a frame of ``color`` (:func:`framed_block_html`)."""
-    from html import escape
-
     size = HTML_IMAGE_SIZE
     image_html = (
         f'<img src="data:image/png;base64,{image_to_png_base64(image)}" alt="{escape(title)}" '
@@ -888,8 +885,6 @@ def _image_block_html(image: np.ndarray, color: TColor, title: str) -> str:
 
 def _item_html(inner: str, attributes: dict[str, Any]) -> str:
     """``inner`` in an ``oml-item`` block with ``data-<key>`` attributes."""
-    from html import escape
-
     data = "".join(f' data-{key}="{escape(str(value))}"' for key, value in attributes.items())
     return f'<div class="oml-item"{data} style="{_BLOCK_STYLE}">{inner}</div>'
 

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import base64
-import html
 import io
 
 import numpy as np
@@ -15,6 +14,7 @@ from torch import Tensor
 from oml_audio.features import log_mel_spectrogram
 from oml_audio.waveform import DEFAULT_SAMPLE_RATE
 from oml_core.const import BLACK, TColor
+from oml_core.retrieval.retrieval_results import framed_block_html, image_to_png_base64
 
 #: The side of a thumbnail and the width of its frame (pixels).
 THUMBNAIL_SIZE = 128
@@ -75,22 +75,17 @@ def visualize_audio_with_player(
     draw_bbox: bool = True,
 ) -> str:
     """An HTML block: ``title``, the picture of :func:`visualize_audio` and an ``<audio>`` player of ``audio``,
-    both embedded as base64 (PNG and 16-bit WAV), framed in ``color``."""
-    png = io.BytesIO()
-    Image.fromarray(visualize_audio(spec_repr, color, draw_bbox)).save(png, format="PNG")
-    image = base64.b64encode(png.getvalue()).decode("ascii")
+    both embedded as base64 (PNG and 16-bit WAV), framed in ``color`` as the image blocks of
+    ``RetrievalResults.visualize_as_html`` are (:func:`~oml_core.retrieval.retrieval_results.framed_block_html`)."""
+    image = image_to_png_base64(visualize_audio(spec_repr, color, draw_bbox))
     sound = base64.b64encode(wav_bytes(audio, sample_rate)).decode("ascii")
-    css_color = "rgb({}, {}, {})".format(*(int(c) for c in color))
-    return (
-        '<div style="margin: 10px; display: inline-block;">'
-        f'<div style="text-align: center; font-weight: bold; margin-bottom: 5px;">{html.escape(title)}</div>'
-        f'<div style="border: 5px solid {css_color}; padding: 3px;">'
+    inner = (
         f'<img src="data:image/png;base64,{image}" style="width: {THUMBNAIL_SIZE}px; '
         f'height: {THUMBNAIL_SIZE}px;" alt="log-mel spectrogram"/>'
         '<audio controls style="display: block; width: 100%; margin-top: 3px;">'
         f'<source src="data:audio/wav;base64,{sound}" type="audio/wav"></audio>'
-        "</div></div>"
     )
+    return f'<div style="margin: 10px; display: inline-block;">{framed_block_html(inner, color, title)}</div>'
 
 
 __all__ = [
