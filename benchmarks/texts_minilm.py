@@ -48,7 +48,8 @@ def minilm_folder() -> Path:
 
 
 def quality(folder: Path, epochs: int, overrides: list[str]) -> dict[str, tuple[float, float]]:
-    """``{metric: (zero-shot, fine-tuned best)}`` from the table ``oml train`` prints: MiniLM (``hf_text``, mean
+    """``{metric: (zero-shot, best epoch)}`` from the table ``oml train`` prints (its columns are the start, the
+    best epoch and, when another, the last; the header line is printed): MiniLM (``hf_text``, mean
     pooling, normalised) fine-tuned by triplet loss with a miner for ``epochs`` epochs, then ``overrides``."""
     from oml_core.cli import main
 
@@ -76,7 +77,7 @@ def quality(folder: Path, epochs: int, overrides: list[str]) -> dict[str, tuple[
         if parts and parts[0] == "metric":
             print(line)  # the epochs of the columns: start (epoch 0), best (epoch N) ...
         if parts and parts[0].startswith("OVERALL/") and len(parts) >= 3:
-            rows[parts[0]] = (float(parts[1]), float(parts[-1]))
+            rows[parts[0]] = (float(parts[1]), float(parts[2]))  # start, best[, last]
     return rows
 
 
@@ -143,7 +144,7 @@ def print_quality(name: str, rows: dict[str, tuple[float, float]], seconds: floa
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=" ".join(__doc__.split("\n\n")[0].split()))
     parser.add_argument("--parts", nargs="+", choices=PARTS, default=list(PARTS), help="what to measure")
     parser.add_argument("--rounds", type=int, default=5, help="throughput rounds")
     parser.add_argument("--mock-epochs", type=int, default=3)

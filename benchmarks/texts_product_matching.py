@@ -14,7 +14,7 @@ different sellers: the same facts in other words and orders, with
 
 A family is a brand, a type and a series; its ``IDENTITIES_PER_FAMILY`` identities are distinct
 ``(model number, capacity, colour)`` triples drawn from two model numbers of the series, so two identities of a
-family share everything but one or two of those tokens. Two listings of one family but different identities
+family share everything but one to three of those tokens. Two listings of one family but different identities
 thus share most of their words, and two listings of one identity often share few: a generic model ranks the
 near-identical listing of a sibling product first, while what decides the identity (the model number, the
 capacity whatever its unit, the colour whatever its spelling) is learnable, the same vocabulary serving training
