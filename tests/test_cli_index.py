@@ -191,9 +191,6 @@ def test_bad_search_input_is_one_line(world, tmp_path, capsys):
     one_error_line(capsys, ["search", index], "required: QUERY")
     # an empty argument (a shell variable that was not set) would be read as the working folder
     one_error_line(capsys, ["search", index, image, ""], "oml search: error: QUERY number 2 of 2 is empty")
-    one_error_line(
-        capsys, ["search", index, "--text", " "], "oml search: error: --text number 1 of 1 is empty"
-    )
 
 
 def test_bad_build_input_is_one_line_and_writes_nothing(world, tmp_path, capsys):

@@ -44,17 +44,16 @@ def collect_queries(
 
     Raises:
         ConfigError: a query that cannot be read (the component's message, naming it).
-        GalleryIndexError: both or neither of ``sources`` and ``texts``; an empty or blank one of them; the
-            component takes no queries (or no texts), or does not name one per item.
+        GalleryIndexError: both or neither of ``sources`` and ``texts``; an empty or blank source; the component
+            takes no queries (or no texts), or does not name one per item.
     """
     if not sources and not texts:
         raise GalleryIndexError("the following arguments are required: QUERY (or --text TEXT)")
     if sources and texts:
         raise GalleryIndexError("give the queries as QUERY arguments or as --text, not both")
-    for given, what in ((sources, "QUERY"), (texts, "--text")):
-        blank = [i for i, value in enumerate(given, start=1) if not str(value).strip()]
-        if blank:  # an empty path would be read as the working folder, an empty text embedded as nothing
-            raise GalleryIndexError(f"{what} number {blank[0]} of {len(given)} is empty")
+    blank = [i for i, source in enumerate(sources, start=1) if not str(source).strip()]
+    if blank:  # an empty path would be read as the working folder (texts: the component checks them)
+        raise GalleryIndexError(f"QUERY number {blank[0]} of {len(sources)} is empty")
     try:
         if texts:
             dataset = data.text_query_dataset(list(texts))
