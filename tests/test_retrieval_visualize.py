@@ -17,7 +17,6 @@ import pandas as pd
 import pytest
 import torch
 from matplotlib.axes import Axes
-from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.colors import to_rgb
 from matplotlib.figure import Figure
 from PIL import Image
@@ -37,6 +36,7 @@ from oml_core.retrieval.retrieval_results import (
     RELEVANT_COLOR,
     UNKNOWN_COLOR,
 )
+from tests.scripts.figure_frames import frame_pixels, rendered
 
 
 @pytest.fixture(scope="module")
@@ -182,27 +182,6 @@ def test_the_colours_are_the_manuals_with_omls_values() -> None:
     assert RELEVANT_COLOR == (0, 255, 0)  # OML's GREEN
     assert IRRELEVANT_COLOR == (255, 0, 0)  # OML's RED
     assert UNKNOWN_COLOR == (0, 0, 0)  # OML's BLACK
-
-
-def rendered(fig: Figure) -> np.ndarray:
-    """The figure drawn by Agg, ``[H, W, 3]`` uint8."""
-    canvas = FigureCanvasAgg(fig)
-    canvas.draw()
-    return np.asarray(canvas.buffer_rgba())[..., :3].copy()
-
-
-def frame_pixels(image: np.ndarray, ax: Axes) -> set[tuple[int, ...]]:
-    """The colours of the rendered figure at the middle of the four sides of ``ax``'s frame."""
-    box = ax.get_window_extent()  # display pixels, origin at the bottom left
-    height = image.shape[0]
-    middle_row, middle_col = round(height - (box.y0 + box.y1) / 2), round((box.x0 + box.x1) / 2)
-    points = [
-        (middle_row, round(box.x0)),  # left
-        (middle_row, round(box.x1)),  # right
-        (round(height - box.y1), middle_col),  # top
-        (round(height - box.y0), middle_col),  # bottom
-    ]
-    return {tuple(int(v) for v in image[row, col]) for row, col in points}
 
 
 def test_rendered_frames_are_blue_query_grey_gt_green_and_red_retrieved(valid: Any) -> None:

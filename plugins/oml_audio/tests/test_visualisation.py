@@ -10,13 +10,11 @@ import re
 import numpy as np
 import pytest
 import torch
-from matplotlib.axes import Axes
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.figure import Figure
 from oml_audio import AudioQueryGalleryLabeledDataset, get_mock_audios_dataset
 
 from oml_core.metrics import EmbeddingMetrics
 from oml_core.retrieval import RetrievalResults
+from tests.scripts.figure_frames import frames
 
 BLUE, GREEN, RED, GREY = (0, 0, 255), (0, 255, 0), (255, 0, 0), (120, 120, 120)
 
@@ -30,22 +28,6 @@ def mock_clips(tmp_path_factory: pytest.TempPathFactory) -> AudioQueryGalleryLab
 
 def line(n: int) -> torch.Tensor:
     return torch.arange(n, dtype=torch.float32)[:, None]
-
-
-def frame_pixels(fig: Figure) -> list[set[tuple[int, ...]]]:
-    """For every axes of ``fig`` drawn by Agg: the colours at the middle of the four sides of its frame."""
-    canvas = FigureCanvasAgg(fig)
-    canvas.draw()
-    image = np.asarray(canvas.buffer_rgba())[..., :3]
-    height = image.shape[0]
-
-    def sides(ax: Axes) -> set[tuple[int, ...]]:
-        box = ax.get_window_extent()  # display pixels, origin at the bottom left
-        row, col = round(height - (box.y0 + box.y1) / 2), round((box.x0 + box.x1) / 2)
-        points = [(row, round(box.x0)), (row, round(box.x1)), (round(height - box.y1), col)]
-        return {tuple(int(v) for v in image[r, c]) for r, c in [*points, (round(height - box.y0), col)]}
-
-    return [sides(ax) for ax in fig.axes]
 
 
 def test_the_worst_queries_of_every_metric_are_drawn_as_spectrograms(mock_clips) -> None:
@@ -69,7 +51,7 @@ def test_the_worst_queries_of_every_metric_are_drawn_as_spectrograms(mock_clips)
         "Query #6", "#5: 1.000", "#7: 1.000", "#4: 2.000", "GT #7", "GT #8",
     ]  # fmt: skip
     colors = [BLUE, RED, GREEN, RED, GREY, GREY]
-    assert frame_pixels(cmc)[:6] == [{color} for color in colors]
+    assert frames(cmc)[:6] == [{color} for color in colors]
     for ax, item, color in zip(first_row, [6, 5, 7, 4, 7, 8], colors):
         thumbnail = np.asarray(ax.images[0].get_array())
         assert np.array_equal(thumbnail, mock_clips.visualize(item, color))
@@ -84,7 +66,7 @@ def test_retrieval_results_draw_the_clips_of_the_queries_asked(mock_clips) -> No
         "Query #23", "#22: 1.000", "#21: 2.000", "GT #18",
         "Query #12", "#11: 1.000", "#13: 1.000", "GT #13",
     ]  # fmt: skip
-    assert frame_pixels(fig) == [{BLUE}, {GREEN}, {GREEN}, {GREY}, {BLUE}, {RED}, {GREEN}, {GREY}]
+    assert frames(fig) == [{BLUE}, {GREEN}, {GREEN}, {GREY}, {BLUE}, {RED}, {GREEN}, {GREY}]
     # a tone, a chirp and a noise burst are different pictures: the clips drawn are their own
     thumbnails = [np.asarray(ax.images[0].get_array())[4:-4, 4:-4] for ax in fig.axes]
     assert not np.array_equal(thumbnails[5], thumbnails[6])

@@ -12,13 +12,11 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
-from matplotlib.axes import Axes
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.figure import Figure
 from oml_texts import TextQueryGalleryLabeledDataset, get_mock_texts_dataset
 
 from oml_core.metrics import EmbeddingMetrics
 from oml_core.retrieval import RetrievalResults
+from tests.scripts.figure_frames import frames
 
 BLUE, GREEN, RED, GREY = (0, 0, 255), (0, 255, 0), (255, 0, 0), (120, 120, 120)
 
@@ -31,22 +29,6 @@ def mock_texts(minilm_tokenizer: Any) -> TextQueryGalleryLabeledDataset:
 
 def line(n: int) -> torch.Tensor:
     return torch.arange(n, dtype=torch.float32)[:, None]
-
-
-def frame_pixels(fig: Figure) -> list[set[tuple[int, ...]]]:
-    """For every axes of ``fig`` drawn by Agg: the colours at the middle of the four sides of its frame."""
-    canvas = FigureCanvasAgg(fig)
-    canvas.draw()
-    image = np.asarray(canvas.buffer_rgba())[..., :3]
-    height = image.shape[0]
-
-    def sides(ax: Axes) -> set[tuple[int, ...]]:
-        box = ax.get_window_extent()  # display pixels, origin at the bottom left
-        row, col = round(height - (box.y0 + box.y1) / 2), round((box.x0 + box.x1) / 2)
-        points = [(row, round(box.x0)), (row, round(box.x1)), (round(height - box.y1), col)]
-        return {tuple(int(v) for v in image[r, c]) for r, c in [*points, (round(height - box.y0), col)]}
-
-    return [sides(ax) for ax in fig.axes]
 
 
 def test_the_worst_queries_of_every_metric_are_drawn_as_their_texts(mock_texts) -> None:
@@ -70,7 +52,7 @@ def test_the_worst_queries_of_every_metric_are_drawn_as_their_texts(mock_texts) 
         "Query #5", "#4: 1.000", "#6: 1.000", "#3: 2.000", "#7: 2.000", "#2: 3.000", "GT #6", "GT #7",
     ]  # fmt: skip
     colors = [BLUE, RED, GREEN, RED, GREEN, RED, GREY, GREY]
-    assert frame_pixels(cmc)[:8] == [{color} for color in colors]
+    assert frames(cmc)[:8] == [{color} for color in colors]
     # every panel is the dataset's drawing of that text: the query's own, framed in the panel's colour
     for ax, item, color in zip(first_row, [5, 4, 6, 3, 7, 2, 6, 7], colors):
         picture = np.asarray(ax.images[0].get_array())
@@ -86,7 +68,7 @@ def test_retrieval_results_draw_the_texts_of_the_queries_asked(mock_texts) -> No
         "Query #29", "#28: 1.000", "#27: 2.000", "#26: 3.000", "GT #25",
         "Query #0", "#1: 1.000", "#2: 2.000", "#3: 3.000", "GT #1",
     ]  # fmt: skip
-    assert frame_pixels(fig) == [{BLUE}, {GREEN}, {GREEN}, {GREEN}, {GREY}] * 2
+    assert frames(fig) == [{BLUE}, {GREEN}, {GREEN}, {GREEN}, {GREY}] * 2
     texts = [np.asarray(ax.images[0].get_array()) for ax in fig.axes]
     assert np.array_equal(texts[1], mock_texts.visualize(28, GREEN))
     assert not np.array_equal(texts[1], texts[2])  # two texts, two pictures
