@@ -66,7 +66,6 @@ import re
 import types
 from collections.abc import Callable
 from pathlib import Path
-from typing import Union
 
 import numpy as np
 import torch
@@ -318,9 +317,9 @@ def _rgb_image(pixels: np.ndarray) -> Image.Image:
 
 #: An image as the readers return it: a PIL image (:func:`imread_pil`) or an ``HxWx3`` uint8 array
 #: (:func:`imread_cv2`) (OML's ``TImage``).
-TImage = Union[Image.Image, np.ndarray]
+TImage = Image.Image | np.ndarray
 #: A function reading an image from a path or from its encoded bytes (OML's ``TImReader``).
-TImReader = Callable[[Union[Path, str, bytes]], TImage]
+TImReader = Callable[[Path | str | bytes], TImage]
 
 #: What installs OpenCV for :func:`imread_cv2` (an optional extra of oml-models).
 CV2_EXTRA = "oml-models[cv2]"
