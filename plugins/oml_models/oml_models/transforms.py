@@ -176,6 +176,17 @@ def get_normalisation_resize_pad_clip(im_size: int) -> t.Compose:
     return get_normalisation_resize_pad(im_size, mean=CLIP_MEAN, std=CLIP_STD)
 
 
+def get_unicom_transforms(im_size: int = 224) -> t.Compose:
+    """The preprocessing of the Unicom checkpoints (deepglint's ``transform``, registered as
+    ``unicom_transforms``): :func:`get_normalisation_resize_hypvit` with ``crop_size = im_size`` and CLIP's mean
+    and std.
+
+    Raises:
+        ValueError: ``im_size`` is not a positive int.
+    """
+    return get_normalisation_resize_hypvit(im_size, crop_size=im_size, mean=CLIP_MEAN, std=CLIP_STD)
+
+
 __all__ = [
     "CLIP_MEAN",
     "CLIP_STD",
@@ -190,4 +201,5 @@ __all__ = [
     "get_normalisation_resize_torch",
     "get_normalisation_torch",
     "get_transforms_for_pretrained",
+    "get_unicom_transforms",
 ]
