@@ -152,6 +152,8 @@ EXTRA_EXPORTS: MappingProxyType[str, str] = MappingProxyType(
         "GEM": "oml_models.pooling",
         "AlbuCompose": "oml_models.transforms_albu",
         "get_transforms_for_pretrained": "oml_models.transforms",
+        "get_im_reader_for_transforms": "oml_models.transforms",
+        "TTransforms": "oml_models.transforms",
     }
 )
 

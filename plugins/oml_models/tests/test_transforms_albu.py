@@ -16,7 +16,7 @@ from PIL import Image
 
 from oml_core.datasets import ImageLabeledDataset
 from oml_core.registry import Registry
-from oml_core.utils.images import imread_cv2
+from oml_core.utils.images import imread_cv2, imread_pil
 
 IMAGENET = (
     torch.tensor([0.485, 0.456, 0.406]).view(3, 1, 1),
@@ -110,3 +110,18 @@ def test_the_registered_names_build_and_transform_a_datasets_images(tmp_path: Pa
         dataset = ImageLabeledDataset(df, dataset_root=tmp_path, transform=transform, f_imread=reader)
         tensor = dataset[0][dataset.input_tensors_key]
         assert tensor.shape == ((3, 2, 4) if name == "norm_albu" else (3, 4, 4))
+
+
+def test_omls_transforms_modules_resolve_and_pair_readers_as_oml() -> None:
+    from oml_core.transforms.images.albumentations import (
+        get_normalisation_albu,
+        get_normalisation_resize_albu,
+    )
+    from oml_core.transforms.images.utils import get_im_reader_for_transforms
+
+    assert get_normalisation_albu is ta.get_normalisation_albu
+    assert get_normalisation_resize_albu is ta.get_normalisation_resize_albu
+    assert get_im_reader_for_transforms(ta.get_normalisation_albu()) is imread_cv2
+    assert get_im_reader_for_transforms(albu.Compose([albu.HorizontalFlip()])) is imread_cv2
+    assert get_im_reader_for_transforms(tr.get_normalisation_torch()) is imread_pil
+    assert get_im_reader_for_transforms(None) is imread_pil
