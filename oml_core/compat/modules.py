@@ -128,6 +128,8 @@ OML_MODULES: dict[str, OmlModule] = {
         ),
         _OML_REGISTRIES,
     ),
+    "transforms.images.albumentations": _TRANSFORMS,
+    "transforms.images.utils": _TRANSFORMS,
 }
 
 
