@@ -176,10 +176,8 @@ def test_a_core_module_source_is_searched_first() -> None:
     from oml_core.retrieval.postprocessors.thresholding import ConstantThresholding as constant
 
     assert (AdaptiveThresholding, ConstantThresholding) == (adaptive, constant)
-    with pytest.raises(
-        ImportError, match=r"oml_core.utils.download_mock_dataset has no 'get_mock_texts_dataset'"
-    ):
-        from oml_core.utils.download_mock_dataset import get_mock_texts_dataset  # noqa: F401
+    with pytest.raises(ImportError, match=r"oml_core.utils.dataframe_format has no 'get_mock_texts_dataset'"):
+        from oml_core.utils.dataframe_format import get_mock_texts_dataset  # noqa: F401
 
 
 def test_pca_from_misc_torch_as_in_oml() -> None:

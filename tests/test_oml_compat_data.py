@@ -200,3 +200,22 @@ def test_unsorted_distances_and_mismatched_lengths_raise_omls_runtime_error() ->
     with pytest.raises(RuntimeError, match="query 0: distances contain NaN"):
         _results([[0.0, float("nan")]], [[0, 1]])
     assert _results([[0.0, 0.0, 1.0]], [[2, 0, 1]]).n_queries == 1  # equal distances are sorted
+
+
+def test_drawing_a_dataset_that_cannot_be_drawn_raises_omls_type_error_first() -> None:
+    from oml_core.datasets import EmbeddingsQueryGalleryLabeledDataset
+
+    # items of 1-D embeddings: neither visualize() nor image tensors; OML checks the dataset before the query ids
+    dataset = EmbeddingsQueryGalleryLabeledDataset(
+        torch.eye(4),
+        labels=[0, 1, 0, 1],
+        is_query=[True, True, False, False],
+        is_gallery=[False, False, True, True],
+    )
+    rr = RetrievalResults.from_embeddings(torch.eye(4), dataset, n_items=2)
+    with pytest.raises(TypeError, match="can neither visualize its items nor gives image tensors"):
+        rr.visualize(query_ids=[0, 3], dataset=dataset)  # 3 is no query position either
+    with pytest.raises(ValueError, match=r"query_ids must be non-empty positions in \[0, 1\], got \[3\]"):
+        rr.visualize_with_functions(
+            [0, 3], lambda i, c: np.zeros((2, 2, 3)), lambda j, c: np.zeros((2, 2, 3))
+        )

@@ -553,9 +553,13 @@ class RetrievalResults:
             show: Set ``True`` to show the figure (``pyplot``) as well as return it.
 
         Raises:
+            TypeError: the dataset can neither draw its items nor gives image tensors (checked first, on its first
+                query, as OML checks the dataset's type first).
             ValueError: the dataset's number of queries differs, or a query id is out of range.
         """
         query_ids_ds, gallery_ids_ds = self._dataset_query_gallery_ids(dataset)
+        if not callable(getattr(dataset, "visualize", None)) and len(query_ids_ds):
+            _image_of(dataset, int(query_ids_ds[0]), QUERY_COLOR)  # its TypeError before the query ids' check
         return self.visualize_with_functions(
             query_ids,
             lambda i, color: _image_of(dataset, int(query_ids_ds[i]), color),
