@@ -97,7 +97,7 @@ CASES = {
     ),
     "unwritable cache dir": Case(
         ("train",),
-        ("cannot write the mock dataset to '/proc/forbidden/mock_figures_v1_seed0': ", "'/proc/forbidden'"),
+        ("cannot write the mock dataset to '/proc/forbidden/mock_figures_v2_seed0': ", "'/proc/forbidden'"),
         env={"OML_CACHE_DIR": "/proc/forbidden"},
     ),
 }

@@ -57,10 +57,17 @@ def world(tmp_path_factory, oml_cache_dir) -> World:
     mock = get_mock_dataset_root(oml_cache_dir)
     root = tmp_path_factory.mktemp("figures")
     (root / "images").mkdir()
+    mock_paths = pd.read_csv(mock / "df.csv")["path"]  # the mock's row ``number`` is named as OML names it
+
+    def copy_as_png(number: int, target: Path) -> Path:
+        with Image.open(mock / mock_paths[number]) as image:
+            image.save(target, format="PNG")
+        return target
+
     for number in (0, 8, 16, 128, 136, 133, 144):
-        shutil.copy(mock / "images" / f"{number:06d}.png", root / "images")
+        copy_as_png(number, root / "images" / f"{number:06d}.png")
     for number in (128, 136):
-        shutil.copy(mock / "images" / f"{number:06d}.png", root / "images" / f"{number:06d}_copy.png")
+        copy_as_png(number, root / "images" / f"{number:06d}_copy.png")
     rows = [
         (0, "000000.png", "train", None, None, "t0"),
         (1, "000008.png", "train", None, None, "t1"),
@@ -75,7 +82,7 @@ def world(tmp_path_factory, oml_cache_dir) -> World:
     df = pd.DataFrame(rows, columns=["label", "path", "split", "is_query", "is_gallery", "sequence"])
     df.assign(path="images/" + df["path"]).to_csv(root / "df.csv", index=False)
     queries = tmp_path_factory.mktemp("queries")
-    held_out = shutil.copy(mock / "images" / "000184.png", queries / "label_23.png")  # mock label 23
+    held_out = copy_as_png(184, queries / "label_23.png")  # mock label 23
     index = root.parent / f"{root.name}_index"
     assert main(["index", "build", f"dataset_root={root}", f"index_dir={index}"]) == 0
     return World(root, index, root / "images" / "000008.png", Path(held_out))
@@ -311,15 +318,15 @@ def test_the_readme_section_runs_as_written(tmp_path, oml_cache_dir, monkeypatch
         assert main(argv[1:]) == 0, capsys.readouterr().err
     out = capsys.readouterr().out
     assert '"threshold": 0.' in out
-    named = re.findall(r"^(my_dataset/images/\d{6}\.png): (?:no )?match \(threshold", out, flags=re.MULTILINE)
-    rows = [f"my_dataset/images/{row:06d}.png" for row in range(192)]
+    named = re.findall(r"^(my_dataset/images/[a-z]+_\d+\.jpg): (?:no )?match \(threshold", out, flags=re.MULTILINE)
+    rows = [f"my_dataset/{path}" for path in pd.read_csv(tmp_path / "my_dataset" / "df.csv")["path"]]
     assert named == [rows[0], *rows]  # the image of the first search, then the csv's rows in order
 
     (snippet,) = re.findall(r"^```python\n(.*?)^```", section, flags=re.MULTILINE | re.DOTALL)
     namespace: dict = {}
     exec(compile(snippet, "README: serving a gallery index", "exec"), namespace)
     hits = namespace["hits"]
-    assert hits[0].path.endswith("000000.png") and hits[0].distance < 1e-3 and hits[0].match is True
+    assert hits[0].path.endswith("circle_1.jpg") and hits[0].distance < 1e-3 and hits[0].match is True
     assert namespace["postprocessor"].th == namespace["index"].calibration.threshold
     assert (tmp_path / "my_gallery" / "calibration.png").is_file()
 

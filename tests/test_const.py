@@ -154,14 +154,14 @@ def test_paths_follow_the_environment_and_create_nothing(
     from oml_core.const import CACHE_PATH, CKPT_SAVE_ROOT, MOCK_DATASET_PATH
 
     assert CACHE_PATH == cache
-    assert MOCK_DATASET_PATH == cache / "mock_figures_v1_seed0" == mock.get_mock_dataset_path()
+    assert MOCK_DATASET_PATH == cache / "mock_figures_v2_seed0" == mock.get_mock_dataset_path()
     assert CKPT_SAVE_ROOT == cache / "weights"
     assert not (tmp_path / "no").exists()  # reading them created nothing
     monkeypatch.setenv("OML_WEIGHTS_DIR", str(tmp_path / "w"))
     assert const.CKPT_SAVE_ROOT == tmp_path / "w"  # read again: the environment of now
     monkeypatch.delenv("OML_CACHE_DIR")
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
-    assert const.MOCK_DATASET_PATH == tmp_path / "xdg" / "oml" / "mock_figures_v1_seed0"
+    assert const.MOCK_DATASET_PATH == tmp_path / "xdg" / "oml" / "mock_figures_v2_seed0"
     assert not (tmp_path / "xdg").exists()
     with pytest.raises(AttributeError, match="has no attribute 'NOT_A_CONSTANT'"):
         const.NOT_A_CONSTANT  # noqa: B018
@@ -197,6 +197,6 @@ def test_importing_const_is_light_and_creates_nothing(tmp_path: Path) -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True, timeout=120
     ).stdout.splitlines()
     cache = tmp_path / "cache"
-    assert out[0] == f"{cache / 'mock_figures_v1_seed0'} {cache / 'weights'} {cache}"
+    assert out[0] == f"{cache / 'mock_figures_v2_seed0'} {cache / 'weights'} {cache}"
     assert out[1] == "[]"  # reading the paths imports the mock module lazily, but only when asked for
     assert not cache.exists()

@@ -116,7 +116,8 @@ def test_labeled_dataset_items(root: Path) -> None:
     assert len(dataset) == 128
 
     item = dataset[9]
-    assert set(item) == {"input_tensors", "idx", "labels", "paths", "categories", "x1", "y1", "x2", "y2"}
+    keys = {"input_tensors", "idx", "labels", "paths", "categories", "category", "x1", "y1", "x2", "y2"}
+    assert set(item) == keys  # the category under oml's key and OML's
     tensor = item["input_tensors"]
     assert tensor.dtype == torch.float32 and tensor.shape == (3, 64, 64)
     # transform=None: "only normalisation and casting to tensor" (ImageNet mean/std, as OML does)
@@ -126,8 +127,8 @@ def test_labeled_dataset_items(root: Path) -> None:
     torch.testing.assert_close(tensor[:, 0, 0], torch.tensor(white))  # the white background
     assert item["idx"] == 9
     assert item["labels"] == 1 and isinstance(item["labels"], int)
-    assert item["paths"] == str(root / "images/000009.png")
-    assert item["categories"] == df["category"][9]
+    assert item["paths"] == str(root / "images/circle_10.jpg")
+    assert item["categories"] == item["category"] == df["category"][9]
     assert (item["x1"], item["y1"], item["x2"], item["y2"]) == (0, 0, 64, 64)
 
     assert np.array_equal(dataset.get_labels(), np.repeat(np.arange(16), 8))
@@ -160,7 +161,7 @@ def test_global_paths_and_index_not_starting_at_zero(root: Path) -> None:
     df = df[df["split"] == "validation"]  # index 128..191, not reset
     df["path"] = [str(root / p) for p in df["path"]]
     dataset = ImageQueryGalleryLabeledDataset(df)
-    assert dataset[0]["labels"] == 16 and dataset[0]["paths"] == str(root / "images/000128.png")
+    assert dataset[0]["labels"] == 16 and dataset[0]["paths"] == str(root / "images/circle_17.jpg")
     assert np.array_equal(dataset.get_labels(), np.repeat(np.arange(16, 24), 8))
 
 
@@ -263,7 +264,7 @@ def test_visualize_draws_the_bbox(root: Path) -> None:
 
 
 def test_base_dataset_from_paths(root: Path) -> None:
-    paths = ["images/000000.png", "images/000001.png"]
+    paths = ["images/circle_1.jpg", "images/circle_2.jpg"]
     dataset = ImageBaseDataset(
         paths, dataset_root=root, bboxes=[(1, 2, 11, 7), None], extra_data={"weights": [0.5, 2.0]}
     )
@@ -319,7 +320,7 @@ def test_lru_cache_counts_reads(root: Path) -> None:
     for i in (0, 0, 1, 0, 2, 0, 1):
         dataset[i]
     # 0 (read), 0 (hit), 1 (read), 0 (hit), 2 (read, evicts 1), 0 (hit), 1 (read)
-    assert [Path(p).name for p in reader.calls] == ["000000.png", "000001.png", "000002.png", "000001.png"]
+    assert [Path(p).name for p in reader.calls] == ["circle_1.jpg", "circle_2.jpg", "circle_3.jpg", "circle_2.jpg"]
     first = dataset[0]["input_tensors"].clone()
     first_again = dataset[0]["input_tensors"]
     assert torch.equal(first, first_again)  # the cached image is not altered by the crop or transform
@@ -509,14 +510,15 @@ def test_custom_keys_of_the_query_gallery_datasets(root: Path) -> None:
         "paths_key": "p",
     }
     item = ImageQueryGalleryLabeledDataset(df, dataset_root=root, index_key="i", x1_key="left", **keys)[5]
-    assert set(item) == {"input_tensors", "i", "y", "p", "c", "q", "g", "left", "y1", "x2", "y2"}
+    # the category under the custom key and OML's "category"
+    assert set(item) == {"input_tensors", "i", "y", "p", "c", "category", "q", "g", "left", "y1", "x2", "y2"}
     assert item["y"] == 16 and item["i"] == 5 and item["q"] is True and item["left"] == 0
     del keys["labels_key"]
     item = ImageQueryGalleryDataset(df, dataset_root=root, input_tensors_key="x", **keys)[5]
-    assert set(item) == {"x", "idx", "p", "c", "q", "g", "x1", "y1", "x2", "y2"}
+    assert set(item) == {"x", "idx", "p", "c", "category", "q", "g", "x1", "y1", "x2", "y2"}
 
 
 def test_pil_image_round_trip_through_bytes_reader(root: Path) -> None:
-    data = (root / "images/000000.png").read_bytes()
+    data = (root / "images/circle_1.jpg").read_bytes()
     dataset = ImageBaseDataset(["x"], f_imread=lambda _: imread_pil(io.BytesIO(data).getvalue()))
     assert dataset[0]["input_tensors"].shape == (3, 64, 64)

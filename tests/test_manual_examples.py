@@ -176,10 +176,8 @@ def test_a_core_module_source_is_searched_first() -> None:
     from oml_core.retrieval.postprocessors.thresholding import ConstantThresholding as constant
 
     assert (AdaptiveThresholding, ConstantThresholding) == (adaptive, constant)
-    with pytest.raises(
-        ImportError, match=r"oml_core.utils.download_mock_dataset has no 'get_mock_texts_dataset'"
-    ):
-        from oml_core.utils.download_mock_dataset import get_mock_texts_dataset  # noqa: F401
+    with pytest.raises(ImportError, match=r"oml_core.utils.dataframe_format has no 'get_mock_texts_dataset'"):
+        from oml_core.utils.dataframe_format import get_mock_texts_dataset  # noqa: F401
 
 
 def test_pca_from_misc_torch_as_in_oml() -> None:
@@ -366,9 +364,9 @@ def _save_random_vits16_dino() -> Path:
 def test_how_to_use_models_from_the_zoo(
     tmp_path: Path, oml_cache_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """ "How to use models from Zoo?" as printed, on a random checkpoint saved in the weights cache. OML's mock
-    dataset had ``images/circle_1.jpg`` and OML named the file ``vits16_dino.ckpt``; the mock dataset here has
-    ``images/000000.png`` and the cache keeps DINO's own file name."""
+    """ "How to use models from Zoo?" as printed, on a random checkpoint saved in the weights cache. The mock
+    dataset's ``images/circle_1.jpg`` is OML's name; OML named the file ``vits16_dino.ckpt``, the cache here
+    keeps DINO's own file name."""
     monkeypatch.setenv("OML_CACHE_DIR", str(oml_cache_dir))
     monkeypatch.setenv("OML_WEIGHTS_DIR", str(tmp_path / "weights"))
     monkeypatch.setenv("OML_SKIP_WEIGHTS_CHECK", "1")  # random weights under the real zoo name
@@ -383,7 +381,7 @@ from oml.registry.transforms import get_transforms_for_pretrained
 model = ViTExtractor.from_pretrained("vits16_dino")
 transforms, im_reader = get_transforms_for_pretrained("vits16_dino")
 
-img = im_reader(DATA_DIR / "images" / "000000.png") # put path to your image here
+img = im_reader(DATA_DIR / "images" / "circle_1.jpg") # put path to your image here
 img_tensor = transforms(img)
 # img_tensor = transforms(image=img)["image"] # for transforms from Albumentations
 

@@ -43,7 +43,7 @@ def _all_files(root: Path) -> dict[str, bytes]:
 
 def test_files_columns_and_counts(root: Path) -> None:
     assert sorted(p.name for p in root.iterdir()) == sorted([*EXPECTED_COLUMNS, "images", "manifest.json"])
-    assert len(list((root / "images").glob("*.png"))) == 192
+    assert len(list((root / "images").glob("*.jpg"))) == 192
 
     for name, columns in EXPECTED_COLUMNS.items():
         df = pd.read_csv(root / name)
@@ -51,7 +51,7 @@ def test_files_columns_and_counts(root: Path) -> None:
         assert len(df) == 192
         assert (df["split"] == "train").sum() == 128
         assert (df["split"] == "validation").sum() == 64
-        assert df["path"].tolist() == [f"images/{i:06d}.png" for i in range(192)]
+        assert df["path"].tolist() == pd.read_csv(root / "df.csv")["path"].tolist()
 
     df = pd.read_csv(root / "df_with_category.csv")
     train, val = df[df["split"] == "train"], df[df["split"] == "validation"]
@@ -65,6 +65,20 @@ def test_files_columns_and_counts(root: Path) -> None:
     assert (df.groupby("label")["category"].nunique() == 1).all()
     assert set(df["category"]) == set(mock.MOCK_SHAPES)
     assert set(train["category"]) == set(val["category"]) == set(mock.MOCK_SHAPES)
+
+
+def test_image_files_are_named_as_omls(root: Path) -> None:
+    # OML's names (its zoo example opens images/circle_1.jpg): <shape>_<n>.jpg, n = 1, 2, ... per shape in row
+    # order; the first label is a circle
+    df = pd.read_csv(root / "df_with_category.csv")
+    paths = df["path"].tolist()
+    assert paths[:3] == ["images/circle_1.jpg", "images/circle_2.jpg", "images/circle_3.jpg"]
+    assert len(set(paths)) == 192
+    for shape in mock.MOCK_SHAPES:
+        rows = df[df["category"] == shape]
+        assert rows["path"].tolist() == [f"images/{shape}_{n}.jpg" for n in range(1, 33)]
+    with Image.open(root / "images/circle_1.jpg") as im:
+        assert im.format == "JPEG"
 
 
 @pytest.mark.parametrize("name", mock.MOCK_DF_NAMES)
@@ -86,13 +100,14 @@ def test_every_table_passes_the_format_checker(root: Path, name: str, capsys: py
 
 
 def test_images_are_rgb_64_with_white_background(root: Path) -> None:
-    for i in (0, 77, 191):
-        with Image.open(root / f"images/{i:06d}.png") as im:
+    for name in ("circle_1", "square_20", "diamond_32"):
+        with Image.open(root / f"images/{name}.jpg") as im:
             assert im.mode == "RGB" and im.size == (64, 64)
             array = np.asarray(im)
-        assert (array[0] == 255).all() and (array[-1] == 255).all()
-        assert (array[:, 0] == 255).all() and (array[:, -1] == 255).all()
-        assert (array != 255).any(axis=2).sum() > 50  # a figure is drawn
+        # white up to JPEG's ringing near a figure (the figure is 3 pixels or more from the border)
+        border = np.concatenate([array[0], array[-1], array[:, 0], array[:, -1]])
+        assert border.min() >= 230 and np.median(border) == 255
+        assert (array < 200).any(axis=2).sum() > 50  # a figure is drawn
 
 
 def test_images_of_one_label_vary_and_labels_differ_in_colour(root: Path) -> None:
@@ -119,9 +134,11 @@ def test_bboxes_are_tight_inside_and_outside_is_white(root: Path) -> None:
         assert df[column].dtype == np.int64
     for row in df.itertuples():
         assert 0 <= row.x_1 < row.x_2 <= 64 and 0 <= row.y_1 < row.y_2 <= 64
-        nonwhite = (np.asarray(Image.open(root / row.path)) != 255).any(axis=2)
-        inside = nonwhite[row.y_1 : row.y_2, row.x_1 : row.x_2]
-        assert inside.sum() == nonwhite.sum() > 0  # all the figure is inside the box
+        # a figure's pixel has a channel well below white (its colour's smallest channel is under 100 before
+        # noise), which JPEG's ringing around the figure does not reach
+        figure = (np.asarray(Image.open(root / row.path)) < 160).any(axis=2)
+        inside = figure[row.y_1 : row.y_2, row.x_1 : row.x_2]
+        assert inside.sum() == figure.sum() > 0  # all the figure is inside the box
         # tight: every edge of the box touches the figure
         assert inside[0].any() and inside[-1].any() and inside[:, 0].any() and inside[:, -1].any()
 
@@ -146,7 +163,7 @@ def test_generation_is_deterministic_and_seeded(tmp_path: Path) -> None:
     assert len(a) == 192 + 4 + 1
     assert a == b
     assert a.keys() == c.keys()
-    assert a["images/000000.png"] != c["images/000000.png"]
+    assert a["images/circle_1.jpg"] != c["images/circle_1.jpg"]
     assert a["df_with_bboxes.csv"] != c["df_with_bboxes.csv"]
     assert a["df.csv"] == c["df.csv"]  # the table without image geometry does not depend on the seed
     assert json.loads(c["manifest.json"])["seed"] == 1
@@ -172,7 +189,7 @@ def test_download_mock_dataset_returns_train_and_val(tmp_path: Path) -> None:
     assert "sequence" in df_val.columns
 
     df_train, _ = download_mock_dataset(root, df_name="df_with_bboxes.csv", global_paths=True)
-    assert Path(df_train["path"][0]) == root / "images/000000.png"
+    assert Path(df_train["path"][0]) == root / "images/circle_1.jpg"
 
     with pytest.raises(ValueError, match="df_nope.csv"):
         download_mock_dataset(root, df_name="df_nope.csv")
@@ -183,7 +200,7 @@ def test_download_regenerates_a_damaged_dataset(tmp_path: Path) -> None:
     download_mock_dataset(root)
     original = _all_files(root)
 
-    (root / "images/000005.png").write_bytes(b"garbage")
+    (root / "images/circle_6.jpg").write_bytes(b"garbage")
     download_mock_dataset(root, check_md5=True)
     assert _all_files(root) == original
 
@@ -196,11 +213,11 @@ def test_download_into_an_existing_folder_keeps_foreign_files(tmp_path: Path) ->
     root = tmp_path / "mine"
     (root / "images").mkdir(parents=True)
     (root / "notes.txt").write_text("keep me")
-    (root / "images" / "junk.png").write_bytes(b"junk")
+    (root / "images" / "junk.jpg").write_bytes(b"junk")
     df_train, _ = download_mock_dataset(root)
     assert len(df_train) == 128
     assert (root / "notes.txt").read_text() == "keep me"
-    assert len(list((root / "images").glob("*.png"))) == 192
+    assert len(list((root / "images").glob("*.jpg"))) == 192
     assert [p.name for p in tmp_path.iterdir()] == ["mine"]  # no temporary folders left behind
     assert not [p for p in root.iterdir() if p.name.startswith(".")]
 
@@ -217,16 +234,16 @@ def test_get_mock_dataset_root_uses_the_cache_once(tmp_path: Path, monkeypatch: 
 
     monkeypatch.setattr(mock, "MOCK_FIGURES", dataclasses.replace(real, write=counting_write))
     root = get_mock_dataset_root()
-    assert root == cache / "mock_figures_v1_seed0"
-    assert len(list((root / "images").glob("*.png"))) == 192
+    assert root == cache / "mock_figures_v2_seed0"
+    assert len(list((root / "images").glob("*.jpg"))) == 192
     assert get_mock_dataset_root() == root
     assert calls == [0]
-    assert get_mock_dataset_root(seed=3) == cache / "mock_figures_v1_seed3"
+    assert get_mock_dataset_root(seed=3) == cache / "mock_figures_v2_seed3"
     assert calls == [0, 3]
-    assert sorted(p.name for p in cache.iterdir()) == ["mock_figures_v1_seed0", "mock_figures_v1_seed3"]
+    assert sorted(p.name for p in cache.iterdir()) == ["mock_figures_v2_seed0", "mock_figures_v2_seed3"]
 
     other = tmp_path / "other"
-    assert get_mock_dataset_root(cache_dir=other) == other / "mock_figures_v1_seed0"
+    assert get_mock_dataset_root(cache_dir=other) == other / "mock_figures_v2_seed0"
 
 
 def test_cache_dir_resolution(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -243,7 +260,7 @@ def test_cache_dir_resolution(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
 def test_a_concurrent_winner_is_kept(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Another process finishes first while we generate: our rename fails, theirs stays, no temp is left."""
     cache = tmp_path / "cache"
-    final = cache / "mock_figures_v1_seed0"
+    final = cache / "mock_figures_v2_seed0"
     real = mock.MOCK_FIGURES
 
     def racing_write(root: Path, seed: int) -> list[str]:
@@ -254,7 +271,7 @@ def test_a_concurrent_winner_is_kept(tmp_path: Path, monkeypatch: pytest.MonkeyP
     monkeypatch.setattr(mock, "MOCK_FIGURES", dataclasses.replace(real, write=racing_write))
     assert get_mock_dataset_root(cache_dir=cache) == final
     assert (final / "theirs.txt").read_text() == "winner"
-    assert [p.name for p in cache.iterdir()] == ["mock_figures_v1_seed0"]
+    assert [p.name for p in cache.iterdir()] == ["mock_figures_v2_seed0"]
 
 
 def test_a_failed_generation_leaves_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

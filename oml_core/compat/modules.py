@@ -112,7 +112,7 @@ OML_MODULES: dict[str, OmlModule] = {
     "lightning.pipelines.logging": OmlModule(kinds=("logger",)),
     "retrieval.postprocessors.algo": OmlModule(core=("oml_core.retrieval.postprocessors.thresholding",)),
     "retrieval.postprocessors.pairwise": OmlModule(kinds=("postprocessor",)),
-    "utils.download_mock_dataset": OmlModule(core=("oml_core.datasets.mock",)),
+    "utils.download_mock_dataset": OmlModule(core=("oml_core.datasets.mock",), kinds=("dataset",)),
     "utils.dataframe_format": OmlModule(core=("oml_core.datasets.dataframe_format",)),
     **_same(
         (
@@ -130,6 +130,7 @@ OML_MODULES: dict[str, OmlModule] = {
     ),
     "transforms.images.albumentations": _TRANSFORMS,
     "transforms.images.utils": _TRANSFORMS,
+    **_same(("datasets.audios", "datasets.texts"), OmlModule(kinds=("dataset",))),
 }
 
 

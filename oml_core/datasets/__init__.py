@@ -3,6 +3,12 @@ datasets of embeddings already computed (:mod:`oml_core.datasets.embeddings`); O
 ``DatasetWithLabels`` and ``DatasetQueryGallery`` (:mod:`oml_core.datasets.base`).
 
 The names are imported on first access, so that the embeddings datasets do not import pandas or PIL.
+
+OML's text and audio datasets (``TextLabeledDataset``, ``AudioQueryGalleryDataset``, ...), which OML's
+``oml.datasets`` exports too, live in the oml-texts and oml-audio plugins; they come from OML's module paths
+``oml_core.datasets.texts`` and ``oml_core.datasets.audios``, forwarding modules of :mod:`oml_core.compat.modules`
+that find them in the packages of the installed plugins providing a ``dataset`` component (without the plugin,
+an ``ImportError`` says where the name was looked for).
 """
 
 from __future__ import annotations
@@ -32,6 +38,7 @@ if TYPE_CHECKING:
         generate_mock_dataset,
         get_mock_dataset_path,
         get_mock_dataset_root,
+        get_mock_images_dataset,
     )
     from oml_core.datasets.pairs import EmbeddingPairsDataset, ImagePairsDataset
 
@@ -56,9 +63,19 @@ _EXPORTS = {
     "get_mock_dataset_root": "oml_core.datasets.mock",
     "EmbeddingPairsDataset": "oml_core.datasets.pairs",
     "ImagePairsDataset": "oml_core.datasets.pairs",
+    "get_mock_images_dataset": "oml_core.datasets.mock",
+    **{
+        f"{modality}{kind}Dataset": f"oml_core.datasets.{modality.lower()}s"
+        for modality in ("Text", "Audio")
+        for kind in ("Base", "Labeled", "QueryGallery", "QueryGalleryLabeled")
+    },
 }
 
 __all__ = [
+    "AudioBaseDataset",
+    "AudioLabeledDataset",
+    "AudioQueryGalleryDataset",
+    "AudioQueryGalleryLabeledDataset",
     "DataFrameFormatError",
     "DatasetQueryGallery",
     "DatasetWithLabels",
@@ -70,11 +87,16 @@ __all__ = [
     "ImagePairsDataset",
     "ImageQueryGalleryDataset",
     "ImageQueryGalleryLabeledDataset",
+    "TextBaseDataset",
+    "TextLabeledDataset",
+    "TextQueryGalleryDataset",
+    "TextQueryGalleryLabeledDataset",
     "check_retrieval_dataframe_format",
     "download_mock_dataset",
     "generate_mock_dataset",
     "get_mock_dataset_path",
     "get_mock_dataset_root",
+    "get_mock_images_dataset",
     "get_retrieval_datasets",
     "get_retrieval_images_datasets",
     "parse_bboxes",

@@ -44,6 +44,7 @@ from oml_core.const import (
     TBBox,
 )
 from oml_core.registry.errors import ConfigError
+from oml_core.utils.errors import OmlValueError
 from oml_core.utils.logs import get_logger
 from oml_core.utils.text import is_text_encoding, undecodable_position
 
@@ -54,8 +55,12 @@ SPLITS = ("train", "validation")
 DEFAULT_ENCODING = "utf-8"
 
 
-class DataFrameFormatError(ValueError):
-    """A dataframe is not in OML's retrieval format; the message names the file, columns and rows at fault."""
+class DataFrameFormatError(OmlValueError):
+    """A dataframe is not in OML's retrieval format; the message names the file, columns and rows at fault.
+
+    A ``ValueError`` and, as :class:`~oml_core.utils.errors.OmlValueError`, an ``AssertionError``: the type OML
+    raises for a dataframe out of its format, so that code written for OML (``except AssertionError``) catches it.
+    """
 
 
 _N_ROWS_SHOWN = 5

@@ -375,7 +375,12 @@ class _DataFrameImageDataset(ImageBaseDataset):
                 _check_no_missing(df, column, owner)
 
         extra = dict(extra_data or {})
-        for key, column in ((categories_key, CATEGORIES_COLUMN), (sequence_key, SEQUENCE_COLUMN)):
+        filled: list[tuple[str | None, str]] = [(sequence_key, SEQUENCE_COLUMN)]
+        if categories_key is not None:
+            # OML 4.0 keeps the category under the column's name, "category" (its examples read
+            # dataset.extra_data["category"]); oml's key, "categories" by default, holds the same values
+            filled += [(key, CATEGORIES_COLUMN) for key in dict.fromkeys((categories_key, CATEGORIES_COLUMN))]
+        for key, column in filled:
             if key is not None and column in df.columns:
                 if key in extra:
                     raise ValueError(
@@ -401,7 +406,7 @@ class ImageLabeledDataset(_DataFrameImageDataset, LabelsColumn, ILabeledDataset)
 
     Requires the columns ``label`` and ``path``; uses ``category``, ``sequence`` and ``x_1, x_2, y_1, y_2``
     when present. Items are those of :class:`ImageBaseDataset` plus ``labels_key`` (the row's label) and
-    ``categories_key`` / ``sequence_key`` when the dataframe has those columns.
+    ``categories_key`` (and OML's ``category``) / ``sequence_key`` when the dataframe has those columns.
     """
 
     def __init__(
@@ -435,7 +440,8 @@ class ImageLabeledDataset(_DataFrameImageDataset, LabelsColumn, ILabeledDataset)
             labels_key: Key of the labels in the items.
             index_key: Key of the items' indices.
             paths_key: Key of the items' paths.
-            categories_key: Key of the ``category`` column's values in the items (``None`` to leave them out).
+            categories_key: Key of the ``category`` column's values in the items and ``extra_data``; they are
+                also under OML's key ``category`` (``None``: under neither).
             sequence_key: Key of the ``sequence`` column's values in the items (``None`` to leave them out).
             x1_key: Key of the left edge of the crop box.
             x2_key: Key of the right edge of the crop box.
@@ -550,7 +556,7 @@ class ImageQueryGalleryDataset(QueryGalleryColumns, _DataFrameImageDataset, IQue
 
     Requires the columns ``path``, ``is_query`` and ``is_gallery``; a ``label`` column, if any, is ignored.
     Items are those of :class:`ImageBaseDataset` plus ``is_query_key``, ``is_gallery_key`` and
-    ``categories_key`` / ``sequence_key`` when the dataframe has those columns.
+    ``categories_key`` (and OML's ``category``) / ``sequence_key`` when the dataframe has those columns.
     """
 
     def __init__(

@@ -1,24 +1,26 @@
 """The mock "figures" dataset, generated in code (nothing is downloaded).
 
-Small RGB images (64x64 PNG, white background) of one filled figure each. A label is one (shape, colour)
+Small RGB images (64x64 JPEG, white background) of one filled figure each. A label is one (shape, colour)
 combination, its category the shape's name; the images of one label differ in position, size, rotation,
 colour jitter and per-pixel noise. 6 shapes x 4 colours = 24 labels: 16 for ``split == "train"`` (labels
 0..15) and 8 for ``split == "validation"`` (labels 16..23), 8 images per label, so 192 rows (128 train, 64
 validation). Every validation row is both a query and in the gallery ("1 vs rest"); train rows leave
 ``is_query`` and ``is_gallery`` empty. Every shape appears in both splits, as the categories of SOP do.
 
-Files under the root::
+Files under the root, named as OML's mock dataset names them (``images/circle_1.jpg``, the image that OML's
+zoo example opens)::
 
-    images/000000.png ... images/000191.png
+    images/<shape>_<n>.jpg  n = 1..32: the images of one shape, in row order (circle_1.jpg ... star_32.jpg)
     df.csv                 label, path, split, is_query, is_gallery
     df_with_category.csv   + category (the shape)
     df_with_bboxes.csv     + x_1, x_2, y_1, y_2 (the tight box of the figure; right and bottom exclusive)
     df_with_sequence.csv   + sequence (consecutive images of a label in groups of 3, 3, 2; string ids)
     manifest.json          version, seed and the md5 of every file above; written last
 
-Generation is deterministic (the same seed gives byte-identical files) and, through
-:func:`get_mock_dataset_root` and :func:`download_mock_dataset`, atomic: it happens in a temporary folder next
-to the target, which is then renamed into place; a concurrent process that finished first wins.
+Generation is deterministic (the same seed gives byte-identical files with one libjpeg) and, through
+:func:`get_mock_dataset_root`, :func:`get_mock_images_dataset` and :func:`download_mock_dataset`, atomic: it
+happens in a temporary folder next to the target, which is then renamed into place; a concurrent process that
+finished first wins.
 
 A target that cannot be written (no permission, a missing or read-only parent, a full disk) raises the
 ``OSError`` of the system, of the same type and errno, with a message that names the target, the system's reason
@@ -72,6 +74,8 @@ MOCK_DF_NAMES = (
     "df_with_sequence.csv",
 )
 _SEQUENCE_LENGTHS = (3, 3, 2)
+#: The JPEG encoder's settings: high quality, no chroma subsampling (the figures' colours stay close).
+_JPEG_OPTIONS: dict[str, Any] = {"format": "JPEG", "quality": 95, "subsampling": 0}
 _MARGIN = 3  # white pixels kept between a figure and the image border
 
 # (shape index, colour index) pairs of the validation labels: (s + c) % 3 == 0 picks 8 of the 24 so that
@@ -182,14 +186,15 @@ def _write(root: Path, seed: int) -> list[str]:
     colour_names = list(MOCK_COLOURS)
 
     rows: list[dict[str, Any]] = []
-    index = 0
+    n_of_shape = dict.fromkeys(MOCK_SHAPES, 0)
     for label, (shape_idx, colour_idx, split) in enumerate(_label_combos()):
         shape, colour_name = MOCK_SHAPES[shape_idx], colour_names[colour_idx]
         sequence_of = [j for j, n in enumerate(_SEQUENCE_LENGTHS) for _ in range(n)]
         for k in range(MOCK_N_IMAGES_PER_LABEL):
             image, (x1, x2, y1, y2) = _draw_figure(rng, shape, MOCK_COLOURS[colour_name])
-            rel_path = f"images/{index:06d}.png"
-            Image.fromarray(image, mode="RGB").save(root / rel_path, format="PNG")
+            n_of_shape[shape] += 1
+            rel_path = f"images/{shape}_{n_of_shape[shape]}.jpg"
+            Image.fromarray(image, mode="RGB").save(root / rel_path, **_JPEG_OPTIONS)
             is_val = split == "validation"
             rows.append(
                 {
@@ -206,7 +211,6 @@ def _write(root: Path, seed: int) -> list[str]:
                     SEQUENCE_COLUMN: f"seq_{label:02d}_{sequence_of[k]}",
                 }
             )
-            index += 1
 
     df = pd.DataFrame(rows)
     base = list(OBLIGATORY_COLUMNS)
@@ -243,30 +247,48 @@ def get_mock_dataset_root(cache_dir: Path | str | None = None, seed: int = 0) ->
     return MOCK_FIGURES.materialise(root, seed=seed, check_md5=False)
 
 
+def get_mock_images_dataset(
+    dataset_root: Path | str | None = None,
+    df_name: str = MOCK_DATASET_DEFAULT_CSV,
+    check_md5: bool = True,
+    global_paths: bool = False,
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """OML's function of the mock images dataset, with OML's arguments and their order: nothing is downloaded,
+    the dataset of seed 0 is generated (atomically) into ``dataset_root`` when it is absent, incomplete, of
+    another version, or (with ``check_md5``) when a file's md5 differs from the manifest.
+
+    Args:
+        dataset_root: The folder of the dataset; None (OML's default): :data:`oml_core.const.MOCK_DATASET_PATH`,
+            :func:`get_mock_dataset_path` in oml's cache.
+        df_name: Which table to read: one of ``df.csv``, ``df_with_category.csv``, ``df_with_bboxes.csv``,
+            ``df_with_sequence.csv``.
+        check_md5: Check every file against the manifest's md5 (regenerate on a mismatch).
+        global_paths: Make the ``path`` column absolute (joined to ``dataset_root``).
+
+    Returns:
+        ``(df_train, df_val)``: the rows of ``split == "train"`` and ``split == "validation"``, each with a
+        fresh index; ``df_val``'s ``is_query`` and ``is_gallery`` are bool columns.
+
+    Raises:
+        ValueError: ``df_name`` is none of the tables (before anything is written).
+        OSError: ``dataset_root`` cannot be written (the message names it).
+    """
+    return download_mock_dataset(dataset_root, check_md5, df_name, global_paths)
+
+
 def download_mock_dataset(
-    dataset_root: Path | str,
+    dataset_root: Path | str | None = None,
     check_md5: bool = True,
     df_name: str = MOCK_DATASET_DEFAULT_CSV,
     global_paths: bool = False,
     seed: int = 0,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """OML's name for getting the mock dataset: nothing is downloaded, the dataset is generated (atomically)
-    into ``dataset_root`` when it is absent, incomplete, of another seed or version, or (with ``check_md5``)
-    when a file's md5 differs from the manifest.
-
-    Args:
-        dataset_root: The folder of the dataset.
-        check_md5: Check every file against the manifest's md5 (regenerate on a mismatch).
-        df_name: Which table to read: one of ``df.csv``, ``df_with_category.csv``, ``df_with_bboxes.csv``,
-            ``df_with_sequence.csv``.
-        global_paths: Make the ``path`` column absolute (joined to ``dataset_root``).
-        seed: The generator's seed.
-
-    Returns:
-        ``(df_train, df_val)``: the rows of ``split == "train"`` and ``split == "validation"``, each with a
-        fresh index; ``df_val``'s ``is_query`` and ``is_gallery`` are bool columns.
+    """OML's older name of :func:`get_mock_images_dataset`, with its argument order (``check_md5`` second), and
+    oml's ``seed``: the dataset of ``seed`` is generated into ``dataset_root`` (None: OML's default,
+    :func:`get_mock_dataset_path` of ``seed`` in oml's cache) as :func:`get_mock_images_dataset` says.
     """
-    return MOCK_FIGURES.load_splits(dataset_root, seed, check_md5, df_name, global_paths)
+    root = Path(dataset_root) if dataset_root is not None else get_mock_dataset_path(seed=seed)
+    return MOCK_FIGURES.load_splits(root, seed, check_md5, df_name, global_paths)
 
 
 #: The mock figures dataset as a generated dataset (its manifest, completeness and atomic materialisation).
@@ -289,4 +311,5 @@ __all__ = [
     "generate_mock_dataset",
     "get_mock_dataset_path",
     "get_mock_dataset_root",
+    "get_mock_images_dataset",
 ]

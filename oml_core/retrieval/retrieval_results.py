@@ -171,6 +171,13 @@ def _ragged(rows: Sequence[Any], dtype: torch.dtype | None, name: str) -> Ragged
         raise ValueError(f"{name}: {error}".replace("element", "query")) from None
 
 
+class RetrievalResultsError(ValueError, RuntimeError):
+    """A query's retrieved items break the results' contract: distances not sorted ascending (or NaN), or not as
+    many as its retrieved ids. A ``ValueError`` as oml's other bad inputs, and a ``RuntimeError``: OML's type in
+    the same cases ("Distances must be sorted", "Number of distances and retrieved items must match"), so that code
+    catching either works."""
+
+
 class RetrievalResults:
     """The items retrieved for every query (closest first), their distances and the ground truth.
 
@@ -193,9 +200,10 @@ class RetrievalResults:
         RetrievedIdsNotUniqueError: a query retrieves an id more than once (a ``RuntimeError``, OML's type, and a
             ``ValueError``); the message starts with OML's "Retrieved ids must be unique" and names the query
             and the id.
-        ValueError: mismatched numbers of queries, a tensor that is not 1-D, distances and ids of different
-            lengths, unsorted (or NaN) distances, or an ``n_gallery`` below a query's number of retrieved or
-            relevant items; the message names the query index.
+        RetrievalResultsError: a query's distances and ids of different lengths, or its distances unsorted (or
+            NaN): a ``ValueError`` and OML's ``RuntimeError``; the message names the query index.
+        ValueError: mismatched numbers of queries, a tensor that is not 1-D, or an ``n_gallery`` below a query's
+            number of retrieved or relevant items; the message names the query index.
     """
 
     def __init__(
@@ -243,7 +251,7 @@ class RetrievalResults:
         lengths, n_retrieved = self._distances.lengths, self._retrieved_ids.lengths
         if not torch.equal(lengths, n_retrieved):
             i = int((lengths != n_retrieved).nonzero()[0, 0])
-            raise ValueError(
+            raise RetrievalResultsError(
                 f"query {i}: {int(lengths[i])} distances for {int(n_retrieved[i])} retrieved ids"
             )
         check_unique_retrieved_ids(self._retrieved_ids)
@@ -254,14 +262,16 @@ class RetrievalResults:
             nan = torch.isnan(flat)
             if nan.any():
                 query = int(self._distances.row_ids()[nan.nonzero()[0, 0]])
-                raise ValueError(f"query {query}: distances contain NaN: {self._distances[query][:10]}")
+                raise RetrievalResultsError(
+                    f"query {query}: distances contain NaN: {self._distances[query][:10]}"
+                )
         # entry j: flat[j + 1] < flat[j] within one query
         decreasing = (flat[1:] < flat[:-1]) & (
             self._distances.row_ids()[1:] == self._distances.row_ids()[:-1]
         )
         if decreasing.any():
             query = int(self._distances.row_ids()[int(decreasing.nonzero()[0, 0])])
-            raise ValueError(
+            raise RetrievalResultsError(
                 f"query {query}: distances must be sorted ascending, got {self._distances[query][:10]}"
             )
 
@@ -543,9 +553,13 @@ class RetrievalResults:
             show: Set ``True`` to show the figure (``pyplot``) as well as return it.
 
         Raises:
+            TypeError: the dataset can neither draw its items nor gives image tensors (checked first, on its first
+                query, as OML checks the dataset's type first).
             ValueError: the dataset's number of queries differs, or a query id is out of range.
         """
         query_ids_ds, gallery_ids_ds = self._dataset_query_gallery_ids(dataset)
+        if not callable(getattr(dataset, "visualize", None)) and len(query_ids_ds):
+            _image_of(dataset, int(query_ids_ds[0]), QUERY_COLOR)  # its TypeError before the query ids' check
         return self.visualize_with_functions(
             query_ids,
             lambda i, color: _image_of(dataset, int(query_ids_ds[i]), color),
@@ -928,6 +942,7 @@ __all__ = [
     "SEQUENCE_COLUMN",
     "UNKNOWN_COLOR",
     "RetrievalResults",
+    "RetrievalResultsError",
     "TColor",
     "css_color",
     "dataset_column",

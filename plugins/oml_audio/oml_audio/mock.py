@@ -13,11 +13,13 @@ Each clip varies: frequencies by up to 3 %, the phase, the amplitude (0.3 to 0.7
 (1 % of full scale), the sample rate (16 000 or 22 050 Hz) and the channels (mono, or stereo with the channels at
 different gains, so that the datasets down-mix and resample). Its ``start_time`` is 0 to 0.25 s.
 
-Files under the root::
+Files under the root, named as OML's mock audio names them (``voices/voice0_0.wav``, the clip that OML's zoo
+example opens)::
 
-    audios/000000.wav ... audios/000047.wav
-    df.csv           label, path, split, is_query, is_gallery, category, start_time
-    manifest.json    version, seed and the md5 of every file; written last (the completion marker)
+    voices/voice<label>_<k>.wav   k = 0..5, the clips of a label (voice0_0.wav ... voice7_5.wav)
+    df.csv                        label, path, split, is_query, is_gallery, category, start_time
+    df_with_start_times.csv       the same table, under the name OML reads the start times from
+    manifest.json                 version, seed and the md5 of every file; written last (the completion marker)
 """
 
 from __future__ import annotations
@@ -34,15 +36,22 @@ from oml_core.const import (
     IS_GALLERY_COLUMN,
     IS_QUERY_COLUMN,
     LABELS_COLUMN,
+    MOCK_AUDIO_DATASET_NAME,
+    MOCK_AUDIO_DATASET_VERSION,
     MOCK_DATASET_DEFAULT_CSV,
     PATHS_COLUMN,
     SPLIT_COLUMN,
+    mock_audio_dataset_dirname,
 )
 from oml_core.datasets.generated import GeneratedDataset
 from oml_core.utils.cache import get_cache_dir
 
-MOCK_AUDIOS_NAME = "mock_audios"
-MOCK_AUDIOS_VERSION = 2
+#: The name and version of the mock audio dataset: the core's constants, next to OML's ``MOCK_AUDIO_DATASET_PATH``
+#: (the folder of seed 0, :func:`get_mock_audios_path`), which OML's zoo example reads.
+MOCK_AUDIOS_NAME = MOCK_AUDIO_DATASET_NAME
+MOCK_AUDIOS_VERSION = MOCK_AUDIO_DATASET_VERSION
+#: The tables, all of one content: OML's default name and the one OML reads the start times from.
+MOCK_AUDIOS_TABLES = (MOCK_DATASET_DEFAULT_CSV, "df_with_start_times.csv")
 MOCK_N_LABELS = 8
 MOCK_N_TRAIN_LABELS = 4
 MOCK_N_CLIPS_PER_LABEL = 6
@@ -54,7 +63,7 @@ MOCK_SAMPLE_RATES = (16_000, 22_050)
 def get_mock_audios_path(cache_dir: Path | str | None = None, seed: int = 0) -> Path:
     """``<cache>/mock_audios_v<version>_seed<seed>`` (``cache_dir``, else oml's cache folder); nothing is created."""
     cache = Path(cache_dir).expanduser() if cache_dir is not None else get_cache_dir()
-    return cache / f"{MOCK_AUDIOS_NAME}_v{MOCK_AUDIOS_VERSION}_seed{int(seed)}"
+    return cache / mock_audio_dataset_dirname(seed)
 
 
 def synthesize_clip(rng: np.random.Generator, label: int, sample_rate: int) -> np.ndarray:
@@ -83,7 +92,7 @@ def synthesize_clip(rng: np.random.Generator, label: int, sample_rate: int) -> n
 def _write(root: Path, seed: int) -> list[str]:
     """Write the clips and the table of the mock audio dataset of ``seed`` into ``root`` and return their names
     (the manifest is :data:`MOCK_AUDIOS`'s); the same seed gives byte-identical files."""
-    (root / "audios").mkdir(parents=True, exist_ok=True)
+    (root / "voices").mkdir(parents=True, exist_ok=True)
     rng = np.random.default_rng(seed)
     rows = []
     for label in range(MOCK_N_LABELS):
@@ -93,7 +102,7 @@ def _write(root: Path, seed: int) -> list[str]:
             clip = synthesize_clip(rng, label, sample_rate)
             if k % 3 == 2:  # stereo: the same clip at two gains
                 clip = np.stack([clip, clip * rng.uniform(0.5, 1.0)], axis=1)
-            path = f"audios/{len(rows):06d}.wav"
+            path = f"voices/voice{label}_{k}.wav"
             soundfile.write(root / path, clip, sample_rate, subtype="PCM_16")
             rows.append(
                 {
@@ -106,15 +115,16 @@ def _write(root: Path, seed: int) -> list[str]:
                     START_TIME_COLUMN: round(float(rng.uniform(0, 0.25)), 3),
                 }
             )
-    pd.DataFrame(rows).to_csv(root / MOCK_DATASET_DEFAULT_CSV, index=False, lineterminator="\n")
-    return [MOCK_DATASET_DEFAULT_CSV, *(row[PATHS_COLUMN] for row in rows)]
+    for table in MOCK_AUDIOS_TABLES:
+        pd.DataFrame(rows).to_csv(root / table, index=False, lineterminator="\n")
+    return [*MOCK_AUDIOS_TABLES, *(row[PATHS_COLUMN] for row in rows)]
 
 
 #: The mock audio dataset as a generated dataset (its manifest, completeness and atomic materialisation).
 MOCK_AUDIOS = GeneratedDataset(
     name=MOCK_AUDIOS_NAME,
     version=MOCK_AUDIOS_VERSION,
-    tables=(MOCK_DATASET_DEFAULT_CSV,),
+    tables=MOCK_AUDIOS_TABLES,
     write=_write,
     description="the mock audio dataset",
 )
@@ -130,8 +140,9 @@ def get_mock_audios_dataset(
     incomplete or (with ``check_md5``) differs from its manifest; nothing is downloaded.
 
     Args:
-        dataset_root: The folder of the dataset; None: :func:`get_mock_audios_path` in oml's cache.
-        df_name: The table to read (``df.csv``, the only one).
+        dataset_root: The folder of the dataset; None: OML's ``MOCK_AUDIO_DATASET_PATH``,
+            :func:`get_mock_audios_path` in oml's cache.
+        df_name: The table to read: ``df.csv`` or ``df_with_start_times.csv`` (the same content).
         check_md5: Check every file against the manifest's md5 (regenerate on a mismatch).
         global_paths: Make the ``path`` column absolute (joined to ``dataset_root``).
 
@@ -149,6 +160,7 @@ def get_mock_audios_dataset(
 __all__ = [
     "MOCK_AUDIOS",
     "MOCK_AUDIOS_NAME",
+    "MOCK_AUDIOS_TABLES",
     "MOCK_AUDIOS_VERSION",
     "MOCK_KINDS",
     "get_mock_audios_dataset",

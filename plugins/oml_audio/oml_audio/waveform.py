@@ -15,13 +15,15 @@ import torch
 from scipy.signal import resample_poly
 from torch import Tensor
 
-#: OML's audio constants (``oml.const``): file suffixes, the dataframe column of the start times, the length of
-#: a crop in seconds, the sample rate the datasets resample to, and whether they down-mix to mono.
-AUDIO_EXTENSIONS = (".mp3", ".wav", ".ogg", ".flac")
-START_TIME_COLUMN = "start_time"
-MAX_AUDIO_LEN = 3.0
-DEFAULT_SAMPLE_RATE = 16_000
-DEFAULT_CONVERT_TO_MONO = True
+# OML's audio constants (``oml.const``), kept in the core's const: file suffixes, the dataframe column of the
+# start times, the length of a crop in seconds, the sample rate the datasets resample to, whether they down-mix
+from oml_core.const import (
+    AUDIO_EXTENSIONS,
+    DEFAULT_CONVERT_TO_MONO,
+    DEFAULT_SAMPLE_RATE,
+    MAX_AUDIO_LEN,
+    START_TIME_COLUMN,
+)
 
 
 class AudioReadError(OSError):
