@@ -128,6 +128,7 @@ OML_MODULES: dict[str, OmlModule] = {
         ),
         _OML_REGISTRIES,
     ),
+    "models.utils": OmlModule(core=("oml_core.utils.state_dicts",)),
 }
 
 

@@ -65,24 +65,33 @@ class _SoftRank(torch.autograd.Function):
         return dist_grad, None
 
 
-def surrogate_precision(dist: Tensor, mask_gt: Tensor, k: int, t1: float, t2: float) -> Tensor:
-    """Per-row surrogate of Precision@k of a ``[n, B]`` distance matrix whose rows are the queries::
+def surrogate_precision(
+    distances: Tensor, mask_gt: Tensor, k: int, t1: float, t2: float, reduction: str = "mean"
+) -> Tensor:
+    """Surrogate of Precision@k of a ``[n, B]`` distance matrix whose rows are the queries, reduced over the
+    rows by ``reduction`` (OML's ``oml.functional.losses.surrogate_precision``, signature and default)::
 
-        rank[i, j] = sum_l sigmoid((dist[i, j] - dist[i, l]) / t2)                      (see :func:`soft_rank`)
+        rank[i, j] = sum_l sigmoid((distances[i, j] - distances[i, l]) / t2)           (see :func:`soft_rank`)
         precision[i] = sum_j sigmoid((k - rank[i, j]) / t1) * mask_gt[i, j] / min(sum_j mask_gt[i, j], k)
 
     Args:
-        dist: ``[n, B]`` distances.
+        distances: ``[n, B]`` distances.
         mask_gt: Boolean ``[n, B]``: which columns are relevant to each row.
         k: The ``k`` of Precision@k.
         t1: Temperature of the sigmoid of the rank (the Heaviside ``1[rank <= k]``).
         t2: Temperature of the sigmoids of the pairwise comparisons (the Heaviside ``1[d_ij > d_il]``).
+        reduction: ``mean`` (of the rows' precisions, a scalar), ``sum`` or ``none`` (``[n]``).
 
     Returns:
-        ``[n]`` values in ``[0, 1]`` for small temperatures.
+        The reduced precisions, each in ``[0, 1]`` for small temperatures.
+
+    Raises:
+        ValueError: ``reduction`` is unknown.
     """
-    in_top_k = torch.sigmoid((k - soft_rank(dist, t2)) / t1)
-    return (in_top_k * mask_gt).sum(dim=1) / mask_gt.sum(dim=1).clamp(max=k)
+    check_reduction(reduction)
+    in_top_k = torch.sigmoid((k - soft_rank(distances, t2)) / t1)
+    precision = (in_top_k * mask_gt).sum(dim=1) / mask_gt.sum(dim=1).clamp(max=k)
+    return get_reduced(precision, reduction)
 
 
 class SurrogatePrecision(nn.Module):
@@ -156,7 +165,12 @@ class SurrogatePrecision(nn.Module):
             )
         mask_gt = labels[:, None] == labels[None, :]
         precision = surrogate_precision(
-            pairwise_l2(features), mask_gt, k=self.k + 1, t1=self.temperature1, t2=self.temperature2
+            pairwise_l2(features),
+            mask_gt,
+            k=self.k + 1,
+            t1=self.temperature1,
+            t2=self.temperature2,
+            reduction="none",
         )
         return get_reduced(1 - precision, self.reduction)
 
