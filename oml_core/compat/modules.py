@@ -90,7 +90,6 @@ OML_MODULES: dict[str, OmlModule] = {
         _MODELS,
     ),
     **_same(("losses", "losses.arcface", "losses.surrogate_precision", "losses.triplet"), _LOSSES),
-    "functional.losses": _LOSSES,
     **_same(
         (
             "miners",
