@@ -3,9 +3,11 @@ tensor functions shared with the losses of oml-losses (``SurrogatePrecision`` an
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 from torch import Tensor
-from torch.autograd.function import FunctionCtx, once_differentiable
+from torch.autograd.function import once_differentiable
 
 from oml_core.utils.misc_torch import iter_chunks
 
@@ -71,8 +73,9 @@ def _sigmoids(dist: Tensor, temperature: float) -> Tensor:
 
 
 class _SoftRank(torch.autograd.Function):
+    # ``ctx`` holds the temperature besides the saved tensors: ``Any``, as torch's stubs know neither
     @staticmethod
-    def forward(ctx: FunctionCtx, dist: Tensor, temperature: float) -> Tensor:
+    def forward(ctx: Any, dist: Tensor, temperature: float) -> Tensor:
         rank = torch.empty_like(dist)
         for chunk in _rank_chunks(dist):
             torch.sum(_sigmoids(dist[chunk], temperature), dim=2, out=rank[chunk])
@@ -82,7 +85,7 @@ class _SoftRank(torch.autograd.Function):
 
     @staticmethod
     @once_differentiable
-    def backward(ctx: FunctionCtx, grad: Tensor) -> tuple[Tensor, None]:
+    def backward(ctx: Any, grad: Tensor) -> tuple[Tensor, None]:
         # d rank[i, j] / d dist[i, m] = 1[j == m] sum_l w[i, j, l] - w[i, j, m],  w = sigmoid' / temperature
         (dist,) = ctx.saved_tensors
         dist_grad = torch.empty_like(dist)

@@ -197,7 +197,7 @@ def check_if_nonempty_positive_integers(var: int | Sequence[int], name: str) -> 
                 f"{name} is expected to be non-empty and contain positive integers, but got {var}"
             )
     elif is_int(var):
-        if var <= 0:  # type: ignore[operator]
+        if var <= 0:
             raise ValueError(f"{name} is expected to be a positive integer, but got {var}")
     else:
         raise ValueError(f"Unsupported argument type. Expected int or Iterable[int], but got {type(var)}")

@@ -431,7 +431,7 @@ class OnlineCalc(ABC):
 
     def update(self, val: TOnlineValues) -> None:
         """Take one value or a batch of values into the statistic."""
-        self.calc_with_batch(val if _is_sequence(val) else [val])  # type: ignore[list-item]
+        self.calc_with_batch(val if _is_sequence(val) else [val])  # type: ignore[arg-type,list-item]
 
     def calc_with_single_value(self, val: TSingleValues) -> None:
         """Take one value (OML's name of ``update`` with a single value)."""
@@ -468,7 +468,7 @@ class SumOnline(OnlineCalc):
         self.result += float(sum(val))
 
 
-class OnlineDict(MutableMapping):  # type: ignore[type-arg]
+class OnlineDict(MutableMapping[Hashable, float]):
     """A dict of online statistics, one per key, of the type :attr:`online_calculator`: reading a key gives
     its ``result``; :meth:`update` feeds each key's statistic (a new key starts one); setting a key starts it
     anew with the value."""
