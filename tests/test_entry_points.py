@@ -50,11 +50,15 @@ def test_plugins_json_lists_the_plugins_with_what_they_provide(run_oml):
 def test_plugins_all_includes_the_core_builtins(run_oml):
     report = _report(run_oml("plugins", "--all", "--format", "json", env={"OML_LOAD_PLUGINS": None}))
     assert report["oml_core"]["provides"]["optimizer"] == [
+        "adadelta",
         "adagrad",
         "adam",
         "adamax",
         "adamw",
+        "asgd",
+        "lbfgs",
         "rmsprop",
+        "rprop",
         "sgd",
     ]
 

@@ -24,11 +24,25 @@ COMPONENTS: tuple[Component, ...] = (
     Component("optimizer", "adamax", "torch.optim:Adamax", "Adamax from torch.optim"),
     Component("optimizer", "adagrad", "torch.optim:Adagrad", "Adagrad from torch.optim"),
     Component("optimizer", "rmsprop", "torch.optim:RMSprop", "RMSprop from torch.optim"),
+    Component("optimizer", "adadelta", "torch.optim:Adadelta", "Adadelta from torch.optim"),
+    Component("optimizer", "asgd", "torch.optim:ASGD", "ASGD (averaged SGD) from torch.optim"),
+    Component(
+        "optimizer", "lbfgs", "torch.optim:LBFGS", "L-BFGS from torch.optim (its step takes a closure)"
+    ),
+    Component(
+        "optimizer", "rprop", "torch.optim:Rprop", "Rprop (resilient backpropagation) from torch.optim"
+    ),
     Component(
         "scheduler",
         "lambda",
         "oml_core.builtins.schedules:lambda_lr",
         "LambdaLR from torch.optim.lr_scheduler",
+    ),
+    Component(
+        "scheduler",
+        "multiplicative",
+        "oml_core.builtins.schedules:multiplicative_lr",
+        "MultiplicativeLR from torch.optim.lr_scheduler",
     ),
     Component("scheduler", "step", "torch.optim.lr_scheduler:StepLR", "StepLR from torch.optim.lr_scheduler"),
     Component(
@@ -187,7 +201,8 @@ def oml_register_optimizers(register: RegisterCallback) -> None:
 
 @hookimpl
 def oml_register_schedulers(register: RegisterCallback) -> None:
-    """Register torch's learning-rate schedulers (``lambda``: by a registered learning-rate function)."""
+    """Register torch's learning-rate schedulers (``lambda``, ``multiplicative``: by a registered learning-rate
+    function)."""
     register_components(register, COMPONENTS, "scheduler")
 
 

@@ -127,6 +127,8 @@ OML_MODULES: dict[str, OmlModule] = {
         ),
         _OML_REGISTRIES,
     ),
+    "transforms.images.albumentations": _TRANSFORMS,
+    "transforms.images.utils": _TRANSFORMS,
     "models.utils": OmlModule(core=("oml_core.utils.state_dicts",)),
 }
 

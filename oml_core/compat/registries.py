@@ -22,17 +22,24 @@ module (see :mod:`oml_core.compat.modules`).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, MutableMapping
-from typing import Any
+import sys
+import warnings
+from collections.abc import Callable, Iterator, Mapping, MutableMapping
+from pathlib import Path
+from typing import Any, TextIO
 
 from oml_core.markers import hookimpl
 from oml_core.registry import OML_REGISTRY_NAMES
 from oml_core.registry.errors import UnknownNameError
 from oml_core.registry.kinds import get_kind
 from oml_core.registry.registry import Registry, default_registry, to_plain
+from oml_core.registry.specs import is_spec
+from oml_core.utils.logs import get_logger
 from oml_core.zoo.store import (
     get_transforms_for_pretrained as get_transforms_for_pretrained,  # OML exports it here
 )
+
+logger = get_logger(__name__)
 
 
 class KindRegistryView(MutableMapping[str, Any]):
@@ -101,20 +108,40 @@ class KindRegistryView(MutableMapping[str, Any]):
         return f"{type(self).__name__}({self.kind!r}, names={list(self)})"
 
 
-def _builders(kind: str) -> tuple[Callable[..., Any], Callable[..., Any]]:
-    """OML's ``get_<kind>(name, **kwargs)`` and ``get_<kind>_by_cfg(cfg, **kwargs)`` for one kind."""
+def _builders(kind: str, drop_unused: bool = False) -> tuple[Callable[..., Any], Callable[..., Any]]:
+    """OML's ``get_<kind>(name, **kwargs)`` and ``get_<kind>_by_cfg(cfg, **kwargs)`` for one kind.
+
+    As OML's: a ``kwargs`` value that is a ``{name, args}`` spec (a loss's ``miner``, a siamese model's
+    ``extractor``, a re-ranker's ``pairwise_model``) is built as the component its argument takes; with
+    ``drop_unused`` (OML's samplers and losses), the other ``kwargs`` that the factory does not accept are
+    dropped (OML's ``remove_unused_kwargs``), else they raise as any unknown argument does.
+    """
+
+    def build(spec: dict[str, Any], kwargs: dict[str, Any]) -> Any:
+        args = dict(spec.get("args") or {})
+        nested = {key: value for key, value in kwargs.items() if is_spec(value)}
+        runtime = {key: value for key, value in kwargs.items() if key not in nested}
+        cfg = {"name": spec["name"], "args": {**args, **nested}}
+        if not drop_unused:
+            return default_registry().build(kind, cfg, **runtime)
+        offers = {key: (lambda value=value: value) for key, value in runtime.items()}
+        return default_registry().build(kind, cfg, offers=offers)
 
     def get(name: str, **kwargs: Any) -> Any:
-        return default_registry().build(kind, {"name": name, "args": {}}, **kwargs)
+        return build({"name": name}, kwargs)
 
     def get_by_cfg(cfg: Any, **kwargs: Any) -> Any:
-        return default_registry().build(kind, to_plain(cfg), **kwargs)
+        spec = to_plain(cfg)
+        return build(spec if isinstance(spec, dict) else {"name": spec}, kwargs)
 
+    dropped = " (those it does not take are dropped, as OML's)" if drop_unused else ""
     get.__doc__ = (
-        f"Build the {kind} ``name`` of ``default_registry()`` with ``kwargs`` as its arguments (OML's name)."
+        f"Build the {kind} ``name`` of ``default_registry()`` with ``kwargs`` as its arguments{dropped}; a "
+        f"``{{name, args}}`` argument is built as a component (OML's name)."
     )
     get_by_cfg.__doc__ = (
-        f"Build a {kind} from its ``{{name, args}}`` config; ``kwargs`` are runtime arguments (OML's name)."
+        f"Build a {kind} from its ``{{name, args}}`` config; ``kwargs`` are runtime arguments{dropped} "
+        "(OML's name)."
     )
     return get, get_by_cfg
 
@@ -132,18 +159,122 @@ POSTPROCESSORS_REGISTRY = KindRegistryView("postprocessor")
 
 get_extractor, get_extractor_by_cfg = _builders("extractor")
 get_pairwise_model, get_pairwise_model_by_cfg = _builders("pairwise_model")
-get_criterion, get_criterion_by_cfg = _builders("loss")
+get_criterion, get_criterion_by_cfg = _builders("loss", drop_unused=True)
 get_miner, get_miner_by_cfg = _builders("miner")
-get_sampler, get_sampler_by_cfg = _builders("sampler")
+get_sampler, get_sampler_by_cfg = _builders("sampler", drop_unused=True)
 get_optimizer, get_optimizer_by_cfg = _builders("optimizer")
 get_scheduler, get_scheduler_by_cfg = _builders("scheduler")
 get_transforms, get_transforms_by_cfg = _builders("transforms")
 get_logger, get_logger_by_cfg = _builders("logger")
 get_postprocessor, get_postprocessor_by_cfg = _builders("postprocessor")
 
+#: The sections of :func:`show_registry` and their kinds, in OML's order.
+SHOWN_KINDS = (
+    ("Losses", "loss"),
+    ("Miners", "miner"),
+    ("Models", "extractor"),
+    ("Optimizers", "optimizer"),
+    ("Samplers", "sampler"),
+    ("Schedulers", "scheduler"),
+    ("Augmentations", "transforms"),
+)
+
+
+def registry_listing(registry: Registry | None = None) -> str:
+    """The text of :func:`show_registry`: a section per OML kind (:data:`SHOWN_KINDS`), one
+    ``name: factory(signature)`` line per component, a blank line after each section."""
+    registry = registry if registry is not None else default_registry()
+    lines = []
+    for title, kind in SHOWN_KINDS:
+        lines.append(f"{title}: ")
+        for name in registry.names(kind):
+            described = registry.describe(kind, name)
+            factory = described["factory"].rpartition(":")[2]
+            lines.append(f"{name}: {factory}{described['signature']}")
+        lines.append("")
+    return "\n".join(lines) + "\n"
+
+
+def show_registry(registry: Registry | None = None, file: TextIO | None = None) -> None:
+    """Write the components of OML's kinds (losses, miners, models, optimizers, samplers, schedulers,
+    augmentations) to ``file`` (``None``: standard output), one ``name: factory(signature)`` line each
+    (:func:`registry_listing`): OML's ``oml.registry.show_registry``, whose job is to print; ``oml registry`` is the
+    command-line form. A component that cannot be imported (its plugin's extra is missing) is listed with the
+    reason instead of its signature.
+
+    Args:
+        registry: The registry to list (``None``: :func:`~oml_core.registry.default_registry`).
+        file: Where to write (``None``: ``sys.stdout``).
+    """
+    (file if file is not None else sys.stdout).write(registry_listing(registry))
+
+
+def raise_if_needed(extractor_cfg: Mapping[str, Any], kwargs: Mapping[str, Any], model_name: str) -> None:
+    """OML's check of a model wrapping an inner extractor (``extractor_with_mlp``, the siamese models), from its
+    inner extractor's config ``extractor_cfg`` and its own arguments ``kwargs`` (``oml.registry.models``).
+
+    Raises:
+        ValueError: both give ``weights``: one of them would be overwritten.
+
+    Warns:
+        UserWarning: the inner extractor's ``weights`` is ``None`` and the model's are given: they may overwrite
+            the inner extractor's initialisation.
+    """
+    if extractor_cfg.get("weights") and kwargs.get("weights"):
+        raise ValueError(
+            f"{model_name}: weights are given both to it ({kwargs['weights']!r}) and to its inner extractor "
+            f"({extractor_cfg['weights']!r}); give only one"
+        )
+    if "weights" in extractor_cfg and extractor_cfg["weights"] is None and kwargs.get("weights"):
+        warnings.warn(
+            f"{model_name}: its weights {kwargs['weights']!r} may overwrite the inner extractor's weights",
+            UserWarning,
+            stacklevel=2,
+        )
+
+
+def save_transforms_as_files(cfg: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """Save the albumentations transforms of a pipeline config as albumentations yaml files (OML's
+    ``oml.registry.transforms.save_transforms_as_files``, which the pipelines use to log them).
+
+    Every top-level key of ``cfg`` whose name holds ``transforms`` and whose value is a ``{name, args}`` spec is
+    built by :func:`~oml_core.registry.default_registry`; an ``albumentations.Compose`` is written with
+    ``albumentations.save`` to ``.hydra/<key>.yaml`` when the working directory has a ``.hydra`` folder, else to
+    ``<key>.yaml`` there. Other transforms (torchvision's have no serialisation) are skipped, with a log line.
+    Unlike OML's, a spec that does not build raises (OML prints a line and goes on).
+
+    Returns:
+        ``(key, path of the file)`` for each file written, in the order of ``cfg``.
+
+    Raises:
+        RegistryError, ConfigError: a transforms spec names an unknown component or has bad arguments.
+    """
+    saved = []
+    for key, spec in to_plain(cfg).items():
+        if "transforms" not in key or not is_spec(spec):
+            continue
+        transforms = default_registry().build("transforms", spec)
+        # a Compose of albumentations was built by albumentations: the library is imported then, not otherwise
+        albumentations = sys.modules.get("albumentations")
+        if albumentations is None or not isinstance(transforms, albumentations.Compose):
+            logger.info(
+                "%s: %s has no file serialisation (not albumentations); not saved", key, type(transforms)
+            )
+            continue
+        folder = Path(".hydra")
+        path = str(folder / f"{key}.yaml") if folder.is_dir() else f"{key}.yaml"
+        albumentations.save(transforms, path, data_format="yaml")
+        saved.append((key, path))
+    return saved
+
+
 __all__ = [
     *OML_REGISTRY_NAMES,
     "KindRegistryView",
+    "SHOWN_KINDS",
+    "raise_if_needed",
+    "registry_listing",
+    "save_transforms_as_files",
     "get_criterion",
     "get_criterion_by_cfg",
     "get_extractor",

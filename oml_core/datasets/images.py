@@ -69,10 +69,7 @@ from oml_core.interfaces.datasets import (
     IQueryGalleryLabeledDataset,
     IVisualizableDataset,
 )
-from oml_core.utils.images import imread_pil, to_rgb8
-
-TImage = Image.Image | np.ndarray
-TImReader = Callable[[Path | str | bytes], TImage]
+from oml_core.utils.images import TImage, TImReader, imread_pil, to_rgb8
 
 
 class _LRUCache:

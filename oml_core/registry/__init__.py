@@ -31,6 +31,7 @@ OML_REGISTRY_NAMES = (
     "SCHEDULERS_REGISTRY",
     "TRANSFORMS_REGISTRY",
     "get_transforms_for_pretrained",
+    "show_registry",
 )
 
 # OML's names (``from oml.registry import TRANSFORMS_REGISTRY``): views of ``default_registry()`` that the OML

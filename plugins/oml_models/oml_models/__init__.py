@@ -24,14 +24,23 @@ if TYPE_CHECKING:
     from oml_models.siamese import ConcatSiamese as ConcatSiamese
     from oml_models.siamese import LinearTrivialDistanceSiamese as LinearTrivialDistanceSiamese
     from oml_models.siamese import TrivialDistanceSiamese as TrivialDistanceSiamese
+    from oml_models.transforms import TTransforms as TTransforms
     from oml_models.transforms import get_augs_hypvit as get_augs_hypvit
     from oml_models.transforms import get_augs_torch as get_augs_torch
+    from oml_models.transforms import get_im_reader_for_transforms as get_im_reader_for_transforms
     from oml_models.transforms import get_normalisation_resize_hypvit as get_normalisation_resize_hypvit
     from oml_models.transforms import get_normalisation_resize_pad as get_normalisation_resize_pad
     from oml_models.transforms import get_normalisation_resize_pad_clip as get_normalisation_resize_pad_clip
     from oml_models.transforms import get_normalisation_resize_torch as get_normalisation_resize_torch
     from oml_models.transforms import get_normalisation_torch as get_normalisation_torch
     from oml_models.transforms import get_transforms_for_pretrained as get_transforms_for_pretrained
+    from oml_models.transforms import get_unicom_transforms as get_unicom_transforms
+    from oml_models.transforms_albu import AlbuCompose as AlbuCompose
+    from oml_models.transforms_albu import get_normalisation_albu as get_normalisation_albu
+    from oml_models.transforms_albu import get_normalisation_resize_albu as get_normalisation_resize_albu
+    from oml_models.transforms_albu import (
+        get_normalisation_resize_albu_clip as get_normalisation_resize_albu_clip,
+    )
     from oml_models.unicom import ViTUnicomExtractor as ViTUnicomExtractor
     from oml_models.vit import ViTExtractor as ViTExtractor
 

@@ -1,7 +1,8 @@
-"""The optional dependencies of this plugin: timm (``pip install "oml-models[vit]"``) and open_clip
-(``pip install "oml-models[clip]"``); ``oml-models[all]`` installs both.
+"""The optional dependencies of this plugin: timm (``pip install "oml-models[vit]"``), open_clip
+(``pip install "oml-models[clip]"``), albumentations for OML's ``*_albu`` transforms (``"oml-models[albu]"``) and
+OpenCV for OML's ``imread_cv2`` (``"oml-models[cv2]"``); ``oml-models[all]`` installs timm and open_clip.
 
-The ResNet extractor, the pairwise models, the transforms and the zoo need neither. The modules of the
+The ResNet extractor, the pairwise models, the torchvision transforms and the zoo need none of them. The modules of the
 extractors that do import their library through :func:`requires_extra`, so a missing one fails with one line
 that names the extra to install instead of a bare ``No module named 'timm'``.
 """
@@ -15,6 +16,8 @@ from contextlib import contextmanager
 EXTRAS: dict[str, tuple[str, str]] = {
     "timm": ("timm", "vit"),
     "open_clip": ("open_clip_torch", "clip"),
+    "albumentations": ("albumentations", "albu"),
+    "cv2": ("opencv-python-headless", "cv2"),
 }
 
 

@@ -108,15 +108,39 @@ COMPONENTS: tuple[Component, ...] = (
     ),
     Component(
         "transforms",
-        "norm_resize_albu",
+        "norm_resize_pad",
         "oml_models.transforms:get_normalisation_resize_pad",
-        "longer side resize + white padding to a square + Normalize (OML's albumentations one, on torchvision)",
+        "longer side resize + white padding to a square + Normalize (norm_resize_albu on torchvision)",
+    ),
+    Component(
+        "transforms",
+        "norm_resize_pad_clip",
+        "oml_models.transforms:get_normalisation_resize_pad_clip",
+        "norm_resize_pad with CLIP's mean and std",
+    ),
+    Component(
+        "transforms",
+        "unicom_transforms",
+        "oml_models.transforms:get_unicom_transforms",
+        "the Unicom checkpoints' preprocessing: shorter side resize + centre crop + CLIP's Normalize",
+    ),
+    Component(
+        "transforms",
+        "norm_albu",
+        "oml_models.transforms_albu:get_normalisation_albu",
+        "albumentations Normalize + ToTensorV2 (OML's; needs oml-models[albu])",
+    ),
+    Component(
+        "transforms",
+        "norm_resize_albu",
+        "oml_models.transforms_albu:get_normalisation_resize_albu",
+        "longer side resize + white padding to a square + Normalize (albumentations, OML's; needs oml-models[albu])",
     ),
     Component(
         "transforms",
         "norm_resize_albu_clip",
-        "oml_models.transforms:get_normalisation_resize_pad_clip",
-        "norm_resize_albu with CLIP's mean and std",
+        "oml_models.transforms_albu:get_normalisation_resize_albu_clip",
+        "norm_resize_albu with CLIP's mean and std (needs oml-models[albu])",
     ),
     *_CHECKPOINTS,
 )
@@ -126,7 +150,10 @@ EXTRA_EXPORTS: MappingProxyType[str, str] = MappingProxyType(
     {
         "CheckpointError": "oml_core.utils.checkpoints",
         "GEM": "oml_models.pooling",
+        "AlbuCompose": "oml_models.transforms_albu",
         "get_transforms_for_pretrained": "oml_models.transforms",
+        "get_im_reader_for_transforms": "oml_models.transforms",
+        "TTransforms": "oml_models.transforms",
     }
 )
 

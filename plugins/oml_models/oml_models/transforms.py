@@ -10,15 +10,35 @@ torch's global generator, so ``torch.manual_seed`` makes them reproducible.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import torchvision.transforms as t
 from PIL import Image
 from torchvision.transforms import InterpolationMode
 
 from oml_core.builtins.transforms import IMAGENET_MEAN, IMAGENET_STD
+from oml_core.utils.images import TImReader, imread_cv2, imread_pil
 from oml_core.zoo import get_transforms_for_pretrained
 from oml_models.normalisation import CLIP_MEAN, CLIP_STD, PAD_COLOR
+
+#: Image transforms: a callable from an image to the model's input (OML's ``TTransforms``: a torchvision or an
+#: albumentations ``Compose``).
+TTransforms = Callable[[Any], Any]
+
+
+def get_im_reader_for_transforms(transforms: TTransforms | None) -> TImReader:
+    """The image reader that goes with ``transforms`` (OML's ``oml.transforms.images.utils``): OpenCV's
+    :func:`~oml_core.utils.images.imread_cv2` for an albumentations ``Compose`` (as OML pairs them; it needs
+    ``oml-models[cv2]``), else :func:`~oml_core.utils.images.imread_pil`. OML gives ``imread_cv2`` for anything
+    but a torchvision ``Compose``; here other transforms (and ``None``) get the datasets' default reader."""
+    albumentations = sys.modules.get(
+        "albumentations"
+    )  # an albumentations Compose exists only once it is imported
+    if albumentations is not None and isinstance(transforms, albumentations.BaseCompose):
+        return imread_cv2
+    return imread_pil
 
 
 def _check_size(name: str, value: int) -> None:
@@ -176,18 +196,32 @@ def get_normalisation_resize_pad_clip(im_size: int) -> t.Compose:
     return get_normalisation_resize_pad(im_size, mean=CLIP_MEAN, std=CLIP_STD)
 
 
+def get_unicom_transforms(im_size: int = 224) -> t.Compose:
+    """The preprocessing of the Unicom checkpoints (deepglint's ``transform``, registered as
+    ``unicom_transforms``): :func:`get_normalisation_resize_hypvit` with ``crop_size = im_size`` and CLIP's mean
+    and std.
+
+    Raises:
+        ValueError: ``im_size`` is not a positive int.
+    """
+    return get_normalisation_resize_hypvit(im_size, crop_size=im_size, mean=CLIP_MEAN, std=CLIP_STD)
+
+
 __all__ = [
     "CLIP_MEAN",
     "CLIP_STD",
     "LongestMaxSize",
     "PAD_COLOR",
     "PadToSquare",
+    "TTransforms",
     "get_normalisation_resize_pad",
     "get_normalisation_resize_pad_clip",
     "get_augs_hypvit",
     "get_augs_torch",
+    "get_im_reader_for_transforms",
     "get_normalisation_resize_hypvit",
     "get_normalisation_resize_torch",
     "get_normalisation_torch",
     "get_transforms_for_pretrained",
+    "get_unicom_transforms",
 ]

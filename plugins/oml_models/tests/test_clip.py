@@ -237,7 +237,7 @@ def test_zoo_rows() -> None:
         assert row.load_converter() is clip_to_extractor
         with torch.device("meta"):
             assert ViTCLIPExtractor(None, **row.init_args).feat_dim == TOWERS[arch][4]
-        assert row.transforms == {"name": "norm_resize_albu_clip", "args": {"im_size": TOWERS[arch][3]}}
+        assert row.transforms == {"name": "norm_resize_pad_clip", "args": {"im_size": TOWERS[arch][3]}}
 
 
 @pytest.mark.parametrize("key", ["openai_vitb32_224", "openai_vitl14_336"])

@@ -1,6 +1,7 @@
-"""timm and open_clip are extras of oml-models (``[vit]``, ``[clip]``, ``[all]``): without them the plugin
-loads and the ResNet extractor builds and embeds, while an extractor that needs one fails in one line naming
-the extra to install. Run for real in a subprocess whose interpreter cannot import timm nor open_clip."""
+"""timm, open_clip, albumentations and OpenCV are extras of oml-models (``[vit]``, ``[clip]``, ``[all]``,
+``[albu]``, ``[cv2]``): without them the plugin loads and the ResNet extractor builds and embeds, while an
+extractor, a transform or the reader that needs one fails in one line naming the extra to install. Run for real
+in a subprocess whose interpreter cannot import timm, open_clip, albumentations nor cv2."""
 
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ SCRIPT = textwrap.dedent(
     """
     import json, sys
 
-    BLOCKED = {"timm", "open_clip"}
+    BLOCKED = {"timm", "open_clip", "albumentations", "cv2"}
 
     class NotInstalled:
         def find_spec(self, name, path=None, target=None):
@@ -66,11 +67,26 @@ SCRIPT = textwrap.dedent(
         except Exception as e:
             report, status = error_report(e, ["train"])
             outcome["failures"][name] = [type(e).__name__, str(e), report, status]
+    for name, args in {"norm_albu": {}, "norm_resize_albu": {"im_size": 8}}.items():
+        try:
+            build_component(registry, "transforms", {"name": name, "args": args}, "transforms_train", "train")
+        except Exception as e:
+            report, status = error_report(e, ["train"])
+            outcome["failures"][name] = [type(e).__name__, str(e), report, status]
+    outcome["norm_resize_pad"] = type(
+        build_component(registry, "transforms", {"name": "norm_resize_pad", "args": {"im_size": 8}},
+                        "transforms_train", "train")
+    ).__name__
     try:
         oml_models.ViTExtractor
     except ModuleNotFoundError as e:
         outcome["import"] = [type(e).__name__, str(e)]
-    outcome["imported"] = sorted(m for m in ("timm", "open_clip") if m in sys.modules)
+    from oml_core.utils.images import imread_cv2
+    try:
+        imread_cv2(b"not read")
+    except ModuleNotFoundError as e:
+        outcome["imread_cv2"] = [type(e).__name__, str(e)]
+    outcome["imported"] = sorted(m for m in ("timm", "open_clip", "albumentations", "cv2") if m in sys.modules)
     print(json.dumps(outcome))
     """
 )
@@ -122,6 +138,25 @@ def test_an_extractor_of_a_missing_extra_fails_in_one_line_naming_it(
         assert message.startswith(f"extractor {name!r} of plugin oml_models")
 
 
+@pytest.mark.parametrize("name", ["norm_albu", "norm_resize_albu"])
+def test_an_albumentations_transform_without_albumentations_fails_in_one_line_naming_the_extra(
+    outcome: dict, name: str
+) -> None:
+    error_type, message, report, status = outcome["failures"][name]
+    expected = "OML's albumentations transforms (norm_albu, norm_resize_albu, ...) needs albumentations: "
+    assert expected + 'pip install "oml-models[albu]"' in message and "\n" not in message
+    assert error_type == "PluginLoadError" and message.startswith(f"transforms {name!r} of plugin oml_models")
+    assert report.startswith("error: ") and "\n" not in report and status == 2
+    assert outcome["norm_resize_pad"] == "Compose"  # its torchvision counterpart needs no albumentations
+
+
+def test_imread_cv2_without_opencv_names_the_extra(outcome: dict) -> None:
+    assert outcome["imread_cv2"] == [
+        "ModuleNotFoundError",
+        'imread_cv2 needs OpenCV (opencv-python-headless): pip install "oml-models[cv2]"',
+    ]
+
+
 def test_importing_an_extractor_of_a_missing_extra_names_it(outcome: dict) -> None:
     assert outcome["import"] == [
         "MissingExtraError",
@@ -137,7 +172,7 @@ def test_the_extras_are_declared_with_bounds() -> None:
         extra: {Requirement(r).name: Requirement(r) for r in reqs}
         for extra, reqs in project["optional-dependencies"].items()
     }
-    assert set(extras) == {"vit", "clip", "all"}
+    assert set(extras) == {"vit", "clip", "all", "albu", "cv2"}
     assert set(extras["all"]) == {"oml-models"} and Requirement(
         project["optional-dependencies"]["all"][0]
     ).extras == {
@@ -147,6 +182,8 @@ def test_the_extras_are_declared_with_bounds() -> None:
     for extra, name, installed, next_major in [
         ("vit", "timm", "1.0.31", "2"),
         ("clip", "open_clip_torch", "3.3.0", "4"),
+        ("albu", "albumentations", "2.0.8", "3"),
+        ("cv2", "opencv-python-headless", "5.0.0", "6"),
     ]:
         specifier = extras[extra][name].specifier
         assert Version(installed) in specifier and Version(next_major) not in specifier

@@ -21,11 +21,15 @@ PAIRWISE_MODELS = ["concat_siamese", "linear_siamese", "trivial_distance_siamese
 TRANSFORMS = [
     "augs_hypvit_torch",
     "augs_torch",
+    "norm_albu",
     "norm_resize_albu",
     "norm_resize_albu_clip",
     "norm_resize_hypvit_torch",
+    "norm_resize_pad",
+    "norm_resize_pad_clip",
     "norm_resize_torch",
     "norm_torch",
+    "unicom_transforms",
 ]
 #: The inputs the default configs' models take: CLIP and Unicom need their exact image size.
 INPUT_SIZE = {"vit_clip": 224, "vit_unicom": 224}

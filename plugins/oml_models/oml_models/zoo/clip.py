@@ -24,9 +24,10 @@ _SBER_URL = "https://huggingface.co/sberbank-ai/{repo}/resolve/main/pytorch_mode
 
 
 def clip_transforms(im_size: int) -> dict[str, object]:
-    """The ``{name, args}`` of the CLIP checkpoints' preprocessing (OML's ``norm_resize_albu_clip``): the
-    longer side resized to ``im_size``, white padding to a square, CLIP's mean and std."""
-    return {"name": "norm_resize_albu_clip", "args": {"im_size": im_size}}
+    """The ``{name, args}`` of the CLIP checkpoints' preprocessing (``norm_resize_pad_clip``, OML's
+    ``norm_resize_albu_clip`` on torchvision): the longer side resized to ``im_size``, white padding to a square,
+    CLIP's mean and std."""
+    return {"name": "norm_resize_pad_clip", "args": {"im_size": im_size}}
 
 
 def unicom_transforms(im_size: int) -> dict[str, object]:

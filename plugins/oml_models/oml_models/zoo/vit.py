@@ -22,10 +22,10 @@ _OML_URL = "https://oml.daloroserver.com/download/checkpoints"
 _CONVERTERS = "oml_models.converters.vit"
 
 
-#: OML's transforms of these checkpoints, by name.
+#: OML's transforms of these checkpoints, by name (``norm_resize_pad``: OML's ``norm_resize_albu`` on torchvision).
 RESIZE = {"name": "norm_resize_torch", "args": {"im_size": 224}}
 RESIZE_CROP = {"name": "norm_resize_hypvit_torch", "args": {"im_size": 224, "crop_size": 224}}
-RESIZE_PAD = {"name": "norm_resize_albu", "args": {"im_size": 224}}
+RESIZE_PAD = {"name": "norm_resize_pad", "args": {"im_size": 224}}
 
 
 def _row(

@@ -63,10 +63,15 @@ from __future__ import annotations
 import io
 import os
 import re
+import types
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
-from PIL import Image, UnidentifiedImageError
+import torch
+from PIL import Image, ImageDraw, UnidentifiedImageError
+
+from oml_core.const import PAD_COLOR, TBBox, TColor
 
 #: Linear sRGB from CIE XYZ relative to D50 (the sRGB primaries and D65 white, Bradford-adapted to D50; Bruce
 #: Lindbloom's matrix, as in the ICC sRGB profile).
@@ -144,13 +149,7 @@ def imread_pil(path_or_bytes: Path | str | bytes) -> Image.Image:
     if not isinstance(path_or_bytes, (str, Path)):
         raise TypeError(f"imread_pil expects a path (str, Path) or bytes, got {type(path_or_bytes).__name__}")
 
-    path = os.fspath(path_or_bytes)  # a str: os.path and PIL take it faster than a Path (per image read)
-    if not os.path.isfile(path):  # one look on the way of every image; the others only to say what is wrong
-        if not os.path.exists(path):
-            raise FileNotFoundError(f"image file not found: '{path}'")
-        if os.path.isdir(path):
-            raise IsADirectoryError(f"'{path}' is a directory, not an image file")
-        raise OSError(f"not an image file (it is a special file): '{path}'")
+    path = _check_image_file(path_or_bytes)
     try:
         # one read: PIL parses a small image from memory faster than from a file it reads piece by piece
         with open(path, "rb") as file:
@@ -165,6 +164,24 @@ def imread_pil(path_or_bytes: Path | str | bytes) -> Image.Image:
 
 #: OML's name of the reader (``oml.utils.images.images.imread_pillow``).
 imread_pillow = imread_pil
+
+
+def _check_image_file(path_or_str: Path | str) -> str:
+    """``path_or_str`` as a ``str`` (os.path and the decoders take it faster than a ``Path``), checked to be a
+    regular file.
+
+    Raises:
+        FileNotFoundError, IsADirectoryError, OSError: it does not exist, is a directory, is a special file
+            (the message names it).
+    """
+    path = os.fspath(path_or_str)
+    if not os.path.isfile(path):  # one look on the way of every image; the others only to say what is wrong
+        if not os.path.exists(path):
+            raise FileNotFoundError(f"image file not found: '{path}'")
+        if os.path.isdir(path):
+            raise IsADirectoryError(f"'{path}' is a directory, not an image file")
+        raise OSError(f"not an image file (it is a special file): '{path}'")
+    return path
 
 
 def to_rgb8(image: Image.Image, source: str | None = None) -> Image.Image:
@@ -298,6 +315,129 @@ def _rgb_image(pixels: np.ndarray) -> Image.Image:
     return Image.fromarray(np.ascontiguousarray(pixels))
 
 
+#: An image as the readers return it: a PIL image (:func:`imread_pil`) or an ``HxWx3`` uint8 array
+#: (:func:`imread_cv2`) (OML's ``TImage``).
+TImage = Image.Image | np.ndarray
+#: A function reading an image from a path or from its encoded bytes (OML's ``TImReader``).
+TImReader = Callable[[Path | str | bytes], TImage]
+
+#: What installs OpenCV for :func:`imread_cv2` (an optional extra of oml-models).
+CV2_EXTRA = "oml-models[cv2]"
+
+
+def _opencv() -> types.ModuleType:
+    """The ``cv2`` module (OpenCV is optional: only :func:`imread_cv2` needs it).
+
+    Raises:
+        ModuleNotFoundError: OpenCV is not installed; the message names the extra that installs it.
+    """
+    try:
+        import cv2  # an optional dependency, imported when a function that needs it is called
+    except ModuleNotFoundError as e:
+        raise ModuleNotFoundError(
+            f'imread_cv2 needs OpenCV (opencv-python-headless): pip install "{CV2_EXTRA}"', name="cv2"
+        ) from e
+    return cv2
+
+
+def imread_cv2(im_src: Path | str | bytes) -> np.ndarray:
+    """Read an image with OpenCV into an ``HxWx3`` uint8 RGB array (OML's reader for albumentations'
+    transforms; needs ``pip install "oml-models[cv2]"``).
+
+    The file is decoded as it is stored (``cv2.IMREAD_UNCHANGED``: no EXIF rotation, as :func:`imread_pil`),
+    then: BGR becomes RGB; a grey image is put on the three channels; alpha is dropped (as OML's, and as
+    :func:`imread_pil` does); 16-bit samples keep their high byte (``v >> 8``, the rule of :func:`to_rgb8`).
+    So an 8-bit image reads the same as with :func:`imread_pil` (``np.asarray(imread_pil(x))``), up to the JPEG
+    decoder. OML's returns 16-bit arrays as they are and fails on grey images; here every image becomes 8-bit
+    RGB, so that the transforms and the datasets see one kind of pixels.
+
+    Args:
+        im_src: A path to an image file, or the encoded bytes of an image.
+
+    Returns:
+        The pixels, ``HxWx3``, uint8, RGB.
+
+    Raises:
+        ModuleNotFoundError: OpenCV is not installed (the message names the extra).
+        FileNotFoundError, IsADirectoryError: The path does not exist, or is a directory.
+        OSError: OpenCV cannot decode the file or the bytes (the message names the file).
+        ImageConversionError: OpenCV decodes pixels of another type than 8 or 16 bits (float images).
+        TypeError: The argument is neither a path nor bytes.
+    """
+    cv2 = _opencv()
+    if isinstance(im_src, (bytes, bytearray, memoryview)):
+        encoded = np.frombuffer(bytes(im_src), dtype=np.uint8)
+        source = f"<{encoded.size} bytes>"
+        failure = f"cannot decode an image from {encoded.size} bytes"
+    elif isinstance(im_src, (str, Path)):
+        path = _check_image_file(im_src)
+        encoded = np.fromfile(path, dtype=np.uint8)  # a path of any characters, which cv2.imread may not open
+        source, failure = f"'{path}'", f"cannot read the image file '{path}'"
+    else:
+        raise TypeError(f"imread_cv2 expects a path (str, Path) or bytes, got {type(im_src).__name__}")
+    pixels = cv2.imdecode(encoded, cv2.IMREAD_UNCHANGED) if encoded.size else None
+    if pixels is None:
+        raise OSError(f"{failure}: OpenCV cannot decode it")
+    return _opencv_to_rgb8(cv2, pixels, source)
+
+
+def _opencv_to_rgb8(cv2: types.ModuleType, pixels: np.ndarray, source: str) -> np.ndarray:
+    """OpenCV's decoded ``pixels`` (BGR, BGRA or grey; 8 or 16 bits) as ``HxWx3`` uint8 RGB."""
+    if pixels.dtype == np.uint16:
+        pixels = (pixels >> 8).astype(np.uint8)
+    elif pixels.dtype != np.uint8:
+        raise ImageConversionError(
+            f"cannot convert the image {source} to 8-bit RGB: OpenCV decodes it as {pixels.dtype} pixels; "
+            f"imread_cv2 reads 8- and 16-bit images (imread_pil reads float ones in [0, 1])"
+        )
+    channels = 1 if pixels.ndim == 2 else pixels.shape[2]
+    conversions = {1: cv2.COLOR_GRAY2RGB, 3: cv2.COLOR_BGR2RGB, 4: cv2.COLOR_BGRA2RGB}
+    if channels not in conversions:
+        raise ImageConversionError(
+            f"cannot convert the image {source} to 8-bit RGB: it has {channels} channels (1, 3 or 4 expected)"
+        )
+    return cv2.cvtColor(pixels, conversions[channels])
+
+
+def tensor_to_numpy_image(img: torch.Tensor) -> np.ndarray:
+    """A ``CxHxW`` tensor (e.g. a normalised model input) as an ``HxWxC`` uint8 image for drawing, stretched to
+    the full range: ``floor(255 (v - min) / (max - min))`` over the whole tensor (OML's name and rule); a
+    constant tensor gives zeros (OML's divides by zero there).
+    """
+    array = img.detach().cpu().permute(1, 2, 0).numpy().astype(np.float64)
+    array = array - array.min()
+    top = array.max()
+    if top > 0:
+        array = array / top * 255.0
+    return array.astype(np.uint8)
+
+
+def square_pad(img: np.ndarray) -> np.ndarray:
+    """``img`` (``HxW`` or ``HxWx3``) in the centre of a square of side ``max(H, W)`` filled with
+    :data:`~oml_core.const.PAD_COLOR` (white); the odd pixel of a margin goes to the bottom or the right
+    (OML's name and layout, albumentations' ``pad``)."""
+    height, width = img.shape[:2]
+    side = max(height, width)
+    fill = PAD_COLOR if img.ndim == 3 else PAD_COLOR[0]
+    canvas = np.empty((side, side, *img.shape[2:]), dtype=img.dtype)
+    canvas[...] = fill
+    top, left = (side - height) // 2, (side - width) // 2
+    canvas[top : top + height, left : left + width] = img
+    return canvas
+
+
+def draw_bbox(im: np.ndarray, bbox: TBBox | None, color: TColor) -> np.ndarray:
+    """A copy of the ``HxWx3`` uint8 image ``im`` with the box ``bbox`` (``x1, y1, x2, y2``; ``None``: the whole
+    image) outlined in ``color``, ``max(3, int(0.05 (H + W) / 2))`` pixels thick, drawn inside the box (OML's
+    name and thickness; OML's OpenCV line straddles the box's edge)."""
+    image = Image.fromarray(np.ascontiguousarray(im))
+    height, width = im.shape[:2]
+    x1, y1, x2, y2 = (0, 0, width, height) if bbox is None else (int(v) for v in bbox)
+    thickness = max(3, int(0.05 * (height + width) / 2))
+    ImageDraw.Draw(image).rectangle((x1, y1, x2, y2), outline=tuple(int(c) for c in color), width=thickness)
+    return np.asarray(image).copy()
+
+
 #: Suffixes (any case) of the files taken as images from a folder (OML's image extensions).
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png")
 
@@ -309,13 +449,20 @@ def find_images(folder: Path) -> list[Path]:
 
 
 __all__ = [
+    "CV2_EXTRA",
     "D50_WHITE",
     "IMAGE_SUFFIXES",
     "SUPPORTED_MODES",
     "XYZ_D50_TO_LINEAR_SRGB",
     "ImageConversionError",
+    "TImReader",
+    "TImage",
+    "draw_bbox",
     "find_images",
+    "imread_cv2",
     "imread_pil",
     "imread_pillow",
+    "square_pad",
+    "tensor_to_numpy_image",
     "to_rgb8",
 ]
