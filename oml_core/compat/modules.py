@@ -90,7 +90,6 @@ OML_MODULES: dict[str, OmlModule] = {
         _MODELS,
     ),
     **_same(("losses", "losses.arcface", "losses.surrogate_precision", "losses.triplet"), _LOSSES),
-    "functional.losses": _LOSSES,
     **_same(
         (
             "miners",
@@ -131,6 +130,7 @@ OML_MODULES: dict[str, OmlModule] = {
     "transforms.images.albumentations": _TRANSFORMS,
     "transforms.images.utils": _TRANSFORMS,
     **_same(("datasets.audios", "datasets.texts"), OmlModule(kinds=("dataset",))),
+    "models.utils": OmlModule(core=("oml_core.utils.state_dicts",)),
 }
 
 

@@ -6,8 +6,13 @@ from abc import ABC, abstractmethod
 from collections.abc import Collection
 from typing import TYPE_CHECKING, Any
 
+from torch import LongTensor
+
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
+
+#: Dataset indices of a batch (OML's type alias of ``oml.interfaces.metrics``).
+TIndices = LongTensor | list[int]
 
 
 class IBasicMetric(ABC):

@@ -7,6 +7,25 @@ from abc import ABC, abstractmethod
 import torch
 from torch import Tensor
 
+#: OML's type aliases of ``oml.interfaces.miners``: a batch of triplets (anchors, positives, negatives), the
+#: batch indices of triplets, and a batch's labels.
+TTriplets = tuple[Tensor, Tensor, Tensor]
+TTripletsIds = tuple[list[int], list[int], list[int]]
+TLabels = list[int] | Tensor
+
+
+def labels2list(labels: TLabels) -> list[int]:
+    """A batch's labels as a new python list (OML's ``labels2list``): a tensor of any shape is flattened.
+
+    Raises:
+        TypeError: ``labels`` is neither a list nor a tensor.
+    """
+    if isinstance(labels, Tensor):
+        return labels.reshape(-1).tolist()
+    if isinstance(labels, list):
+        return list(labels)
+    raise TypeError(f"labels must be a list or a tensor, got {type(labels).__name__}")
+
 
 class ITripletsMiner(ABC):
     """An abstraction of triplet miner."""

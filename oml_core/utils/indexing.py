@@ -1,20 +1,24 @@
-"""Row-wise gather and scatter on 2-D tensors (OML's ``take_2d`` / ``assign_2d``)."""
+"""Row-wise gather and scatter on 2-D tensors (OML's ``take_2d`` / ``assign_2d``, also importable from
+:mod:`oml_core.utils.misc_torch` as in OML). A bad shape or index is an
+:class:`~oml_core.utils.errors.OmlValueError` (a ``ValueError``, and an ``AssertionError`` as OML's asserts)."""
 
 from __future__ import annotations
 
 from torch import Tensor
 
+from oml_core.utils.errors import OmlValueError
+
 
 def _check_2d(x: Tensor, indices: Tensor) -> None:
     if x.ndim != 2 or indices.ndim != 2 or x.shape[0] != indices.shape[0]:
-        raise ValueError(
+        raise OmlValueError(
             f"expected x [N, M] and indices [N, P] with the same N, got {tuple(x.shape)} and "
             f"{tuple(indices.shape)}"
         )
     if indices.dtype.is_floating_point or indices.dtype.is_complex:
-        raise ValueError(f"indices must hold integers, got {indices.dtype}")
+        raise OmlValueError(f"indices must hold integers, got {indices.dtype}")
     if indices.numel() and (int(indices.min()) < -x.shape[1] or int(indices.max()) >= x.shape[1]):
-        raise ValueError(f"indices must be within [0, {x.shape[1] - 1}] (the columns of x)")
+        raise OmlValueError(f"indices must be within [0, {x.shape[1] - 1}] (the columns of x)")
 
 
 def take_2d(x: Tensor, indices: Tensor) -> Tensor:
@@ -56,7 +60,7 @@ def assign_2d(x: Tensor, indices: Tensor, new_values: Tensor) -> Tensor:
     """
     _check_2d(x, indices)
     if new_values.shape != indices.shape:
-        raise ValueError(
+        raise OmlValueError(
             f"new_values must have the shape of indices {tuple(indices.shape)}, got {tuple(new_values.shape)}"
         )
     return x.scatter_(1, indices.long().remainder(max(x.shape[1], 1)), new_values.to(x.dtype))

@@ -6,19 +6,30 @@ The Euclidean distance is computed in one place, :func:`l2_dist_mm` (one matrix 
 (:func:`pairwise_l2`, exported by oml-losses) all go through it. :func:`elementwise_dist` is the distance of paired rows
 (``[n]``, not a matrix).
 
+OML's other names of ``oml.utils.misc_torch`` are here too, under OML's names and signatures: ``take_2d`` /
+``assign_2d`` (from :mod:`oml_core.utils.indexing`), :func:`normalise`, :func:`is_sorted_tensor`,
+:func:`cat_two_sorted_tensors_and_keep_it_sorted`, :func:`unique_by_ids`, :func:`get_device`,
+:func:`temporary_setting_model_mode` and the online statistics (:class:`AvgOnline`, :class:`OnlineAvgDict`, ...).
+
 ``PCA`` is importable from here too, as in OML (``from oml_core.utils.misc_torch import PCA``); it lives in
 :mod:`oml_core.utils.pca`, which imports this module, so it is exported lazily.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
-from typing import Protocol
+from abc import ABC, abstractmethod
+from collections.abc import Hashable, Iterable, Iterator, Mapping, MutableMapping, Sequence
+from contextlib import contextmanager
+from typing import Any, Protocol
 
+import numpy as np
 import torch
 from torch import Tensor
 from torch.autograd.function import FunctionCtx, once_differentiable
 
+from oml_core.utils.errors import OmlValueError
+from oml_core.utils.indexing import assign_2d as assign_2d
+from oml_core.utils.indexing import take_2d as take_2d
 from oml_core.utils.lazy import lazy_exports
 from oml_core.utils.precision import full_precision, to_full_precision
 
@@ -281,3 +292,232 @@ def first_non_finite(tensors: Iterable[tuple[str, object]]) -> str | None:
         if not torch.isfinite(values.sum()) and not torch.isfinite(values).all():
             return name
     return None
+
+
+def normalise(x: Tensor, p: int = 2) -> Tensor:
+    """The rows of ``x`` ``[n, d]`` divided by their ``p``-norms, as OML's ``normalise``: the norms are
+    detached, so the gradient flows through the numerator only (``torch.nn.functional.normalize`` also
+    differentiates the norm). A zero row stays zero (its norm is clamped to :data:`NORM_EPS`; OML's gives NaN).
+
+    Raises:
+        OmlValueError: ``x`` is not two-dimensional.
+    """
+    if x.ndim != 2:
+        raise OmlValueError(f"x must be [n, d], got the shape {tuple(x.shape)}")
+    norms = torch.linalg.vector_norm(x, ord=p, dim=1).detach().clamp(min=NORM_EPS)
+    return x / norms[:, None]
+
+
+def get_device(model: torch.nn.Module) -> str:
+    """The device of the first parameter of ``model``, as a string (``"cpu"``, ``"cuda:0"``).
+
+    Raises:
+        StopIteration: ``model`` has no parameters.
+    """
+    return str(next(model.parameters()).device)
+
+
+def is_sorted_tensor(x: Tensor) -> bool:
+    """Whether the 1-D ``x`` is sorted ascending, where two neighbours closer than ``10 * eps`` of its dtype
+    count as equal (so ``[0, 3e-50, 2e-50]`` in float32 is sorted: rounding cannot order them). Integer tensors
+    are compared exactly.
+
+    Raises:
+        OmlValueError: ``x`` is not one-dimensional.
+    """
+    if x.ndim != 1:
+        raise OmlValueError(f"x must be one-dimensional, got the shape {tuple(x.shape)}")
+    diffs = x[1:] - x[:-1]
+    if x.dtype.is_floating_point:
+        diffs[diffs.abs() < 10 * torch.finfo(x.dtype).eps] = 0
+    return bool((diffs >= 0).all())
+
+
+def cat_two_sorted_tensors_and_keep_it_sorted(x1: Tensor, x2: Tensor, eps: float = 1e-6) -> Tensor:
+    """Concatenate the row-wise sorted ``x1`` ``[N, M]`` and ``x2`` ``[N, P]`` into ``[N, M + P]`` rows that stay
+    sorted: where a row's last ``x1`` value ``a`` is above its first ``x2`` value ``b``, its ``x1`` part is
+    brought below ``b`` (OML's rule for re-scored distances, followed by oml's postprocessors)::
+
+        x1 * (b / a) - eps         when b > 0 (a scale that keeps the part's order, OML's rule)
+        x1 - (a - b) - eps         when b <= 0 (a shift: a scale by b / a <= 0 would reverse or flatten it)
+
+    then clipped to ``<= b``. The inputs are not modified (OML's function scales ``x1`` in place). An empty
+    input gives the other one as it is.
+
+    Raises:
+        OmlValueError: ``eps`` is negative, or the two have different numbers of rows.
+    """
+    if eps < 0:
+        raise OmlValueError(f"eps must be >= 0, got {eps}")
+    if not x1.numel():
+        return x2
+    if not x2.numel():
+        return x1
+    if x1.shape[0] != x2.shape[0]:
+        raise OmlValueError(
+            f"x1 and x2 must have the same number of rows, got {x1.shape[0]} and {x2.shape[0]}"
+        )
+    dtype = torch.promote_types(torch.promote_types(x1.dtype, x2.dtype), torch.float32)
+    x1, x2 = x1.to(dtype), x2.to(dtype)
+    last, first = x1[:, -1:], x2[:, :1]
+    scaled = x1 * (first / last) - eps
+    shifted = x1 - (last - first) - eps
+    fitted = torch.minimum(torch.where(first > 0, scaled, shifted), first)
+    return torch.cat([torch.where(last > first, fitted, x1), x2], dim=1)
+
+
+#: The data of :func:`unique_by_ids`: a list, a tensor or an array with one record per id (OML's ``TData``).
+TData = list[Any] | Tensor | np.ndarray
+
+
+def unique_by_ids(ids: Sequence[int], data: TData) -> tuple[list[int], TData]:
+    """The records of ``data`` without repeated ids: the ids sorted ascending, each with the record of its first
+    occurrence (a list gives a list, a tensor or an array the rows of the same type).
+
+    Args:
+        ids: ``N`` integer ids.
+        data: ``N`` records.
+
+    Returns:
+        ``(unique ids, their records)``.
+
+    Raises:
+        OmlValueError: ``ids`` and ``data`` differ in length.
+    """
+    if len(ids) != len(data):
+        raise OmlValueError(f"ids and data must have the same length, got {len(ids)} and {len(data)}")
+    ids_unique, first_positions = np.unique(np.asarray(ids, dtype=np.int64), return_index=True)
+    if isinstance(data, (list, tuple)):
+        return ids_unique.tolist(), [data[i] for i in first_positions]
+    if isinstance(data, Tensor):
+        return ids_unique.tolist(), data[torch.as_tensor(first_positions, device=data.device)]
+    return ids_unique.tolist(), data[first_positions]
+
+
+@contextmanager
+def temporary_setting_model_mode(model: torch.nn.Module, set_train: bool) -> Iterator[torch.nn.Module]:
+    """``model`` in train mode (``set_train=True``) or eval mode inside the ``with`` block; its previous mode
+    is restored afterwards, also when the block raises."""
+    was_training = model.training
+    model.train(set_train)
+    try:
+        yield model
+    finally:
+        model.train(was_training)
+
+
+#: A single value or a sequence of values for the online statistics (OML's names).
+TSingleValues = int | float | np.floating | np.integer | Tensor
+TSequenceValues = list[float] | tuple[float, ...] | np.ndarray | Tensor
+TOnlineValues = TSingleValues | TSequenceValues
+
+
+def _is_sequence(value: Any) -> bool:
+    """Whether ``value`` holds several values (has a length): a 0-d tensor or array is a single value."""
+    try:
+        len(value)
+    except TypeError:
+        return False
+    return True
+
+
+class OnlineCalc(ABC):
+    """A statistic of a stream of values, updated batch by batch (``result``)."""
+
+    def __init__(self, val: TOnlineValues | None = None) -> None:
+        self.result: float = 0.0
+        if val is not None:
+            self.update(val)
+
+    def update(self, val: TOnlineValues) -> None:
+        """Take one value or a batch of values into the statistic."""
+        self.calc_with_batch(val if _is_sequence(val) else [val])  # type: ignore[arg-type,list-item]
+
+    def calc_with_single_value(self, val: TSingleValues) -> None:
+        """Take one value (OML's name of ``update`` with a single value)."""
+        self.calc_with_batch([val])  # type: ignore[list-item]
+
+    @abstractmethod
+    def calc_with_batch(self, val: TSequenceValues) -> None:
+        """Take a batch of values into ``result``."""
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.__dict__})"
+
+
+class AvgOnline(OnlineCalc):
+    """The running mean of every value seen: after ``n`` values and a batch of ``m`` more,
+    ``result = (n * result + sum(batch)) / (n + m)``."""
+
+    def __init__(self, val: TOnlineValues | None = None) -> None:
+        self.n = 0
+        super().__init__(val)
+
+    def calc_with_batch(self, val: TSequenceValues) -> None:
+        n_new = len(val)
+        if n_new == 0:
+            return
+        self.n += n_new
+        self.result = float(sum(val)) / self.n + (self.n - n_new) / self.n * self.result
+
+
+class SumOnline(OnlineCalc):
+    """The running sum of every value seen."""
+
+    def calc_with_batch(self, val: TSequenceValues) -> None:
+        self.result += float(sum(val))
+
+
+class OnlineDict(MutableMapping[Hashable, float]):
+    """A dict of online statistics, one per key, of the type :attr:`online_calculator`: reading a key gives
+    its ``result``; :meth:`update` feeds each key's statistic (a new key starts one); setting a key starts it
+    anew with the value."""
+
+    online_calculator: type[OnlineCalc]
+
+    def __init__(self, input_dict: Mapping[Hashable, TOnlineValues] | None = None) -> None:
+        self.dict: dict[Hashable, OnlineCalc] = {}
+        if input_dict:
+            self.update(input_dict)
+
+    def __setitem__(self, key: Hashable, value: TOnlineValues) -> None:
+        self.dict[key] = self.online_calculator(value)
+
+    def __getitem__(self, key: Hashable) -> float:
+        return self.dict[key].result
+
+    def __delitem__(self, key: Hashable) -> None:
+        del self.dict[key]
+
+    def __len__(self) -> int:
+        return len(self.dict)
+
+    def __iter__(self) -> Iterator[Hashable]:
+        return iter(self.dict)
+
+    def update(self, input_dict: Mapping[Hashable, TOnlineValues]) -> None:  # type: ignore[override]
+        """Feed the values of ``input_dict`` to the statistics of their keys."""
+        for key, value in input_dict.items():
+            if key in self.dict:
+                self.dict[key].update(value)
+            else:
+                self[key] = value
+
+    def get_dict_with_results(self) -> dict[Hashable, float]:
+        """The results as a plain dict."""
+        return dict(self.items())
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.get_dict_with_results()})"
+
+
+class OnlineAvgDict(OnlineDict):
+    """An :class:`OnlineDict` of running means."""
+
+    online_calculator = AvgOnline
+
+
+class OnlineSumDict(OnlineDict):
+    """An :class:`OnlineDict` of running sums."""
+
+    online_calculator = SumOnline

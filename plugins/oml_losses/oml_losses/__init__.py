@@ -24,6 +24,8 @@ if TYPE_CHECKING:
     from oml_losses.contrastive import ContrastiveLoss as ContrastiveLoss
     from oml_losses.miners.cross_batch import TripletMinerWithMemory as TripletMinerWithMemory
     from oml_losses.miners.inbatch_all_tri import AllTripletsMiner as AllTripletsMiner
+    from oml_losses.miners.inbatch_all_tri import get_available_triplets as get_available_triplets
+    from oml_losses.miners.inbatch_all_tri import get_available_triplets_naive as get_available_triplets_naive
     from oml_losses.miners.inbatch_hard_cluster import HardClusterMiner as HardClusterMiner
     from oml_losses.miners.inbatch_hard_tri import HardTripletsMiner as HardTripletsMiner
     from oml_losses.miners.inbatch_nhard_tri import NHardTripletsMiner as NHardTripletsMiner

@@ -11,6 +11,7 @@ from torch import Tensor, nn
 from torch.nn import functional as F
 
 from oml_core.functional.label_smoothing import label_smoothing
+from oml_core.utils.errors import OmlValueError
 from oml_losses.reduction import check_reduction
 
 #: Floor of ``1 - cos^2`` under the square root: keeps the gradient finite where ``cos = +-1``.
@@ -63,7 +64,8 @@ class ArcFaceLoss(nn.Module):
         num_classes: Number of classes in train set.
         m: Margin parameter for ArcFace loss. Usually you should use 0.3-0.5 values for it.
         s: Scaling parameter for ArcFace loss. Usually you should use 30-64 values for it.
-        smoothing_epsilon: Label smoothing effect strength, ``0 <= smoothing_epsilon < 1``.
+        smoothing_epsilon: Label smoothing effect strength, ``0 <= smoothing_epsilon < 1`` (``None``: none, as
+            ``0``).
         label2category: Optional, mapping from label to its category. If provided, label smoothing will
             redistribute ``smoothing_epsilon`` only inside the category corresponding to the sample's ground
             truth label.
@@ -73,7 +75,8 @@ class ArcFaceLoss(nn.Module):
 
     Raises:
         ValueError: a size is not a positive int, ``m`` is out of ``[0, pi)``, ``s`` is not positive,
-            ``smoothing_epsilon`` is out of ``[0, 1)``, a label lacks a category, or ``reduction`` is unknown.
+            ``smoothing_epsilon`` is out of ``[0, 1)`` (an ``OmlValueError``: also an ``AssertionError``, as
+            OML's), a label lacks a category, or ``reduction`` is unknown.
     """
 
     criterion_name = "arcface"
@@ -84,7 +87,7 @@ class ArcFaceLoss(nn.Module):
         num_classes: int,
         m: float = 0.5,
         s: float = 64,
-        smoothing_epsilon: float = 0,
+        smoothing_epsilon: float | None = 0,
         label2category: Mapping[Any, Hashable] | None = None,
         reduction: str = "mean",
         *,
@@ -97,10 +100,13 @@ class ArcFaceLoss(nn.Module):
             raise ValueError(f"m must be in [0, pi), got {m!r}")
         if not s > 0:
             raise ValueError(f"s must be positive, got {s!r}")
+        smoothing_epsilon = 0 if smoothing_epsilon is None else smoothing_epsilon  # OML's "no smoothing"
         if not 0 <= smoothing_epsilon < 1:
-            raise ValueError(f"smoothing_epsilon must be in [0, 1), got {smoothing_epsilon!r}")
+            raise OmlValueError(f"smoothing_epsilon must be in [0, 1), got {smoothing_epsilon!r}")
         self.m, self.s, self.smoothing_epsilon = m, s, smoothing_epsilon
         self.reduction = check_reduction(reduction)
+        #: OML's attribute: the cross-entropy of the margin logits and the (smoothed) targets.
+        self.criterion = nn.CrossEntropyLoss(reduction=self.reduction)
         categories = None if label2category is None else label2category_tensor(label2category, num_classes)
         self.register_buffer("label2category", categories, persistent=False)
         self.weight = nn.Parameter(torch.empty(num_classes, in_features))
@@ -147,15 +153,16 @@ class ArcFaceLoss(nn.Module):
                 f"y must be [batch_size] = [{len(x)}] integer labels, got {y.dtype} {tuple(y.shape)}"
             )
         if len(y) and not (0 <= int(y.min()) and int(y.max()) < self.num_classes):
-            raise ValueError(
+            raise OmlValueError(
                 f"y must hold labels in [0, {self.num_classes}), got the range [{int(y.min())}, {int(y.max())}]"
             )
         y = y.long()
         logits = self.logits(x, y)
         if self.smoothing_epsilon:
-            targets = label_smoothing(y, self.num_classes, self.smoothing_epsilon, self.label2category)
-            return F.cross_entropy(logits, targets, reduction=self.reduction)
-        return F.cross_entropy(logits, y, reduction=self.reduction)
+            return self.criterion(
+                logits, label_smoothing(y, self.num_classes, self.smoothing_epsilon, self.label2category)
+            )
+        return self.criterion(logits, y)
 
 
 def _mlp(in_features: int, mlp_features: Sequence[int], generator: torch.Generator | None) -> nn.Sequential:
@@ -208,7 +215,7 @@ class ArcFaceLossWithMLP(nn.Module):
         mlp_features: Sequence[int],
         m: float = 0.5,
         s: float = 64,
-        smoothing_epsilon: float = 0,
+        smoothing_epsilon: float | None = 0,
         label2category: Mapping[Any, Hashable] | None = None,
         reduction: str = "mean",
         *,

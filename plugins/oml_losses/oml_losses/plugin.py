@@ -121,6 +121,9 @@ EXTRA_EXPORTS: MappingProxyType[str, str] = MappingProxyType(
         "label_smoothing": "oml_core.functional.label_smoothing",
         "pairwise_l2": "oml_core.utils.misc_torch",
         "get_available_triplets_ids": "oml_losses.miners.triplet_masks",
+        # OML's functions of oml.miners.inbatch_all_tri (found there through oml_core's forwarding modules)
+        "get_available_triplets": "oml_losses.miners.inbatch_all_tri",
+        "get_available_triplets_naive": "oml_losses.miners.inbatch_all_tri",
     }
 )
 

@@ -4,85 +4,9 @@ from __future__ import annotations
 
 import torch
 from torch import Tensor, nn
-from torch.autograd.function import FunctionCtx, once_differentiable
 
-from oml_core.utils.misc_torch import iter_chunks, pairwise_l2
-from oml_losses.reduction import check_reduction, get_reduced
-
-#: Values of the ``[rows, B, B]`` pairwise differences of :func:`soft_rank` held at once.
-RANK_CHUNK_VALUES = 2**22
-
-
-def soft_rank(dist: Tensor, temperature: float) -> Tensor:
-    """Soft position of every column among its row's columns, by increasing distance::
-
-        rank[i, j] = sum_l sigmoid((dist[i, j] - dist[i, l]) / temperature)
-
-    which tends to ``#{l: dist[i, l] < dist[i, j]} + 1/2`` (the ``l = j`` term is ``sigmoid(0) = 1/2``) as the
-    temperature goes to 0. The ``[rows, B, B]`` sigmoids are computed (and recomputed for the gradient) in
-    chunks of rows, so that memory stays ``O(B^2)`` plus a chunk, not ``O(B^3)``.
-
-    Args:
-        dist: ``[n, B]`` distances.
-        temperature: The sigmoid's temperature (> 0).
-
-    Returns:
-        ``[n, B]`` soft ranks, differentiable w.r.t. ``dist``.
-    """
-    return _SoftRank.apply(dist, temperature)
-
-
-def _rank_chunks(dist: Tensor) -> list[slice]:
-    return list(iter_chunks(len(dist), max(1, RANK_CHUNK_VALUES // max(1, dist.shape[1] ** 2))))
-
-
-def _sigmoids(dist: Tensor, temperature: float) -> Tensor:
-    """``sigmoid((dist[i, j] - dist[i, l]) / temperature)``: ``[n, B, B]`` indexed ``[i, j, l]``."""
-    return torch.sigmoid_((dist[:, :, None] - dist[:, None, :]).div_(temperature))
-
-
-class _SoftRank(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx: FunctionCtx, dist: Tensor, temperature: float) -> Tensor:
-        rank = torch.empty_like(dist)
-        for chunk in _rank_chunks(dist):
-            torch.sum(_sigmoids(dist[chunk], temperature), dim=2, out=rank[chunk])
-        ctx.save_for_backward(dist)
-        ctx.temperature = temperature
-        return rank
-
-    @staticmethod
-    @once_differentiable
-    def backward(ctx: FunctionCtx, grad: Tensor) -> tuple[Tensor, None]:
-        # d rank[i, j] / d dist[i, m] = 1[j == m] sum_l w[i, j, l] - w[i, j, m],  w = sigmoid' / temperature
-        (dist,) = ctx.saved_tensors
-        dist_grad = torch.empty_like(dist)
-        for chunk in _rank_chunks(dist):
-            sig = _sigmoids(dist[chunk], ctx.temperature)
-            slope = sig.mul_(1 - sig).div_(ctx.temperature)
-            row_grad = grad[chunk]
-            dist_grad[chunk] = row_grad * slope.sum(dim=2) - torch.bmm(row_grad[:, None, :], slope)[:, 0, :]
-        return dist_grad, None
-
-
-def surrogate_precision(dist: Tensor, mask_gt: Tensor, k: int, t1: float, t2: float) -> Tensor:
-    """Per-row surrogate of Precision@k of a ``[n, B]`` distance matrix whose rows are the queries::
-
-        rank[i, j] = sum_l sigmoid((dist[i, j] - dist[i, l]) / t2)                      (see :func:`soft_rank`)
-        precision[i] = sum_j sigmoid((k - rank[i, j]) / t1) * mask_gt[i, j] / min(sum_j mask_gt[i, j], k)
-
-    Args:
-        dist: ``[n, B]`` distances.
-        mask_gt: Boolean ``[n, B]``: which columns are relevant to each row.
-        k: The ``k`` of Precision@k.
-        t1: Temperature of the sigmoid of the rank (the Heaviside ``1[rank <= k]``).
-        t2: Temperature of the sigmoids of the pairwise comparisons (the Heaviside ``1[d_ij > d_il]``).
-
-    Returns:
-        ``[n]`` values in ``[0, 1]`` for small temperatures.
-    """
-    in_top_k = torch.sigmoid((k - soft_rank(dist, t2)) / t1)
-    return (in_top_k * mask_gt).sum(dim=1) / mask_gt.sum(dim=1).clamp(max=k)
+from oml_core.functional.losses import check_reduction, get_reduced, soft_rank, surrogate_precision
+from oml_core.utils.misc_torch import pairwise_l2
 
 
 class SurrogatePrecision(nn.Module):
@@ -156,7 +80,12 @@ class SurrogatePrecision(nn.Module):
             )
         mask_gt = labels[:, None] == labels[None, :]
         precision = surrogate_precision(
-            pairwise_l2(features), mask_gt, k=self.k + 1, t1=self.temperature1, t2=self.temperature2
+            pairwise_l2(features),
+            mask_gt,
+            k=self.k + 1,
+            t1=self.temperature1,
+            t2=self.temperature2,
+            reduction="none",
         )
         return get_reduced(1 - precision, self.reduction)
 

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import math
 
-import oml_losses.surrogate_precision as surrogate_module
 import pytest
 import torch
 from oml_losses.surrogate_precision import SurrogatePrecision, soft_rank
 from torch import Tensor
+
+import oml_core.functional.losses as surrogate_module
 
 
 def sigmoid(value: float) -> float:

@@ -75,7 +75,7 @@ def test_memory_bank_holds_detached_batches_and_gradients_reach_the_batch() -> N
     assert miner.bank.labels[:9].tolist() == batch_labels(0)
     assert miner.bank.labels[9:].tolist() == [-(i // 2) - 1 for i in range(9, 18)]
     placeholders = torch.zeros(9, first.shape[1])
-    placeholders[range(9), [i // 2 for i in range(9, 18)]] = 1.0
+    placeholders[range(9), [(i // 2) % 9 + 1 for i in range(9, 18)]] = 1.0  # coordinates 1 .. batch size
     assert torch.equal(miner.bank.features[9:], placeholders)
     assert not miner.bank.features.requires_grad
     assert torch.equal(miner.bank.features[:9], first.detach())

@@ -8,6 +8,7 @@ from typing import Any
 import torch
 
 from oml_core.interfaces.samplers import IBatchSampler
+from oml_core.utils.errors import OmlValueError
 from oml_samplers.checks import check_int
 from oml_samplers.generators import make_generator
 from oml_samplers.labels import as_labels_tensor, group_indices_by_label
@@ -63,7 +64,7 @@ class BalanceSampler(IBatchSampler):
         self.n_instances = check_int(n_instances, "n_instances", "the number of instances of each label", 2)
         self._unique_labels, self._ids_by_label = group_indices_by_label(labels_t)
         if n_labels > len(self._unique_labels):
-            raise ValueError(
+            raise OmlValueError(
                 f"n_labels ({n_labels}) must not exceed the number of unique labels in the dataset "
                 f"({len(self._unique_labels)})"
             )

@@ -8,6 +8,7 @@ from typing import Any, NamedTuple
 
 from torch import Tensor
 
+from oml_core.utils.errors import OmlValueError
 from oml_samplers.labels import group_indices_by_label
 
 Category = str | int
@@ -91,7 +92,8 @@ def check_category_sizes(index: CategoryIndex, n_labels: int, hint: str = "") ->
     """Raise if a category has fewer than ``n_labels`` unique labels, naming each such category and count.
 
     Raises:
-        ValueError: some category has fewer than ``n_labels`` unique labels; ``hint`` ends the message.
+        OmlValueError: some category has fewer than ``n_labels`` unique labels; the message starts with OML's
+            ``All the categories must have at least <n_labels> unique labels``; ``hint`` ends it.
     """
     small = [
         f"the category {category!r} has only {len(positions)}"
@@ -100,4 +102,6 @@ def check_category_sizes(index: CategoryIndex, n_labels: int, hint: str = "") ->
     ]
     if small:
         shown = ", ".join(small[:5]) + (f" and {len(small) - 5} more categories" if len(small) > 5 else "")
-        raise ValueError(f"every category needs at least n_labels ({n_labels}) unique labels: {shown}{hint}")
+        raise OmlValueError(
+            f"All the categories must have at least {n_labels} unique labels (n_labels): {shown}{hint}"
+        )

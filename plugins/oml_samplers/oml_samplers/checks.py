@@ -1,22 +1,25 @@
-"""Validation of the samplers' scalar arguments, with errors that name the argument at fault."""
+"""Validation of the samplers' scalar arguments, with errors that name the argument at fault: an
+:class:`~oml_core.utils.errors.OmlValueError`, which is also the ``AssertionError`` of OML's ``assert``."""
 
 from __future__ import annotations
 
 from typing import Any
+
+from oml_core.utils.errors import OmlValueError
 
 
 def check_int(value: Any, name: str, meaning: str, minimum: int) -> int:
     """Return ``value`` if it is an int (bools refused) of at least ``minimum``.
 
     Raises:
-        ValueError: ``value`` is not an int, or is below ``minimum``; the message names ``name`` and says
+        OmlValueError: ``value`` is not an int, or is below ``minimum``; the message names ``name`` and says
             what it means.
     """
     if isinstance(value, bool) or not isinstance(value, int):
-        raise ValueError(f"{name} must be an int, got {type(value).__name__} {value!r}")
+        raise OmlValueError(f"{name} must be an int, got {type(value).__name__} {value!r}")
     if value < minimum:
         relation = f"> {minimum - 1}" if minimum > 1 else f">= {minimum}"
-        raise ValueError(f"{name} ({meaning}) should be {relation}, got {value}")
+        raise OmlValueError(f"{name} ({meaning}) should be {relation}, got {value}")
     return value
 
 
@@ -24,8 +27,8 @@ def check_bool(value: Any, name: str) -> bool:
     """Return ``value`` if it is a bool.
 
     Raises:
-        ValueError: ``value`` is not a bool (``0``, ``1`` or ``"false"`` are refused, not guessed).
+        OmlValueError: ``value`` is not a bool (``0``, ``1`` or ``"false"`` are refused, not guessed).
     """
     if not isinstance(value, bool):
-        raise ValueError(f"{name} must be a bool, got {type(value).__name__} {value!r}")
+        raise OmlValueError(f"{name} must be a bool, got {type(value).__name__} {value!r}")
     return value

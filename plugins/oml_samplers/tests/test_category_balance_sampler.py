@@ -74,8 +74,8 @@ def test_a_small_category_without_resample_labels_is_an_error() -> None:
     label2category = {0: "shoes", 1: "shoes", 2: "hats", 3: 5}
     with pytest.raises(
         ValueError,
-        match=r"at least n_labels \(2\) unique labels: the category 'hats' has only 1, the category 5 has "
-        r"only 1; pass resample_labels=True",
+        match=r"^All the categories must have at least 2 unique labels \(n_labels\): the category 'hats' has "
+        r"only 1, the category 5 has only 1; pass resample_labels=True",
     ):
         CategoryBalanceSampler(labels, label2category, n_categories=1, n_labels=2, n_instances=2)
 

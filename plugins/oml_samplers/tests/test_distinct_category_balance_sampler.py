@@ -161,7 +161,7 @@ L2C = {0: "a", 1: "a", 2: "b", 3: "b"}
         ({"epoch_size": 2.5}, r"epoch_size must be an int, got float 2.5"),
         (
             {"n_labels": 3},
-            r"at least n_labels \(3\) unique labels: the category 'a' has only 2, the category 'b'",
+            r"at least 3 unique labels \(n_labels\): the category 'a' has only 2, the category 'b'",
         ),
         ({"label2category": {0: "a", 1: "a", 2: "a", 3: "b"}}, r"the category 'b' has only 1$"),
         ({"seed": 1, "generator": torch.Generator()}, "either generator or seed"),

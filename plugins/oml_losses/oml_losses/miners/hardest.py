@@ -78,6 +78,25 @@ def get_hard_triplets_ids(
     )
 
 
+def hard_triplets_lists(
+    distmat: Tensor,
+    labels: Tensor | list[int],
+    positive_window: slice,
+    negative_window: slice,
+    ignore_anchor_mask: Tensor | list[int] | None = None,
+) -> tuple[list[int], list[int], list[int]]:
+    """:func:`get_hard_triplets_ids` of a square ``[B, B]`` distance matrix as python lists (OML's form of the
+    miners' ``_sample_from_distmat``), without the triplets whose anchor is marked in ``ignore_anchor_mask``
+    ``[B]`` (non-zero: not an anchor).
+    """
+    labels_t = torch.as_tensor(labels, device=distmat.device).long()
+    ids_a, ids_p, ids_n = get_hard_triplets_ids(distmat, labels_t, positive_window, negative_window)
+    if ignore_anchor_mask is not None:
+        keep = torch.as_tensor(ignore_anchor_mask, device=distmat.device)[ids_a] == 0
+        ids_a, ids_p, ids_n = ids_a[keep], ids_p[keep], ids_n[keep]
+    return ids_a.tolist(), ids_p.tolist(), ids_n.tolist()
+
+
 def _float32_matmul_is_ieee(device: torch.device) -> bool:
     """Whether float32 matrix products on ``device`` round as IEEE float32 (no TF32 or bfloat16 shortcut set by
     ``torch.set_float32_matmul_precision`` or the ``fp32_precision`` switches)."""

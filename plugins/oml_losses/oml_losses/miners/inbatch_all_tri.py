@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import random
 import sys
+from itertools import combinations, product
 
 import torch
 from torch import Tensor
@@ -53,15 +55,80 @@ class AllTripletsMiner(ITripletsMinerInBatch):
         self.device = device
         self.generator = make_generator(generator, seed)
 
-    def _sample(self, features: Tensor | None, labels: Tensor | list[int]) -> tuple[Tensor, Tensor, Tensor]:
-        """Return the indices ``(anchors, positives, negatives)`` of the triplets (``features`` is unused)."""
-        ids_a, ids_p, ids_n = get_available_triplets_ids(labels, device=self.device)
-        n_triplets = len(ids_a)
-        if n_triplets > self.max_output_triplets:
-            chosen = torch.randperm(n_triplets, generator=self.generator, device=self.generator.device)
-            chosen = chosen[: self.max_output_triplets].sort().values.to(ids_a.device)
-            ids_a, ids_p, ids_n = ids_a[chosen], ids_p[chosen], ids_n[chosen]
+    def _sample(
+        self, features: Tensor | None = None, labels: Tensor | list[int] | None = None
+    ) -> tuple[Tensor, Tensor, Tensor]:
+        """Return the indices ``(anchors, positives, negatives)`` of the triplets. ``features`` is unused and
+        may be left out, as in OML (``miner._sample(labels=labels)``).
+
+        Raises:
+            TypeError: ``labels`` is not given.
+        """
+        if labels is None:
+            raise TypeError("AllTripletsMiner._sample needs labels")
+        triplets = get_available_triplets_ids(labels, device=self.device)
+        return _subsample(triplets, self.max_output_triplets, self.generator)
+
+
+def _subsample(
+    triplets: tuple[Tensor, Tensor, Tensor], max_triplets: int, generator: torch.Generator | None
+) -> tuple[Tensor, Tensor, Tensor]:
+    """At most ``max_triplets`` of ``triplets``, drawn without repetition with ``generator`` (torch's global one
+    when ``None``) and kept in their order."""
+    ids_a, ids_p, ids_n = triplets
+    if len(ids_a) <= max_triplets:
         return ids_a, ids_p, ids_n
+    device = "cpu" if generator is None else generator.device
+    chosen = torch.randperm(len(ids_a), generator=generator, device=device)
+    chosen = chosen[:max_triplets].sort().values.to(ids_a.device)
+    return ids_a[chosen], ids_p[chosen], ids_n[chosen]
 
 
-__all__ = ["AllTripletsMiner", "make_generator"]
+def get_available_triplets(
+    labels: Tensor | list[int],
+    max_out_triplets: int = sys.maxsize,
+    device: str = "cpu",
+    generator: torch.Generator | None = None,
+) -> tuple[list[int], list[int], list[int]]:
+    """OML's ``get_available_triplets``: the triplets of :func:`get_available_triplets_ids` as lists, at most
+    ``max_out_triplets`` of them (drawn with ``generator``, torch's global one when ``None``; OML draws with
+    numpy's global generator), in lexicographic order.
+
+    Raises:
+        TypeError, ValueError: ``max_out_triplets`` is not a positive int.
+    """
+    check_positive_int(max_out_triplets, "max_out_triplets")
+    ids_a, ids_p, ids_n = _subsample(
+        get_available_triplets_ids(labels, device=device), max_out_triplets, generator
+    )
+    return ids_a.tolist(), ids_p.tolist(), ids_n.tolist()
+
+
+def get_available_triplets_naive(
+    labels: list[int], max_out_triplets: int = sys.maxsize
+) -> tuple[list[int], list[int], list[int]]:
+    """OML's reference of :func:`get_available_triplets` by plain enumeration (slow; for checking): for every
+    label, every ordered pair ``(a, p)`` of two different items of that label with every item ``n`` of another
+    label; at most ``max_out_triplets`` of them, drawn with python's global ``random`` (in the drawn order).
+
+    Raises:
+        ValueError: no triplet is available (every item has one label, or no label has two items).
+    """
+    triplets = []
+    for label in sorted(set(labels)):
+        positives = [i for i, other in enumerate(labels) if other == label]
+        negatives = [i for i, other in enumerate(labels) if other != label]
+        ordered_pairs = [pair for a, p in combinations(positives, 2) for pair in ((a, p), (p, a))]
+        triplets += [(a, p, n) for (a, p), n in product(ordered_pairs, negatives)]
+    if not triplets:
+        raise ValueError(f"no triplet is available in the labels {labels}")
+    ids_a, ids_p, ids_n = zip(*random.sample(triplets, min(len(triplets), max_out_triplets)))
+    return list(ids_a), list(ids_p), list(ids_n)
+
+
+__all__ = [
+    "AllTripletsMiner",
+    "get_available_triplets",
+    "get_available_triplets_naive",
+    "make_generator",
+]

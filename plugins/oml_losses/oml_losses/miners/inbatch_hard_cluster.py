@@ -40,6 +40,25 @@ class HardClusterMiner(ITripletsMiner):
     and the smallest label (negatives). The returned tensors keep the features' gradients.
     """
 
+    @staticmethod
+    def _get_labels_mask(labels: Tensor | list[int]) -> Tensor:
+        """Boolean ``[n_labels, batch_size]``: ``mask[i, j]`` tells whether item ``j`` has the ``i``-th
+        smallest label (OML's name)."""
+        labels_t = torch.as_tensor(labels)
+        return torch.unique(labels_t)[:, None] == labels_t[None, :]
+
+    @staticmethod
+    def _count_intra_label_distances(embeddings: Tensor, mean_vectors: Tensor) -> Tensor:
+        """Squared Euclidean distances ``[n_labels, n_instances]`` from every label's mean vector
+        ``mean_vectors`` ``[n_labels, embed_dim]`` to the label's items ``embeddings``
+        ``[n_labels, n_instances, embed_dim]`` (OML's name; squared, as OML's: the same ranking)."""
+        return (embeddings - mean_vectors[:, None, :]).square().sum(dim=2)
+
+    @staticmethod
+    def _count_inter_label_distances(mean_vectors: Tensor) -> Tensor:
+        """Euclidean distances ``[n_labels, n_labels]`` between the labels' mean vectors (OML's name)."""
+        return l2_dist(mean_vectors, mean_vectors)
+
     def sample(self, features: Tensor, labels: Tensor | list[int]) -> tuple[Tensor, Tensor, Tensor]:
         """This method samples the hardest triplets in the batch.
 
@@ -55,17 +74,18 @@ class HardClusterMiner(ITripletsMiner):
         Raises:
             ValueError: the batch is not ``n_labels x n_instances`` with both above 1 (or mis-shaped).
         """
-        unique, inverse = check_balanced(check_batch(features, labels))
+        labels_t = check_batch(features, labels)
+        unique, _ = check_balanced(labels_t)
         n_labels = len(unique)
-        sums = features.new_zeros(n_labels, features.shape[1]).index_add(0, inverse, features)
-        means = sums / (len(features) // n_labels)
+        # the batch indices of every label's items, in increasing order: [n_labels, n_instances]
+        members = self._get_labels_mask(labels_t).nonzero()[:, 1].view(n_labels, -1)
+        grouped = features[members]  # [n_labels, n_instances, embed_dim]
+        means = grouped.mean(dim=1)
 
-        to_own_mean = torch.linalg.vector_norm(features.detach() - means.detach()[inverse], dim=1)
-        # [n_labels, B]: the distance of every item to its own label's mean, -inf for the other labels
-        own = inverse[None, :] == torch.arange(n_labels, device=features.device)[:, None]
-        ids_pos = to_own_mean.expand(n_labels, -1).masked_fill(~own, -torch.inf).argmax(dim=1)
+        to_own_mean = self._count_intra_label_distances(grouped.detach(), means.detach())
+        ids_pos = members.gather(1, to_own_mean.argmax(dim=1, keepdim=True)).squeeze(1)
 
-        between_means = l2_dist(means, means).fill_diagonal_(torch.inf)
+        between_means = self._count_inter_label_distances(means.detach()).fill_diagonal_(torch.inf)
         ids_neg = between_means.argmin(dim=1)
         return means, features[ids_pos], means[ids_neg]
 

@@ -6,7 +6,7 @@ from torch import Tensor
 
 from oml_core.interfaces.miners import ITripletsMinerInBatch
 from oml_losses.miners.checks import check_batch
-from oml_losses.miners.hardest import hardest_triplets_ids
+from oml_losses.miners.hardest import HARDEST, hard_triplets_lists, hardest_triplets_ids
 
 
 class HardTripletsMiner(ITripletsMinerInBatch):
@@ -30,6 +30,14 @@ class HardTripletsMiner(ITripletsMinerInBatch):
         """
         labels_t = check_batch(features, labels)
         return hardest_triplets_ids(features, labels_t)
+
+    @staticmethod
+    def _sample_from_distmat(
+        distmat: Tensor, labels: Tensor | list[int]
+    ) -> tuple[list[int], list[int], list[int]]:
+        """OML's method: the hardest triplet of every anchor of a given ``[B, B]`` distance matrix, as lists
+        (:func:`~oml_losses.miners.hardest.hard_triplets_lists`; equal distances go to the smallest index)."""
+        return hard_triplets_lists(distmat, labels, HARDEST, HARDEST)
 
 
 __all__ = ["HardTripletsMiner"]

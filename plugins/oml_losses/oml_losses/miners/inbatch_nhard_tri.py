@@ -7,7 +7,7 @@ from torch import Tensor
 from oml_core.interfaces.miners import ITripletsMinerInBatch
 from oml_losses.miners.checks import check_batch
 from oml_losses.miners.distances import l2_dist
-from oml_losses.miners.hardest import get_hard_triplets_ids
+from oml_losses.miners.hardest import get_hard_triplets_ids, hard_triplets_lists
 
 THardnessRange = tuple[int, int] | list[int] | int
 
@@ -87,6 +87,20 @@ class NHardTripletsMiner(ITripletsMinerInBatch):
             Indices ``(anchors, positives, negatives)`` into the ``B`` items, sorted lexicographically.
         """
         return get_hard_triplets_ids(distmat, labels, self.positive_slice, self.negative_slice)
+
+    def _sample_from_distmat(
+        self,
+        distmat: Tensor,
+        labels: Tensor | list[int],
+        *,
+        ignore_anchor_mask: Tensor | list[int] | None = None,
+    ) -> tuple[list[int], list[int], list[int]]:
+        """OML's method: :meth:`sample_from_distmat` of a square ``[B, B]`` distance matrix, as lists, with
+        the items marked in ``ignore_anchor_mask`` (non-zero) left out as anchors (they remain positives and
+        negatives; :func:`~oml_losses.miners.hardest.hard_triplets_lists`)."""
+        return hard_triplets_lists(
+            distmat, labels, self.positive_slice, self.negative_slice, ignore_anchor_mask
+        )
 
 
 __all__ = ["NHardTripletsMiner", "parse_hardness_range"]

@@ -18,7 +18,10 @@ class FeatureBank:
 
     With ``placeholders`` the bank starts full of placeholder items: item ``i`` has the label
     ``-(i // 2) - 1`` (so ``-1, -1, -2, -2, ...``: pairs of one label, never equal to a real, non-negative
-    label) and the one-hot feature of the coordinate ``(i // 2) % feature_size``. Without, it starts empty and
+    label) and the one-hot feature of the coordinate ``min((i // 2) % batch_size + 1, feature_size - 1)``:
+    as in OML, whose placeholders are one-hot in the coordinates ``1 .. batch_size``, a feature that is
+    one-hot in a coordinate above the batch size never equals a placeholder (OML's tests of the miner rely
+    on it). Without, it starts empty and
     :attr:`is_full` once ``size_in_batches`` batches were pushed.
 
     Args:
@@ -53,7 +56,8 @@ class FeatureBank:
                 slot = torch.arange(size, device=features.device) // 2
                 self.labels = -slot - 1
                 self.features = torch.zeros(size, dim, dtype=features.dtype, device=features.device)
-                self.features[torch.arange(size, device=features.device), slot % dim] = 1
+                coordinate = (slot % self.batch_size + 1).clamp(max=dim - 1)
+                self.features[torch.arange(size, device=features.device), coordinate] = 1
             else:
                 self.labels = torch.empty(size, dtype=torch.long, device=features.device)
                 self.features = features.new_empty(size, dim)

@@ -12,22 +12,22 @@ from oml_losses.miners.inbatch_nhard_tri import NHardTripletsMiner
 from oml_losses.miners.memory_bank import FeatureBank
 
 
-def bank_logs(ids_a: Tensor, ids_p: Tensor, ids_n: Tensor, n_anchors: int, n_items: int) -> dict[str, float]:
+def bank_logs(ids_a: Tensor, ids_p: Tensor, ids_n: Tensor, from_bank: Tensor) -> dict[str, float]:
     """Where the positives and negatives of the anchors come from, averaged over the anchors.
 
-    The items ``0 .. n_anchors - 1`` are the batch, the others the bank. For every anchor with at least one
-    triplet, the numbers of its distinct positives (negatives) in the batch and in the bank are counted; the
-    logs are their means over those anchors: ``positives_from_batch``, ``positives_from_bank``,
+    ``from_bank`` ``[n_items]`` tells which items are the bank's (the others are the batch's). For every anchor
+    with at least one triplet, the numbers of its distinct positives (negatives) in the batch and in the bank
+    are counted; the logs are their means over those anchors: ``positives_from_batch``, ``positives_from_bank``,
     ``negatives_from_batch``, ``negatives_from_bank`` (an empty dict when there is no triplet).
     """
     if len(ids_a) == 0:
         return {}
-    from_bank = torch.arange(n_items, device=ids_a.device) >= n_anchors
+    from_bank = torch.as_tensor(from_bank, device=ids_a.device).bool()
+    anchors, rows = torch.unique(ids_a, return_inverse=True)
     logs = {}
     for kind, ids in (("positives", ids_p), ("negatives", ids_n)):
-        chosen = torch.zeros(n_anchors, n_items, dtype=torch.bool, device=ids_a.device)
-        chosen[ids_a, ids] = True
-        chosen = chosen[chosen.any(dim=1)]
+        chosen = torch.zeros(len(anchors), len(from_bank), dtype=torch.bool, device=ids_a.device)
+        chosen[rows, ids] = True
         in_bank = (chosen & from_bank).sum(dim=1).double()
         in_batch = (chosen & ~from_bank).sum(dim=1).double()
         logs[f"{kind}_from_bank"], logs[f"{kind}_from_batch"] = in_bank.mean().item(), in_batch.mean().item()
@@ -90,9 +90,21 @@ class MinerWithBank(ITripletsMiner):
 
         ids_a, ids_p, ids_n = self.miner.sample_from_distmat(l2_dist(features, pool), pool_labels)
         if self.need_logs:
-            self._last_logs = bank_logs(ids_a, ids_p, ids_n, n_anchors=len(features), n_items=len(pool))
+            from_bank = torch.arange(len(pool), device=pool.device) >= len(features)
+            self._last_logs = bank_logs(ids_a, ids_p, ids_n, from_bank)
         self.bank.push(features, labels_t)
         return pool[ids_a], pool[ids_p], pool[ids_n]
+
+    @staticmethod
+    def _prepare_logs(
+        ids_a: Tensor | list[int],
+        ids_p: Tensor | list[int],
+        ids_n: Tensor | list[int],
+        ignore_anchor_mask: Tensor,
+    ) -> dict[str, float]:
+        """OML's name of :func:`bank_logs`, whose ``ignore_anchor_mask`` marks the bank's items (non-zero)."""
+        ids = (torch.as_tensor(i, dtype=torch.long) for i in (ids_a, ids_p, ids_n))
+        return bank_logs(*ids, from_bank=torch.as_tensor(ignore_anchor_mask) != 0)
 
 
 __all__ = ["MinerWithBank", "bank_logs"]
