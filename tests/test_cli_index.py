@@ -318,7 +318,9 @@ def test_the_readme_section_runs_as_written(tmp_path, oml_cache_dir, monkeypatch
         assert main(argv[1:]) == 0, capsys.readouterr().err
     out = capsys.readouterr().out
     assert '"threshold": 0.' in out
-    named = re.findall(r"^(my_dataset/images/[a-z]+_\d+\.jpg): (?:no )?match \(threshold", out, flags=re.MULTILINE)
+    named = re.findall(
+        r"^(my_dataset/images/[a-z]+_\d+\.jpg): (?:no )?match \(threshold", out, flags=re.MULTILINE
+    )
     rows = [f"my_dataset/{path}" for path in pd.read_csv(tmp_path / "my_dataset" / "df.csv")["path"]]
     assert named == [rows[0], *rows]  # the image of the first search, then the csv's rows in order
 

@@ -320,7 +320,12 @@ def test_lru_cache_counts_reads(root: Path) -> None:
     for i in (0, 0, 1, 0, 2, 0, 1):
         dataset[i]
     # 0 (read), 0 (hit), 1 (read), 0 (hit), 2 (read, evicts 1), 0 (hit), 1 (read)
-    assert [Path(p).name for p in reader.calls] == ["circle_1.jpg", "circle_2.jpg", "circle_3.jpg", "circle_2.jpg"]
+    assert [Path(p).name for p in reader.calls] == [
+        "circle_1.jpg",
+        "circle_2.jpg",
+        "circle_3.jpg",
+        "circle_2.jpg",
+    ]
     first = dataset[0]["input_tensors"].clone()
     first_again = dataset[0]["input_tensors"]
     assert torch.equal(first, first_again)  # the cached image is not altered by the crop or transform
