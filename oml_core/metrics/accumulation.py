@@ -134,6 +134,12 @@ class Accumulator:
                 f"update_data: the batch has no {missing} (keys_to_accumulate); got {sorted(data_dict)}"
             )
         values = {key: data_dict[key] for key in self.keys_to_accumulate}
+        for key, value in values.items():
+            if not isinstance(value, Tensor | np.ndarray | list | tuple):
+                raise TypeError(
+                    f"Type '{type(value).__name__}' of {key!r} is not available for accumulating: give a tensor, "
+                    "a numpy array, a list or a tuple"
+                )
         tracking = INDICES_KEY in self._storage
         if indices is None:
             if tracking:
@@ -146,44 +152,46 @@ class Accumulator:
         batch_size = next(iter(lengths.values()))
         if any(length != batch_size for length in lengths.values()):
             raise ValueError(f"the values of a batch must have the same length, got {lengths}")
+        for key, value in values.items():  # every check before any write: a refused batch changes nothing
+            self._check_like_earlier(key, value)
         for key, value in values.items():
             self._put(key, value, batch_size)
         self._collected_samples += batch_size
 
+    def _check_like_earlier(self, key: str, value: Any) -> None:
+        """Raise ``ValueError`` when ``value`` is of another type (or row shape) than the earlier batches'."""
+        if key not in self._storage:
+            return
+        stored = self._storage[key]
+        if isinstance(value, list | tuple) and isinstance(stored, list):
+            return
+        row_shape = tuple(value.shape[1:]) if isinstance(value, Tensor | np.ndarray) else None
+        if not isinstance(stored, type(value)) or tuple(stored.shape[1:]) != row_shape:  # type: ignore[union-attr]
+            what = f"a {type(value).__name__}" + (f" of rows {row_shape}" if row_shape is not None else "")
+            earlier = f"a {type(stored).__name__}" + (
+                f" of rows {tuple(stored.shape[1:])}" if not isinstance(stored, list) else ""
+            )
+            raise ValueError(f"update_data: {key!r} is {what}, the earlier batches gave {earlier}")
+
     def _put(self, key: str, value: Any, batch_size: int) -> None:
         start, end = self._collected_samples, self._collected_samples + batch_size
         assert self.num_samples is not None  # update_data checked it
-        if isinstance(value, Tensor | np.ndarray):
-            row_shape = tuple(value.shape[1:])
-            if key not in self._storage:
-                shape = (self.num_samples, *row_shape)
-                self._storage[key] = (
-                    torch.empty(shape, dtype=value.dtype)
-                    if isinstance(value, Tensor)
-                    else np.empty(shape, dtype=value.dtype)
-                )
-            stored = self._storage[key]
-            if not isinstance(stored, type(value)) or tuple(stored.shape[1:]) != row_shape:
-                earlier = f" of rows {tuple(stored.shape[1:])}" if not isinstance(stored, list) else ""
-                raise ValueError(
-                    f"update_data: {key!r} is a {type(value).__name__} of rows {row_shape}, the earlier batches "
-                    f"gave a {type(stored).__name__}{earlier}"
-                )
-            if len(stored) < end:  # more samples than num_samples: grow the storage
-                stored = self._storage[key] = _grown(stored, max(end, 2 * len(stored)))
-            stored[start:end] = value.detach().cpu() if isinstance(value, Tensor) else value  # type: ignore[index]
-        elif isinstance(value, list | tuple):
+        if isinstance(value, list | tuple):
             stored_list = self._storage.setdefault(key, [])
-            if not isinstance(stored_list, list):
-                raise ValueError(
-                    f"update_data: {key!r} is a list, the earlier batches gave a {type(stored_list).__name__}"
-                )
+            assert isinstance(stored_list, list)  # _check_like_earlier
             stored_list.extend(value)
-        else:
-            raise TypeError(
-                f"Type '{type(value).__name__}' of {key!r} is not available for accumulating: give a tensor, a "
-                "numpy array, a list or a tuple"
+            return
+        if key not in self._storage:
+            shape = (self.num_samples, *value.shape[1:])
+            self._storage[key] = (
+                torch.empty(shape, dtype=value.dtype)
+                if isinstance(value, Tensor)
+                else np.empty(shape, dtype=value.dtype)
             )
+        stored = self._storage[key]
+        if len(stored) < end:  # more samples than num_samples: grow the storage
+            stored = self._storage[key] = _grown(stored, max(end, 2 * len(stored)))  # type: ignore[arg-type]
+        stored[start:end] = value.detach().cpu() if isinstance(value, Tensor) else value  # type: ignore[index]
 
     @property
     def storage(self) -> TStorage:

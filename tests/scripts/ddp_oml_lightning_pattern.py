@@ -1,12 +1,13 @@
 """OML 4.0's documented Lightning DDP pattern (docs/readme/examples_source/extractor/train_val_pl_ddp.md), with
 ``oml`` -> ``oml_core`` and a tiny model on embeddings instead of BERT on texts, on DEVICES CPU processes.
 
-Usage: python ddp_oml_lightning_pattern.py OUT_DIR DEVICES. With DEVICES=2 Lightning re-runs this script as the
-second process. ``ExtractorModuleDDP(loaders_train=..., loaders_val=...)`` trains a linear extractor with ArcFace
-for one epoch, and ``MetricValCallback(metric=EmbeddingMetrics(dataset=val, postprocessor=AdaptiveThresholding(
-n_std=3)))`` validates it, under ``DDPStrategy()``. The balance sampler's batches of 8 are split 4 + 4 among 2
-processes and ArcFace is a mean of per-item losses, so 2 processes train the weights of 1.
-Every process writes ``OUT_DIR/devices<DEVICES>_rank<RANK>.json``: the metrics of its callback and the weights.
+Usage: python ddp_oml_lightning_pattern.py OUT_DIR DEVICES (or ``run(devices)`` in a process). With DEVICES=2
+Lightning re-runs this script as the second process. ``ExtractorModuleDDP(loaders_train=..., loaders_val=...)``
+trains a linear extractor with ArcFace for one epoch, and ``MetricValCallback(metric=EmbeddingMetrics(dataset=val,
+postprocessor=AdaptiveThresholding(n_std=3)))`` validates it, under ``DDPStrategy()``. The balance sampler's
+batches of 8 are split 4 + 4 among 2 processes and ArcFace is a mean of per-item losses, so 2 processes train the
+weights of 1. Every process writes ``OUT_DIR/devices<DEVICES>_rank<RANK>.json``: the metrics of its callback and
+the weights.
 """
 
 import json
@@ -55,8 +56,9 @@ def datasets() -> tuple[EmbeddingsQueryGalleryLabeledDataset, EmbeddingsQueryGal
     return train, val
 
 
-if __name__ == "__main__":
-    out, devices = Path(sys.argv[1]), int(sys.argv[2])
+def run(devices: int) -> tuple[pl.Trainer, dict]:
+    """The example on ``devices`` processes (``DDPStrategy()``; on one process Lightning's default strategy, no
+    process group): the trainer and ``{"metrics": the callback's, "weights": the extractor's}``."""
     pl.seed_everything(0, verbose=False)
     train_dataset, val_dataset = datasets()
 
@@ -71,11 +73,10 @@ if __name__ == "__main__":
 
     # val
     val_loader = DataLoader(val_dataset, batch_size=4)
-    metric_callback = MetricValCallback(
-        metric=EmbeddingMetrics(
-            dataset=val_dataset, cmc_top_k=(1, 5), verbose=False, postprocessor=AdaptiveThresholding(n_std=3)
-        )
+    metric = EmbeddingMetrics(
+        dataset=val_dataset, cmc_top_k=(1, 5), verbose=False, postprocessor=AdaptiveThresholding(n_std=3)
     )
+    metric_callback = MetricValCallback(metric=metric)
 
     # run
     pl_model = ExtractorModuleDDP(
@@ -85,10 +86,11 @@ if __name__ == "__main__":
         loaders_train=train_loader,
         loaders_val=val_loader,  # DDP specific
     )
+    strategy = DDPStrategy() if devices > 1 else "auto"
     ddp_args = {
         "accelerator": "cpu",
         "devices": devices,
-        "strategy": DDPStrategy(),
+        "strategy": strategy,
         "use_distributed_sampler": False,
     }
     trainer = pl.Trainer(
@@ -102,9 +104,11 @@ if __name__ == "__main__":
         **ddp_args,
     )
     trainer.fit(pl_model)  # we don't pass loaders to .fit() in DDP
+    weights = {name: value.tolist() for name, value in extractor.state_dict().items()}
+    return trainer, {"metrics": metric_callback.last_metrics, "weights": weights}
 
-    record = {
-        "metrics": metric_callback.last_metrics,
-        "weights": {name: value.tolist() for name, value in extractor.state_dict().items()},
-    }
+
+if __name__ == "__main__":
+    out, devices = Path(sys.argv[1]), int(sys.argv[2])
+    trainer, record = run(devices)
     (out / f"devices{devices}_rank{trainer.global_rank}.json").write_text(json.dumps(record))
