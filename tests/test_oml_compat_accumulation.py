@@ -180,3 +180,27 @@ def test_a_refused_batch_changes_nothing():
     with pytest.raises(ValueError, match="'t' is a Tensor of rows"):
         acc.update_data({"l": ["b"], "t": torch.ones(1, 3)})
     assert acc.collected_samples == 1 and acc.storage["l"] == ["a"]
+
+
+def test_omls_ddp_and_metrics_helper_names():
+    from torch.utils.data import DataLoader
+
+    from oml_core.ddp.patching import extract_loader_parameters
+    from oml_core.ddp.utils import WarningDDP, is_main_process
+    from oml_core.functional.metrics import calc_topological_metrics
+    from oml_core.metrics import calc_topological_metrics as from_metrics
+
+    assert is_main_process()  # no process group: the only process is the main one
+    assert issubclass(WarningDDP, UserWarning) and from_metrics is calc_topological_metrics
+
+    def collate(items: list) -> list:
+        return items
+
+    generator = torch.Generator()
+    loader = DataLoader(list(range(5)), batch_size=2, drop_last=True, collate_fn=collate, generator=generator)
+    parameters = extract_loader_parameters(loader)
+    assert parameters["batch_size"] == 2 and parameters["drop_last"] and parameters["generator"] is generator
+    assert parameters["collate_fn"] is collate and parameters["dataset"] == list(range(5))
+    like = extract_loader_parameters(loader, ignore_data_related_parameters=True)
+    assert not {"dataset", "batch_size", "drop_last", "sampler", "batch_sampler", "shuffle"} & set(like)
+    assert list(DataLoader(list(range(3)), batch_size=2, **like)) == [[0, 1], [2]]  # the collate_fn kept

@@ -62,7 +62,17 @@ def test_pairwise_reranker_is_the_plugins_at_both_oml_paths():
 
 
 def test_pairwise_inference_takes_omls_arguments():
-    from oml_core.inference import pairwise_inference
+    from oml_core.inference.abstract import inference as abstract_inference
+    from oml_core.inference.abstract import inference_cached as abstract_inference_cached
+    from oml_core.inference.abstract import pairwise_inference as abstract_pairwise_inference
+
+    from oml_core.inference import inference, inference_cached, pairwise_inference
+
+    assert (abstract_inference, abstract_inference_cached) == (
+        inference,
+        inference_cached,
+    )  # OML's module path
+    assert abstract_pairwise_inference is pairwise_inference
 
     dataset = points([0.0, 1.0, 3.0])
     # OML's positional order: model, base_dataset, pair_ids, num_workers, batch_size

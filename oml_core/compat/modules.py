@@ -128,6 +128,7 @@ OML_MODULES: dict[str, OmlModule] = {
         ),
         _OML_REGISTRIES,
     ),
+    "inference.abstract": OmlModule(core=("oml_core.inference",)),
 }
 
 

@@ -166,7 +166,7 @@ class Accumulator:
         if isinstance(value, list | tuple) and isinstance(stored, list):
             return
         row_shape = tuple(value.shape[1:]) if isinstance(value, Tensor | np.ndarray) else None
-        if not isinstance(stored, type(value)) or tuple(stored.shape[1:]) != row_shape:  # type: ignore[union-attr]
+        if not isinstance(stored, type(value)) or tuple(stored.shape[1:]) != row_shape:
             what = f"a {type(value).__name__}" + (f" of rows {row_shape}" if row_shape is not None else "")
             earlier = f"a {type(stored).__name__}" + (
                 f" of rows {tuple(stored.shape[1:])}" if not isinstance(stored, list) else ""
@@ -190,7 +190,7 @@ class Accumulator:
             )
         stored = self._storage[key]
         if len(stored) < end:  # more samples than num_samples: grow the storage
-            stored = self._storage[key] = _grown(stored, max(end, 2 * len(stored)))  # type: ignore[arg-type]
+            stored = self._storage[key] = _grown(stored, max(end, 2 * len(stored)))
         stored[start:end] = value.detach().cpu() if isinstance(value, Tensor) else value  # type: ignore[index]
 
     @property
@@ -255,13 +255,13 @@ class Accumulator:
 def _grown(value: Tensor | np.ndarray, n_rows: int) -> Tensor | np.ndarray:
     """``value`` in a storage of ``n_rows`` rows (its rows first, the rest uninitialised)."""
     shape = (n_rows, *value.shape[1:])
-    grown = (
-        torch.empty(shape, dtype=value.dtype)
-        if isinstance(value, Tensor)
-        else np.empty(shape, dtype=value.dtype)
-    )
-    grown[: len(value)] = value
-    return grown
+    if isinstance(value, Tensor):
+        grown_tensor = torch.empty(shape, dtype=value.dtype)
+        grown_tensor[: len(value)] = value
+        return grown_tensor
+    grown_array = np.empty(shape, dtype=value.dtype)
+    grown_array[: len(value)] = value
+    return grown_array
 
 
 def _filled(value: Tensor | np.ndarray | list[Any], n: int) -> Tensor | np.ndarray | list[Any]:

@@ -12,6 +12,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from oml_core.ddp.utils import comm_device, is_main_process
 from oml_core.functional.fnmr import calc_fnmr_at_fmr_all_pairs, calc_fnmr_at_fmr_rr
 from oml_core.functional.knn import KnnResult, get_distance_fn
 from oml_core.functional.metrics import (
@@ -209,12 +210,6 @@ def flatten_unreduced(metrics: Mapping[Any, Any], sep: str = "/") -> dict[str, T
         else:
             flat[str(key)] = torch.as_tensor(value)
     return flat
-
-
-def is_main_process() -> bool:
-    """True unless ``torch.distributed`` is initialised and this process is not rank 0."""
-    dist = torch.distributed
-    return not (dist.is_available() and dist.is_initialized()) or dist.get_rank() == 0
 
 
 class EmbeddingMetrics(IMetricDDP, IMetricVisualisable):
@@ -767,8 +762,6 @@ def _owned_here(collected: Tensor) -> tuple[Tensor, Tensor]:
     """``(owned, collected_anywhere)`` of a ``[n_items]`` mask of the items this process collected: the items
     it collected and no process of a lower rank did (an item that padding repeated belongs to one process), and
     the items any process collected."""
-    from oml_core.ddp.utils import comm_device
-
     dist = torch.distributed
     if not (dist.is_available() and dist.is_initialized()) or dist.get_world_size() == 1:
         return collected.clone(), collected
