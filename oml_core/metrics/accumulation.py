@@ -189,9 +189,10 @@ class Accumulator:
                 else np.empty(shape, dtype=value.dtype)
             )
         stored = self._storage[key]
+        assert not isinstance(stored, list)  # _check_like_earlier
         if len(stored) < end:  # more samples than num_samples: grow the storage
             stored = self._storage[key] = _grown(stored, max(end, 2 * len(stored)))
-        stored[start:end] = value.detach().cpu() if isinstance(value, Tensor) else value  # type: ignore[index]
+        stored[start:end] = value.detach().cpu() if isinstance(value, Tensor) else value
 
     @property
     def storage(self) -> TStorage:
