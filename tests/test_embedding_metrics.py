@@ -441,8 +441,12 @@ def test_fnmr_at_fmr_over_all_pairs_by_hand(registry: Registry) -> None:
     metrics = run(metric)
     fnmr = {fmr: value.item() for fmr, value in metrics["OVERALL"]["fnmr@fmr"].items()}
     assert fnmr == pytest.approx({0.1: 1.0, 0.5: 0.75, 1.0: 0.25})
+    assert "fnmr@fmr" not in metrics["x"]  # under OVERALL only, as OML
+    per_category = make_metric(
+        registry, dataset=LineDataset(with_categories=True), fmr_vals=(0.5,), fnmr_per_category=True
+    )
     # category x: queries 0, 1; positive 1, 1, 3.3, 4.3; negative 0.6, 1.6, 3, 4 -> fmr 0.5: 2.3 -> 2/4
-    assert metrics["x"]["fnmr@fmr"][0.5].item() == pytest.approx(0.5)
+    assert run(per_category)["x"]["fnmr@fmr"][0.5].item() == pytest.approx(0.5)
 
 
 def test_worst_queries_overall_and_per_category(registry: Registry) -> None:
@@ -554,6 +558,10 @@ def test_metric_keys_by_hand(registry) -> None:
     metric = EmbeddingMetrics(
         LineDataset(), cmc_top_k=(1,), precision_top_k=(), map_top_k=(5,), fmr_vals=(0.1,), registry=registry
     )
+    overall = ["OVERALL/cmc/1", "OVERALL/map/5", "OVERALL/fnmr@fmr/0.1", "OVERALL/pcf/0.5"]
+    categories = [f"{group}/{name}" for group in ("x", "y") for name in ("cmc/1", "map/5", "pcf/0.5")]
+    assert metric.metric_keys() == overall + categories  # fnmr@fmr under OVERALL only, as OML
+    metric.fnmr_per_category = True
     assert metric.metric_keys() == [
         f"{group}/{name}"
         for group in ("OVERALL", "x", "y")

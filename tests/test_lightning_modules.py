@@ -213,23 +213,26 @@ def test_every_validation_loader_gets_its_own_metrics(callback_class):
 
 
 def test_callbacks_check_their_metric():
-    metric = EmbeddingMetrics(DATASETS[0], verbose=False)
-    with pytest.raises(
-        TypeError, match="MetricValCallbackDDP needs an IMetricDDP metric, got EmbeddingMetrics"
-    ):
-        MetricValCallbackDDP(metric)
-
     class NoFigures(IBasicMetric):
         def setup(self, *args, **kwargs): ...
         def update(self, *args, **kwargs): ...
         def compute_metrics(self, *args, **kwargs): ...
 
+    MetricValCallbackDDP(EmbeddingMetrics(DATASETS[0], verbose=False))  # it gathers under DDP by itself
+    with pytest.raises(TypeError, match="MetricValCallbackDDP needs an IMetricDDP metric, got NoFigures"):
+        MetricValCallbackDDP(NoFigures())
     with pytest.raises(TypeError, match="log_images=True needs an IMetricVisualisable metric, got NoFigures"):
         MetricValCallback(NoFigures(), log_images=True)
 
 
-def test_the_ddp_callback_refuses_loaders_that_are_not_patched():
-    callback = MetricValCallbackDDP(EmbeddingMetricsDDP(DATASETS[0], verbose=False))
+@pytest.mark.parametrize(
+    "callback",
+    [
+        MetricValCallbackDDP(EmbeddingMetricsDDP(DATASETS[0], verbose=False)),
+        MetricValCallback(EmbeddingMetrics(DATASETS[0], verbose=False)),  # OML 4.0's DDP callback
+    ],
+)
+def test_the_callbacks_refuse_loaders_that_are_not_patched_under_ddp(callback):
     loader = DataLoader(DATASETS[0], batch_size=2)
     with pytest.raises(RuntimeError, match="the validation loaders are not patched to DDP"):
         callback.on_validation_start(

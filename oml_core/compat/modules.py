@@ -131,6 +131,7 @@ OML_MODULES: dict[str, OmlModule] = {
     "transforms.images.utils": _TRANSFORMS,
     **_same(("datasets.audios", "datasets.texts"), OmlModule(kinds=("dataset",))),
     "models.utils": OmlModule(core=("oml_core.utils.state_dicts",)),
+    "inference.abstract": OmlModule(core=("oml_core.inference",)),
 }
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import math
 from collections.abc import Iterator
 from typing import Any, cast
@@ -150,22 +151,37 @@ def patch_dataloader_to_ddp(loader: DataLoader) -> DataLoader:
     # sampler it was given (oml's are ``IBatchSampler``s); the wrapper only iterates it and takes its ``len``
     batch_sampler = cast(TAllSamplers, loader.batch_sampler)
     wrapper = DDPSamplerWrapper(batch_sampler, shuffle_samples_between_gpus=False, pad_data_to_num_gpus=True)
-    workers: dict[str, Any] = {}
-    if loader.num_workers > 0:
-        workers = {"prefetch_factor": loader.prefetch_factor, "persistent_workers": loader.persistent_workers}
     return DataLoader(
         loader.dataset,
         batch_sampler=wrapper,
-        num_workers=loader.num_workers,
-        collate_fn=loader.collate_fn,
-        pin_memory=loader.pin_memory,
-        timeout=loader.timeout,
-        worker_init_fn=loader.worker_init_fn,
-        multiprocessing_context=loader.multiprocessing_context,
-        generator=loader.generator,
-        pin_memory_device=loader.pin_memory_device,
-        **workers,
+        **extract_loader_parameters(loader, ignore_data_related_parameters=True),
     )
+
+
+#: The arguments of ``DataLoader`` that decide what a loader's batches hold (left out by
+#: :func:`extract_loader_parameters` with ``ignore_data_related_parameters``).
+DATA_RELATED_LOADER_PARAMETERS = ("sampler", "batch_sampler", "drop_last", "shuffle", "batch_size", "dataset")
+
+
+def extract_loader_parameters(
+    loader: DataLoader, ignore_data_related_parameters: bool = False
+) -> dict[str, Any]:
+    """The arguments of ``DataLoader.__init__`` that ``loader`` keeps as attributes (``num_workers``,
+    ``collate_fn``, ``pin_memory``, ...), to build a loader like it (OML's function).
+
+    Args:
+        loader: The loader.
+        ignore_data_related_parameters: Leave out :data:`DATA_RELATED_LOADER_PARAMETERS` (the dataset, the
+            sampling and the batching).
+
+    Returns:
+        ``{argument: loader's value}``.
+    """
+    ignored = {"self", *(DATA_RELATED_LOADER_PARAMETERS if ignore_data_related_parameters else ())}
+    arguments = inspect.signature(DataLoader.__init__).parameters
+    return {
+        name: getattr(loader, name) for name in arguments if name not in ignored and hasattr(loader, name)
+    }
 
 
 def check_loaders_is_patched(loaders: DataLoader | Any) -> bool:
@@ -180,7 +196,9 @@ def check_loaders_is_patched(loaders: DataLoader | Any) -> bool:
 __all__ = [
     "DDPSamplerWrapper",
     "TAllSamplers",
+    "DATA_RELATED_LOADER_PARAMETERS",
     "check_loaders_is_patched",
+    "extract_loader_parameters",
     "is_batch_sampler",
     "patch_dataloader_to_ddp",
 ]

@@ -28,6 +28,18 @@ def get_world_size_safe() -> int:
     return dist.get_world_size() if is_ddp() else 1
 
 
+def is_main_process() -> bool:
+    """True unless a process group is initialised and this process is not rank 0."""
+    return get_rank_safe() == 0
+
+
+class WarningDDP(UserWarning):
+    """OML's warning category for a DDP helper called without a process group (OML's ``patch_dataloader_to_ddp``
+    and ``sync_dicts_ddp`` warn then). oml's helpers do not warn: without a process group they document that
+    they return their input unchanged. The category is here so that code filtering it
+    (``warnings.filterwarnings("ignore", category=WarningDDP)``) runs."""
+
+
 def comm_device() -> torch.device:
     """Where the tensors of the default group's collectives must live: the current CUDA device under NCCL,
     else the CPU."""
@@ -109,10 +121,12 @@ def sync_dicts_ddp(
 
 
 __all__ = [
+    "WarningDDP",
     "comm_device",
     "get_rank_safe",
     "get_world_size_safe",
     "is_ddp",
+    "is_main_process",
     "merge_list_of_dicts",
     "sync_dicts_ddp",
 ]

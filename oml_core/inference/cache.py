@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import hashlib
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sized
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 import torch
 from torch import Tensor, nn
 
@@ -70,11 +71,41 @@ def embeddings_cache_key(dataframe_path: Path, extractor: nn.Module, transforms:
     _update(digest, str(CACHE_FORMAT).encode())
     _update(digest, str(Path(dataframe_path).absolute()).encode())
     _update(digest, Path(dataframe_path).read_bytes())
-    _update(digest, type(extractor).__qualname__.encode())
-    for name, tensor in extractor.state_dict().items():
+    _update_model(digest, extractor)
+    _update(digest, repr(transforms).encode())
+    return digest.hexdigest()
+
+
+def _update_model(digest: Any, model: nn.Module) -> None:
+    """Feed ``model``'s class name and every entry of its ``state_dict`` (name, dtype, shape, bytes)."""
+    _update(digest, type(model).__qualname__.encode())
+    for name, tensor in model.state_dict().items():
         _update(digest, f"{name}|{tensor.dtype}|{tuple(tensor.shape)}".encode())
         _update(digest, _tensor_bytes(tensor))
-    _update(digest, repr(transforms).encode())
+
+
+def dataset_cache_key(dataset: Sized, model: nn.Module) -> str:
+    """The SHA-256 hex digest of what the outputs of ``model`` over a dataset depend on, as far as the dataset
+    shows it (:func:`~oml_core.inference.cached.inference_cached`).
+
+    It covers :data:`CACHE_FORMAT`, the model (as :func:`embeddings_cache_key`), the dataset's class name and
+    length, and, when the dataset has them, its dataframe ``df`` (every value), ``dataset_root`` and
+    ``repr(transform)``. Not covered: the content of the files the dataset reads, the batch size, the device
+    and the precision.
+
+    Returns:
+        64 hex digits.
+    """
+    digest = hashlib.sha256()
+    _update(digest, str(CACHE_FORMAT).encode())
+    _update_model(digest, model)
+    _update(digest, f"{type(dataset).__qualname__}|{len(dataset)}".encode())
+    df = getattr(dataset, "df", None)
+    if isinstance(df, pd.DataFrame):
+        _update(digest, "|".join(map(str, df.columns)).encode())
+        _update(digest, pd.util.hash_pandas_object(df.astype(str), index=True).to_numpy().tobytes())
+    for attribute in ("dataset_root", "transform"):
+        _update(digest, repr(getattr(dataset, attribute, None)).encode())
     return digest.hexdigest()
 
 
@@ -207,5 +238,6 @@ __all__ = [
     "CACHE_MARKER",
     "NotAnEmbeddingsCacheError",
     "cached_embeddings",
+    "dataset_cache_key",
     "embeddings_cache_key",
 ]

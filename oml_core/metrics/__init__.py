@@ -1,5 +1,7 @@
-"""Metrics: ``EmbeddingMetrics`` (accumulate embeddings, compute retrieval metrics) and their helpers."""
+"""Metrics: ``EmbeddingMetrics`` (accumulate embeddings, compute retrieval metrics) and their helpers; OML's
+``calc_topological_metrics`` too (:mod:`oml_core.functional.metrics`)."""
 
+from oml_core.functional.metrics import calc_topological_metrics
 from oml_core.metrics.embeddings import (
     EmbeddingMetrics,
     EmbeddingMetricsDDP,
@@ -13,5 +15,6 @@ __all__ = [
     "EmbeddingMetricsDDP",
     "calc_fnmr_at_fmr_rr",
     "calc_retrieval_metrics_rr",
+    "calc_topological_metrics",
     "flatten_metrics",
 ]

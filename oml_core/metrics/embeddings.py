@@ -12,6 +12,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from oml_core.ddp.utils import comm_device, is_main_process
 from oml_core.functional.fnmr import calc_fnmr_at_fmr_all_pairs, calc_fnmr_at_fmr_rr
 from oml_core.functional.knn import KnnResult, get_distance_fn
 from oml_core.functional.metrics import (
@@ -29,6 +30,7 @@ from oml_core.functional.metrics import (
 from oml_core.interfaces.datasets import IQueryGalleryLabeledDataset
 from oml_core.interfaces.metrics import IMetricDDP, IMetricVisualisable
 from oml_core.interfaces.retrieval import IDistancesPostprocessor, IRetrievalPostprocessor
+from oml_core.metrics.accumulation import INDICES_KEY, Accumulator
 from oml_core.retrieval.retrieval_results import (
     RetrievalResults,
     dataset_column,
@@ -192,6 +194,10 @@ LOG_TOPK_IMAGES_PER_ROW = 5
 N_GT_SHOW_EMBEDDING_METRICS = 2
 #: Metrics that have no per-query values and are never visualised.
 NOT_PER_QUERY_METRICS = ("fnmr@fmr", "pcf")
+#: The key of the embeddings in :attr:`EmbeddingMetrics.acc` (OML's).
+EMBEDDINGS_ACC_KEY = "__embeddings"
+#: The key of the embeddings in the dicts given to :meth:`EmbeddingMetrics.update_data` (OML's ``EMBEDDINGS_KEY``).
+EMBEDDINGS_KEY = "embeddings"
 
 
 def flatten_unreduced(metrics: Mapping[Any, Any], sep: str = "/") -> dict[str, Tensor]:
@@ -206,13 +212,7 @@ def flatten_unreduced(metrics: Mapping[Any, Any], sep: str = "/") -> dict[str, T
     return flat
 
 
-def is_main_process() -> bool:
-    """True unless ``torch.distributed`` is initialised and this process is not rank 0."""
-    dist = torch.distributed
-    return not (dist.is_available() and dist.is_initialized()) or dist.get_rank() == 0
-
-
-class EmbeddingMetrics(IMetricVisualisable):
+class EmbeddingMetrics(IMetricDDP, IMetricVisualisable):
     """Accumulates the embeddings of a dataset batch by batch, then computes retrieval and topological
     metrics.
 
@@ -223,7 +223,16 @@ class EmbeddingMetrics(IMetricVisualisable):
     (looked up in the registry, kind ``retrieval_metric``: ``cmc``, ``precision``, ``map``, ``recall``,
     ``ndcg``, ... or a plugin's), per query category too when the dataset has categories; plus
     ``fnmr@fmr`` over ALL the query-gallery pairs (exact, in bounded memory; on the embedding distances, before
-    any post-processing) and ``pcf`` (:func:`~oml_core.functional.metrics.calc_pcf`).
+    any post-processing; under ``OVERALL`` only, as OML, unless ``fnmr_per_category``) and ``pcf``
+    (:func:`~oml_core.functional.metrics.calc_pcf`).
+
+    The embeddings are collected by an :class:`~oml_core.metrics.accumulation.Accumulator` (:attr:`acc`), with
+    their dataset indices: in any order, an index given twice counts once (the last embedding given for it).
+    **DDP**: it works as it is in several processes (``torch.distributed``), as OML's: every process collects
+    the embeddings of its share of the dataset (``setup()`` without arguments, or with the number of samples
+    the process will see), and :meth:`compute_metrics` first gathers the shares of all the processes
+    (:meth:`sync`), so every process computes the metrics over the whole dataset; every process must call it.
+    Items that DDP samplers repeat to pad the last batches count once.
 
     Args:
         dataset: Annotated dataset having a query/gallery split.
@@ -244,6 +253,10 @@ class EmbeddingMetrics(IMetricVisualisable):
         distance: ``"l2"`` (OML's) or ``"cosine"`` (``1 - cosine similarity``).
         registry: Where metric functions are looked up (``default_registry()`` when ``None``).
         metric_kwargs: Options of given metrics, e.g. ``{"fallout": {"empty_target_action": "skip"}}``.
+        knn_backend: The kNN backend retrieval searches through (kind ``knn_backend``): a name or a
+            ``{name, args}`` spec; ``None``: the exact blockwise search.
+        fnmr_per_category: Also compute ``fnmr@fmr`` for every category (oml's extension; OML 4.0 reports it
+            under ``OVERALL`` only, which is the default).
         other_top_k: ``<name>_top_k`` values of other registered retrieval metrics (``recall_top_k=(1, 5)``,
             ``fallout_top_k=(10,)``: fall-out is given the number of gallery items every query could retrieve).
 
@@ -274,9 +287,11 @@ class EmbeddingMetrics(IMetricVisualisable):
         registry: Registry | None = None,
         metric_kwargs: Mapping[str, Mapping[str, Any]] | None = None,
         knn_backend: Mapping[str, Any] | str | None = None,
+        fnmr_per_category: bool = False,
         **other_top_k: tuple[int, ...],
     ) -> None:
         self.dataset = dataset
+        self.fnmr_per_category = bool(fnmr_per_category)
         self.top_k = requested_top_k(cmc_top_k, precision_top_k, map_top_k, **other_top_k)
         self.cmc_top_k = self.top_k.get("cmc", ())
         self.precision_top_k = self.top_k.get("precision", ())
@@ -314,70 +329,91 @@ class EmbeddingMetrics(IMetricVisualisable):
         self.metrics: TMetricsDict | None = None
         self.metrics_unreduced: TMetricsDict | None = None
         self.num_samples: int | None = None
-        self._embeddings: Tensor | None = None
-        self._collected: torch.Tensor | None = None
+        #: Collects the embeddings (under :data:`EMBEDDINGS_ACC_KEY`) and their dataset indices (OML's).
+        self.acc = Accumulator(keys_to_accumulate=(EMBEDDINGS_ACC_KEY,))
+        self._synced = False
         self._queries_of_category: dict[Any, Tensor] = {}
 
+    def _dataset_size(self) -> int:
+        # cast: the dataset has __len__, which IQueryGalleryLabeledDataset (torch's Dataset) does not declare
+        return len(cast(Sized, self.dataset))
+
     def setup(self, num_samples: int | None = None) -> None:
-        """Forget everything collected and computed; expect ``num_samples`` items (``len(dataset)``).
+        """Forget everything collected and computed; expect ``num_samples`` embeddings from this process
+        (``len(dataset)``; under DDP a process may see fewer, its share: they are gathered by :meth:`sync`).
 
         Raises:
-            ValueError: the dataset has no queries or no gallery items (before any embedding is collected).
+            ValueError: the dataset has no queries or no gallery items (before any embedding is collected), or
+                ``num_samples`` is not an int >= 1.
         """
         get_query_gallery_ids(self.dataset, VALIDATION_SPLIT)
         self.retrieval_results = None
         self.metrics = None
         self.metrics_unreduced = None
-        # cast: the dataset has __len__, which IQueryGalleryLabeledDataset (torch's Dataset) does not declare
-        self.num_samples = len(cast(Sized, self.dataset)) if num_samples is None else int(num_samples)
-        self._embeddings = None
-        self._collected = torch.zeros(self.num_samples, dtype=torch.bool)
+        self.num_samples = self._dataset_size() if num_samples is None else num_samples
+        self.acc.refresh(self.num_samples)
+        self._synced = False
         self._queries_of_category = {}
 
     def update(self, embeddings: Tensor, indices: Tensor | Sequence[int]) -> None:
-        """Store the embeddings of one batch at their global dataset indices.
+        """Collect the embeddings of one batch with their global dataset indices.
 
         Args:
             embeddings: ``[batch, dim]`` representations of the dataset items of the batch.
-            indices: Global indices of those items within ``(0, num_samples - 1)``; any order, and an index
-                seen again (DDP pads its last batches with repeated items) overwrites the stored embedding.
+            indices: Global indices of those items within ``(0, len(dataset) - 1)``; any order, and an index
+                seen again (DDP pads its last batches with repeated items) counts once: the last embedding
+                given for it is kept.
+
+        Raises:
+            ValueError: not ``[batch, dim]`` embeddings with one index each, an index out of range, or another
+                dim than the earlier batches'.
         """
         indices_t = self._checked_batch(embeddings, indices)
-        assert self._collected is not None and self.num_samples is not None
-        if self._embeddings is None:
-            self._embeddings = torch.zeros(
-                self.num_samples, embeddings.shape[1], dtype=embeddings.dtype, device=embeddings.device
-            )
-        elif embeddings.shape[1] != self._embeddings.shape[1]:
-            raise ValueError(f"embeddings of dim {embeddings.shape[1]} after dim {self._embeddings.shape[1]}")
-        self._embeddings[indices_t.to(self._embeddings.device)] = embeddings.detach().to(self._embeddings)
-        self._collected[indices_t] = True
+        self.acc.update_data({EMBEDDINGS_ACC_KEY: embeddings.detach()}, indices=indices_t)
+        self._synced = False
+
+    def update_data(self, data: Mapping[str, Any], indices: Tensor | Sequence[int]) -> None:
+        """OML's form of :meth:`update`: the embeddings are ``data["embeddings"]``."""
+        self.update(embeddings=data[EMBEDDINGS_KEY], indices=indices)
 
     def _checked_batch(self, embeddings: Tensor, indices: Tensor | Sequence[int]) -> Tensor:
-        """``indices`` as a CPU tensor, checked against ``embeddings`` and ``num_samples`` (set up if needed).
+        """``indices`` as a CPU tensor, checked against ``embeddings`` and the dataset (set up if needed).
 
         Raises:
             ValueError: not ``[batch, dim]`` embeddings with one index each, or an index out of range.
         """
-        if self._collected is None or self.num_samples is None:
+        if self.num_samples is None:
             self.setup()
-        assert self.num_samples is not None
         indices_t = torch.as_tensor(indices, dtype=torch.long).reshape(-1).cpu()
         if embeddings.ndim != 2 or len(embeddings) != len(indices_t):
             raise ValueError(
                 f"expected [batch, dim] embeddings with one index each, got {tuple(embeddings.shape)} for "
                 f"{len(indices_t)} indices"
             )
-        if indices_t.numel() and (int(indices_t.min()) < 0 or int(indices_t.max()) >= self.num_samples):
-            raise ValueError(
-                f"indices must be within [0, {self.num_samples - 1}], got {indices_t.tolist()[:10]}..."
-            )
+        n_items = self._dataset_size()
+        if indices_t.numel() and (int(indices_t.min()) < 0 or int(indices_t.max()) >= n_items):
+            raise ValueError(f"indices must be within [0, {n_items - 1}], got {indices_t.tolist()[:10]}...")
         return indices_t
+
+    def sync(self) -> None:
+        """Gather the embeddings collected by every process into every process (``torch.distributed`` with more
+        than one process: every process must call it), each dataset index once, in dataset order; on one
+        process only the ordering. :meth:`compute_metrics` calls it; calling it again before another
+        :meth:`update` does nothing."""
+        if not self._synced:
+            self.acc = self.acc.sync(require_full=False, keep="last")
+            self._synced = True
+
+    def _n_collected(self) -> int:
+        """The number of dataset items collected (by every process, once synced)."""
+        return len(self.acc.storage.get(INDICES_KEY, ()))
 
     @property
     def embeddings(self) -> Tensor | None:
-        """The ``[num_samples, dim]`` embeddings collected so far in dataset order (``None`` before any)."""
-        return self._embeddings
+        """The ``[len(dataset), dim]`` embeddings in dataset order, once :meth:`sync` (or :meth:`compute_metrics`)
+        has gathered them (``None`` before)."""
+        stored = self.acc.storage.get(EMBEDDINGS_ACC_KEY)
+        return stored if self._synced and isinstance(stored, Tensor) else None
 
     def _n_items_to_retrieve(self) -> int:
         max_k = max((k for top_k in self.top_k.values() for k in top_k), default=1)
@@ -414,18 +450,23 @@ class EmbeddingMetrics(IMetricVisualisable):
             ~oml_core.functional.knn.NonFiniteDistanceError: (a ``ValueError``) the embeddings are so large
                 that a distance overflows float32; the message names the query and the gallery item.
         """
-        if self._collected is None or not bool(self._collected.any()):
+        if self.num_samples is None:
             raise ValueError(
                 "no embeddings were collected: call setup() and update() before compute_metrics()"
             )
-        n_collected = int(self._collected.sum())
-        if n_collected != self.num_samples:
+        self.sync()  # in every process, also one that collected nothing: the others wait for it
+        n_collected, n_items = self._n_collected(), self._dataset_size()
+        if n_collected == 0:
+            raise ValueError(
+                "no embeddings were collected: call setup() and update() before compute_metrics()"
+            )
+        if n_collected != n_items:
             raise ValueError(
                 f"Metrics have to be calculated on fully collected data: collected {n_collected} out of "
-                f"{self.num_samples} samples."
+                f"{n_items} samples."
             )
         # None only with EmbeddingMetricsDDP(shard_gallery=True), which refuses fnmr@fmr and pcf (their users)
-        embeddings = self._embeddings
+        embeddings = self.embeddings
         query_ids, gallery_ids = get_query_gallery_ids(self.dataset, VALIDATION_SPLIT)
         rr = self._retrieve()
         if self.top_k or self.fmr_vals:
@@ -463,7 +504,8 @@ class EmbeddingMetrics(IMetricVisualisable):
                 unreduced[key].update(take_unreduced_metrics_by_mask(metrics_r, _mask(positions, len(rr))))
         if self.fmr_vals:
             assert embeddings is not None  # see above
-            for key, positions in self._queries_of_category.items():
+            for key in self._fnmr_groups():
+                positions = self._queries_of_category[key]
                 values = self._fnmr_metrics(embeddings, query_ids[positions], gallery_ids)
                 unreduced[key]["fnmr@fmr"] = dict(zip(self.fmr_vals, values))
         if self.pcf_variance:
@@ -483,11 +525,16 @@ class EmbeddingMetrics(IMetricVisualisable):
             logger.info("\nMetrics:\n%s", pformat(output))
         return output
 
+    def _fnmr_groups(self) -> list[Any]:
+        """The groups of queries ``fnmr@fmr`` is computed for: ``OVERALL`` (and every category with
+        ``fnmr_per_category``)."""
+        return list(self._queries_of_category) if self.fnmr_per_category else [OVERALL_CATEGORIES_KEY]
+
     def _retrieve(self) -> RetrievalResults:
         """The retrieval results of the collected embeddings (before the post-processor)."""
-        assert self._embeddings is not None
+        assert self.embeddings is not None
         return RetrievalResults.from_embeddings(
-            self._embeddings,
+            self.embeddings,
             self.dataset,
             n_items=self._n_items_to_retrieve(),
             distance=self.distance,
@@ -496,17 +543,24 @@ class EmbeddingMetrics(IMetricVisualisable):
         )
 
     def metric_keys(self) -> list[str]:
-        """The flat keys (``OVERALL/cmc/1``, ``<category>/map/5``, ``OVERALL/fnmr@fmr/0.1``,
-        ``OVERALL/pcf/0.5``) of the metrics :meth:`compute_metrics` will return, known before any embedding
-        is collected (a pipeline checks its ``metric_for_checkpointing`` against them)."""
+        """The flat keys (``OVERALL/cmc/1``, ``<category>/map/5``, ``OVERALL/fnmr@fmr/0.1`` (per category too with
+        ``fnmr_per_category``), ``OVERALL/pcf/0.5``) of the metrics :meth:`compute_metrics` will return, known
+        before any embedding is collected (a pipeline checks its ``metric_for_checkpointing`` against them)."""
         categories = get_categories(self.dataset)
         groups: list[Any] = [OVERALL_CATEGORIES_KEY]
         if categories is not None and not self.return_only_overall_category:
             query_ids, _ = get_query_gallery_ids(self.dataset, VALIDATION_SPLIT)
             groups += list(unique_categories(categories[query_ids.numpy()]))
         values: list[tuple[str, Any]] = [(name, k) for name, top_k in self.top_k.items() for k in top_k]
-        values += [("fnmr@fmr", v) for v in self.fmr_vals] + [("pcf", v) for v in self.pcf_variance]
-        return [f"{group}/{name}/{value}" for group in groups for name, value in values]
+        fnmr = [("fnmr@fmr", v) for v in self.fmr_vals]
+        pcf = [("pcf", v) for v in self.pcf_variance]
+        return [
+            f"{group}/{name}/{value}"
+            for group in groups
+            for name, value in values
+            + (fnmr if group == OVERALL_CATEGORIES_KEY or self.fnmr_per_category else [])
+            + pcf
+        ]
 
     # ---------------------------------------------------------------------------------- visualisation
     def _check_computed(self) -> None:
@@ -602,23 +656,23 @@ def _mask(positions: Tensor, n: int) -> Tensor:
     return mask
 
 
-class EmbeddingMetricsDDP(EmbeddingMetrics, IMetricDDP):
-    """:class:`EmbeddingMetrics` for several processes (``torch.distributed``): every process collects the
-    embeddings of its share of the dataset, and :meth:`sync` brings the processes together.
+class EmbeddingMetricsDDP(EmbeddingMetrics):
+    """:class:`EmbeddingMetrics` (which works under DDP as it is) with the option to shard the gallery, oml's
+    name from before ``EmbeddingMetrics`` gathered by itself (OML 3.x's ``EmbeddingMetricsDDP``).
 
     Takes the arguments of :class:`EmbeddingMetrics`, and ``shard_gallery``:
 
     - ``False`` (the default): :meth:`sync` all-gathers the embeddings, so every process holds them all and
-      computes every metric.
+      computes every metric: exactly :class:`EmbeddingMetrics`.
     - ``True``: every process keeps only the embeddings it collected, and :meth:`sync` runs the exact search over
       the gallery sharded across the processes (:func:`~oml_core.ddp.knn.search_sharded`): no process holds the
       whole gallery nor a ``Q x G`` block, and every process gets the retrieval results (``Q x k``) of all the
       queries, the single-process ones. ``fnmr@fmr`` and ``pcf`` need every embedding in one process and are
       refused, as is a ``knn_backend`` (the sharded search is exact); :attr:`embeddings` is ``None``.
 
-    Call :meth:`sync` after the last :meth:`update` and before :meth:`compute_metrics` (``MetricValCallbackDDP``
-    does); without an initialised process group it gathers nothing (the sharded search then runs on the one
-    process's items). Items that DDP samplers repeat to pad the last batches count once.
+    :meth:`compute_metrics` calls :meth:`sync` (every process must call it); without an initialised process
+    group it gathers nothing (the sharded search then runs on the one process's items). Items that DDP samplers
+    repeat to pad the last batches count once.
 
     Raises:
         ValueError: ``shard_gallery`` with ``fmr_vals``, ``pcf_variance`` or ``knn_backend``.
@@ -641,70 +695,41 @@ class EmbeddingMetricsDDP(EmbeddingMetrics, IMetricDDP):
                     f"{' and '.join(refused)} cannot be computed: set "
                     f"{', '.join(f'{name}={off[name]}' for name in refused)}"
                 )
-        self._parts: list[tuple[Tensor, Tensor]] = []
         self._sharded: KnnResult | None = None
+        self._n_collected_sharded = 0
 
     def setup(self, num_samples: int | None = None) -> None:
         super().setup(num_samples)
-        self._parts = []
         self._sharded = None
-
-    def update(self, embeddings: Tensor, indices: Tensor | Sequence[int]) -> None:
-        """Store the embeddings of one batch (see :meth:`EmbeddingMetrics.update`); with ``shard_gallery`` only
-        the rows collected, not a ``[num_samples, dim]`` table."""
-        if not self.shard_gallery:
-            super().update(embeddings, indices)
-            return
-        indices_t = self._checked_batch(embeddings, indices)
-        if self._parts and embeddings.shape[1] != self._parts[0][1].shape[1]:
-            raise ValueError(
-                f"embeddings of dim {embeddings.shape[1]} after dim {self._parts[0][1].shape[1]}"
-            )
-        assert self._collected is not None
-        self._parts.append((indices_t, embeddings.detach().float().cpu()))
-        self._collected[indices_t] = True
+        self._n_collected_sharded = 0
 
     def sync(self) -> None:
-        """All-gather the collected ``(indices, embeddings)`` of every process into every process; with
-        ``shard_gallery``, search the sharded gallery for every query instead."""
-        if self.shard_gallery:
+        """All-gather the collected ``(indices, embeddings)`` of every process into every process (see
+        :meth:`EmbeddingMetrics.sync`); with ``shard_gallery``, search the sharded gallery for every query
+        instead."""
+        if not self.shard_gallery:
+            super().sync()
+        elif not self._synced:
             self._sync_sharded()
-            return
-        dist = torch.distributed
-        if not (dist.is_available() and dist.is_initialized()) or dist.get_world_size() == 1:
-            return
-        if self._collected is None or self._embeddings is None:
-            raise ValueError("sync() needs data: call setup() and update() on every process first")
-        device = self._embeddings.device
-        indices = self._collected.nonzero().squeeze(1).to(device)
-        counts = [torch.zeros(1, dtype=torch.long, device=device) for _ in range(dist.get_world_size())]
-        dist.all_gather(counts, torch.tensor([len(indices)], device=device))
-        longest = max(int(c) for c in counts)
-        padded_ids = torch.full((longest,), -1, dtype=torch.long, device=device)
-        padded_ids[: len(indices)] = indices
-        padded_emb = torch.zeros(
-            longest, self._embeddings.shape[1], dtype=self._embeddings.dtype, device=device
-        )
-        padded_emb[: len(indices)] = self._embeddings[indices]
-        all_ids = [torch.empty_like(padded_ids) for _ in counts]
-        all_emb = [torch.empty_like(padded_emb) for _ in counts]
-        dist.all_gather(all_ids, padded_ids)
-        dist.all_gather(all_emb, padded_emb)
-        for count, ids, emb in zip(counts, all_ids, all_emb):
-            n = int(count)
-            self.update(emb[:n], ids[:n].cpu())
+            self._synced = True
 
     def _sync_sharded(self) -> None:
         from oml_core.ddp.knn import search_sharded
 
-        if self._collected is None or not self._parts:
-            raise ValueError("sync() needs data: call setup() and update() on every process first")
-        owned = self._owned_here()
-        ids = torch.cat([part[0] for part in self._parts])
-        embeddings = torch.cat([part[1] for part in self._parts])
-        last = torch.zeros(self._collected.shape[0], dtype=torch.long)
-        last[ids] = torch.arange(len(ids))  # the last row given for an index, as the table update() keeps
+        n_items = self._dataset_size()
+        storage = self.acc.storage
+        n_rows = self.acc.collected_samples
+        ids = torch.as_tensor(storage.get(INDICES_KEY, [])[:n_rows], dtype=torch.long)
+        collected = torch.zeros(n_items, dtype=torch.bool)
+        collected[ids] = True
+        owned, collected_anywhere = _owned_here(collected)
+        self._n_collected_sharded = int(collected_anywhere.sum())
+        if self._n_collected_sharded != n_items:  # compute_metrics says so; no search on part of the data
+            return
         local = owned.nonzero().squeeze(1)
+        last = torch.zeros(n_items, dtype=torch.long)
+        last[ids] = torch.arange(len(ids))  # the last row given for an index, as update() documents
+        embeddings = cast(Tensor, storage[EMBEDDINGS_ACC_KEY])[:n_rows]
         query_ids, gallery_ids = get_query_gallery_ids(self.dataset, VALIDATION_SPLIT)
         labels = labels_of(self.dataset)
         self._sharded = search_sharded(
@@ -717,31 +742,35 @@ class EmbeddingMetricsDDP(EmbeddingMetrics, IMetricDDP):
             sequence_ids=get_sequence_ids(self.dataset),
             distance=self.distance,
         )
-        self._parts = []
 
-    def _owned_here(self) -> Tensor:
-        """``[num_samples]``: the items this process collected and no process of a lower rank did (an item that
-        padding repeated belongs to one process); ``_collected`` becomes what all the processes collected."""
-        assert self._collected is not None
-        from oml_core.ddp.utils import comm_device
+    def _n_collected(self) -> int:
+        return self._n_collected_sharded if self.shard_gallery else super()._n_collected()
 
-        dist = torch.distributed
-        if not (dist.is_available() and dist.is_initialized()) or dist.get_world_size() == 1:
-            return self._collected.clone()
-        device = comm_device()
-        masks = [torch.empty_like(self._collected, device=device) for _ in range(dist.get_world_size())]
-        dist.all_gather(masks, self._collected.to(device))
-        stacked = torch.stack(masks).cpu()
-        earlier = stacked[: dist.get_rank()].any(0)
-        self._collected = stacked.any(0)
-        return stacked[dist.get_rank()] & ~earlier
+    @property
+    def embeddings(self) -> Tensor | None:
+        """See :attr:`EmbeddingMetrics.embeddings`; ``None`` with ``shard_gallery`` (no process holds them all)."""
+        return None if self.shard_gallery else super().embeddings
 
     def _retrieve(self) -> RetrievalResults:
         if not self.shard_gallery:
             return super()._retrieve()
-        if self._sharded is None:
-            raise ValueError("shard_gallery: call sync() on every process before compute_metrics()")
+        assert self._sharded is not None  # compute_metrics synced, and every item was collected
         return RetrievalResults._from_knn(self._sharded)
+
+
+def _owned_here(collected: Tensor) -> tuple[Tensor, Tensor]:
+    """``(owned, collected_anywhere)`` of a ``[n_items]`` mask of the items this process collected: the items
+    it collected and no process of a lower rank did (an item that padding repeated belongs to one process), and
+    the items any process collected."""
+    dist = torch.distributed
+    if not (dist.is_available() and dist.is_initialized()) or dist.get_world_size() == 1:
+        return collected.clone(), collected
+    device = comm_device()
+    masks = [torch.empty_like(collected, device=device) for _ in range(dist.get_world_size())]
+    dist.all_gather(masks, collected.to(device))
+    stacked = torch.stack(masks).cpu()
+    earlier = stacked[: dist.get_rank()].any(0)
+    return stacked[dist.get_rank()] & ~earlier, stacked.any(0)
 
 
 def _checked_postprocessor(postprocessor: Any) -> IRetrievalPostprocessor | None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Mapping, Sequence, Sized
 from html import escape
 from pathlib import Path
@@ -204,6 +205,9 @@ class RetrievalResults:
             NaN): a ``ValueError`` and OML's ``RuntimeError``; the message names the query index.
         ValueError: mismatched numbers of queries, a tensor that is not 1-D, or an ``n_gallery`` below a query's
             number of retrieved or relevant items; the message names the query index.
+
+    Warns:
+        UserWarning: OML's "Some of the queries don't have available gts." when ``gt_ids`` has an empty entry.
     """
 
     def __init__(
@@ -225,6 +229,8 @@ class RetrievalResults:
         self._gt_ids = None if gt_ids is None else _ragged(gt_ids, torch.long, "gt_ids")
         self._validate()
         self._n_gallery = None if n_gallery is None else self._checked_n_gallery(n_gallery)
+        if self._gt_ids is not None and bool((self._gt_ids.lengths == 0).any()):
+            warnings.warn("Some of the queries don't have available gts.", stacklevel=2)
 
     def _checked_n_gallery(self, n_gallery: int | Sequence[int] | Tensor) -> Tensor:
         values = torch.as_tensor(n_gallery).detach().cpu()

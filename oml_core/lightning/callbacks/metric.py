@@ -1,4 +1,4 @@
-"""``MetricValCallback`` (and ``MetricValCallbackDDP``): feed validation outputs to a metric, log its results."""
+"""``MetricValCallback``: feed validation outputs to a metric, log its results; on one process and under DDP."""
 
 from __future__ import annotations
 
@@ -25,6 +25,13 @@ class MetricValCallback(pl.Callback):
     The metrics are logged flat under OML's keys (``OVERALL/cmc/1``), with Lightning's ``/dataloader_idx_<n>``
     suffix when there are several validation loaders (bind one callback to each), and kept in
     :attr:`last_metrics` (without suffix).
+
+    **DDP** (as OML 4.0's): every process updates the metric with its share of the validation batches; before
+    computing, a metric with ``sync()`` (``IMetricDDP``, e.g. ``EmbeddingMetrics``) gathers the shares of all
+    the processes (items repeated by padding count once), so every process computes and logs the same metrics
+    over the whole dataset. The validation loaders must then be patched to DDP
+    (:class:`~oml_core.lightning.modules.ddp.ModuleDDP`, e.g. ``ExtractorModuleDDP``, does it): a
+    ``RuntimeError`` says so at the start of validation otherwise.
 
     Args:
         metric: Metric.
@@ -102,15 +109,26 @@ class MetricValCallback(pl.Callback):
         return embeddings.cpu()
 
     def calc_and_log_metrics(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
-        """Compute the metrics, log them (in every process: checkpointing monitors them) and the figures."""
+        """Gather the metric's data from every process (``IMetricDDP``), compute the metrics, log them (in every
+        process: checkpointing monitors them) and the figures."""
         from oml_core.metrics import flatten_metrics
 
+        if isinstance(self.metric, IMetricDDP):
+            self.metric.sync()
         metrics = {key: float(value) for key, value in flatten_metrics(self.metric.compute_metrics()).items()}
         self.last_metrics = metrics
         # every process has the same metrics: sync_dist averages equal values (and silences Lightning's warning)
         pl_module.log_dict(metrics, add_dataloader_idx=True, batch_size=1, sync_dist=True)
         if self.log_images:
             self._log_figures(trainer)
+
+    def on_validation_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        if trainer.world_size > 1 and not check_loaders_is_patched(trainer.val_dataloaders):
+            raise RuntimeError(
+                f"{type(self).__name__}: the validation loaders are not patched to DDP, so every process would "
+                "validate on the whole dataset; use ModuleDDP (ExtractorModuleDDP) and do not pass loaders "
+                "to trainer.fit/validate, or patch them with patch_dataloader_to_ddp"
+            )
 
     @rank_zero_only
     def _log_figures(self, trainer: pl.Trainer) -> None:
@@ -152,16 +170,11 @@ def save_figures(
 
 
 class MetricValCallbackDDP(MetricValCallback):
-    """This is an extension to the regular callback that takes into account data reduction and padding on the
-    inference for each device in DDP setup.
-
-    Every process updates the metric with its share of the validation batches; after the last batch
-    ``metric.sync()`` gathers the shares of all the processes (items repeated by padding count once), so every
-    process computes and logs the same metrics over the whole dataset. The validation loaders must be patched
-    to DDP (:class:`~oml_core.lightning.modules.ddp.ModuleDDP` does it).
+    """:class:`MetricValCallback` that accepts only a metric with ``sync()`` (``IMetricDDP``): oml's name from
+    before ``MetricValCallback`` worked under DDP by itself (OML 3.x's ``MetricValCallbackDDP``).
 
     Args:
-        metric: A metric with ``sync()`` (``IMetricDDP``, e.g. ``EmbeddingMetricsDDP``).
+        metric: A metric with ``sync()`` (``IMetricDDP``, e.g. ``EmbeddingMetrics``).
         args, kwargs: The other arguments of :class:`MetricValCallback`.
 
     Raises:
@@ -174,22 +187,6 @@ class MetricValCallbackDDP(MetricValCallback):
         if not isinstance(metric, IMetricDDP):
             raise TypeError(f"MetricValCallbackDDP needs an IMetricDDP metric, got {type(metric).__name__}")
         super().__init__(metric, *args, **kwargs)
-
-    def to_metric_device(self, embeddings: Tensor) -> Tensor:
-        """The embeddings stay on the process's device: the collective of ``sync()`` needs them there."""
-        return embeddings
-
-    def calc_and_log_metrics(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
-        self.metric.sync()
-        super().calc_and_log_metrics(trainer, pl_module)
-
-    def on_validation_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
-        if trainer.world_size > 1 and not check_loaders_is_patched(trainer.val_dataloaders):
-            raise RuntimeError(
-                "MetricValCallbackDDP: the validation loaders are not patched to DDP, so every process would "
-                "validate on the whole dataset; use ModuleDDP (ExtractorModuleDDP) and do not pass loaders "
-                "to trainer.fit/validate, or patch them with patch_dataloader_to_ddp"
-            )
 
 
 __all__ = ["MetricValCallback", "MetricValCallbackDDP", "save_figures"]

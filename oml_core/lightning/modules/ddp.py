@@ -46,6 +46,15 @@ class ModuleDDP(pl.LightningModule):
         loaders_predict: TLoaders | None = None,
     ) -> None:
         super().__init__()
+        self.set_loaders(loaders_train, loaders_val, loaders_predict)
+
+    def set_loaders(
+        self,
+        loaders_train: TLoaders | None = None,
+        loaders_val: TLoaders | None = None,
+        loaders_predict: TLoaders | None = None,
+    ) -> None:
+        """Keep the loaders the module serves (for a subclass whose other base initialises the module)."""
         self.loaders_train = loaders_train
         self.loaders_val = loaders_val
         self.loaders_predict = loaders_predict

@@ -164,9 +164,7 @@ class ExtractorModuleDDP(ExtractorModule, ModuleDDP):
         **kwargs: Any,
     ):
         super().__init__(*args, **kwargs)  # ExtractorModule, then ModuleDDP without loaders
-        self.loaders_train = loaders_train
-        self.loaders_val = loaders_val
-        self.loaders_predict = loaders_predict
+        self.set_loaders(loaders_train, loaders_val, loaders_predict)
 
 
 __all__ = ["ExtractorModule", "ExtractorModuleDDP"]

@@ -11,6 +11,7 @@ from torch.optim import Optimizer
 
 from oml_core.interfaces.miners import IPairsMiner
 from oml_core.interfaces.models import IPairwiseModel
+from oml_core.lightning.modules.ddp import ModuleDDP, TLoaders
 from oml_core.lightning.modules.optimization import (
     check_optimization_args,
     finite_loss_or_none,
@@ -132,4 +133,29 @@ class PairwiseModule(pl.LightningModule):
         freeze_for_epochs(self.model, self.current_epoch, self.freeze_n_epochs)
 
 
-__all__ = ["PairwiseModule"]
+class PairwiseModuleDDP(PairwiseModule, ModuleDDP):
+    """:class:`PairwiseModule` for DDP: it serves its loaders itself, patched to DDP in every process (see
+    :class:`~oml_core.lightning.modules.ddp.ModuleDDP`): call ``trainer.fit(module)`` without loaders, with
+    ``use_distributed_sampler=False``.
+
+    Args:
+        loaders_train: The training loader(s).
+        loaders_val: The validation loader(s).
+        loaders_predict: The prediction loader(s).
+        args, kwargs: The arguments of :class:`PairwiseModule` (``pairwise_model``, ``pairs_miner``,
+            ``criterion``, ``optimizer``, ...).
+    """
+
+    def __init__(
+        self,
+        loaders_train: TLoaders | None = None,
+        loaders_val: TLoaders | None = None,
+        *args: Any,
+        loaders_predict: TLoaders | None = None,
+        **kwargs: Any,
+    ):
+        super().__init__(*args, **kwargs)  # PairwiseModule, then ModuleDDP without loaders
+        self.set_loaders(loaders_train, loaders_val, loaders_predict)
+
+
+__all__ = ["PairwiseModule", "PairwiseModuleDDP"]

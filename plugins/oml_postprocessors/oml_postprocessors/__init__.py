@@ -17,6 +17,7 @@ from oml_postprocessors.plugin import COMPONENTS, EXTRA_EXPORTS
 
 if TYPE_CHECKING:
     from oml_postprocessors.inference import pairwise_inference as pairwise_inference
+    from oml_postprocessors.inference import pairwise_inference_by_ids as pairwise_inference_by_ids
     from oml_postprocessors.ordering import rerank_top_n as rerank_top_n
     from oml_postprocessors.ordering import update_top_n_in_matrix as update_top_n_in_matrix
     from oml_postprocessors.pairs import PairDataset as PairDataset

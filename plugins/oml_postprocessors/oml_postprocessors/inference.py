@@ -1,13 +1,17 @@
-"""Batched inference of a pairwise model over a dataset of pairs."""
+"""Batched inference of a pairwise model over a dataset of pairs (and over pairs of a dataset's items, by their
+indices: OML's ``oml.inference.pairwise_inference``)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import torch
-from torch import FloatTensor, Tensor
+from torch import FloatTensor, LongTensor, Tensor
 
 from oml_core.inference.batches import TStep, batched_inference, model_device
-from oml_core.interfaces.datasets import IPairsDataset
+from oml_core.interfaces.datasets import IBaseDataset, IPairsDataset
 from oml_core.interfaces.models import IPairwiseModel
+from oml_postprocessors.pairs import PairDataset
 
 
 def _scores_step(model: IPairwiseModel, pairs: IPairsDataset) -> TStep:
@@ -34,6 +38,7 @@ def pairwise_inference(
     batch_size: int,
     verbose: bool = False,
     use_fp16: bool = False,
+    accumulate_on_cpu: bool = True,
 ) -> FloatTensor:
     """Score every pair of ``pairs`` with ``model.predict(x1, x2)``.
 
@@ -51,9 +56,10 @@ def pairwise_inference(
         verbose: Set ``True`` to see a progress bar.
         use_fp16: Run the model under ``torch.autocast`` to float16 when it is on a CUDA device; on any other
             device this has no effect (the model runs in its own precision).
+        accumulate_on_cpu: Gather the scores on the CPU (else on the model's device).
 
     Returns:
-        ``[len(pairs)]`` float32 scores on the CPU, in the order of the pairs.
+        ``[len(pairs)]`` float32 scores (on the CPU with ``accumulate_on_cpu``), in the order of the pairs.
 
     Raises:
         ValueError: ``predict`` returned another number of scores than the batch has pairs; ``batch_size`` is
@@ -67,9 +73,53 @@ def pairwise_inference(
         num_workers=num_workers,
         verbose=verbose,
         use_fp16=use_fp16,
+        accumulate_on_cpu=accumulate_on_cpu,
         desc="Pairwise inference",
     )
     return torch.cat(scores) if scores else torch.zeros(0)
 
 
-__all__ = ["model_device", "pairwise_inference"]
+def pairwise_inference_by_ids(
+    model: IPairwiseModel,
+    base_dataset: IBaseDataset,
+    pair_ids: Sequence[tuple[int, int]] | LongTensor,
+    num_workers: int,
+    batch_size: int,
+    verbose: bool = True,
+    use_fp16: bool = False,
+    accumulate_on_cpu: bool = True,
+) -> FloatTensor:
+    """OML's ``pairwise_inference`` (``oml_core.inference.pairwise_inference``, OML's signature): score the pairs
+    ``pair_ids`` of items of ``base_dataset`` (:class:`~oml_postprocessors.pairs.PairDataset`) with
+    :func:`pairwise_inference`.
+
+    Args:
+        model: Pairwise model; ``predict`` must return one score per pair.
+        base_dataset: The items (``base_dataset[i][base_dataset.input_tensors_key]`` are the model's inputs).
+        pair_ids: ``[n_pairs, 2]`` indices of the two items of every pair (a list of pairs or a tensor).
+        num_workers: Number of workers of the ``DataLoader``.
+        batch_size: Number of pairs per batch.
+        verbose: Set ``True`` to see a progress bar.
+        use_fp16: As in :func:`pairwise_inference`.
+        accumulate_on_cpu: Gather the scores on the CPU (else on the model's device).
+
+    Returns:
+        ``[n_pairs]`` float32 scores, in the order of ``pair_ids``.
+
+    Raises:
+        ValueError: ``pair_ids`` is not ``[n_pairs, 2]`` indices of ``base_dataset``; see
+            :func:`pairwise_inference`.
+    """
+    pairs = PairDataset(base_dataset, torch.as_tensor(pair_ids, dtype=torch.long).reshape(-1, 2))
+    return pairwise_inference(
+        model,
+        pairs,
+        num_workers=num_workers,
+        batch_size=batch_size,
+        verbose=verbose,
+        use_fp16=use_fp16,
+        accumulate_on_cpu=accumulate_on_cpu,
+    )
+
+
+__all__ = ["model_device", "pairwise_inference", "pairwise_inference_by_ids"]

@@ -42,6 +42,7 @@ EXTRA_EXPORTS: MappingProxyType[str, str] = MappingProxyType(
         "PairwiseImagesPostprocessor": "oml_postprocessors.pairwise",
         "PairDataset": "oml_postprocessors.pairs",
         "pairwise_inference": "oml_postprocessors.inference",
+        "pairwise_inference_by_ids": "oml_postprocessors.inference",
         "rerank_top_n": "oml_postprocessors.ordering",
         "update_top_n_in_matrix": "oml_postprocessors.ordering",
     }
