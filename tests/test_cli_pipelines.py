@@ -90,7 +90,7 @@ def test_train_then_validate_then_predict_with_the_best_checkpoint(run_oml, tmp_
     predictions_path = tmp_path / "features" / "predictions.json"
     assert f"192 predictions have been saved to {predictions_path}" in predict
     predictions = json.loads(predictions_path.read_text())
-    images = sorted((get_mock_dataset_root(oml_cache_dir) / "images").glob("*.png"))
+    images = sorted((get_mock_dataset_root(oml_cache_dir) / "images").glob("*.jpg"))
     assert list(predictions) == [str(path) for path in images]
     assert {len(features) for features in predictions.values()} == {512}
     expected = _features_of_the_checkpoint(best, images)
@@ -108,7 +108,7 @@ def test_oml_predict_runs_out_of_the_box(tmp_path, oml_cache_dir, monkeypatch, c
     (run_dir,) = tmp_path.iterdir()
     assert run_dir.name.endswith("_prediction")
     predictions = json.loads((run_dir / "predictions.json").read_text())
-    images = sorted((get_mock_dataset_root(oml_cache_dir) / "images").glob("*.png"))
+    images = sorted((get_mock_dataset_root(oml_cache_dir) / "images").glob("*.jpg"))
     assert list(predictions) == [str(path) for path in images]
     norms = torch.tensor(list(predictions.values())).norm(dim=1)  # random weights, normalised features
     assert norms.shape == (192,) and torch.allclose(norms, torch.ones(192), atol=1e-5)

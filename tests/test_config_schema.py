@@ -149,8 +149,9 @@ def test_a_typed_config_built_by_hand_is_checked_as_a_dict_is(registry):
         (
             "+metric_args.cmc_topk=[1]",
             "metric_args: unknown config key 'cmc_topk'; did you mean 'cmc_top_k'? (known keys: cmc_top_k, distance, "
-            "fmr_vals, knn_backend, map_top_k, metric_kwargs, metrics_to_exclude_from_visualization, pcf_variance, "
-            "precision_top_k, return_only_overall_category, shard_gallery, verbose, visualize_only_overall_category)",
+            "fmr_vals, fnmr_per_category, knn_backend, map_top_k, metric_kwargs, "
+            "metrics_to_exclude_from_visualization, pcf_variance, precision_top_k, return_only_overall_category, "
+            "shard_gallery, verbose, visualize_only_overall_category)",
         ),
         (("metric_args", [1]), "metric_args: expected a mapping of EmbeddingMetrics' arguments, got [1]"),
         (

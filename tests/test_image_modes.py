@@ -508,16 +508,17 @@ def test_a_16_bit_copy_of_a_dataset_trains_exactly_like_the_8_bit_original(oml_c
 
     mock = get_mock_dataset_root(oml_cache_dir)
     df = pd.read_csv(mock / "df.csv")
+    copies = df.assign(path=[str(Path(path).with_suffix(".png")) for path in df["path"]])  # 16 bits: PNG
     roots = {bits: tmp_path / f"grey{bits}" for bits in (8, 16)}
     for root in roots.values():
         (root / "images").mkdir(parents=True)
-        df.to_csv(root / "df.csv", index=False)
-    for path in df["path"]:
+        copies.to_csv(root / "df.csv", index=False)
+    for path, copy in zip(df["path"], copies["path"]):
         with Image.open(mock / path) as image:
             levels = np.asarray(image.convert("L")).astype(np.uint16)
-        Image.fromarray(levels.astype(np.uint8)).save(roots[8] / path)
-        Image.fromarray(levels * 257).save(roots[16] / path)
-    assert opened_mode(roots[16] / df["path"][0]) == "I;16"
+        Image.fromarray(levels.astype(np.uint8)).save(roots[8] / copy)
+        Image.fromarray(levels * 257).save(roots[16] / copy)
+    assert opened_mode(roots[16] / copies["path"][0]) == "I;16"
 
     results = {
         bits: extractor_training_pipeline(

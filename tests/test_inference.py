@@ -96,7 +96,7 @@ def reference_features(model: nn.Module, paths: list[Path], transform) -> Tensor
 
 def mock_paths(root: Path) -> list[Path]:
     """20 images of the mock dataset, not in the order of their names."""
-    return sorted((root / "images").glob("*.png"))[::-9][:20]
+    return sorted((root / "images").glob("*.jpg"))[::-9][:20]
 
 
 @pytest.mark.parametrize("batch_size", [1, 3, 128])

@@ -96,7 +96,7 @@ def tiny_yaml(folder: Path, logs_root: Path, **overrides) -> list[str]:
 
 def latin1_copy(mock_root: Path, folder: Path) -> Path:
     """A copy of the mock dataset whose ``df.csv`` has a ``category`` column and is saved as latin-1, its data
-    row 5 in the category ``café`` (the byte 0xe9 at line 7, column 32)."""
+    row 5 in the category ``café`` (the byte 0xe9 at line 7, column 34)."""
     shutil.copytree(mock_root / "images", folder / "images")
     df = pd.read_csv(mock_root / "df.csv")
     df["category"] = "plain"
@@ -504,7 +504,7 @@ def test_a_latin1_csv_is_named_by_line_and_row_and_reads_with_its_encoding(run_o
     done = run_oml("check-dataframe", str(csv))
     assert done.returncode == 1
     assert the_error_line(done.stderr, "check-dataframe") == (
-        f"oml check-dataframe: error: '{csv}': is not utf-8 text: the byte 0xe9 at line 7 (row 5), column 32 is "
+        f"oml check-dataframe: error: '{csv}': is not utf-8 text: the byte 0xe9 at line 7 (row 5), column 34 is "
         f"not utf-8; give the file's encoding (the config key dataframe_encoding, oml check-dataframe --encoding), "
         f"e.g. latin-1 or cp1252, or save it as UTF-8"
     )
@@ -532,7 +532,7 @@ def test_a_pipeline_refuses_a_latin1_csv_at_once_and_validates_it_with_dataframe
     status, _, err = run_main(capsys, "validate", *tiny)
     assert status == 2
     assert the_error_line(err, "validate").startswith(
-        f"oml validate: error: '{csv}': is not utf-8 text: the byte 0xe9 at line 7 (row 5), column 32"
+        f"oml validate: error: '{csv}': is not utf-8 text: the byte 0xe9 at line 7 (row 5), column 34"
     )
     assert not (tmp_path / "logs").exists()
     status, out, err = run_main(capsys, "validate", *tiny, "dataframe_encoding=latin-1")
