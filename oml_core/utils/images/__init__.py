@@ -6,40 +6,5 @@ The package re-exports the readers' module, so ``from oml_core.utils.images impo
 ``from oml_core.utils.images.images import imread_pil`` does.
 """
 
-from oml_core.utils.images.images import (
-    CV2_EXTRA,
-    D50_WHITE,
-    IMAGE_SUFFIXES,
-    SUPPORTED_MODES,
-    XYZ_D50_TO_LINEAR_SRGB,
-    ImageConversionError,
-    TImage,
-    TImReader,
-    draw_bbox,
-    find_images,
-    imread_cv2,
-    imread_pil,
-    imread_pillow,
-    square_pad,
-    tensor_to_numpy_image,
-    to_rgb8,
-)
-
-__all__ = [
-    "CV2_EXTRA",
-    "D50_WHITE",
-    "IMAGE_SUFFIXES",
-    "SUPPORTED_MODES",
-    "XYZ_D50_TO_LINEAR_SRGB",
-    "ImageConversionError",
-    "TImReader",
-    "TImage",
-    "draw_bbox",
-    "find_images",
-    "imread_cv2",
-    "imread_pil",
-    "imread_pillow",
-    "square_pad",
-    "tensor_to_numpy_image",
-    "to_rgb8",
-]
+from oml_core.utils.images.images import *  # noqa: F403  (the readers' module, re-exported whole)
+from oml_core.utils.images.images import __all__ as __all__
