@@ -113,16 +113,17 @@ class ViTExtractor(ZooExtractor):
         ]
         return torch.stack(embeddings).mean(dim=0)
 
-    def draw_attention(self, image: Image.Image | np.ndarray) -> np.ndarray:
+    def draw_attention(self, image: Image.Image | np.ndarray) -> np.ndarray | Image.Image:
         """Visualise the multi-head attention of the last block on an image.
 
         Args:
             image: An RGB image (PIL, or an ``[H, W, 3]`` array) with pixel values in ``[0, 255]``.
 
         Returns:
-            ``uint8 [H, W, 3]``: the CLS token's attention over the patches, averaged over the heads, drawn
-            over the image with the jet colour map (:func:`oml_models.vit_attention.draw_attention`; the image
-            is normalised with ImageNet's mean and std).
+            The CLS token's attention over the patches, averaged over the heads, drawn over the image with
+            the jet colour map (:func:`oml_models.vit_attention.draw_attention`; the image is normalised with
+            ImageNet's mean and std), of the input's size and type as in OML: a ``uint8 [H, W, 3]`` array for
+            an array, an RGB PIL image for a PIL image.
         """
         return draw_attention(self.model, image)
 

@@ -81,7 +81,7 @@ def draw_attention(
     image: Image.Image | np.ndarray,
     mean: Sequence[float] = IMAGENET_MEAN,
     std: Sequence[float] = IMAGENET_STD,
-) -> np.ndarray:
+) -> np.ndarray | Image.Image:
     """The CLS attention of ``model``'s last block drawn over ``image`` (OML's ``vis_vit``).
 
     The image (pixel values in ``[0, 255]``) is scaled to ``[0, 1]`` and normalised with ``mean`` and
@@ -92,7 +92,8 @@ def draw_attention(
     (:func:`oml_models.gradcam.overlay_heatmap`).
 
     Returns:
-        ``uint8 [H, W, 3]``, the size of ``image``.
+        The drawing, of the size and type of ``image`` (as OML's): a ``uint8 [H, W, 3]`` array for an array,
+        an RGB PIL image of those pixels for a PIL image.
 
     Raises:
         TypeError, ValueError: ``image`` is not an RGB image (:func:`image_to_array`), or is smaller than a
@@ -110,7 +111,8 @@ def draw_attention(
     attention = F.interpolate(heads.mean(dim=1, keepdim=True).float().cpu(), size=(height, width))[0, 0]
     heat = (HEATMAP_SCALE * attention / attention.max()).numpy()
     stretched = np.clip(np.rint(array * (255.0 / max(float(array.max()), 1e-12))), 0, 255).astype(np.uint8)
-    return overlay_heatmap(stretched, heat)
+    drawn = overlay_heatmap(stretched, heat)
+    return Image.fromarray(drawn) if isinstance(image, Image.Image) else drawn
 
 
 @contextmanager

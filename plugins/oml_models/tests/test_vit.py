@@ -229,7 +229,9 @@ def test_draw_attention_gives_an_image_of_the_input_size() -> None:
     assert drawn.dtype == np.uint8
     assert drawn.max() == 255
     assert model.training  # the mode is restored
-    np.testing.assert_array_equal(model.draw_attention(Image.fromarray(array)), drawn)
+    drawn_pil = model.draw_attention(Image.fromarray(array))  # as OML: a PIL image for a PIL image
+    assert isinstance(drawn_pil, Image.Image) and drawn_pil.mode == "RGB" and drawn_pil.size == (45, 37)
+    np.testing.assert_array_equal(np.asarray(drawn_pil), drawn)
 
 
 def test_draw_attention_paints_each_patch_with_its_attention() -> None:
