@@ -35,14 +35,18 @@ from pathlib import Path
 from typing import Any
 
 from oml_core.utils.cache import get_cache_dir, weights_cache_dir
+from oml_core.utils.overlay_path import OverlayPath
 
 # ----------------------------------------------------------------------------------------------- folders
 #: The folder of the ``oml_core`` package.
 OML_PATH = Path(__file__).parent
 #: The folder that holds the ``oml_core`` package (the repository root in a source checkout).
 PROJECT_ROOT = OML_PATH.parent
-#: The default pipeline configs (hydra yaml) of the core.
-CONFIGS_PATH = OML_PATH / "configs"
+#: OML's folder of every default config, ``CONFIGS_PATH / <group> / "<name>.yaml"``: the core's folder
+#: ``oml_core/configs`` (its ``os.fspath`` and ``str``, and the core's own files) read through the plugins' config
+#: dirs, OML's group ``criterion`` naming oml's ``loss`` (an :class:`~oml_core.utils.overlay_path.OverlayPath`;
+#: ``import oml_core`` adds the plugins' dirs, :func:`oml_core.compat.configs.install_plugin_config_dirs`).
+CONFIGS_PATH = OverlayPath(OML_PATH / "configs")
 #: The system's temporary folder.
 TMP_PATH = Path(tempfile.gettempdir())
 #: The ``.env`` file that OML's pipelines read, at the project root.

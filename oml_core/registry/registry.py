@@ -80,15 +80,20 @@ def config_dir_path(config_dir: str) -> Any:
     return None
 
 
+def config_dir_folders(search_dirs: Sequence[str]) -> list[Any]:
+    """The folders of the hydra search-path entries ``search_dirs`` (``pkg://...``, ``file://...`` or a plain
+    folder), in their order, as ``Path`` or ``Traversable``; an entry :func:`config_dir_path` cannot read is
+    left out."""
+    from pathlib import Path
+
+    folders = (config_dir_path(entry) if "://" in entry else Path(entry) for entry in search_dirs)
+    return [folder for folder in folders if folder is not None]
+
+
 def find_option_file(search_dirs: Sequence[str], group: str, option: str) -> Any:
     """The first ``<group>/<option>.yaml`` in the hydra search-path entries ``search_dirs`` (``pkg://...``,
     ``file://...`` or a plain folder), in their order, as a ``Path`` or ``Traversable``; None when none has it."""
-    from pathlib import Path
-
-    for entry in search_dirs:
-        folder = config_dir_path(entry) if "://" in entry else Path(entry)
-        if folder is None:
-            continue
+    for folder in config_dir_folders(search_dirs):
         candidate = folder / group / f"{option}.yaml"
         if candidate.is_file():
             return candidate
