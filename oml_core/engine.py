@@ -183,7 +183,11 @@ def is_ddp_devices(devices: Any) -> bool:
 
 
 def parse_engine_params(
-    accelerator: str | None, devices: Any, find_unused_parameters: bool = False, num_nodes: int = 1
+    accelerator: str | None,
+    devices: Any,
+    find_unused_parameters: bool = False,
+    num_nodes: int = 1,
+    ddp_strategy: Callable[..., Any] | None = None,
 ) -> dict[str, Any]:
     """The ``pl.Trainer`` arguments ``accelerator, devices, num_nodes, strategy, use_distributed_sampler`` of a
     config's keys ``accelerator``, ``devices``, ``num_nodes`` and ``find_unused_parameters``.
@@ -192,7 +196,8 @@ def parse_engine_params(
     or 1. On the CPU a list of devices means that many processes. ``num_nodes`` machines run ``devices``
     processes each. More than one process in all (see :func:`is_ddp_engine`) runs DDP:
     :class:`~oml_core.ddp.strategy.DDPStrategyClosedAtExit` (Lightning's ``DDPStrategy`` whose process group is
-    destroyed at exit) with ``find_unused_parameters``; one runs the plain ``"auto"`` strategy.
+    destroyed at exit) with ``find_unused_parameters``, or ``ddp_strategy(find_unused_parameters=...)`` when given
+    (OML's parser passes Lightning's ``DDPStrategy``); one runs the plain ``"auto"`` strategy.
     ``use_distributed_sampler`` is always ``False``: the DDP modules patch their loaders themselves.
 
     Raises:
@@ -223,7 +228,8 @@ def parse_engine_params(
         "use_distributed_sampler": False,
     }
     if is_ddp_engine(engine):
-        engine["strategy"] = DDPStrategyClosedAtExit(find_unused_parameters=bool(find_unused_parameters))
+        strategy = ddp_strategy if ddp_strategy is not None else DDPStrategyClosedAtExit
+        engine["strategy"] = strategy(find_unused_parameters=bool(find_unused_parameters))
     return engine
 
 
