@@ -2,7 +2,7 @@
 
 Run on a machine with one CUDA GPU (the oml core and the texts and audio plugins installed), e.g.::
 
-    python benchmarks/gpu_checks.py --parts retrieval fnmr texts audio --minilm-config DIR
+    python benchmarks/gpu_checks.py --parts retrieval fnmr texts audio index --minilm-config DIR
 
 Parts (each prints a markdown table and goes on to the next part when one fails, printing its traceback):
 
@@ -20,6 +20,11 @@ Parts (each prints a markdown table and goes on to the next part when one fails,
   the real model, not its embeddings.
 - ``audio``: clips per second of ``ECAPATDNNExtractor`` (the released architecture, random weights) on batches
   of 3-second 16 kHz waveforms on the GPU, float32 and under bfloat16 autocast, against the CPU.
+- ``index``: seconds of ``oml index build``'s default config (the 192 mock pictures, the seeded random ResNet18,
+  calibrated; :func:`~oml_core.index.build.build_gallery_index` of the composed config, as the command runs it)
+  with ``accelerator=cpu`` and ``accelerator=gpu`` at each ``--index-sizes`` (``transforms.args.im_size``),
+  interleaved rounds; the largest relative L2 distance of the GPU's embeddings from the CPU's, as the index
+  computes them (float32, TF32 off) and with torch's default TF32 convolutions; whether the thresholds agree.
 
 Results of a run: ``benchmarks/RESULTS.md``, section "GPU checks".
 """
@@ -184,9 +189,59 @@ def audio(n_clips: int, batch: int, rounds: int) -> None:
                 print(f"| {device.type} | {mode} | {statistics.median(rates):.0f} | {diff:.2e} |")
 
 
+def farthest(embeddings: torch.Tensor, reference: torch.Tensor) -> float:
+    """The largest relative L2 distance of a row of ``embeddings`` from the same row of ``reference``."""
+    return float(((embeddings.cpu() - reference).norm(dim=1) / reference.norm(dim=1)).max())
+
+
+def index_build(sizes: list[int], rounds: int) -> None:
+    import tempfile
+
+    from oml_core.config.compose import compose_config
+    from oml_core.index.build import INDEX_BUILD, build_gallery_index
+    from oml_core.inference import inference
+    from oml_core.registry import Registry
+
+    print(
+        f"| im_size | device | build s (median of {rounds}) | items | max relative L2 from the CPU's embeddings "
+        "| the same with TF32 convolutions | threshold |"
+    )
+    print("|---|---|---|---|---|---|---|")
+    with tempfile.TemporaryDirectory() as tmp:
+        for size in sizes:
+            seconds: dict[str, list[float]] = {"cpu": [], "gpu": []}
+            built = {}
+            for r in range(rounds):
+                for accelerator in ("cpu", "gpu") if r % 2 == 0 else ("gpu", "cpu"):
+                    registry = Registry()
+                    overrides = [
+                        f"index_dir={Path(tmp) / f'{size}_{accelerator}_{r}'}",
+                        f"accelerator={accelerator}",
+                        f"transforms.args.im_size={size}",
+                    ]
+                    cfg = compose_config(INDEX_BUILD, overrides, registry=registry)
+                    result, elapsed = timed(partial(build_gallery_index, cfg, registry), CUDA)
+                    seconds[accelerator].append(elapsed)
+                    built[accelerator] = result.index
+            reference = built["cpu"].embeddings
+            gpu_index = built["gpu"]
+            with torch.no_grad():  # torch's default: cuDNN convolutions in TF32
+                tf32 = inference(
+                    gpu_index.extractor.to(CUDA), gpu_index.data.gallery_dataset("all"), batch_size=64
+                )
+
+            for accelerator, index in built.items():
+                threshold = index.calibration.threshold if index.calibration else float("nan")
+                with_tf32 = f"{farthest(tf32, reference):.1e}" if accelerator == "gpu" else ""
+                print(
+                    f"| {size} | {accelerator} | {statistics.median(seconds[accelerator]):.2f} | {len(index)} | "
+                    f"{farthest(index.embeddings, reference):.1e} | {with_tf32} | {threshold:.6f} |"
+                )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--parts", nargs="+", default=["retrieval", "fnmr", "texts", "audio"])
+    parser.add_argument("--parts", nargs="+", default=["retrieval", "fnmr", "texts", "audio", "index"])
     parser.add_argument("--n", type=int, nargs="+", default=[100000, 300000], help="retrieval sizes")
     parser.add_argument("--fnmr-n", type=int, nargs="+", default=[30000], help="fnmr sizes")
     parser.add_argument("--dim", type=int, default=384)
@@ -197,6 +252,9 @@ def main() -> None:
     parser.add_argument("--texts", type=int, default=4096)
     parser.add_argument("--clips", type=int, default=512)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument(
+        "--index-sizes", type=int, nargs="+", default=[64, 224], help="im_size of the index part's pictures"
+    )
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     print(f"{torch.cuda.get_device_name()}, torch {torch.__version__}, CPU threads {torch.get_num_threads()}")
@@ -205,6 +263,7 @@ def main() -> None:
         "fnmr": lambda: fnmr(args.fnmr_n, args.dim),
         "texts": lambda: texts(args.minilm_config, args.texts, args.rounds),
         "audio": lambda: audio(args.clips, 64, args.rounds),
+        "index": lambda: index_build(args.index_sizes, args.rounds),
     }
     failed = []
     for name in args.parts:

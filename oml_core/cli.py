@@ -10,6 +10,7 @@
     oml check-dataframe CSV [--dataset-root DIR] [--sep SEP] [--encoding ENCODING]
     oml index build [--config-path DIR] [--config-name NAME] [--show-config] [hydra overrides ...]
     oml search INDEX [QUERY... | --text TEXT...] [--dataset-root DIR] [--top-k K] [--format table|json]
+        [--accelerator cpu|gpu|cuda|null] [--devices DEVICES]
 
 A pipeline's command runs the pipeline and prints the report of its result (:mod:`oml_core.reports`: the metrics,
 where the run wrote) in the run's main process; the pipelines themselves print no report.
@@ -40,7 +41,9 @@ by the component (images: by its path), its
 ``--top-k`` nearest gallery items (rank, distance, label, id, path) and, when the index is calibrated, match or no
 match (distance < threshold); ``--format json`` prints ``{"index", "threshold", "queries": [{"query", "match",
 "results": [...]}]}``. An index whose weights, config or model no longer match its embeddings is refused in one
-line (:mod:`oml_core.index.integrity`).
+line (:mod:`oml_core.index.integrity`). Both embed on one device, ``oml index build`` by its config keys
+``accelerator`` and ``devices``, ``oml search`` by its options ``--accelerator`` and ``--devices`` of the same
+meaning (:func:`~oml_core.engine.one_device`; the CPU by default); the index and the answers are the same on any.
 
 ``oml check-dataframe CSV`` prints the summary of a csv in OML's format (text in ``--encoding``, utf-8 by
 default), with a warning for what it cannot serve: without train rows it is usable for validate/predict only; it
@@ -96,6 +99,7 @@ from oml_core.config.compose import (
     compose_config,
     unresolvable_config_error,
 )
+from oml_core.engine import ONE_DEVICE_ACCELERATORS, one_device
 from oml_core.lightning.quiet import silence_upstream_warnings
 from oml_core.registry import KINDS, ConfigError, Registry, RegistryError, UnknownNameError
 from oml_core.registry.isolation import DEFAULT_TIMEOUT, check_plugins
@@ -641,6 +645,21 @@ def _parser() -> _Parser:
         "--top-k", type=_positive_int, default=5, metavar="K", help="gallery items per query (default: 5)"
     )
     search.add_argument("--format", choices=("table", "json"), default="table")
+    search.add_argument(
+        "--accelerator",
+        choices=(*ONE_DEVICE_ACCELERATORS, "null"),
+        default="cpu",
+        help="where the extractor embeds the queries, as oml index build's accelerator: cpu (default), gpu (cuda), "
+        "or null: gpu when CUDA is available, else cpu; the answers are the same",
+    )
+    search.add_argument(
+        "--devices",
+        type=_devices_value,
+        default=1,
+        metavar="DEVICES",
+        help="the one device that embeds, as oml index build's devices: 1 (default; on gpu the first GPU), [i] "
+        "(the GPU cuda:i), or null (every GPU, which must be one)",
+    )
     search.set_defaults(handler=_cmd_search)
     parser.commands = list(sub.choices)
     return parser
@@ -655,6 +674,16 @@ def _positive_int(value: str) -> int:
     if number < 1:
         raise argparse.ArgumentTypeError(f"must be a positive integer, got {value!r}")
     return number
+
+
+def _devices_value(value: str) -> Any:
+    """The value of ``--devices`` as a config holds it: ``1``, ``[0]``, ``null`` (argparse's type; JSON)."""
+    try:
+        return json.loads(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"must be 1, a list of one device index such as [0], or null, got {value!r}"
+        ) from None
 
 
 def _positive_seconds(value: str) -> float:
@@ -1141,7 +1170,9 @@ def _cmd_search(args: argparse.Namespace, _: list[str]) -> int:
     from oml_core.index import GalleryIndex
     from oml_core.index.queries import collect_queries
 
-    index = GalleryIndex.load(args.index, registry=Registry())
+    accelerator = None if args.accelerator == "null" else args.accelerator
+    device = one_device(accelerator, args.devices, "search")
+    index = GalleryIndex.load(args.index, registry=Registry(), device=device)
     queries = collect_queries(index.data, args.queries, args.dataset_root, args.text)
     hits = index.search(queries.dataset, top_k=args.top_k)
     report = search_report(

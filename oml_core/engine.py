@@ -9,10 +9,13 @@ import difflib
 import os
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from oml_core.registry import ConfigError
 from oml_core.registry.specs import parameter_names
+
+if TYPE_CHECKING:
+    import torch
 
 #: The environment variable through which the DDP processes of a run find the run directory.
 RUN_DIR_ENV = "OML_DDP_RUN_DIR"
@@ -20,6 +23,10 @@ RUN_DIR_ENV = "OML_DDP_RUN_DIR"
 FIGURES_FOLDER = "figures"
 #: Sub-folder of a training run directory that holds the checkpoints.
 CHECKPOINTS_FOLDER = "checkpoints"
+#: The accelerators that mean the CUDA GPUs (Lightning's names).
+CUDA_ACCELERATORS = ("gpu", "cuda")
+#: The accelerators of :func:`one_device` (a command that runs its model without Lightning).
+ONE_DEVICE_ACCELERATORS = ("cpu", *CUDA_ACCELERATORS)
 
 
 def path_inside(
@@ -182,6 +189,39 @@ def is_ddp_devices(devices: Any) -> bool:
     return isinstance(devices, int) and not isinstance(devices, bool) and devices > 1
 
 
+def _is_index(value: Any) -> bool:
+    """True for a device index: an int >= 0 (not a bool)."""
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def resolve_devices(accelerator: str | None, devices: Any) -> tuple[str, Any]:
+    """The accelerator and devices of a config's keys ``accelerator`` and ``devices``, as every command reads them.
+
+    ``accelerator`` null: ``gpu`` when CUDA is available, else ``cpu``; ``devices`` null: every GPU (``gpu``)
+    or 1. On the CPU a list of devices means that many (the list's length).
+
+    Returns:
+        ``(accelerator, devices)``: a name, and a positive int or a non-empty list of device indices.
+
+    Raises:
+        ConfigError: ``devices`` is neither null, a positive int nor a non-empty list of ints >= 0.
+    """
+    import torch
+
+    accelerator = accelerator or ("gpu" if torch.cuda.is_available() else "cpu")
+    if devices is None:
+        devices = torch.cuda.device_count() if accelerator == "gpu" and torch.cuda.is_available() else 1
+    valid_int = _is_index(devices) and devices > 0
+    valid_list = isinstance(devices, list | tuple) and devices and all(_is_index(i) for i in devices)
+    if not (valid_int or valid_list):
+        raise ConfigError(
+            f"devices must be null, a positive number of devices or a list of device ids, got {devices!r}"
+        )
+    if isinstance(devices, list | tuple) and accelerator == "cpu":
+        devices = len(devices)
+    return accelerator, devices
+
+
 def parse_engine_params(
     accelerator: str | None,
     devices: Any,
@@ -192,34 +232,23 @@ def parse_engine_params(
     """The ``pl.Trainer`` arguments ``accelerator, devices, num_nodes, strategy, use_distributed_sampler`` of a
     config's keys ``accelerator``, ``devices``, ``num_nodes`` and ``find_unused_parameters``.
 
-    ``accelerator`` null: ``gpu`` when CUDA is available, else ``cpu``; ``devices`` null: every GPU (``gpu``)
-    or 1. On the CPU a list of devices means that many processes. ``num_nodes`` machines run ``devices``
-    processes each. More than one process in all (see :func:`is_ddp_engine`) runs DDP:
-    :class:`~oml_core.ddp.strategy.DDPStrategyClosedAtExit` (Lightning's ``DDPStrategy`` whose process group is
-    destroyed at exit) with ``find_unused_parameters``, or ``ddp_strategy(find_unused_parameters=...)`` when given
-    (OML's parser passes Lightning's ``DDPStrategy``); one runs the plain ``"auto"`` strategy.
+    ``accelerator`` and ``devices`` are read by :func:`resolve_devices` (null: the GPUs when CUDA is available,
+    else the CPU). ``num_nodes`` machines run ``devices`` processes each. More than one process in all (see
+    :func:`is_ddp_engine`) runs DDP: :class:`~oml_core.ddp.strategy.DDPStrategyClosedAtExit` (Lightning's
+    ``DDPStrategy`` whose process group is destroyed at exit) with ``find_unused_parameters``, or
+    ``ddp_strategy(find_unused_parameters=...)`` when given (OML's parser passes Lightning's ``DDPStrategy``); one
+    runs the plain ``"auto"`` strategy.
     ``use_distributed_sampler`` is always ``False``: the DDP modules patch their loaders themselves.
 
     Raises:
-        ConfigError: ``devices`` is neither null, a positive int nor a non-empty list; ``num_nodes`` is not a
-            positive int.
+        ConfigError: ``devices`` is neither null, a positive int nor a non-empty list of ints >= 0;
+            ``num_nodes`` is not a positive int.
     """
-    import torch
-
     from oml_core.ddp.strategy import DDPStrategyClosedAtExit
 
-    accelerator = accelerator or ("gpu" if torch.cuda.is_available() else "cpu")
-    if devices is None:
-        devices = torch.cuda.device_count() if accelerator == "gpu" and torch.cuda.is_available() else 1
-    valid_int = isinstance(devices, int) and not isinstance(devices, bool) and devices > 0
-    if not (valid_int or (isinstance(devices, list | tuple) and devices)):
-        raise ConfigError(
-            f"devices must be null, a positive number of devices or a list of device ids, got {devices!r}"
-        )
+    accelerator, devices = resolve_devices(accelerator, devices)
     if isinstance(num_nodes, bool) or not isinstance(num_nodes, int) or num_nodes < 1:
         raise ConfigError(f"num_nodes must be a positive number of machines, got {num_nodes!r}")
-    if isinstance(devices, list | tuple) and accelerator == "cpu":
-        devices = len(devices)
     engine: dict[str, Any] = {
         "accelerator": accelerator,
         "devices": devices,
@@ -253,6 +282,56 @@ def check_one_device(devices: Any, engine: Mapping[str, Any], pipeline: str) -> 
             f"{pipeline}: num_nodes={engine['num_nodes']!r}, but this pipeline runs on one device: set "
             f"num_nodes to 1"
         )
+
+
+def check_cuda_devices(accelerator: str, devices: Any) -> None:
+    """Raise a ``ConfigError`` unless this machine has the CUDA GPUs that ``accelerator`` ``gpu`` (or ``cuda``)
+    and ``devices`` (:func:`resolve_devices`'s) ask for: one at least, ``devices`` of them (a number), each
+    index of a list among them. Another accelerator asks for none.
+
+    Raises:
+        ConfigError: ``accelerator: 'gpu', but this machine has no CUDA GPU (use cpu)``, or ``devices: <value>,
+            but this machine has <n> CUDA GPU(s)``.
+    """
+    import torch
+
+    if accelerator not in CUDA_ACCELERATORS:
+        return
+    available = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    if available == 0:
+        raise ConfigError(f"accelerator: {accelerator!r}, but this machine has no CUDA GPU (use cpu)")
+    indices = list(devices) if isinstance(devices, list | tuple) else []
+    wanted = len(indices) if indices else devices
+    beyond = any(_is_index(i) and i >= available for i in indices)
+    if (isinstance(wanted, int) and wanted > available) or beyond:
+        raise ConfigError(f"devices: {devices!r}, but this machine has {available} CUDA GPU(s)")
+
+
+def one_device(accelerator: str | None, devices: Any, pipeline: str) -> torch.device:
+    """The one torch device on which ``pipeline`` (a command that runs its model itself, without Lightning:
+    ``oml index build``, ``oml search``) runs, of its keys ``accelerator`` and ``devices``. They mean what they
+    mean to the pipelines (:func:`resolve_devices`): ``accelerator`` null is ``gpu`` when CUDA is available, else
+    ``cpu`` (``cuda`` is ``gpu``); ``devices`` is 1, a list of one device index ``[i]``, or null (every GPU, 1
+    on the CPU). ``gpu`` gives ``cuda:i`` (``i`` the index of the list, else 0), ``cpu`` the CPU.
+
+    Raises:
+        ConfigError: an accelerator other than :data:`ONE_DEVICE_ACCELERATORS`; ``devices`` not null, a
+            positive int or a non-empty list; more than one device (:func:`check_one_device`); ``gpu`` on a
+            machine without CUDA, or devices it does not have (:func:`check_cuda_devices`).
+    """
+    import torch
+
+    resolved_accelerator, resolved = resolve_devices(accelerator, devices)
+    if resolved_accelerator not in ONE_DEVICE_ACCELERATORS:
+        raise ConfigError(
+            f"accelerator: {resolved_accelerator!r}, but {pipeline} runs on one of "
+            f"{list(ONE_DEVICE_ACCELERATORS)} (null: gpu when CUDA is available, else cpu)"
+        )
+    check_one_device(devices, {"devices": resolved}, pipeline)
+    check_cuda_devices(resolved_accelerator, resolved)
+    if resolved_accelerator == "cpu":
+        return torch.device("cpu")
+    return torch.device("cuda", resolved[0] if isinstance(resolved, list | tuple) else 0)
 
 
 def merge_trainer_args(
@@ -292,8 +371,11 @@ def merge_trainer_args(
 
 __all__ = [
     "CHECKPOINTS_FOLDER",
+    "CUDA_ACCELERATORS",
     "FIGURES_FOLDER",
+    "ONE_DEVICE_ACCELERATORS",
     "RUN_DIR_ENV",
+    "check_cuda_devices",
     "check_one_device",
     "external_launcher",
     "is_ddp_child_process",
@@ -302,6 +384,7 @@ __all__ = [
     "make_run_dir",
     "merge_trainer_args",
     "named_run_dir",
+    "one_device",
     "parse_engine_params",
     "path_inside",
     "run_dir_for_ddp_processes",

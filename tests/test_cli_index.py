@@ -268,7 +268,7 @@ def test_an_index_config_refuses_what_it_does_not_know_and_checks_a_typed_object
     )
     new = tmp_path / "new_index"
     with pytest.raises(
-        ConfigError, match=r"^index_build: unknown config key 'colour' \(known keys: bs, calib"
+        ConfigError, match=r"^index_build: unknown config key 'colour' \(known keys: accelerator, bs, calib"
     ):
         build_gallery_index({**cfg, "colour": "red", "index_dir": str(new)})
     with pytest.raises(

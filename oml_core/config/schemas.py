@@ -47,7 +47,7 @@ from oml_core.config.rules import (
 )
 from oml_core.const import TOP_K_SUFFIX
 from oml_core.datasets.dataframe_format import DEFAULT_ENCODING
-from oml_core.engine import run_dir_path
+from oml_core.engine import ONE_DEVICE_ACCELERATORS, run_dir_path
 from oml_core.registry import ConfigError, Registry
 from oml_core.registry.arg_types import check_argument_types
 from oml_core.utils.text import is_text_encoding
@@ -631,8 +631,8 @@ CALIBRATION = must_be(nullable(MAPPING), "null or a mapping of target, value, to
 @dataclass
 class IndexBuildConfig(ConfigSchema):
     """The config of ``oml index build`` (:func:`oml_core.index.build.build_gallery_index`). Every key is required
-    but ``dataset`` and ``check_images`` (configs written before they existed lack them); a key it does not know is
-    refused, and its messages read ``bs must be an integer >= 1, got 0``."""
+    but ``dataset``, ``check_images``, ``accelerator`` and ``devices`` (configs written before they existed lack
+    them); a key it does not know is refused, and its messages read ``bs must be an integer >= 1, got 0``."""
 
     pipeline: ClassVar[str] = "index_build"
     user_variables: ClassVar[bool] = False
@@ -666,6 +666,22 @@ class IndexBuildConfig(ConfigSchema):
     num_workers: int = setting(
         must_be(NON_NEGATIVE_INT, "an integer >= 0"),
         doc="The data loader's worker processes; 0: loading in the main process.",
+    )
+    accelerator: str | None = setting(
+        must_be(
+            nullable(one_of(*ONE_DEVICE_ACCELERATORS)), f"null or one of {list(ONE_DEVICE_ACCELERATORS)}"
+        ),
+        None,
+        doc="Where the extractor embeds, as the pipelines' `accelerator`: `cpu`, or `gpu` (`cuda`); null: `gpu` "
+        "when CUDA is available, else `cpu`. The index is the same whatever device embeds: its embeddings are "
+        "float32 on the CPU (a GPU computes its convolutions in float32, not TF32), nothing of the device is saved.",
+    )
+    devices: Any = setting(
+        must_be(DEVICES, "null, a positive integer or a non-empty list of device indices"),
+        1,
+        doc="The one device that embeds, as the pipelines' `devices`: 1 (on `gpu`: the first GPU), or a list of "
+        "one device index (`[i]`: the GPU `cuda:i`); null: every GPU (1 on the CPU), which must be one. More "
+        "than one device is refused: the index is built on one.",
     )
     transforms: ComponentSpec | None = spec(
         "transforms",

@@ -14,6 +14,7 @@ from oml_core.config.components import spec_of
 from oml_core.config.data import DEFAULT_DATASET
 from oml_core.config.schemas import IndexBuildConfig
 from oml_core.config.validate import check_component_arguments, validate_config
+from oml_core.engine import one_device
 from oml_core.index.calibration import CalibrationError
 from oml_core.index.errors import GalleryIndexError
 from oml_core.index.gallery import GalleryIndex, check_calibration_args
@@ -57,16 +58,20 @@ def build_gallery_index(
     :meth:`GalleryIndex.calibrate`, used when the component has a validation split. The index records the
     component's spec and the data keys its factory takes, so that ``oml search`` builds it again for the queries.
 
-    ``index_dir`` is checked to be free before any item is read: an index never overwrites a folder.
+    ``index_dir`` is checked to be free before any item is read: an index never overwrites a folder. The extractor
+    embeds on the one device of ``accelerator`` and ``devices`` (:func:`~oml_core.engine.one_device`, checked
+    before anything is read or written); the index saved is the same whatever the device (see :class:`GalleryIndex`).
 
     Raises:
-        ConfigError: an unknown or missing key, a bad value, an ``index_dir`` that exists and is not empty, bad
-            data, an item that cannot be read, an extractor that cannot be built, a calibration target that
-            cannot be reached (one line naming the key, file or target).
+        ConfigError: an unknown or missing key, a bad value, more than one device, a GPU this machine does not
+            have, an ``index_dir`` that exists and is not empty, bad data, an item that cannot be read, an
+            extractor that cannot be built, a calibration target that cannot be reached (one line naming the key,
+            file or target).
         RegistryError: an unknown component name.
     """
     config = cast(IndexBuildConfig, validate_config(cfg, INDEX_BUILD))
     _check_calibration(config.calibration)
+    device = one_device(config.accelerator, config.devices, INDEX_BUILD)
     registry = registry or default_registry()
     check_component_arguments(config, registry)
     index_dir = _index_dir(config)
@@ -82,6 +87,7 @@ def build_gallery_index(
             seed=config.seed,
             batch_size=config.bs,
             num_workers=config.num_workers,
+            device=device,
         )
         not_calibrated = index.add_dataset(rows=config.gallery_rows, calibration=config.calibration)
     except ConfigError:

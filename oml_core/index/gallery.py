@@ -81,6 +81,7 @@ from oml_core.interfaces.knn import IKnnIndex
 from oml_core.registry import ConfigError, Registry, RegistryError, default_registry, to_plain
 from oml_core.retrieval.knn_backends import check_distance, check_k, make_knn_index, search_with_index
 from oml_core.retrieval.retrieval_results import RetrievalResults, factorize, get_sequence_ids
+from oml_core.utils.precision import without_tf32
 
 #: Which items of its dataset component :meth:`GalleryIndex.add_dataset` puts in the gallery.
 GALLERY_ROWS = ("all", "gallery")
@@ -145,6 +146,11 @@ class GalleryIndex:
         seed: Seeds the building of the extractor, so that random weights are the same at every build.
         batch_size: Items per batch of the extractor.
         num_workers: Workers of the loader of items.
+        device: Where the extractor embeds (e.g. ``"cuda:0"``; :func:`~oml_core.engine.one_device` gives it from
+            the config keys ``accelerator`` and ``devices``): the extractor, built or given, is moved there before
+            it embeds; None: where the extractor is (one built from a spec: the CPU). Not saved: the index is the
+            same whatever device embedded it, its embeddings float32 on the CPU, computed on a GPU in float32
+            rather than TF32 (:func:`~oml_core.utils.precision.without_tf32`).
 
     Raises:
         ValueError: a distance other than ``l2``, ``cosine`` (or another than the backend's); a spec that is
@@ -165,9 +171,12 @@ class GalleryIndex:
         seed: int = 42,
         batch_size: int = 64,
         num_workers: int = 0,
+        device: str | torch.device | None = None,
     ) -> None:
         self.distance = check_distance(distance)
         self.seed, self.batch_size, self.num_workers = seed, batch_size, num_workers
+        #: Where the extractor embeds (None: where it is).
+        self.device = None if device is None else torch.device(device)
         self._registry = registry
         self._extractor_spec, self._extractor = _spec_or_object(extractor, "extractor")
         if self._extractor_spec is not None:
@@ -553,9 +562,11 @@ class GalleryIndex:
             raise GalleryIndexError(f"{file}: the index's probe query cannot be read: {e}") from e
 
     def _infer(self, dataset: IBaseDataset) -> Tensor:
-        extractor = self.extractor
+        """The float32 CPU embeddings of ``dataset`` by the extractor on :attr:`device`, without TF32."""
+        extractor = self.extractor if self.device is None else self.extractor.to(self.device)
         try:
-            return inference(extractor, dataset, batch_size=self.batch_size, num_workers=self.num_workers)
+            with without_tf32():
+                return inference(extractor, dataset, batch_size=self.batch_size, num_workers=self.num_workers)
         except OSError as e:  # an item that cannot be read (imread_pil names the image)
             raise GalleryIndexError(str(e)) from e
 
@@ -852,13 +863,15 @@ class GalleryIndex:
         registry: Registry | None = None,
         extractor: nn.Module | None = None,
         transforms: Callable[[Any], Any] | None = None,
+        device: str | torch.device | None = None,
     ) -> GalleryIndex:
-        """The index saved by :meth:`save` in ``folder``. Its extractor, transforms and dataset component are
-        built from the saved config when first needed, with the weights saved in the folder (or the objects given
-        here are used instead); the knn backend's state is read by the ``load`` of the backend registered under
-        the saved name. The folder may have moved: nothing outside it is read but the queries to search (and what
-        a dataset component of a plugin reads when it is built). An index saved before the dataset component was
-        recorded is an index of images.
+        """The index saved by :meth:`save` in ``folder``, its queries embedded on ``device`` (see
+        :class:`GalleryIndex`; None: where the extractor is, the CPU for the saved one). Its extractor, transforms
+        and dataset component are built from the saved config when first needed, with the weights saved in the
+        folder (or the objects given here are used instead); the knn backend's state is read by the ``load`` of
+        the backend registered under the saved name. The folder may have moved: nothing outside it is read but the
+        queries to search (and what a dataset component of a plugin reads when it is built). An index saved before
+        the dataset component was recorded is an index of images.
 
         Checked (:mod:`oml_core.index.integrity`): at load, the model JSON of ``index.json``'s config against
         the one its embeddings were built with (an edited extractor, transforms, distance or dataset component is
@@ -904,6 +917,7 @@ class GalleryIndex:
                 seed=config["seed"],
                 batch_size=config["batch_size"],
                 num_workers=config["num_workers"],
+                device=device,
             )
         except RegistryError:
             raise

@@ -5,6 +5,10 @@ bfloat16 while a norm gives float32, so code that mixes the two (an in-place wri
 fails, and distances or losses computed in 16 bits lose the ordering of close pairs (float16 keeps about 3
 decimal digits). Losses, distances and the embeddings that metrics are computed on are therefore taken out of
 autocast and promoted to float32 with :func:`full_precision`; the extractor itself still runs in mixed precision.
+
+Outside autocast, CUDA's convolutions are float32 in name only: cuDNN computes them in TF32 (10 bits of
+mantissa) unless told not to, which moves a ResNet's embeddings by ~1e-3 relative from the CPU's.
+:func:`without_tf32` computes them in float32, where embeddings must not depend on the device (a gallery index).
 """
 
 from __future__ import annotations
@@ -39,3 +43,17 @@ def full_precision(device: torch.device | str) -> Iterator[None]:
             yield
     else:
         yield
+
+
+@contextmanager
+def without_tf32() -> Iterator[None]:
+    """Compute CUDA's float32 convolutions and matrix products in float32 inside the block, not TF32 (torch's
+    ``backends.cudnn.allow_tf32``, on by default, and ``backends.cuda.matmul.allow_tf32``, off by default, both
+    off), then restore both flags. Nothing changes on the CPU. The flags are the process's: not for threads that
+    run CUDA work of their own at the same time."""
+    saved = torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cudnn.allow_tf32 = torch.backends.cuda.matmul.allow_tf32 = False
+    try:
+        yield
+    finally:
+        torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32 = saved

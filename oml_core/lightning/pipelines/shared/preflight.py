@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from oml_core.engine import check_cuda_devices
 from oml_core.registry import ConfigError
 from oml_core.registry.arg_types import check_argument_types
 from oml_core.utils.digest import CorruptCheckpointError, DigestStatus, verify_checkpoint
@@ -183,10 +184,11 @@ def check_engine(
     engine: Mapping[str, Any], precision: Any, extra_args: Mapping[str, Any] | None = None
 ) -> None:
     """Fail unless this machine has the ``accelerator`` and the number of ``devices`` of ``engine`` (see
-    :func:`~oml_core.engine.parse_engine_params`), Lightning accepts ``precision`` on
-    it and runs it as asked, and ``pl.Trainer`` accepts every value of ``extra_args`` (the config's
-    ``lightning_trainer_extra_args``: ``limit_train_batches=-1`` fails here, not after the data is read): each
-    fits the annotation of its ``pl.Trainer`` parameter, those of :data:`TRAINER_POSITIVE_ARGS` are > 0.
+    :func:`~oml_core.engine.parse_engine_params`; the GPUs: :func:`~oml_core.engine.check_cuda_devices`),
+    Lightning accepts ``precision`` on it and runs it as asked, and ``pl.Trainer`` accepts every value of
+    ``extra_args`` (the config's ``lightning_trainer_extra_args``: ``limit_train_batches=-1`` fails here, not
+    after the data is read): each fits the annotation of its ``pl.Trainer`` parameter, those of
+    :data:`TRAINER_POSITIVE_ARGS` are > 0.
 
     A throwaway ``pl.Trainer`` of these arguments tells (nothing runs). A precision that Lightning would silently
     replace by another is refused: on a CPU, ``16`` and ``16-mixed`` (float16 autocast, which the CPU lacks)
@@ -198,16 +200,9 @@ def check_engine(
             ``lightning_trainer_extra_args.<argument>``), its value and what this machine has or Lightning says.
     """
     import pytorch_lightning as pl
-    import torch
 
     accelerator, devices = engine["accelerator"], engine["devices"]
-    if accelerator in ("gpu", "cuda"):
-        available = torch.cuda.device_count() if torch.cuda.is_available() else 0
-        if available == 0:
-            raise ConfigError(f"accelerator: {accelerator!r}, but this machine has no CUDA GPU (use cpu)")
-        wanted = len(devices) if isinstance(devices, list | tuple) else devices
-        if isinstance(wanted, int) and wanted > available:
-            raise ConfigError(f"devices: {devices!r}, but this machine has {available} CUDA GPU(s)")
+    check_cuda_devices(accelerator, devices)
     base = {"accelerator": accelerator, "devices": devices, "precision": precision}
     try:
         trainer = _throwaway_trainer(base)
