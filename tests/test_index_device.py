@@ -24,6 +24,7 @@ from oml_core.inference import inference_on_images
 from oml_core.lightning.pipelines.shared.preflight import check_engine
 from oml_core.registry import ConfigError, Registry
 from oml_core.utils.precision import without_tf32
+from tests.scripts.devices import no_gpu_case
 
 #: The mock dataset's rows of the small set: two train labels, two validation labels, four pictures each.
 ROWS = [*range(0, 4), *range(8, 12), *range(128, 132), *range(136, 140)]
@@ -113,15 +114,6 @@ def test_a_list_of_one_device_on_the_cpu_builds_the_same_bytes(dataset_root, cpu
     )
     for file in files:
         assert (cpu_index / file).read_bytes() == (tmp_path / "listed" / file).read_bytes(), file
-
-
-def no_gpu_case() -> tuple[list[str], str]:
-    """Overrides that ask for a GPU this machine lacks, and the pipelines' line for them: ``accelerator=gpu``
-    without CUDA; with CUDA, the GPU after the last one."""
-    if not CUDA:
-        return ["accelerator=gpu"], "accelerator: 'gpu', but this machine has no CUDA GPU (use cpu)"
-    n = torch.cuda.device_count()
-    return ["accelerator=gpu", f"devices=[{n}]"], f"devices: [{n}], but this machine has {n} CUDA GPU(s)"
 
 
 ONE_DEVICE = (

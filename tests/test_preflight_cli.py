@@ -20,6 +20,7 @@ from bad_images import decompression_bomb  # noqa: E402
 
 from oml_core.cli import main
 from oml_core.datasets.mock import get_mock_dataset_root
+from tests.scripts.devices import no_gpu_case
 
 FIRST_VALIDATION_ROW = 128  # the mock csv: 128 train rows, then 64 validation rows
 FAST = ("max_epochs=1", "valid_period=1", "lightning_trainer_extra_args.enable_progress_bar=false")
@@ -95,7 +96,7 @@ CASES: dict[str, tuple[Callable[[Path], str] | None, tuple[str, ...]]] = {
     "box outside its image": (damage_box, ("dataframe_name=df_with_bboxes.csv",)),
     "validation without queries": (damage_no_queries, ()),
     "unknown checkpointing metric": (None, ("metric_for_checkpointing=OVERALL/cmc/7",)),
-    "gpu without a gpu": (None, ("accelerator=gpu",)),
+    "gpu without a gpu": (None, tuple(no_gpu_case()[0])),
     "malicious pickle to resume": (malicious_checkpoint, ("resume={root}/malicious.ckpt",)),
     "truncated checkpoint to resume": (truncated_checkpoint, ("resume={root}/t.ckpt",)),
     "logs_root in /proc": (None, ("logs_root=/proc/forbidden",)),
@@ -111,7 +112,7 @@ CASES: dict[str, tuple[Callable[[Path], str] | None, tuple[str, ...]]] = {
 }
 EXPECTED = {
     "unknown checkpointing metric": "metric_for_checkpointing: 'OVERALL/cmc/7' is not among the validation metrics",
-    "gpu without a gpu": "accelerator: 'gpu', but this machine has no CUDA GPU",
+    "gpu without a gpu": no_gpu_case()[1],
     "logs_root in /proc": "logs_root: cannot write into '/proc/forbidden': No such file or directory",
     "max_epochs=abc": "max_epochs: expected a positive int, got 'abc'",
     "max_epochs=-3": "max_epochs: expected a positive int, got -3",
