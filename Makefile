@@ -12,13 +12,21 @@ TORCH ?= torch==2.14.1 torchvision==0.29.1
 PLUGINS := plugins/oml_models plugins/oml_losses plugins/oml_samplers plugins/oml_loggers plugins/oml_postprocessors plugins/oml_pml plugins/oml_faiss plugins/oml_texts plugins/oml_audio
 EXAMPLE := examples/oml_plugin_example
 PROJECTS := pyproject.toml $(addsuffix /pyproject.toml,$(PLUGINS))
-# what pip installs of each plugin: oml-models with its extras (timm for the ViTs, open_clip for CLIP)
+# what pip installs of each plugin: oml-models with its extras (timm for the ViTs, open_clip for CLIP); for the
+# tests also albumentations and OpenCV, the loggers' clients and the texts plugin's test models
 PLUGIN_INSTALLS := $(patsubst plugins/oml_models,"plugins/oml_models[all]",$(PLUGINS))
+comma := ,
+DEV_PLUGIN_INSTALLS := $(patsubst plugins/oml_models,"plugins/oml_models[all$(comma)albu$(comma)cv2]",$(patsubst \
+	plugins/oml_loggers,"plugins/oml_loggers[all]",$(patsubst plugins/oml_texts,"plugins/oml_texts[test]",$(PLUGINS))))
 # pip compiles what it installs to bytecode on one core (about half of the install's time here); these install
-# without it and then compile site-packages on every core, as pip does: a file this Python cannot compile (torch
-# ships examples in newer syntax) is left as pip leaves it. The bytecode must be there: PYTHONDONTWRITEBYTECODE
-# machines would otherwise compile torch again in every process.
+# without it. `make run` then compiles site-packages on every core, as pip does: a file this Python cannot compile
+# (torch ships examples in newer syntax) is left as pip leaves it. The bytecode must be there: PYTHONDONTWRITEBYTECODE
+# machines would otherwise compile torch again in every process. `make test` does not compile the ~19,000 files of
+# site-packages (a minute on two cores): its processes run with bytecode writing on, so each module the tests import
+# is compiled once, by the first process that imports it. The projects of this repo build with the venv's
+# setuptools (no isolated build environment per project).
 INSTALL := $(PIP) install -q --no-compile
+EDITABLE := $(INSTALL) --no-build-isolation
 COMPILE := $(PY) -c "import compileall, sysconfig; compileall.compile_dir(sysconfig.get_paths()['purelib'], quiet=2, workers=0)"
 
 .PHONY: run test install install-dev lint
@@ -30,7 +38,7 @@ run: install
 # each other), the idle worker taking tests from the busy one (worksteal): the suite fits in 15 minutes on a
 # 2-core machine; `-n 0` runs it in one
 test: install-dev
-	OMP_NUM_THREADS=1 $(PY) -m pytest -n 2 --dist worksteal
+	env -u PYTHONDONTWRITEBYTECODE OMP_NUM_THREADS=1 $(PY) -m pytest -n 2 --dist worksteal
 
 lint: install-dev
 	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check . && $(VENV)/bin/mypy
@@ -41,15 +49,16 @@ install-dev: $(VENV)/.installed-dev
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
-	$(PIP) install -q --upgrade pip
+	$(PIP) install -q --upgrade pip "setuptools>=70.1"
 
 $(VENV)/.installed: $(PY) $(PROJECTS)
 	$(INSTALL) $(TORCH)
-	$(INSTALL) -e . $(addprefix -e ,$(PLUGIN_INSTALLS))
+	$(EDITABLE) -e . $(addprefix -e ,$(PLUGIN_INSTALLS))
 	$(COMPILE)
 	touch $@
 
-$(VENV)/.installed-dev: $(VENV)/.installed $(EXAMPLE)/pyproject.toml
-	$(INSTALL) $(TORCH) -e ".[dev]" -e "plugins/oml_loggers[all]" -e "plugins/oml_texts[test]" -e "plugins/oml_models[all,albu,cv2]" -e $(EXAMPLE)
-	$(COMPILE)
+# one install of everything: what `make run` installs and the test tools (no bytecode compiled: see INSTALL)
+$(VENV)/.installed-dev: $(PY) $(PROJECTS) $(EXAMPLE)/pyproject.toml
+	$(INSTALL) $(TORCH)
+	$(EDITABLE) -e ".[dev]" $(addprefix -e ,$(DEV_PLUGIN_INSTALLS)) -e $(EXAMPLE)
 	touch $@
