@@ -15,8 +15,8 @@ than the base dataset, raises :class:`~oml_core.datasets.dataframe_format.DataFr
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
-from typing import Any
+from collections.abc import Collection, Mapping, Sized
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -61,9 +61,10 @@ class _DFRows:
                 f"{owner}: the dataframe has no column {', '.join(map(repr, missing))} (its columns: "
                 f"{list(df.columns)})"
             )
-        if len(df) != len(dataset):
+        n_items = len(cast(Sized, dataset))  # a map-style dataset has a length; the interface does not say so
+        if len(df) != n_items:
             raise DataFrameFormatError(
-                f"{owner}: the dataframe has {len(df)} rows and the dataset {len(dataset)} items; they must be the "
+                f"{owner}: the dataframe has {len(df)} rows and the dataset {n_items} items; they must be the "
                 "same rows"
             )
         records = {column: df[column].tolist() for column in RECORD_COLUMNS if column in df.columns}
@@ -75,7 +76,7 @@ class _DFRows:
         self.input_tensors_key = dataset.input_tensors_key
 
     def __len__(self) -> int:
-        return len(self._dataset)
+        return len(self.df)
 
     def _item(self, item: int) -> dict[str, Any]:
         return add_extra_data(dict(self._dataset[item]), self._records, item)
@@ -91,7 +92,7 @@ def _labels(df: pd.DataFrame) -> tuple[np.ndarray, dict[Any, Any] | None]:
 
 def _marked(df: pd.DataFrame, column: str) -> Tensor:
     """The positions of the rows whose ``column`` is true, int64."""
-    return torch.nonzero(torch.as_tensor(df[column].to_numpy(dtype=bool))).flatten()
+    return torch.as_tensor(np.flatnonzero(df[column].to_numpy(dtype=bool)), dtype=torch.long)
 
 
 class DFLabeledDataset(_DFRows, ILabeledDataset):
