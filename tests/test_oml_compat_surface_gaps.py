@@ -77,6 +77,9 @@ def test_get_extractor_takes_oml_s_model_name() -> None:
         model_name="trivial_distance_siamese", extractor={"name": "resnet", "args": resnet}
     )
     assert type(siamese.extractor).__name__ == "ResnetExtractor"
+    # OML's function names (pytest ids of OML's parametrised tests are made of them)
+    assert oml_name("registry.losses", "get_criterion").__name__ == "get_criterion"
+    assert oml_name("registry.models", "get_pairwise_model_by_cfg").__name__ == "get_pairwise_model_by_cfg"
 
 
 # ------------------------------------------------------------------------------------------------ datasets

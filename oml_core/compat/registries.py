@@ -144,9 +144,12 @@ def is_torchvision_transforms(registry: Registry, name: str) -> bool:
     return not is_albumentations_transforms(registry, name)
 
 
-def _builders(kind: str, drop_unused: bool = False) -> tuple[Callable[..., Any], Callable[..., Any]]:
-    """OML's ``get_<kind>(name, **kwargs)`` and ``get_<kind>_by_cfg(cfg, **kwargs)`` for one kind (the models'
-    ``get_extractor`` and ``get_pairwise_model`` name their first parameter ``model_name``, as OML's).
+def _builders(
+    kind: str, oml_name: str, drop_unused: bool = False
+) -> tuple[Callable[..., Any], Callable[..., Any]]:
+    """OML's ``get_<oml_name>(name, **kwargs)`` and ``get_<oml_name>_by_cfg(cfg, **kwargs)`` for one kind, under
+    those function names (``__name__``, as OML's functions: a loss's are ``get_criterion``...); the models'
+    ``get_extractor`` and ``get_pairwise_model`` name their first parameter ``model_name``, as OML's.
 
     As OML's: a ``kwargs`` value that is a ``{name, args}`` spec (a loss's ``miner``, a siamese model's
     ``extractor``, a re-ranker's ``pairwise_model``) is built as the component its argument takes; with
@@ -185,6 +188,8 @@ def _builders(kind: str, drop_unused: bool = False) -> tuple[Callable[..., Any],
         f"Build a {kind} from its ``{{name, args}}`` config; ``kwargs`` are runtime arguments{dropped} "
         "(OML's name)."
     )
+    for function, function_name in ((get, f"get_{oml_name}"), (get_by_cfg, f"get_{oml_name}_by_cfg")):
+        function.__name__ = function.__qualname__ = function_name
     return get, get_by_cfg
 
 
@@ -202,16 +207,16 @@ SAMPLERS_CATEGORIES_BASED = KindRegistryView("sampler", where=needs_categories)
 LOGGERS_REGISTRY = KindRegistryView("logger")
 POSTPROCESSORS_REGISTRY = KindRegistryView("postprocessor")
 
-get_extractor, get_extractor_by_cfg = _builders("extractor")
-get_pairwise_model, get_pairwise_model_by_cfg = _builders("pairwise_model")
-get_criterion, get_criterion_by_cfg = _builders("loss", drop_unused=True)
-get_miner, get_miner_by_cfg = _builders("miner")
-get_sampler, get_sampler_by_cfg = _builders("sampler", drop_unused=True)
-get_optimizer, get_optimizer_by_cfg = _builders("optimizer")
-get_scheduler, get_scheduler_by_cfg = _builders("scheduler")
-get_transforms, get_transforms_by_cfg = _builders("transforms")
-get_logger, get_logger_by_cfg = _builders("logger")
-get_postprocessor, get_postprocessor_by_cfg = _builders("postprocessor")
+get_extractor, get_extractor_by_cfg = _builders("extractor", "extractor")
+get_pairwise_model, get_pairwise_model_by_cfg = _builders("pairwise_model", "pairwise_model")
+get_criterion, get_criterion_by_cfg = _builders("loss", "criterion", drop_unused=True)
+get_miner, get_miner_by_cfg = _builders("miner", "miner")
+get_sampler, get_sampler_by_cfg = _builders("sampler", "sampler", drop_unused=True)
+get_optimizer, get_optimizer_by_cfg = _builders("optimizer", "optimizer")
+get_scheduler, get_scheduler_by_cfg = _builders("scheduler", "scheduler")
+get_transforms, get_transforms_by_cfg = _builders("transforms", "transforms")
+get_logger, get_logger_by_cfg = _builders("logger", "logger")
+get_postprocessor, get_postprocessor_by_cfg = _builders("postprocessor", "postprocessor")
 
 #: The sections of :func:`show_registry` and their kinds, in OML's order.
 SHOWN_KINDS = (
