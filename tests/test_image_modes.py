@@ -393,8 +393,14 @@ def test_a_mode_no_reader_opens_is_refused_by_name():
         to_rgb8(Image.new("HSV", (2, 2)))
 
 
-def test_oml_s_name_of_the_reader():
-    assert imread_pillow is imread_pil
+def test_oml_s_name_of_the_reader(tmp_path: Path):
+    # OML's name and parameter name (im_src) of imread_pil: the same pixels
+    path = tmp_path / "la.png"
+    Image.fromarray(np.array([[0, 128], [255, 7]], dtype=np.uint8), mode="L").save(path)
+    read = imread_pillow(im_src=path)
+    assert read.mode == "RGB"
+    np.testing.assert_array_equal(np.asarray(read), np.asarray(imread_pil(path)))
+    np.testing.assert_array_equal(np.asarray(read)[..., 0], [[0, 128], [255, 7]])
 
 
 # ------------------------------------------------------------------------- the datasets and the transforms

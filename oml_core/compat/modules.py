@@ -108,7 +108,7 @@ OML_MODULES: dict[str, OmlModule] = {
         _SAMPLERS,
     ),
     **_same(("transforms", "transforms.images", "transforms.images.torchvision"), _TRANSFORMS),
-    "lightning.pipelines.logging": OmlModule(kinds=("logger",)),
+    "lightning.pipelines.logging": OmlModule(core=("oml_core.interfaces.loggers",), kinds=("logger",)),
     "retrieval.postprocessors.algo": OmlModule(core=("oml_core.retrieval.postprocessors.thresholding",)),
     "retrieval.postprocessors.pairwise": OmlModule(kinds=("postprocessor",)),
     "utils.download_mock_dataset": OmlModule(core=("oml_core.datasets.mock",), kinds=("dataset",)),
@@ -132,6 +132,17 @@ OML_MODULES: dict[str, OmlModule] = {
     **_same(("datasets.audios", "datasets.texts"), OmlModule(kinds=("dataset",))),
     "models.utils": OmlModule(core=("oml_core.utils.state_dicts",)),
     "inference.abstract": OmlModule(core=("oml_core.inference",)),
+    **_same(
+        (
+            "models.audio",
+            "models.audio.ecapa_tdnn",
+            "models.audio.ecapa_tdnn.extractor",
+            "models.texts",
+            "models.texts.huggingface",
+        ),
+        _MODELS,
+    ),
+    "utils.audios": OmlModule(kinds=("dataset",)),
 }
 
 

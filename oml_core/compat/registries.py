@@ -1,7 +1,7 @@
 """OML's registry modules (``oml.registry.models``, ``oml.registry.losses``, ...) as views of oml's registry.
 
 OML keeps one module-level dict per kind (``EXTRACTORS_REGISTRY = {"vit": ViTExtractor, ...}``) and a pair of
-functions per kind (``get_extractor(name, **kwargs)``, ``get_extractor_by_cfg(cfg, **kwargs)``). oml has no
+functions per kind (``get_extractor(model_name, **kwargs)``, ``get_extractor_by_cfg(cfg, **kwargs)``). oml has no
 module-level registries: components come from plugins through :class:`~oml_core.registry.Registry`. This
 module gives OML's names over the registry of :func:`~oml_core.registry.default_registry`, so that code
 written for OML runs with ``oml`` -> ``oml_core``::
@@ -33,7 +33,7 @@ from oml_core.registry import OML_REGISTRY_NAMES
 from oml_core.registry.errors import UnknownNameError
 from oml_core.registry.kinds import get_kind
 from oml_core.registry.registry import Registry, default_registry, to_plain
-from oml_core.registry.specs import is_spec
+from oml_core.registry.specs import is_spec, needs_categories
 from oml_core.utils.logs import get_logger
 from oml_core.zoo.store import (
     get_transforms_for_pretrained as get_transforms_for_pretrained,  # OML exports it here
@@ -54,11 +54,24 @@ class KindRegistryView(MutableMapping[str, Any]):
       assigning a name that an installed plugin registers makes the name ambiguous, as with any two plugins
       (``plugin:name`` chooses).
     - ``del view[name]`` is refused: a plugin's registrations cannot be taken back one by one.
+
+    With ``where``, the view holds only the components of the kind for which ``where(registry, name)`` is true
+    (OML's ``SAMPLERS_CATEGORIES_BASED``, ``TRANSFORMS_ALBU``): reading another name raises ``KeyError``; an
+    assignment registers as above, and the new component is in the view when ``where`` says so.
     """
 
-    def __init__(self, kind: str, registry: Registry | None = None) -> None:
+    def __init__(
+        self,
+        kind: str,
+        registry: Registry | None = None,
+        where: Callable[[Registry, str], bool] | None = None,
+    ) -> None:
         self.kind = get_kind(kind).name
         self._registry = registry
+        self._where = where
+
+    def _holds(self, registry: Registry, name: str) -> bool:
+        return self._where is None or self._where(registry, name)
 
     @property
     def registry(self) -> Registry:
@@ -66,10 +79,13 @@ class KindRegistryView(MutableMapping[str, Any]):
         return self._registry if self._registry is not None else default_registry()
 
     def __getitem__(self, name: str) -> Any:
+        registry = self.registry
         try:
-            entry = self.registry.get(self.kind, name)
+            entry = registry.get(self.kind, name)
         except UnknownNameError as e:  # a dict's KeyError, so that get(), pop() and `in` work as on a dict
             raise KeyError(str(e)) from e
+        if not self._holds(registry, entry.name):
+            raise KeyError(f"{self.kind} {name!r} is not in this view (its names: {list(self)})")
         return entry.load()
 
     def __setitem__(self, name: str, factory: Callable[..., Any] | str) -> None:
@@ -94,22 +110,46 @@ class KindRegistryView(MutableMapping[str, Any]):
         raise TypeError(f"{self.kind} {name!r}: a registered component cannot be removed from the registry")
 
     def __contains__(self, name: object) -> bool:
+        registry = self.registry
         return isinstance(name, str) and any(
-            name in (e.name, *e.aliases, e.qualified_name) for e in self.registry.entries(self.kind)
+            name in (e.name, *e.aliases, e.qualified_name) and self._holds(registry, e.name)
+            for e in registry.entries(self.kind)
         )
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self.registry.names(self.kind))
+        registry = self.registry
+        return iter([name for name in registry.names(self.kind) if self._holds(registry, name)])
 
     def __len__(self) -> int:
-        return len(self.registry.names(self.kind))
+        return len(list(iter(self)))
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.kind!r}, names={list(self)})"
 
 
-def _builders(kind: str, drop_unused: bool = False) -> tuple[Callable[..., Any], Callable[..., Any]]:
-    """OML's ``get_<kind>(name, **kwargs)`` and ``get_<kind>_by_cfg(cfg, **kwargs)`` for one kind.
+#: The kinds whose OML builder names its first parameter ``model_name`` (``get_extractor``, ``get_pairwise_model``).
+MODEL_KINDS = ("extractor", "pairwise_model")
+
+
+def is_albumentations_transforms(registry: Registry, name: str) -> bool:
+    """Whether the transforms ``name`` are built with albumentations, by OML's naming rule: ``albu`` is one of the
+    ``_``-separated words of the name (``norm_albu``, ``norm_resize_albu_clip``); the others are torchvision's.
+    ``registry`` is unused (the rule reads the name only)."""
+    return "albu" in name.split("_")
+
+
+def is_torchvision_transforms(registry: Registry, name: str) -> bool:
+    """The transforms that :func:`is_albumentations_transforms` does not count: torchvision's (OML's
+    ``TRANSFORMS_TORCH``)."""
+    return not is_albumentations_transforms(registry, name)
+
+
+def _builders(
+    kind: str, oml_name: str, drop_unused: bool = False
+) -> tuple[Callable[..., Any], Callable[..., Any]]:
+    """OML's ``get_<oml_name>(name, **kwargs)`` and ``get_<oml_name>_by_cfg(cfg, **kwargs)`` for one kind, under
+    those function names (``__name__``, as OML's functions: a loss's are ``get_criterion``...); the models'
+    ``get_extractor`` and ``get_pairwise_model`` name their first parameter ``model_name``, as OML's.
 
     As OML's: a ``kwargs`` value that is a ``{name, args}`` spec (a loss's ``miner``, a siamese model's
     ``extractor``, a re-ranker's ``pairwise_model``) is built as the component its argument takes; with
@@ -127,8 +167,13 @@ def _builders(kind: str, drop_unused: bool = False) -> tuple[Callable[..., Any],
         offers = {key: (lambda value=value: value) for key, value in runtime.items()}
         return default_registry().build(kind, cfg, offers=offers)
 
-    def get(name: str, **kwargs: Any) -> Any:
+    def get_component(name: str, **kwargs: Any) -> Any:
         return build({"name": name}, kwargs)
+
+    def get_model(model_name: str, **kwargs: Any) -> Any:
+        return build({"name": model_name}, kwargs)
+
+    get = get_model if kind in MODEL_KINDS else get_component
 
     def get_by_cfg(cfg: Any, **kwargs: Any) -> Any:
         spec = to_plain(cfg)
@@ -136,13 +181,15 @@ def _builders(kind: str, drop_unused: bool = False) -> tuple[Callable[..., Any],
 
     dropped = " (those it does not take are dropped, as OML's)" if drop_unused else ""
     get.__doc__ = (
-        f"Build the {kind} ``name`` of ``default_registry()`` with ``kwargs`` as its arguments{dropped}; a "
+        f"Build the {kind} of that name of ``default_registry()`` with ``kwargs`` as its arguments{dropped}; a "
         f"``{{name, args}}`` argument is built as a component (OML's name)."
     )
     get_by_cfg.__doc__ = (
         f"Build a {kind} from its ``{{name, args}}`` config; ``kwargs`` are runtime arguments{dropped} "
         "(OML's name)."
     )
+    for function, function_name in ((get, f"get_{oml_name}"), (get_by_cfg, f"get_{oml_name}_by_cfg")):
+        function.__name__ = function.__qualname__ = function_name
     return get, get_by_cfg
 
 
@@ -154,19 +201,22 @@ SAMPLERS_REGISTRY = KindRegistryView("sampler")
 OPTIMIZERS_REGISTRY = KindRegistryView("optimizer")
 SCHEDULERS_REGISTRY = KindRegistryView("scheduler")
 TRANSFORMS_REGISTRY = KindRegistryView("transforms")
+TRANSFORMS_ALBU = KindRegistryView("transforms", where=is_albumentations_transforms)
+TRANSFORMS_TORCH = KindRegistryView("transforms", where=is_torchvision_transforms)
+SAMPLERS_CATEGORIES_BASED = KindRegistryView("sampler", where=needs_categories)
 LOGGERS_REGISTRY = KindRegistryView("logger")
 POSTPROCESSORS_REGISTRY = KindRegistryView("postprocessor")
 
-get_extractor, get_extractor_by_cfg = _builders("extractor")
-get_pairwise_model, get_pairwise_model_by_cfg = _builders("pairwise_model")
-get_criterion, get_criterion_by_cfg = _builders("loss", drop_unused=True)
-get_miner, get_miner_by_cfg = _builders("miner")
-get_sampler, get_sampler_by_cfg = _builders("sampler", drop_unused=True)
-get_optimizer, get_optimizer_by_cfg = _builders("optimizer")
-get_scheduler, get_scheduler_by_cfg = _builders("scheduler")
-get_transforms, get_transforms_by_cfg = _builders("transforms")
-get_logger, get_logger_by_cfg = _builders("logger")
-get_postprocessor, get_postprocessor_by_cfg = _builders("postprocessor")
+get_extractor, get_extractor_by_cfg = _builders("extractor", "extractor")
+get_pairwise_model, get_pairwise_model_by_cfg = _builders("pairwise_model", "pairwise_model")
+get_criterion, get_criterion_by_cfg = _builders("loss", "criterion", drop_unused=True)
+get_miner, get_miner_by_cfg = _builders("miner", "miner")
+get_sampler, get_sampler_by_cfg = _builders("sampler", "sampler", drop_unused=True)
+get_optimizer, get_optimizer_by_cfg = _builders("optimizer", "optimizer")
+get_scheduler, get_scheduler_by_cfg = _builders("scheduler", "scheduler")
+get_transforms, get_transforms_by_cfg = _builders("transforms", "transforms")
+get_logger, get_logger_by_cfg = _builders("logger", "logger")
+get_postprocessor, get_postprocessor_by_cfg = _builders("postprocessor", "postprocessor")
 
 #: The sections of :func:`show_registry` and their kinds, in OML's order.
 SHOWN_KINDS = (
@@ -271,7 +321,13 @@ def save_transforms_as_files(cfg: Mapping[str, Any]) -> list[tuple[str, str]]:
 __all__ = [
     *OML_REGISTRY_NAMES,
     "KindRegistryView",
+    "MODEL_KINDS",
+    "SAMPLERS_CATEGORIES_BASED",
     "SHOWN_KINDS",
+    "TRANSFORMS_ALBU",
+    "TRANSFORMS_TORCH",
+    "is_albumentations_transforms",
+    "is_torchvision_transforms",
     "raise_if_needed",
     "registry_listing",
     "save_transforms_as_files",

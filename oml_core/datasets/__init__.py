@@ -63,6 +63,7 @@ _EXPORTS = {
     "get_mock_dataset_root": "oml_core.datasets.mock",
     "EmbeddingPairsDataset": "oml_core.datasets.pairs",
     "ImagePairsDataset": "oml_core.datasets.pairs",
+    "PairDataset": "oml_core.datasets.pairs",
     "get_mock_images_dataset": "oml_core.datasets.mock",
     **{
         f"{modality}{kind}Dataset": f"oml_core.datasets.{modality.lower()}s"
@@ -87,6 +88,7 @@ __all__ = [
     "ImagePairsDataset",
     "ImageQueryGalleryDataset",
     "ImageQueryGalleryLabeledDataset",
+    "PairDataset",
     "TextBaseDataset",
     "TextLabeledDataset",
     "TextQueryGalleryDataset",

@@ -1,10 +1,15 @@
 """Datasets of pairs (of embeddings, of images), as pairwise models and re-ranking postprocessors take them.
 
 Items are dicts ``{pairs_1st_key: first, pairs_2nd_key: second, index_key: i}``.
+
+OML's ``PairDataset(base_dataset, pair_ids, ...)`` (pairs of items of one dataset, what a re-ranker scores) is
+oml-postprocessors' class, found on first access through the installed post-processor plugins
+(:func:`oml_core.compat.modules.find_forwarded`): the core imports no plugin.
 """
 
 from __future__ import annotations
 
+import sys
 from abc import abstractmethod
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -12,12 +17,13 @@ from typing import Any
 
 from torch import Tensor
 
+from oml_core.compat.modules import OmlModule, find_forwarded
 from oml_core.datasets.dataframe_format import TBBox
 from oml_core.datasets.images import ImageBaseDataset, TImReader
-from oml_core.interfaces.datasets import IPairsDataset
+from oml_core.interfaces.datasets import IPairDataset
 
 
-class _PairsKeys(IPairsDataset):
+class _PairsKeys(IPairDataset):
     """The keys of a pairs dataset, under the interface's names and OML's argument names."""
 
     def _set_keys(self, pair_1st_key: str, pair_2nd_key: str, index_key: str) -> None:
@@ -177,4 +183,16 @@ class ImagePairsDataset(_PairsKeys):
         return len(self._first)
 
 
-__all__ = ["EmbeddingPairsDataset", "ImagePairsDataset"]
+#: OML's names of this module that live in plugins, and where to look for them.
+_FORWARDED = {"PairDataset": OmlModule(kinds=("postprocessor",))}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _FORWARDED:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = find_forwarded(__name__, _FORWARDED[name], name)
+    setattr(sys.modules[__name__], name, value)
+    return value
+
+
+__all__ = ["EmbeddingPairsDataset", "ImagePairsDataset"]  # and PairDataset, found by __getattr__

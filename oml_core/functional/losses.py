@@ -22,11 +22,11 @@ def check_reduction(reduction: str) -> str:
     return reduction
 
 
-def get_reduced(values: Tensor, reduction: str) -> Tensor:
-    """Reduce per-sample ``values`` ``[n]``.
+def get_reduced(tensor: Tensor, reduction: str) -> Tensor:
+    """Reduce per-sample values ``tensor`` ``[n]`` (OML's parameter name).
 
-    ``mean`` -> ``values.mean()``, ``sum`` -> ``values.sum()``, ``none`` -> ``values`` unchanged.
-    The mean of an empty tensor is ``0`` (``values.sum()``, still attached to the graph) instead of
+    ``mean`` -> ``tensor.mean()``, ``sum`` -> ``tensor.sum()``, ``none`` -> ``tensor`` unchanged.
+    The mean of an empty tensor is ``0`` (``tensor.sum()``, still attached to the graph) instead of
     ``nan``, so that a batch without a single triplet does not poison training.
 
     Raises:
@@ -34,10 +34,10 @@ def get_reduced(values: Tensor, reduction: str) -> Tensor:
     """
     check_reduction(reduction)
     if reduction == "none":
-        return values
-    if reduction == "sum" or values.numel() == 0:
-        return values.sum()
-    return values.mean()
+        return tensor
+    if reduction == "sum" or tensor.numel() == 0:
+        return tensor.sum()
+    return tensor.mean()
 
 
 #: Values of the ``[rows, B, B]`` pairwise differences of :func:`soft_rank` held at once.

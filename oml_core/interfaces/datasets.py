@@ -15,10 +15,17 @@ if TYPE_CHECKING:
     import numpy as np
 
 
-class IBaseDataset(Dataset):
-    """Base of every oml dataset: ``__getitem__`` returns a dict with at least ``self.index_key``."""
+class IIndexedDataset(Dataset):
+    """A dataset whose items are dicts holding their index under ``self.index_key`` (OML's base of the item
+    datasets and the pairs datasets)."""
 
     index_key: str = "idx"
+
+
+class IBaseDataset(IIndexedDataset):
+    """Base of every oml dataset: ``__getitem__`` returns a dict with at least ``self.index_key``, and what the
+    extractor takes under ``self.input_tensors_key``."""
+
     input_tensors_key: str = "input_tensors"
 
 
@@ -59,7 +66,7 @@ class IQueryGalleryLabeledDataset(IQueryGalleryDataset, ILabeledDataset, ABC):
     """Like :class:`IQueryGalleryDataset`, but with ground truth labels."""
 
 
-class IPairsDataset(Dataset, ABC):
+class IPairsDataset(IIndexedDataset, ABC):
     """Datasets which return pairs of something.
 
     ``__getitem__`` returns a dict with ``self.pairs_1st_key``, ``self.pairs_2nd_key`` and ``self.index_key``.
@@ -67,11 +74,34 @@ class IPairsDataset(Dataset, ABC):
 
     pairs_1st_key: str = "input_tensors_1"
     pairs_2nd_key: str = "input_tensors_2"
-    index_key: str = "idx"
 
     @abstractmethod
     def __getitem__(self, item: int) -> dict[str, Any]:
         """Return the pair number ``item``."""
+
+
+class IPairDataset(IPairsDataset, ABC):
+    """OML's interface of the pairs datasets (``oml.interfaces.datasets.IPairDataset``): an :class:`IPairsDataset`
+    whose keys are also read and set under OML's names ``input_tensors_key_1`` and ``input_tensors_key_2`` (the
+    same attributes as ``pairs_1st_key`` and ``pairs_2nd_key``)."""
+
+    @property
+    def input_tensors_key_1(self) -> str:
+        """OML's name of :attr:`pairs_1st_key`."""
+        return self.pairs_1st_key
+
+    @input_tensors_key_1.setter
+    def input_tensors_key_1(self, key: str) -> None:
+        self.pairs_1st_key = key
+
+    @property
+    def input_tensors_key_2(self) -> str:
+        """OML's name of :attr:`pairs_2nd_key`."""
+        return self.pairs_2nd_key
+
+    @input_tensors_key_2.setter
+    def input_tensors_key_2(self, key: str) -> None:
+        self.pairs_2nd_key = key
 
 
 class IVisualizableDataset(Dataset, ABC):
@@ -80,6 +110,14 @@ class IVisualizableDataset(Dataset, ABC):
     @abstractmethod
     def visualize(self, item: int, color: tuple[int, int, int]) -> np.ndarray:
         """Return the item as an ``HxWx3`` uint8 image, decorated (a bbox, a frame) with ``color``."""
+
+
+class IHTMLVisualizableDataset(Dataset, ABC):
+    """Base class for the datasets which know how to show their items as HTML (OML's; audio: a player)."""
+
+    @abstractmethod
+    def visualize_as_html(self, item: int, title: str, color: tuple[int, int, int]) -> str:
+        """Return the item as an HTML block titled ``title``, framed with ``color``."""
 
 
 class IDatasetComponent(ABC):

@@ -296,19 +296,19 @@ def load_pretrained_state_dict(key: str, registry: Registry | None = None) -> di
 
 
 def get_transforms_for_pretrained(
-    key: str, registry: Registry | None = None
+    weights: str, registry: Registry | None = None
 ) -> tuple[Callable[..., Any], Callable[..., Any]]:
-    """``(transform, imread)`` of the zoo checkpoint ``key``: the registered transforms it was trained with
-    (built from the entry's ``{name, args}``) and the function reading an image file for it.
+    """``(transform, imread)`` of the zoo checkpoint ``weights`` (OML's parameter name): the registered transforms
+    it was trained with (built from the entry's ``{name, args}``) and the function reading an image file for it.
 
     Raises:
-        UnknownNameError: ``key`` is not in the zoo, or its transforms are not registered.
+        UnknownNameError: ``weights`` is not in the zoo, or its transforms are not registered.
         ValueError: the checkpoint takes no transforms (its entry's ``transforms`` is ``None``).
     """
     registry = registry_or_default(registry)
-    model = get_pretrained(key, registry)
+    model = get_pretrained(weights, registry)
     if model.transforms is None:
-        raise ValueError(f"the pretrained checkpoint {key!r} takes no image transforms")
+        raise ValueError(f"the pretrained checkpoint {weights!r} takes no image transforms")
     transform = registry.build("transforms", dict(model.transforms))
     return transform, resolve(IMREADERS[model.imread])
 

@@ -35,13 +35,10 @@ from oml_core.interfaces.samplers import IBatchSampler
 from oml_core.lightning.callbacks.checkpoint import BestCheckpoint
 from oml_core.lightning.pipelines.shared.common import build_logger
 from oml_core.lightning.pipelines.shared.training import scheduler_args
-from oml_core.registry import Registry, default_registry, to_plain
-from oml_core.registry.specs import required_arguments
+from oml_core.registry import default_registry, to_plain
+from oml_core.registry.specs import CATEGORIES_ARGUMENT, needs_categories
 from oml_core.utils.misc import dictconfig_to_dict
 
-#: The runtime argument through which a sampler gets the dataset's categories (``oml_register_samplers``): a
-#: sampler whose factory requires it is one of OML's category-based samplers (``SAMPLERS_CATEGORIES_BASED``).
-CATEGORIES_ARGUMENT = "label2category"
 #: How the messages of the components built here name their caller.
 _CALLER = "oml_core.lightning.pipelines.parser"
 
@@ -119,17 +116,6 @@ def parse_scheduler_from_config(cfg: Mapping[str, Any], optimizer: torch.optim.O
     """
     scheduling = SCHEDULING.check(to_plain(cfg.get("scheduling")), "scheduling")
     return scheduler_args(scheduling, default_registry(), optimizer, _CALLER)
-
-
-def needs_categories(registry: Registry, sampler: str) -> bool:
-    """Whether the sampler ``sampler`` of ``registry`` draws batches by category: its factory requires the
-    argument :data:`CATEGORIES_ARGUMENT` (OML's ``SAMPLERS_CATEGORIES_BASED``: ``category_balance``,
-    ``distinct_category_balance``).
-
-    Raises:
-        RegistryError: no sampler of that name (the registry's message).
-    """
-    return CATEGORIES_ARGUMENT in required_arguments(registry.get("sampler", sampler).load())
 
 
 def parse_sampler_from_config(cfg: Mapping[str, Any], dataset: ILabeledDataset) -> IBatchSampler | None:

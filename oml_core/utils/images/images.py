@@ -66,12 +66,16 @@ import re
 import types
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
 from PIL import Image, ImageDraw, UnidentifiedImageError
 
 from oml_core.const import PAD_COLOR, TBBox, TColor
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 #: Linear sRGB from CIE XYZ relative to D50 (the sRGB primaries and D65 white, Bradford-adapted to D50; Bruce
 #: Lindbloom's matrix, as in the ICC sRGB profile).
@@ -162,8 +166,30 @@ def imread_pil(path_or_bytes: Path | str | bytes) -> Image.Image:
         raise OSError(f"cannot read the image file '{path}': {e}") from e
 
 
-#: OML's name of the reader (``oml.utils.images.images.imread_pillow``).
-imread_pillow = imread_pil
+def imread_pillow(im_src: Path | str | bytes) -> Image.Image:
+    """OML's name and parameter of :func:`imread_pil` (``oml.utils.images.images.imread_pillow``): the image at
+    the path (or of the encoded bytes) ``im_src`` as an 8-bit RGB PIL image."""
+    return imread_pil(im_src)
+
+
+def figure_to_array(fig: Figure) -> np.ndarray:
+    """The RGB pixels (``H x W x 3``, uint8) of a matplotlib figure, drawn with the Agg backend (the figure stays
+    open). matplotlib is imported by this function only."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()
+    return np.asarray(canvas.buffer_rgba())[..., :3].copy()
+
+
+def figure_to_nparray(fig: Figure) -> np.ndarray:
+    """OML's ``figure_to_nparray``: the RGB pixels of ``fig`` (:func:`figure_to_array`), then the figure closed
+    (``plt.close(fig)``), as OML's."""
+    import matplotlib.pyplot as plt
+
+    pixels = figure_to_array(fig)
+    plt.close(fig)
+    return pixels
 
 
 def _check_image_file(path_or_str: Path | str) -> str:
@@ -459,6 +485,8 @@ __all__ = [
     "TImage",
     "draw_bbox",
     "find_images",
+    "figure_to_array",
+    "figure_to_nparray",
     "imread_cv2",
     "imread_pil",
     "imread_pillow",

@@ -50,6 +50,7 @@ from oml_core.datasets.dataframe_format import format_rows
 from oml_core.datasets.extra_data import add_extra_data, checked_extra_data
 from oml_core.interfaces.datasets import (
     IBaseDataset,
+    IHTMLVisualizableDataset,
     ILabeledDataset,
     IQueryGalleryDataset,
     IQueryGalleryLabeledDataset,
@@ -77,7 +78,7 @@ def parse_start_times(df: pd.DataFrame) -> list[float] | None:
     return values.fillna(0.0).astype(float).tolist()
 
 
-class AudioBaseDataset(IBaseDataset, IVisualizableDataset):
+class AudioBaseDataset(IBaseDataset, IVisualizableDataset, IHTMLVisualizableDataset):
     """Audio files as waveforms ``[channels, num_frames]`` (``[1, num_frames]`` with ``convert_to_mono``).
 
     Items: ``{input_tensors_key: waveform, index_key: item, **extra_data of the item}``.

@@ -6,13 +6,12 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-import numpy as np
-from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from pytorch_lightning.loggers import WandbLogger
 from pytorch_lightning.loggers.logger import rank_zero_experiment
 from pytorch_lightning.utilities.rank_zero import rank_zero_only
 
+from oml_core.utils.images.images import figure_to_array
 from oml_loggers.clients import (
     check_client_kwargs,
     import_client,
@@ -159,13 +158,6 @@ class WandBPipelineLogger(WandbLogger, ClientRunLogger):
         if self._owns_run:
             run.finish(exit_code=0 if status == "success" else 1)
         self._experiment = None
-
-
-def figure_to_array(fig: Figure) -> np.ndarray:
-    """The RGB pixels (``H x W x 3``, uint8) of a matplotlib figure, drawn with the Agg backend."""
-    canvas = FigureCanvasAgg(fig)
-    canvas.draw()
-    return np.asarray(canvas.buffer_rgba())[..., :3].copy()
 
 
 __all__ = ["WandBPipelineLogger", "figure_to_array"]

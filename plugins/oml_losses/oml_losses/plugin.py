@@ -124,6 +124,9 @@ EXTRA_EXPORTS: MappingProxyType[str, str] = MappingProxyType(
         # OML's functions of oml.miners.inbatch_all_tri (found there through oml_core's forwarding modules)
         "get_available_triplets": "oml_losses.miners.inbatch_all_tri",
         "get_available_triplets_naive": "oml_losses.miners.inbatch_all_tri",
+        # OML's names of oml.losses.triplet
+        "TLogs": "oml_losses.triplet",
+        "get_tri_ids_in_plain": "oml_losses.triplet",
     }
 )
 

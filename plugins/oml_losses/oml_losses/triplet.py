@@ -45,7 +45,11 @@ def triplet_values(pos_dist: Tensor, neg_dist: Tensor, margin: float | None) -> 
     return torch.relu(margin + pos_dist - neg_dist)
 
 
-def _triplet_logs(loss: Tensor, pos_dist: Tensor, neg_dist: Tensor) -> dict[str, float]:
+#: OML's type of a loss's ``last_logs`` (``oml.losses.triplet.TLogs``): a float per logged name.
+TLogs = dict[str, float]
+
+
+def _triplet_logs(loss: Tensor, pos_dist: Tensor, neg_dist: Tensor) -> TLogs:
     """``active_tri`` (share of the losses > 0; 0 of no triplet), mean ``pos_dist`` and ``neg_dist`` (nan)."""
     with torch.no_grad():
         active = int((loss > 0).sum()) / loss.numel() if loss.numel() else 0.0
@@ -393,6 +397,7 @@ def _memory_logs(
 
 
 __all__ = [
+    "TLogs",
     "TripletLoss",
     "TripletLossPlain",
     "TripletLossWithMiner",

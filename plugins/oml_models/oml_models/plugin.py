@@ -154,6 +154,7 @@ EXTRA_EXPORTS: MappingProxyType[str, str] = MappingProxyType(
         "get_transforms_for_pretrained": "oml_models.transforms",
         "get_im_reader_for_transforms": "oml_models.transforms",
         "TTransforms": "oml_models.transforms",
+        "vis_vit": "oml_models.vit",
     }
 )
 

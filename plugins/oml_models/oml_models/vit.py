@@ -10,6 +10,7 @@ import torch.nn.functional as F
 from PIL import Image
 from torch import Tensor
 
+from oml_core.const import MEAN, STD, TNormParam
 from oml_core.zoo.extractor import ZooExtractor
 from oml_core.zoo.weights import load_weights
 from oml_models.archs import check_arch
@@ -128,4 +129,13 @@ class ViTExtractor(ZooExtractor):
         return draw_attention(self.model, image)
 
 
-__all__ = ["ViTExtractor"]
+def vis_vit(
+    vit: ViTExtractor, image: Image.Image | np.ndarray, mean: TNormParam = MEAN, std: TNormParam = STD
+) -> np.ndarray | Image.Image:
+    """OML's function of :meth:`ViTExtractor.draw_attention` (``oml.models.vit_dino.extractor.vis_vit``): the
+    CLS attention of ``vit``'s last block drawn over ``image``, normalised with ``mean`` and ``std``
+    (:func:`oml_models.vit_attention.draw_attention`); of the input's type, as ``draw_attention``."""
+    return draw_attention(vit.model, image, mean, std)
+
+
+__all__ = ["ViTExtractor", "vis_vit"]

@@ -7,10 +7,10 @@ from typing import Any
 import torch
 from torch import LongTensor
 
-from oml_core.interfaces.datasets import IBaseDataset, IPairsDataset
+from oml_core.interfaces.datasets import IBaseDataset, IPairDataset
 
 
-class PairDataset(IPairsDataset):
+class PairDataset(IPairDataset):
     """Pairs of items of ``base_dataset``: pair ``k`` is the items ``pair_ids[k, 0]`` and ``pair_ids[k, 1]``.
 
     The inputs of an item are ``base_dataset[i][base_dataset.input_tensors_key]`` (the image tensors of an image
@@ -21,8 +21,8 @@ class PairDataset(IPairsDataset):
     Args:
         base_dataset: Dataset of the items (``__getitem__`` returns a dict with ``input_tensors_key``).
         pair_ids: ``[n_pairs, 2]`` dataset indices of the two items of every pair.
-        pair_1st_key: Key of the 1st items in the batches.
-        pair_2nd_key: Key of the 2nd items in the batches.
+        input_tensors_key_1: Key of the 1st items in the batches (OML's name; the attribute ``pairs_1st_key``).
+        input_tensors_key_2: Key of the 2nd items in the batches (``pairs_2nd_key``).
         index_key: Key of the pairs' indices in the batches.
 
     Raises:
@@ -33,8 +33,8 @@ class PairDataset(IPairsDataset):
         self,
         base_dataset: IBaseDataset,
         pair_ids: LongTensor,
-        pair_1st_key: str = "input_tensors_1",
-        pair_2nd_key: str = "input_tensors_2",
+        input_tensors_key_1: str = "input_tensors_1",
+        input_tensors_key_2: str = "input_tensors_2",
         index_key: str = "idx",
     ) -> None:
         pair_ids = torch.as_tensor(pair_ids)
@@ -49,8 +49,8 @@ class PairDataset(IPairsDataset):
             )
         self.base_dataset = base_dataset
         self.pair_ids = pair_ids.long().cpu()
-        self.pairs_1st_key = pair_1st_key
-        self.pairs_2nd_key = pair_2nd_key
+        self.pairs_1st_key = input_tensors_key_1
+        self.pairs_2nd_key = input_tensors_key_2
         self.index_key = index_key
         self._input_key = getattr(base_dataset, "input_tensors_key", IBaseDataset.input_tensors_key)
         self._kept: tuple[int, Any] | None = None

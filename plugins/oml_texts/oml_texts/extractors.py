@@ -8,6 +8,7 @@ Both take what the text datasets' items hold under ``input_tensors`` (batched): 
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -22,10 +23,32 @@ from oml_core.zoo.weights import load_weights, looks_like_path
 from oml_texts.hub import load_model, resolve_model_folder
 from oml_texts.zoo import check_model_folder
 
+#: OML's type names of a Hugging Face model and of a tokenised batch (``oml.models.texts.huggingface``).
+THFModel = nn.Module
+TBatchEncoding = Mapping[str, Tensor]
+#: The transformers classes whose outputs :class:`HFWrapper` is written for (OML's ``check_model_type``).
+CHECKED_MODEL_TYPES = ("RobertaModel", "BertModel", "DistilBertModel")
+
 #: The poolings of :class:`HFTextExtractor`.
 POOLINGS = ("cls", "mean")
 #: The keys of the extractor's own state dict that ``load_weights`` must not strip (its transformer is ``model``).
 CHECKPOINT_PREFIXES = ("extractor.", "module.")
+
+
+def check_model_type(model: THFModel) -> None:
+    """OML's check of a model for :class:`HFWrapper`: a ``UserWarning`` when ``model`` is none of
+    :data:`CHECKED_MODEL_TYPES` of ``transformers`` (nothing when ``transformers`` is not installed).
+    oml's :class:`HFWrapper` does not call it: any model whose output has ``last_hidden_state`` works."""
+    try:
+        import transformers
+    except ImportError:
+        return
+    if not isinstance(model, tuple(getattr(transformers, name) for name in CHECKED_MODEL_TYPES)):
+        warnings.warn(
+            f"Unexpected model type: {type(model)}. Make sure your model is compatible with {HFWrapper.__name__}.",
+            UserWarning,
+            stacklevel=2,
+        )
 
 
 class HFWrapper(IExtractor):
@@ -137,4 +160,14 @@ def _zoo_key(weights: str | Path | None) -> str | None:
     return weights
 
 
-__all__ = ["CHECKPOINT_PREFIXES", "HFTextExtractor", "HFWrapper", "POOLINGS", "mean_pooling"]
+__all__ = [
+    "CHECKED_MODEL_TYPES",
+    "CHECKPOINT_PREFIXES",
+    "HFTextExtractor",
+    "HFWrapper",
+    "POOLINGS",
+    "TBatchEncoding",
+    "THFModel",
+    "check_model_type",
+    "mean_pooling",
+]

@@ -42,6 +42,9 @@ COMPONENTS: tuple[Component, ...] = (
 EXTRA_EXPORTS: MappingProxyType[str, str] = MappingProxyType(
     {
         "HFWrapper": "oml_texts.extractors",
+        "THFModel": "oml_texts.extractors",
+        "TBatchEncoding": "oml_texts.extractors",
+        "check_model_type": "oml_texts.extractors",
         "TextBaseDataset": "oml_texts.datasets",
         "TextLabeledDataset": "oml_texts.datasets",
         "TextQueryGalleryDataset": "oml_texts.datasets",
