@@ -770,7 +770,9 @@ class RetrievalResults:
         ``visualize_gallery_fn(gallery position, colour)``.
 
         Axes are created only for the images drawn (``len(fig.axes)`` is their number); every image keeps a
-        frame (its axes' spines) in its colour.
+        frame (its axes' spines) in its colour. The layout is computed from the figure's size
+        (:func:`~oml_core.retrieval.figure_grid.image_grid`: no two axes overlap, every title stays in the
+        figure), not measured by ``tight_layout``.
         """
         query_ids, n_shown, n_gt_shown = self._shown(query_ids, n_galleries_to_show, n_gt_to_show)
         if verbose:
@@ -780,64 +782,29 @@ class RetrievalResults:
                 n_gt_shown,
                 query_ids,
             )
+        from oml_core.retrieval.figure_grid import draw_framed_image, image_grid
+
         n_cols = 1 + n_shown + n_gt_shown
-        fig = _new_figure(figsize=(2.0 * n_cols, 2.2 * len(query_ids)), show=show)
+        fig, grid = image_grid(len(query_ids), n_cols, show=show)
         for row, i in enumerate(query_ids):
-            first = row * n_cols + 1
-            _draw(
-                fig,
-                (len(query_ids), n_cols, first),
-                visualize_query_fn(i, QUERY_COLOR),
-                QUERY_COLOR,
-                f"Query #{i}",
+            draw_framed_image(
+                fig, grid[row, 0], visualize_query_fn(i, QUERY_COLOR), QUERY_COLOR, f"Query #{i}"
             )
-            gt = None if self._gt_ids is None else self._gt_ids[i]
             for j, (position, dist) in enumerate(
                 zip(self._retrieved_ids[i][:n_shown].tolist(), self._distances[i].tolist())
             ):
                 color = _relevance_color(self._relevance(i, position))
-                title = f"#{position}: {dist:.3f}"
-                _draw(
-                    fig,
-                    (len(query_ids), n_cols, first + 1 + j),
-                    visualize_gallery_fn(position, color),
-                    color,
-                    title,
-                )
-            for j, position in enumerate([] if gt is None else gt[:n_gt_shown].tolist()):
+                image = visualize_gallery_fn(position, color)
+                draw_framed_image(fig, grid[row, 1 + j], image, color, f"#{position}: {dist:.3f}")
+            gts = [] if self._gt_ids is None else self._gt_ids[i][:n_gt_shown].tolist()
+            for j, position in enumerate(gts):
                 image = visualize_gallery_fn(position, GT_COLOR)
-                _draw(
-                    fig, (len(query_ids), n_cols, first + 1 + n_shown + j), image, GT_COLOR, f"GT #{position}"
-                )
-        fig.tight_layout()
+                draw_framed_image(fig, grid[row, 1 + n_shown + j], image, GT_COLOR, f"GT #{position}")
         if show:
             import matplotlib.pyplot as plt
 
             plt.show()
         return fig
-
-
-def _new_figure(figsize: tuple[float, float], show: bool) -> Figure:
-    """A pyplot figure to show, else a bare ``Figure`` (not kept alive by pyplot's registry)."""
-    if show:
-        import matplotlib.pyplot as plt
-
-        return plt.figure(figsize=figsize)
-    from matplotlib.figure import Figure
-
-    return Figure(figsize=figsize)
-
-
-def _draw(fig: Figure, where: tuple[int, int, int], image: np.ndarray, color: TColor, title: str) -> None:
-    ax = fig.add_subplot(*where)
-    ax.imshow(image)
-    ax.set_title(title, fontsize=8)
-    ax.set_xticks([])
-    ax.set_yticks([])
-    red, green, blue = color
-    for spine in ax.spines.values():
-        spine.set_edgecolor((red / 255, green / 255, blue / 255))
-        spine.set_linewidth(4)
 
 
 def _relevance_color(relevant: bool | None) -> TColor:
