@@ -43,7 +43,9 @@ def png_bytes(image: Image.Image) -> bytes:
 
 def test_the_package_keeps_the_module_names_and_oml_names_resolve():
     assert images_package.imread_pil is images_module.imread_pil
-    assert images_package.imread_pillow is images_module.imread_pillow is imread_pillow  # OML's parameter name
+    assert (
+        images_package.imread_pillow is images_module.imread_pillow is imread_pillow
+    )  # OML's parameter name
     assert images_package.imread_cv2 is imread_cv2
     assert images_package.to_rgb8 is images_module.to_rgb8
     assert set(images_package.__all__) == set(images_module.__all__)
