@@ -204,7 +204,8 @@ class ClearMLPipelineLogger(ClientRunLogger):
         the closed task's status itself); forget it."""
         if self._owns_task:
             run.flush(wait_for_uploads=True)
-            run.close()
+            with _exit_record_cleared(type(run)):
+                run.close()
         self._task = None
 
 
@@ -218,6 +219,31 @@ def _without_task_seeding(task_class: type[Task]) -> Iterator[None]:
         yield
     finally:
         task_class.set_random_seed(previous)
+
+
+@contextmanager
+def _exit_record_cleared(task_class: type[Task]) -> Iterator[None]:
+    """Inside the block, ClearML's exit hook holds no exit code, signal or exception; what it held is put back on exit.
+
+    ``Task.init`` replaces ``sys.exit`` for the rest of the process with a hook (``Task.__exit_hook``, one per
+    process) that records the code of every call, also of a ``SystemExit`` that is caught (argparse's ``error``, a
+    plugin's import that oml's registry survives), and the signals it sees; nothing clears that record.
+    ``Task.close`` reads it as the process ending: it then skips the flush, leaves the task's reporter thread and
+    ClearML's upload threads running and marks the task failed. The logger closes its task while the process goes
+    on, so the close must not count an earlier exit that the process survived (the thread left running would
+    report, later, to whatever ClearML's offline switch then says; at the end of the process ClearML's exit
+    handler waits for it).
+    """
+    hook = getattr(task_class, "_Task__exit_hook", None)
+    if hook is None:
+        yield
+        return
+    recorded = (hook.exit_code, hook.signal, hook.exception)
+    hook.exit_code = hook.signal = hook.exception = None
+    try:
+        yield
+    finally:
+        hook.exit_code, hook.signal, hook.exception = recorded
 
 
 def _require_clearml_credentials(logger_name: str) -> None:

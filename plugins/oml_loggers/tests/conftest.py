@@ -123,15 +123,14 @@ def no_network(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture()
-def clearml_offline_state(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """Restore ClearML's process-wide offline switch after a test (``Task.set_offline(False)`` would connect),
-    closing first a task the test left open (closed online, it would try to reach a server)."""
+def clearml_offline_state() -> Iterator[None]:
+    """Close, after a test, a ClearML task the test left open. ClearML's process-wide offline switch, which the
+    logger turns on, stays on for the rest of the process: no test uses ClearML online, and turning it off without
+    ``Task.set_offline(False)`` (which would connect) leaves the sessions built offline unconnected, so that
+    anything ClearML still sent would fail and be retried forever (``'Session' object has no attribute
+    '_Session__max_req_size'``), holding the process at exit."""
     from clearml import Task
-    from clearml.backend_api import Session
-    from clearml.backend_interface.base import InterfaceBase
 
-    monkeypatch.setattr(InterfaceBase, "_offline_mode", InterfaceBase._offline_mode)
-    monkeypatch.setattr(Session, "_offline_mode", Session._offline_mode)
     yield
     end_open_runs()
     leftover = Task.current_task()

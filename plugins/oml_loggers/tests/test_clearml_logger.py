@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import io
 import json
+import subprocess
+import sys
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -173,3 +175,52 @@ def test_a_training_is_one_task_with_config_tags_curves_and_unchanged_weights(
     assert [step for step, _ in recorded.series("loss_step")] == [0, 1, 2, 3]  # 128 training images / 32
     assert {a["key"] for a in recorded.task["execution"]["artifacts"]} == {"config", "dataset", "code"}
     assert_same_weights(result, tensorboard_training)
+
+
+#: Two pipelines' loggers in one process, with a ``sys.exit`` between them that the process survives (as when
+#: argparse's ``error`` or a plugin's import that oml's registry reports calls it); prints the second task's
+#: session and the threads that its close left running (against those left after the first close).
+EXIT_BETWEEN_TASKS = """
+import json, sys, threading
+from oml_loggers import ClearMLPipelineLogger
+
+def run(name):
+    logger = ClearMLPipelineLogger(project_name="oml", task_name=name)
+    logger.log_metrics({"loss": 0.5}, step=1)
+    logger.finalize("success")
+    logger.log_metrics({"loss": 0.25}, step=2)
+    logger.close()
+    return logger
+
+def threads():
+    return sorted(t.name for t in threading.enumerate())
+
+first = run("first")
+after_first = threads()
+try:
+    sys.exit(3)
+except SystemExit:
+    pass
+second = run("second")
+print(json.dumps({"after_first": after_first, "after_second": threads()}))
+"""
+
+
+@pytest.mark.usefixtures("clearml_offline_state")
+def test_a_sys_exit_the_process_survived_does_not_spoil_the_next_tasks_close(isolated_clients: Path) -> None:
+    """ClearML's ``sys.exit`` hook records the code of a caught ``SystemExit`` for good, and ``Task.close`` took it
+    for the end of the process: no flush and its reporter thread left running, which
+    kept reporting after the close and, once ClearML was online again, retried forever and held the process at
+    exit. The second task is closed as the first: with every metric and nothing left running."""
+    done = subprocess.run(
+        [sys.executable, "-c", EXIT_BETWEEN_TASKS], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    left = json.loads(done.stdout.strip().splitlines()[-1])
+    assert left["after_second"] == left["after_first"]
+    sessions = {
+        session.task["name"]: session
+        for session in map(OfflineSession, (isolated_clients / "clearml_cache" / "offline").glob("*.zip"))
+    }
+    assert sorted(sessions) == ["first", "second"]
+    assert [session.series("loss") for session in sessions.values()] == [[(1, 0.5), (2, 0.25)]] * 2
