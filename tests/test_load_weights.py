@@ -12,7 +12,7 @@ from oml_core.interfaces.models import IExtractor
 from oml_core.registry import UnknownNameError
 from oml_core.utils.checkpoints import CheckpointError
 from oml_core.zoo.extractor import ZooExtractor
-from oml_core.zoo.weights import load_weights, looks_like_path
+from oml_core.zoo.weights import build_for_weights, load_weights, looks_like_path
 
 
 class Recorder(ZooExtractor):
@@ -166,3 +166,33 @@ def test_an_unknown_key_lists_close_ones() -> None:
 def test_a_bad_type_names_the_argument() -> None:
     with pytest.raises(TypeError, match="weights must be None, a checkpoint path or a zoo key.*got int"):
         load_weights(_fresh(0), 3)  # type: ignore[arg-type]
+
+
+class WithComputedBuffer(nn.Module):
+    """A layer and a non-persistent buffer computed when built (not in the state dict, so never loaded)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.layer = nn.Linear(3, 2)
+        self.register_buffer("steps", torch.arange(4.0), persistent=False)
+
+
+def test_build_for_weights_initialises_only_without_weights() -> None:
+    torch.manual_seed(0)
+    expected = nn.Linear(3, 2)
+    torch.manual_seed(0)
+    random = build_for_weights(lambda: nn.Linear(3, 2), None)
+    torch.testing.assert_close(random.weight, expected.weight, rtol=0, atol=0)
+    state = torch.get_rng_state()
+    to_load = build_for_weights(lambda: nn.Linear(3, 2), "a.pth")
+    assert torch.equal(torch.get_rng_state(), state)  # no random initialisation drawn
+    assert to_load.weight.device == torch.device("cpu") and to_load.weight.requires_grad
+    to_load.load_state_dict(expected.state_dict())
+    torch.testing.assert_close(to_load.weight, expected.weight, rtol=0, atol=0)
+    with torch.device("meta"):  # materialised on the default device of the caller
+        assert build_for_weights(lambda: nn.Linear(3, 2), "a.pth").weight.is_meta
+
+
+def test_build_for_weights_keeps_a_module_with_a_non_persistent_buffer_as_built() -> None:
+    module = build_for_weights(WithComputedBuffer, Path("a.pth"))
+    torch.testing.assert_close(module.steps, torch.tensor([0.0, 1.0, 2.0, 3.0]), rtol=0, atol=0)

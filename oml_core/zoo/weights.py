@@ -8,10 +8,11 @@ backbone only) or by the core right after building it (its constructor does not 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
+import torch
 from torch import nn
 
 from oml_core.utils.checkpoints import WRAPPER_PREFIXES, load_checkpoint, load_state_dict_strict
@@ -20,6 +21,8 @@ from oml_core.zoo.store import load_pretrained_state_dict
 
 if TYPE_CHECKING:
     from oml_core.interfaces.models import IExtractor
+
+ModuleT = TypeVar("ModuleT", bound=nn.Module)
 
 #: Suffixes of checkpoint files: a string ending so (or holding a ``/``) is a path, never a zoo key.
 CHECKPOINT_SUFFIXES = (".pth", ".pt", ".ckpt", ".tar", ".bin", ".safetensors")
@@ -74,4 +77,32 @@ def load_weights(
         load_state_dict_strict(extractor, state_dict, weights)
 
 
-__all__ = ["CHECKPOINT_SUFFIXES", "load_weights", "looks_like_path"]
+def build_for_weights(build: Callable[[], ModuleT], weights: str | Path | None) -> ModuleT:
+    """``build()``, without its random initialisation when ``weights`` are to be loaded over it.
+
+    With ``weights`` ``None`` the module is ``build()`` as it is (randomly initialised). Otherwise it is built
+    on the meta device and materialised, uninitialised, on the current default device (``to_empty``): the
+    caller then loads ``weights`` strictly (:func:`load_weights`) into the module, which sets every parameter
+    and persistent buffer to the checkpoint's values, the values it would have after a random
+    initialisation and the same load. A module with a non-persistent buffer (not in its state dict, so not
+    loaded) is built by ``build()`` as it is. Nothing else differs but the time, and the global random
+    generator, which the skipped initialisation no longer advances.
+
+    Args:
+        build: Builds the module (randomly initialised) under the current default device.
+        weights: The ``weights`` argument of the extractor (see :func:`load_weights`).
+
+    Returns:
+        The module; its tensors hold no values yet when ``weights`` is not ``None``.
+    """
+    if weights is None:
+        return build()
+    with torch.device("meta"):
+        module = build()
+    persistent = module.state_dict(keep_vars=True)
+    if any(name not in persistent for name, _ in module.named_buffers()):
+        return build()
+    return module.to_empty(device=torch.empty(0).device)
+
+
+__all__ = ["CHECKPOINT_SUFFIXES", "build_for_weights", "load_weights", "looks_like_path"]

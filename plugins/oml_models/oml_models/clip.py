@@ -14,7 +14,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from oml_core.zoo.extractor import ZooExtractor
-from oml_core.zoo.weights import load_weights
+from oml_core.zoo.weights import build_for_weights, load_weights
 from oml_models.archs import check_arch
 from oml_models.extras import requires_extra
 
@@ -125,7 +125,7 @@ class ViTCLIPExtractor(ZooExtractor):
         super().__init__()
         self.arch = arch
         self.normalise_features = normalise_features
-        self.visual = build_clip_visual(self.constructors[arch])
+        self.visual = build_for_weights(lambda: build_clip_visual(self.constructors[arch]), weights)
         self.image_size: int = self.visual.image_size[0]
         load_weights(self, weights)
 

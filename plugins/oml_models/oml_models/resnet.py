@@ -14,7 +14,7 @@ from torchvision.models import ResNet, resnet18, resnet34, resnet50, resnet101, 
 from oml_core.utils.checkpoints import drop_keys, load_state_dict_strict
 from oml_core.utils.images import to_rgb8
 from oml_core.zoo.extractor import ZooExtractor
-from oml_core.zoo.weights import load_weights
+from oml_core.zoo.weights import build_for_weights, load_weights
 from oml_models.archs import check_arch
 from oml_models.gradcam import grad_cam, overlay_heatmap
 from oml_models.pooling import gem_or_avg_pool
@@ -98,7 +98,7 @@ class ResnetExtractor(ZooExtractor):
         self.remove_fc = remove_fc
         self.normalise_features = normalise_features
 
-        self.model: ResNet = self.constructors[arch](weights=None)
+        self.model: ResNet = build_for_weights(lambda: self.constructors[arch](weights=None), weights)
         self.model.avgpool = gem_or_avg_pool(gem_p)
         linears = [m for m in self.model.fc.modules() if isinstance(m, nn.Linear)]
         self._feat_dim = linears[0].in_features if remove_fc else linears[-1].out_features

@@ -8,7 +8,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from oml_core.zoo.extractor import ZooExtractor
-from oml_core.zoo.weights import load_weights
+from oml_core.zoo.weights import build_for_weights, load_weights
 from oml_models.archs import check_arch
 from oml_models.clip import check_image_size
 from oml_models.unicom_vit import UNICOM_ARCHS, UnicomArch, UnicomVisionTransformer
@@ -57,7 +57,7 @@ class ViTUnicomExtractor(ZooExtractor):
         super().__init__()
         self.arch = arch
         self.normalise_features = normalise_features
-        self.model = UnicomVisionTransformer(self.constructors[arch])
+        self.model = build_for_weights(lambda: UnicomVisionTransformer(self.constructors[arch]), weights)
         self.model.set_grad_checkpointing(use_gradient_ckpt)
         load_weights(self, weights, target=self.model)
 

@@ -12,7 +12,7 @@ from torch import Tensor
 
 from oml_core.const import MEAN, STD, TNormParam
 from oml_core.zoo.extractor import ZooExtractor
-from oml_core.zoo.weights import load_weights
+from oml_core.zoo.weights import build_for_weights, load_weights
 from oml_models.archs import check_arch
 from oml_models.vit_attention import draw_attention
 from oml_models.vit_backbone import VIT_ARCHS, DinoVisionTransformer, ViTArch
@@ -69,7 +69,7 @@ class ViTExtractor(ZooExtractor):
         self.arch = arch
         self.normalise_features = normalise_features
         self.use_multi_scale = use_multi_scale
-        self.model = DinoVisionTransformer(self.constructors[arch])
+        self.model = build_for_weights(lambda: DinoVisionTransformer(self.constructors[arch]), weights)
         load_weights(self, weights, target=self.model)
 
     @property

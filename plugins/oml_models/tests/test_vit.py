@@ -43,10 +43,31 @@ def _extractor(arch: str, normalise_features: bool = False, use_multi_scale: boo
     return ViTExtractor(None, arch, normalise_features, use_multi_scale=use_multi_scale).eval()
 
 
+def _with_arbitrary_values(arch: str) -> ViTExtractor:
+    """The extractor of ``arch`` without its random initialisation (a ViT-L's takes seconds): built on the meta
+    device, then every tensor assigned a view of one seeded draw, uniform in [-0.05, 0.05] (finite values,
+    shared between the tensors: read them only)."""
+    with torch.device("meta"):
+        model = ViTExtractor(None, arch, normalise_features=False)
+    shapes = {key: value.shape for key, value in model.state_dict().items()}
+    generator = torch.Generator().manual_seed(0)
+    draw = torch.empty(max(shape.numel() for shape in shapes.values())).uniform_(
+        -0.05, 0.05, generator=generator
+    )
+    model.load_state_dict(
+        {key: draw[: shape.numel()].view(shape) for key, shape in shapes.items()}, assign=True
+    )
+    return model.eval()
+
+
 def _timm_twin(extractor: ViTExtractor, **kwargs: object) -> torch.nn.Module:
-    """timm's model of the extractor's arch (by its timm name) with the extractor's weights."""
-    reference = timm.create_model(extractor.model.arch.timm_name, pretrained=False, num_classes=0, **kwargs)
-    reference.load_state_dict(extractor.model.state_dict(), strict=True)
+    """timm's model of the extractor's arch (by its timm name) with the extractor's weights (its own tensors:
+    built on the meta device, no random initialisation to overwrite)."""
+    with torch.device("meta"):
+        reference = timm.create_model(
+            extractor.model.arch.timm_name, pretrained=False, num_classes=0, **kwargs
+        )
+    reference.load_state_dict(extractor.model.state_dict(), strict=True, assign=True)
     return reference.eval()
 
 
@@ -66,7 +87,9 @@ def test_arch_has_the_layers_of_its_timm_arch(arch: str) -> None:
 
 @pytest.mark.parametrize("arch", sorted(VIT_ARCHS))
 def test_every_arch_embeds_small_inputs(arch: str) -> None:
-    model = _extractor(arch)
+    """Every arch's forward (its layers: ``test_arch_has_the_layers_of_its_timm_arch``; the random
+    initialisation: the tests of vits16, vits14 and vits14_reg below)."""
+    model = _with_arbitrary_values(arch)
     assert isinstance(model, IExtractor)
     assert model.feat_dim == FEAT_DIMS[arch]
     side = 28 if "14" in arch else 32
@@ -126,8 +149,11 @@ def test_dino_interpolation_is_the_original_one(arch: str, side: tuple[int, int]
     assert resampled.shape[-2:] == (rows, cols)
     state = dict(model.model.state_dict())
     state["pos_embed"] = torch.cat([stored[:, :1], resampled.flatten(2).transpose(1, 2)], dim=1)
-    reference = timm.create_model(VIT_ARCHS[arch].timm_name, pretrained=False, num_classes=0, img_size=side)
-    reference.load_state_dict(state)
+    with torch.device("meta"):
+        reference = timm.create_model(
+            VIT_ARCHS[arch].timm_name, pretrained=False, num_classes=0, img_size=side
+        )
+    reference.load_state_dict(state, assign=True)
     x = _images(2, *side)
     with torch.no_grad():
         expected = reference.eval().forward_features(x)[:, 0]

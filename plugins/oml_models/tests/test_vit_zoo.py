@@ -105,9 +105,11 @@ def _write(folder: Path, key: str, state: dict) -> None:
 
 
 def _reference(key: str, state: dict[str, Tensor], **kwargs: object) -> torch.nn.Module:
-    """timm's model of ``key``'s arch loaded from the upstream-format ``state`` by timm's own filter."""
-    model = timm.create_model(_timm_name(key), num_classes=0, **kwargs)
-    model.load_state_dict(checkpoint_filter_fn(dict(state), model), strict=True)
+    """timm's model of ``key``'s arch loaded from the upstream-format ``state`` by timm's own filter (built on
+    the meta device: no random initialisation to overwrite)."""
+    with torch.device("meta"):
+        model = timm.create_model(_timm_name(key), num_classes=0, **kwargs)
+    model.load_state_dict(checkpoint_filter_fn(dict(state), model), strict=True, assign=True)
     return model.eval()
 
 
