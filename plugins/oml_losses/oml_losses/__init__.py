@@ -36,8 +36,10 @@ if TYPE_CHECKING:
     from oml_losses.proxy_anchor import ProxyAnchorLoss as ProxyAnchorLoss
     from oml_losses.supcon import SupConLoss as SupConLoss
     from oml_losses.surrogate_precision import SurrogatePrecision as SurrogatePrecision
+    from oml_losses.triplet import TLogs as TLogs
     from oml_losses.triplet import TripletLoss as TripletLoss
     from oml_losses.triplet import TripletLossPlain as TripletLossPlain
     from oml_losses.triplet import TripletLossWithMiner as TripletLossWithMiner
+    from oml_losses.triplet import get_tri_ids_in_plain as get_tri_ids_in_plain
 
 __getattr__, __dir__, __all__ = table_exports(__name__, COMPONENTS, EXTRA_EXPORTS)

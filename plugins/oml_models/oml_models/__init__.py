@@ -43,5 +43,6 @@ if TYPE_CHECKING:
     )
     from oml_models.unicom import ViTUnicomExtractor as ViTUnicomExtractor
     from oml_models.vit import ViTExtractor as ViTExtractor
+    from oml_models.vit import vis_vit as vis_vit
 
 __getattr__, __dir__, __all__ = table_exports(__name__, COMPONENTS, EXTRA_EXPORTS)

@@ -21,6 +21,9 @@ if TYPE_CHECKING:
     from oml_texts.datasets import TextQueryGalleryLabeledDataset as TextQueryGalleryLabeledDataset
     from oml_texts.extractors import HFTextExtractor as HFTextExtractor
     from oml_texts.extractors import HFWrapper as HFWrapper
+    from oml_texts.extractors import TBatchEncoding as TBatchEncoding
+    from oml_texts.extractors import THFModel as THFModel
+    from oml_texts.extractors import check_model_type as check_model_type
     from oml_texts.mock import get_mock_texts_dataset as get_mock_texts_dataset
     from oml_texts.mock import get_mock_texts_dataset_root as get_mock_texts_dataset_root
 
