@@ -153,6 +153,10 @@ class DFQueryGalleryDataset(_DFRows, IQueryGalleryDataset):
         extra_data: Mapping[str, Collection[Any]] | None = None,
     ):
         self._wrap(dataset, df, extra_data, (IS_QUERY_COLUMN, IS_GALLERY_COLUMN))
+        self._mark_queries_and_gallery(df)
+
+    def _mark_queries_and_gallery(self, df: pd.DataFrame) -> None:
+        """The rows flagged ``is_query`` and ``is_gallery``, as the ids of the queries and of the gallery."""
         self._query_ids = _marked(df, IS_QUERY_COLUMN)
         self._gallery_ids = _marked(df, IS_GALLERY_COLUMN)
 
@@ -185,8 +189,7 @@ class DFQueryGalleryLabeledDataset(DFLabeledDataset, DFQueryGalleryDataset, IQue
         self._wrap(dataset, df, extra_data, (LABELS_COLUMN, IS_QUERY_COLUMN, IS_GALLERY_COLUMN))
         self._labels, self._label2category = _labels(df)
         self.labels_key = labels_key
-        self._query_ids = _marked(df, IS_QUERY_COLUMN)
-        self._gallery_ids = _marked(df, IS_GALLERY_COLUMN)
+        self._mark_queries_and_gallery(df)
 
 
 __all__ = ["RECORD_COLUMNS", "DFLabeledDataset", "DFQueryGalleryDataset", "DFQueryGalleryLabeledDataset"]
