@@ -27,6 +27,8 @@ DEV_PLUGIN_INSTALLS := $(patsubst plugins/oml_models,"plugins/oml_models[all$(co
 # setuptools (no isolated build environment per project).
 INSTALL := $(PIP) install -q --no-compile
 EDITABLE := $(INSTALL) --no-build-isolation
+# the setuptools that builds them (with bdist_wheel; a venv made by Python 3.11 has 65.5, without it)
+SETUPTOOLS := "setuptools>=70.1"
 COMPILE := $(PY) -c "import compileall, sysconfig; compileall.compile_dir(sysconfig.get_paths()['purelib'], quiet=2, workers=0)"
 
 .PHONY: run test install install-dev lint
@@ -49,16 +51,16 @@ install-dev: $(VENV)/.installed-dev
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
-	$(PIP) install -q --upgrade pip "setuptools>=70.1"
+	$(PIP) install -q --upgrade pip $(SETUPTOOLS)
 
 $(VENV)/.installed: $(PY) $(PROJECTS)
-	$(INSTALL) $(TORCH)
+	$(INSTALL) $(TORCH) $(SETUPTOOLS)
 	$(EDITABLE) -e . $(addprefix -e ,$(PLUGIN_INSTALLS))
 	$(COMPILE)
 	touch $@
 
 # one install of everything: what `make run` installs and the test tools (no bytecode compiled: see INSTALL)
 $(VENV)/.installed-dev: $(PY) $(PROJECTS) $(EXAMPLE)/pyproject.toml
-	$(INSTALL) $(TORCH)
+	$(INSTALL) $(TORCH) $(SETUPTOOLS)
 	$(EDITABLE) -e ".[dev]" $(addprefix -e ,$(DEV_PLUGIN_INSTALLS)) -e $(EXAMPLE)
 	touch $@
