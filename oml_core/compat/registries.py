@@ -32,8 +32,8 @@ from oml_core.markers import hookimpl
 from oml_core.registry import OML_REGISTRY_NAMES
 from oml_core.registry.errors import UnknownNameError
 from oml_core.registry.kinds import get_kind
-from oml_core.registry.registry import Registry, default_registry, to_plain
-from oml_core.registry.specs import is_spec, needs_categories
+from oml_core.registry.registry import Registry, default_registry, needs_categories, to_plain
+from oml_core.registry.specs import is_spec
 from oml_core.utils.logs import get_logger
 from oml_core.zoo.store import (
     get_transforms_for_pretrained as get_transforms_for_pretrained,  # OML exports it here

@@ -600,3 +600,19 @@ def default_registry() -> Registry:
     ``default_registry.cache_clear()`` after installing a plugin in a running process.
     """
     return Registry()
+
+
+#: The runtime argument through which a sampler gets the dataset's categories (``oml_register_samplers``): a
+#: sampler whose factory requires it is one of OML's category-based samplers (``SAMPLERS_CATEGORIES_BASED``).
+CATEGORIES_ARGUMENT = "label2category"
+
+
+def needs_categories(registry: Registry, sampler: str) -> bool:
+    """Whether the sampler ``sampler`` of ``registry`` draws batches by category: its factory requires the
+    argument :data:`CATEGORIES_ARGUMENT` (OML's ``SAMPLERS_CATEGORIES_BASED``: ``category_balance``,
+    ``distinct_category_balance``).
+
+    Raises:
+        RegistryError: no sampler of that name (the registry's message).
+    """
+    return CATEGORIES_ARGUMENT in required_arguments(registry.get("sampler", sampler).load())

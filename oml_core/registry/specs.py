@@ -7,13 +7,10 @@ from __future__ import annotations
 import inspect
 import typing
 from collections.abc import Callable, Collection, Iterator, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from oml_core.registry.kinds import ARGUMENT_ALIASES, KINDS, component_of
 from oml_core.utils.imports import resolve
-
-if TYPE_CHECKING:
-    from oml_core.registry.registry import Registry
 
 SPEC_KEYS = frozenset({"name", "args"})
 
@@ -81,22 +78,6 @@ def required_arguments(factory: Callable[..., Any]) -> list[str]:
     ]
 
 
-#: The runtime argument through which a sampler gets the dataset's categories (``oml_register_samplers``): a
-#: sampler whose factory requires it is one of OML's category-based samplers (``SAMPLERS_CATEGORIES_BASED``).
-CATEGORIES_ARGUMENT = "label2category"
-
-
-def needs_categories(registry: Registry, sampler: str) -> bool:
-    """Whether the sampler ``sampler`` of ``registry`` draws batches by category: its factory requires the
-    argument :data:`CATEGORIES_ARGUMENT` (OML's ``SAMPLERS_CATEGORIES_BASED``: ``category_balance``,
-    ``distinct_category_balance``).
-
-    Raises:
-        RegistryError: no sampler of that name (the registry's message).
-    """
-    return CATEGORIES_ARGUMENT in required_arguments(registry.get("sampler", sampler).load())
-
-
 def nested_specs(
     factory: Callable[..., Any], args: Mapping[str, Any]
 ) -> Iterator[tuple[str, str | None, Any]]:
@@ -134,11 +115,9 @@ def _kind_of_argument(arg_name: str, annotation: Any) -> str | None:
 
 
 __all__ = [
-    "CATEGORIES_ARGUMENT",
     "SELF_BUILT_ARGS_ATTR",
     "SPEC_KEYS",
     "is_spec",
-    "needs_categories",
     "nested_specs",
     "parameter_names",
     "to_plain",

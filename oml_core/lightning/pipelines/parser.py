@@ -36,7 +36,7 @@ from oml_core.lightning.callbacks.checkpoint import BestCheckpoint
 from oml_core.lightning.pipelines.shared.common import build_logger
 from oml_core.lightning.pipelines.shared.training import scheduler_args
 from oml_core.registry import default_registry, to_plain
-from oml_core.registry.specs import CATEGORIES_ARGUMENT, needs_categories
+from oml_core.registry.registry import CATEGORIES_ARGUMENT, needs_categories
 from oml_core.utils.misc import dictconfig_to_dict
 
 #: How the messages of the components built here name their caller.
