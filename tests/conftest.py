@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.scripts.oml_forkserver import OmlForkServer
+from tests.scripts.trained_run import TrainedRun, train_tiny
 
 
 @pytest.fixture(scope="session")
@@ -46,3 +47,12 @@ def run_oml(
         return oml_fork_server.run(list(args), full_env, cwd, timeout)
 
     return run
+
+
+@pytest.fixture(scope="session")
+def tiny_trained_run(
+    tmp_path_factory: pytest.TempPathFactory, oml_cache_dir: Path, oml_fork_server: OmlForkServer
+) -> TrainedRun:
+    """One :data:`~tests.scripts.trained_run.TINY_TRAINING` run per test process, shared by the tests that need a
+    trained checkpoint to validate, predict or re-rank from (they read its folder and never write to it)."""
+    return train_tiny(oml_fork_server, oml_cache_dir, tmp_path_factory.mktemp("tiny_trained_run"))

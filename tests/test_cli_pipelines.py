@@ -46,20 +46,10 @@ def _features_of_the_checkpoint(checkpoint, paths) -> torch.Tensor:
 
 
 @pytest.mark.slow
-def test_train_then_validate_then_predict_with_the_best_checkpoint(run_oml, tmp_path, oml_cache_dir):
-    train = _ok(
-        run_oml(
-            "train",
-            "max_epochs=1",
-            "valid_period=1",
-            f"logs_root={tmp_path / 'train'}",
-            NO_PROGRESS_BAR,
-            f"transforms_train.args.im_size={TINY}",
-            f"transforms_val.args.im_size={TINY}",
-        )
-    )
-    (run_dir,) = (tmp_path / "train").iterdir()
-    best = run_dir / "checkpoints" / "best.ckpt"
+def test_train_then_validate_then_predict_with_the_best_checkpoint(
+    tiny_trained_run, run_oml, tmp_path, oml_cache_dir
+):
+    train, best = tiny_trained_run.stdout, tiny_trained_run.best_checkpoint
     assert best.is_file()
 
     validate = _ok(

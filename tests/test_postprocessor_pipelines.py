@@ -53,20 +53,8 @@ def _before_and_after(stdout: str) -> tuple[dict[str, str], dict[str, str]]:
 
 
 @pytest.mark.slow
-def test_train_extractor_then_postprocessor_twice_then_validate(run_oml, tmp_path):
-    train = _ok(
-        run_oml(
-            "train",
-            "max_epochs=1",
-            "valid_period=1",
-            f"logs_root={tmp_path / 'extractor'}",
-            NO_PROGRESS_BAR,
-            f"transforms_train.args.im_size={TINY}",
-            f"transforms_val.args.im_size={TINY}",
-        )
-    )
-    (extractor_run,) = (tmp_path / "extractor").iterdir()
-    extractor_ckpt = extractor_run / "checkpoints" / "best.ckpt"
+def test_train_extractor_then_postprocessor_twice_then_validate(tiny_trained_run, run_oml, tmp_path):
+    train, extractor_ckpt = tiny_trained_run.stdout, tiny_trained_run.best_checkpoint
     extractor_metrics = dict(LAST_VALUE_ROW.findall(train))  # one epoch: the last is the best, in best.ckpt
     assert len(extractor_metrics) == 5
 

@@ -21,6 +21,8 @@ from oml_core.registry import ConfigError, Registry
 sys.path.insert(0, str(Path(__file__).parent / "scripts"))
 from tiny_training import tiny_config  # noqa: E402
 
+from tests.scripts.trained_run import train_tiny  # noqa: E402
+
 #: A row of the end-of-training table (start, best, last columns) or of validation's: the metric, last value.
 METRIC_ROW = re.compile(r"^(OVERALL/\S+)\s+(?:\d+\.\d{4}\s+)*(\d+\.\d{4})$", re.MULTILINE)
 
@@ -30,18 +32,12 @@ def _metrics_table(stdout: str) -> dict[str, str]:
 
 
 @pytest.mark.slow
-def test_oml_train_one_epoch_twice_gives_identical_metrics(run_oml, tmp_path):
+def test_oml_train_one_epoch_twice_gives_identical_metrics(
+    tiny_trained_run, oml_fork_server, oml_cache_dir, tmp_path
+):
+    """The shared run of the test process and a second one, the same ``oml train`` (its default config, 32 px)."""
     outputs = []
-    for attempt in ("first", "second"):
-        logs_root = tmp_path / attempt
-        result = run_oml(
-            "train",
-            "max_epochs=1",
-            "valid_period=1",
-            f"logs_root={logs_root}",
-            "lightning_trainer_extra_args.enable_progress_bar=false",
-        )
-        assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    for result in (tiny_trained_run, train_tiny(oml_fork_server, oml_cache_dir, tmp_path / "second")):
         table = _metrics_table(result.stdout)
         assert set(table) == {
             "OVERALL/cmc/1",
@@ -51,11 +47,10 @@ def test_oml_train_one_epoch_twice_gives_identical_metrics(run_oml, tmp_path):
             "OVERALL/pcf/0.5",
         }
         assert all(0.0 <= float(v) <= 1.0 for v in table.values())
-        (run_dir,) = logs_root.iterdir()
-        assert (run_dir / "checkpoints" / "best.ckpt").is_file()
-        assert (run_dir / "checkpoints" / "last.ckpt").is_file()
-        assert list(run_dir.rglob("events.out.tfevents.*")), "no TensorBoard event file"
-        assert f"Best checkpoint:  {run_dir / 'checkpoints' / 'best.ckpt'}" in result.stdout
+        assert result.best_checkpoint.is_file()
+        assert (result.run_dir / "checkpoints" / "last.ckpt").is_file()
+        assert list(result.run_dir.rglob("events.out.tfevents.*")), "no TensorBoard event file"
+        assert f"Best checkpoint:  {result.best_checkpoint}" in result.stdout
         outputs.append(table)
     assert outputs[0] == outputs[1]
 
