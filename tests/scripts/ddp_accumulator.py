@@ -71,4 +71,7 @@ def worker(rank: int, out_dir: str, world_size: int) -> None:
 
 if __name__ == "__main__":
     world_size = int(sys.argv[2])
-    mp.spawn(worker, args=(sys.argv[1], world_size), nprocs=world_size, join=True)
+    # forked: each process has this one's imports (spawned, each would import torch and oml_core again)
+    mp.start_processes(
+        worker, args=(sys.argv[1], world_size), nprocs=world_size, join=True, start_method="fork"
+    )

@@ -124,4 +124,5 @@ def worker(rank: int, out_dir: str) -> None:
 
 
 if __name__ == "__main__":
-    mp.spawn(worker, args=(sys.argv[1],), nprocs=2, join=True)
+    # forked: each process has this one's imports (spawned, each would import torch and oml_core again)
+    mp.start_processes(worker, args=(sys.argv[1],), nprocs=2, join=True, start_method="fork")
