@@ -3,7 +3,7 @@
 The calling process imports no plugin. It settles the entry-point names from the metadata
 (:func:`~oml_core.registry.manager.discover_plugins`, which reports the refused claimants), then runs one child
 process per plugin, at most ``jobs`` at a time (forked from multiprocessing's fork server, which has imported
-oml_core, torch and Lightning but no plugin: :func:`child_context`). A child imports the plugin, registers it beside the
+oml_core and torch but no plugin: :func:`child_context`). A child imports the plugin, registers it beside the
 core's built-ins, calls its hooks, imports each of its components (:func:`~oml_core.registry.report.plugin_row`)
 and writes its report row as json. The child records each step as it begins (the
 :data:`~oml_core.registry.manager.LOADING_LOGGER` lines, ``<plugin>\\t<step>``, in a file), so that a child that
@@ -64,7 +64,7 @@ POLL_SECONDS = 0.05
 #: The step of a child before it records its first: starting (forked, or Python and oml_core imported anew).
 START_STEP = "start-up"
 #: The least time limit of the start-up, which runs no plugin's code (in seconds): the first child waits for
-#: the fork server to import torch and Lightning.
+#: the fork server to import torch.
 START_TIMEOUT = 120.0
 
 
@@ -177,16 +177,13 @@ def _signal_name(number: int) -> str:
 
 
 def child_context() -> multiprocessing.context.ForkServerContext | multiprocessing.context.SpawnContext:
-    """How the children start: forked from multiprocessing's fork server, which has imported oml_core, torch and
-    Lightning once (each child would spend seconds importing them anew: Lightning imports torchmetrics, which
-    imports torchvision and, where installed, transformers) and no plugin; spawned where there is no fork server.
-    Most children import Lightning (the built-ins, the loggers): preloading it cuts the CPU time of checking every
-    installed plugin by about a quarter (21 s to 15.5 s on this project's 2-core machines)."""
+    """How the children start: forked from multiprocessing's fork server, which has imported oml_core and torch
+    once (each child would spend seconds importing torch anew) and no plugin; spawned where there is no fork
+    server."""
     if "forkserver" not in multiprocessing.get_all_start_methods():
         return multiprocessing.get_context("spawn")
     context = multiprocessing.get_context("forkserver")
-    # a module that does not import is skipped
-    context.set_forkserver_preload([__name__, "torch", "pytorch_lightning"])
+    context.set_forkserver_preload([__name__, "torch"])  # a module that does not import is skipped
     return context
 
 
