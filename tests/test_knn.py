@@ -121,7 +121,8 @@ def scan_mode(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -
 @pytest.mark.parametrize("seed", range(3))
 @pytest.mark.parametrize("distance", ["l2", "cosine"])
 def test_one_vs_rest_matches_naive(seed: int, distance: str, scan_mode: str) -> None:
-    x, labels, sequence = random_case(seed, n=48)  # 6 strips of 8 rows, 48 blocks of one column per strip
+    # 48 items: 6 of scan_mode's 8-row strips by default, and strips of 1 to 48 rows in the other blockings
+    x, labels, sequence = random_case(seed, n=48)
     ids = torch.arange(len(x))
     for seq in (None, sequence):
         expected = naive_from_ids(x, ids, ids, 7, labels, seq, distance)
