@@ -1168,6 +1168,7 @@ def _cmd_index_build(args: argparse.Namespace, overrides: list[str]) -> int:
 
 def _cmd_search(args: argparse.Namespace, _: list[str]) -> int:
     from oml_core.index import GalleryIndex
+    from oml_core.index.answers import search_answer, search_table
     from oml_core.index.queries import collect_queries
 
     accelerator = None if args.accelerator == "null" else args.accelerator
@@ -1175,53 +1176,11 @@ def _cmd_search(args: argparse.Namespace, _: list[str]) -> int:
     index = GalleryIndex.load(args.index, registry=Registry(), device=device)
     queries = collect_queries(index.data, args.queries, args.dataset_root, args.text)
     hits = index.search(queries.dataset, top_k=args.top_k)
-    report = search_report(
+    answer = search_answer(
         args.index, index.calibration.threshold if index.calibration else None, queries.names, hits
     )
-    print(json.dumps(report, indent=2) if args.format == "json" else _search_table(report))
+    print(json.dumps(answer, indent=2) if args.format == "json" else search_table(answer))
     return 0
-
-
-def search_report(
-    index: Path, threshold: float | None, names: Sequence[str], hits: Sequence[Any]
-) -> dict[str, Any]:
-    """What ``oml search`` prints: ``{"index", "threshold", "queries": [{"query", "match", "results"}]}``; a
-    query is named by ``names`` (images: its path), its ``match`` is its nearest item's (None when the index is
-    not calibrated, false when nothing was found), ``results`` are the :class:`~oml_core.index.SearchHit` s as
-    dicts."""
-    queries = []
-    for name, found in zip(names, hits):
-        match = None if threshold is None else bool(found and found[0].match)
-        queries.append({"query": name, "match": match, "results": [hit.to_dict() for hit in found]})
-    return {"index": str(index), "threshold": threshold, "queries": queries}
-
-
-def _search_table(report: dict[str, Any]) -> str:
-    """The table form of :func:`search_report`: per query a line, then one line per gallery item."""
-    threshold = report["threshold"]
-    lines = []
-    for query in report["queries"]:
-        if threshold is None:
-            verdict = "(the index is not calibrated: distances only)"
-        else:
-            verdict = f"{'match' if query['match'] else 'no match'} (threshold {threshold:.6g})"
-        lines.append(f"{query['query']}: {verdict}")
-        header = ["rank", "distance", *(["match"] if threshold is not None else []), "label", "id", "path"]
-        rows = [
-            [
-                str(hit["rank"]),
-                f"{hit['distance']:.6f}",
-                *(["match" if hit["match"] else "no match"] if threshold is not None else []),
-                "-" if hit["label"] is None else str(hit["label"]),
-                str(hit["id"]),
-                hit["path"] or "-",
-            ]
-            for hit in query["results"]
-        ]
-        widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
-        for row in [header, *rows]:
-            lines.append("  " + "  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip())
-    return "\n".join(lines)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,63 @@
+"""The answer of a search, defined once: what ``oml search`` prints (as JSON or a table), what the service's
+``POST /search`` returns and what Python code gets from :func:`search_answer`.
+
+The answer is ``{"index", "threshold", "queries": [{"query", "match", "results": [hit, ...]}]}``:
+
+- ``index``: the index's folder (a string), ``threshold``: its calibrated match threshold (None: not calibrated);
+- per query, in the order given: ``query``, its name (an image's path, a text ...); ``match``, its nearest item's
+  match (None when the index is not calibrated, false when nothing was found); ``results``, the
+  :class:`~oml_core.index.gallery.SearchHit` s nearest first, each ``{rank, id, path, label, distance, match}``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from oml_core.index.gallery import SearchHit
+
+
+def search_answer(
+    index: str | Path, threshold: float | None, names: Sequence[str], hits: Sequence[Sequence[SearchHit]]
+) -> dict[str, Any]:
+    """The answer to the queries named ``names`` whose hits are ``hits`` (one list per query, as
+    :meth:`GalleryIndex.search <oml_core.index.gallery.GalleryIndex.search>` returns them), in an index of
+    folder ``index`` calibrated to ``threshold`` (None: not calibrated): a JSON-able dict (see the module)."""
+    queries = []
+    for name, found in zip(names, hits, strict=True):
+        match = None if threshold is None else bool(found and found[0].match)
+        queries.append({"query": name, "match": match, "results": [hit.to_dict() for hit in found]})
+    return {"index": str(index), "threshold": threshold, "queries": queries}
+
+
+def search_table(answer: dict[str, Any]) -> str:
+    """The table form of :func:`search_answer`: per query a line (its name and verdict), then one line per gallery
+    item (rank, distance, match when calibrated, label, id, path), columns aligned."""
+    threshold = answer["threshold"]
+    lines = []
+    for query in answer["queries"]:
+        if threshold is None:
+            verdict = "(the index is not calibrated: distances only)"
+        else:
+            verdict = f"{'match' if query['match'] else 'no match'} (threshold {threshold:.6g})"
+        lines.append(f"{query['query']}: {verdict}")
+        header = ["rank", "distance", *(["match"] if threshold is not None else []), "label", "id", "path"]
+        rows = [
+            [
+                str(hit["rank"]),
+                f"{hit['distance']:.6f}",
+                *(["match" if hit["match"] else "no match"] if threshold is not None else []),
+                "-" if hit["label"] is None else str(hit["label"]),
+                str(hit["id"]),
+                hit["path"] or "-",
+            ]
+            for hit in query["results"]
+        ]
+        widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
+        for row in [header, *rows]:
+            lines.append("  " + "  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip())
+    return "\n".join(lines)
+
+
+__all__ = ["search_answer", "search_table"]
