@@ -109,6 +109,8 @@ from oml_core.registry.report import plugins_report
 from oml_core.utils.text import one_line
 
 if TYPE_CHECKING:
+    import torch
+
     from oml_core.lightning.stops import TrainingStopped
 
 EXIT_USAGE = 2
@@ -645,24 +647,39 @@ def _parser() -> _Parser:
         "--top-k", type=_positive_int, default=5, metavar="K", help="gallery items per query (default: 5)"
     )
     search.add_argument("--format", choices=("table", "json"), default="table")
-    search.add_argument(
+    add_one_device_arguments(search, "embeds the queries")
+    search.set_defaults(handler=_cmd_search)
+    parser.commands = list(sub.choices)
+    return parser
+
+
+def add_one_device_arguments(parser: argparse.ArgumentParser, role: str) -> None:
+    """Add ``--accelerator`` and ``--devices`` to ``parser``: the one device on which an index's extractor
+    ``role`` (e.g. "embeds the queries"), as ``oml index build``'s keys ``accelerator`` and ``devices`` name it.
+    :func:`device_of_arguments` turns the parsed values into a ``torch.device``; plugin commands (``oml serve``)
+    take the same options through this function."""
+    parser.add_argument(
         "--accelerator",
         choices=(*ONE_DEVICE_ACCELERATORS, "null"),
         default="cpu",
-        help="where the extractor embeds the queries, as oml index build's accelerator: cpu (default), gpu (cuda), "
+        help=f"where the extractor {role}, as oml index build's accelerator: cpu (default), gpu (cuda), "
         "or null: gpu when CUDA is available, else cpu; the answers are the same",
     )
-    search.add_argument(
+    parser.add_argument(
         "--devices",
         type=_devices_value,
         default=1,
         metavar="DEVICES",
-        help="the one device that embeds, as oml index build's devices: 1 (default; on gpu the first GPU), [i] "
+        help="the one device, as oml index build's devices: 1 (default; on gpu the first GPU), [i] "
         "(the GPU cuda:i), or null (every GPU, which must be one)",
     )
-    search.set_defaults(handler=_cmd_search)
-    parser.commands = list(sub.choices)
-    return parser
+
+
+def device_of_arguments(args: argparse.Namespace, command: str) -> torch.device:
+    """The ``torch.device`` of the options of :func:`add_one_device_arguments` (``--accelerator null``: CUDA when
+    available); a device this machine lacks is a :class:`ValueError` naming ``command``'s option."""
+    accelerator = None if args.accelerator == "null" else args.accelerator
+    return one_device(accelerator, args.devices, command)
 
 
 def _positive_int(value: str) -> int:
@@ -1171,8 +1188,7 @@ def _cmd_search(args: argparse.Namespace, _: list[str]) -> int:
     from oml_core.index.answers import search_answer, search_table
     from oml_core.index.queries import collect_queries
 
-    accelerator = None if args.accelerator == "null" else args.accelerator
-    device = one_device(accelerator, args.devices, "search")
+    device = device_of_arguments(args, "search")
     index = GalleryIndex.load(args.index, registry=Registry(), device=device)
     queries = collect_queries(index.data, args.queries, args.dataset_root, args.text)
     hits = index.search(queries.dataset, top_k=args.top_k)
