@@ -100,12 +100,8 @@ def test_the_build_reports_its_index_and_calibration(world, capsys):
     assert f"Gallery index:    9 items of {world.root / 'df.csv'} (knn backend 'exact', l2)" in out
     assert "Calibration:      threshold " in out and "(precision 0.9): precision 1.0000, recall 1.0000" in out
     assert f"Index folder:     {index}" in out
-    assert {p.name for p in index.iterdir()} >= {
-        "index.json",
-        "backend",
-        "calibration.json",
-        "calibration.png",
-    }
+    assert {p.name for p in index.iterdir()} >= {"index.json", "gen-1"}
+    assert {p.name for p in (index / "gen-1").iterdir()} >= {"backend", "calibration.json", "calibration.png"}
 
 
 def test_a_gallery_image_finds_itself_first_and_matches(world, capsys):
@@ -251,10 +247,11 @@ def test_the_typed_config_builds_the_index_the_dict_does(world, tmp_path):
     assert isinstance(config, IndexBuildConfig) and config.bs == 64 and config.gallery_rows == "all"
     result = build_gallery_index(config, registry=registry)
     assert result.index_dir == tmp_path / "typed" and result.source == world.root / "df.csv"
-    for name in ("index.json", "items.json", "calibration.json"):
+    for name in ("index.json", "gen-1/items.json", "gen-1/calibration.json"):
         assert (result.index_dir / name).read_text() == (world.index / name).read_text(), name
     typed, built = (
-        torch.load(folder / "embeddings.pt", weights_only=True) for folder in (result.index_dir, world.index)
+        torch.load(folder / "gen-1" / "embeddings.pt", weights_only=True)
+        for folder in (result.index_dir, world.index)
     )
     assert torch.equal(typed["embeddings"], built["embeddings"]) and typed["embeddings"].shape == (9, 512)
     assert torch.equal(typed["probe"], built["probe"])
@@ -330,7 +327,7 @@ def test_the_readme_section_runs_as_written(tmp_path, oml_cache_dir, monkeypatch
     hits = namespace["hits"]
     assert hits[0].path.endswith("circle_1.jpg") and hits[0].distance < 1e-3 and hits[0].match is True
     assert namespace["postprocessor"].th == namespace["index"].calibration.threshold
-    assert (tmp_path / "my_gallery" / "calibration.png").is_file()
+    assert (tmp_path / "my_gallery" / "gen-1" / "calibration.png").is_file()
 
 
 # ----------------------------------------------------------------- a self-contained index, checked at search
