@@ -920,6 +920,7 @@ class GalleryIndex:
                 self._apply(change)
         except (GalleryIndexError, ValueError) as e:
             self._set_generation(*_read_current(folder, self._read_generation))
+            self._changes = []
             raise GalleryIndexError(
                 f"{folder} was changed by another process (generation {before} to {layout.generation}) and the "
                 f"changes made here cannot be made again on it ({e}); they were dropped"
