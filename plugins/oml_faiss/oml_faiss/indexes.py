@@ -327,7 +327,9 @@ class FaissKnnIndex(IKnnIndex):
         if not all(isinstance(t, Tensor) and t.ndim == 1 for t in (ids, groups, labels)):
             raise ValueError(f"{state_path}: ids, groups and labels must be 1-d tensors")
         if len(labels) != len(ids) or (len(labels) and int(labels[-1]) >= next_label):
-            raise ValueError(f"{state_path}: {len(labels)} labels for {len(ids)} ids, next label {next_label}")
+            raise ValueError(
+                f"{state_path}: {len(labels)} labels for {len(ids)} ids, next label {next_label}"
+            )
         if len(ids) != len(groups) or (dim is None and len(ids)):
             raise ValueError(f"{state_path}: {len(ids)} ids, {len(groups)} groups for an index of dim {dim}")
         if dim is not None:
