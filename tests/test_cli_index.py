@@ -26,6 +26,7 @@ from oml_core.datasets.mock import generate_mock_dataset, get_mock_dataset_root
 from oml_core.index import GalleryIndex
 from oml_core.index.build import INDEX_BUILD, build_gallery_index
 from oml_core.index.gallery import GALLERY_ROWS
+from oml_core.index.generations import writer_lock
 from oml_core.registry import ConfigError, Registry
 
 README = Path(__file__).resolve().parents[1] / "README.md"
@@ -194,6 +195,67 @@ def test_bad_search_input_is_one_line(world, tmp_path, capsys):
     one_error_line(capsys, ["search", index], "required: QUERY")
     # an empty argument (a shell variable that was not set) would be read as the working folder
     one_error_line(capsys, ["search", index, image, ""], "oml search: error: QUERY number 2 of 2 is empty")
+
+
+# ------------------------------------------------------------------------------ an index that changes
+def test_index_add_remove_and_calibrate_change_the_index_in_one_line_each(world, tmp_path, capsys):
+    """``oml index add`` (new ids, then an id it has: updated), ``oml index remove`` and ``oml index calibrate``
+    each print one line; ``oml search`` then finds what was added, never what was removed, and says when the
+    calibration is stale; the calibration of the same split and model is the one the build made."""
+    index = tmp_path / "index"
+    shutil.copytree(world.index, index)
+    assert main(["index", "add", str(index), str(world.held_out)]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == "added 1, updated 0, generation 2"
+    answer = search_json(str(index), str(world.held_out), "--top-k", "2", capsys=capsys)
+    first = answer["queries"][0]["results"][0]
+    assert answer["calibration_stale"] is True and (first["id"], first["path"]) == (9, str(world.held_out))
+    assert first["distance"] < 1e-3 and first["label"] is None
+    assert main(["search", str(index), str(world.held_out)]) == 0
+    assert (
+        capsys.readouterr().out.splitlines()[0].endswith(f"(calibration stale: oml index calibrate {index})")
+    )
+
+    assert main(["index", "add", str(index), str(world.gallery_image), "--ids", "9"]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == "added 0, updated 1, generation 3"
+    assert GalleryIndex.load(index).item(9).path == str(world.gallery_image)
+    assert main(["index", "remove", str(index), "9", "1"]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == "removed 2, generation 4"
+    results = search_json(str(index), str(world.gallery_image), "--top-k", "9", capsys=capsys)["queries"][0]
+    assert sorted(hit["id"] for hit in results["results"]) == [0, 2, 3, 4, 5, 6, 7, 8]
+
+    assert main(["index", "calibrate", str(index)]) == 0
+    assert re.fullmatch(r"calibrated: threshold .*; generation 5", capsys.readouterr().out.splitlines()[-1])
+    calibration = json.loads((index / "gen-5" / "calibration.json").read_text())
+    assert calibration == json.loads((world.index / "gen-1" / "calibration.json").read_text())
+    assert search_json(str(index), str(world.gallery_image), capsys=capsys)["calibration_stale"] is False
+
+    with writer_lock(index, timeout=1):  # another process is changing it
+        one_error_line(
+            capsys,
+            ["index", "remove", str(index), "0", "--lock-timeout", "0.1"],
+            f"oml index remove: error: {index / 'index.lock'}: another process is changing the index "
+            f"(waited 0.1 s); try again",
+        )
+    one_error_line(
+        capsys, ["index", "remove", str(index), "42", "0"], f"error: {index}: no item has the id 42"
+    )
+    one_error_line(capsys, ["index", "remove", str(index), "0", "0"], "error: the id 0 is given twice")
+    one_error_line(capsys, ["index", "remove", str(index), "zero"], "ID: must be an integer id, got 'zero'")
+    nowhere = tmp_path / "nowhere.png"
+    one_error_line(capsys, ["index", "add", str(index), str(nowhere)], "oml index add: error: ", str(nowhere))
+    one_error_line(
+        capsys,
+        ["index", "add", str(index), str(world.held_out), "--ids", "1,2"],
+        "error: --ids gives 2 ids to the 1 items of SOURCE",
+    )
+    one_error_line(
+        capsys, ["index", "add", str(index), str(world.held_out), "--ids", "3,3"], "the id 3 is given twice"
+    )
+    one_error_line(
+        capsys, ["index", "calibrate", str(tmp_path / "none")], "none: no such gallery index folder"
+    )
+    unchanged = GalleryIndex.load(index)
+    assert unchanged.generation == 5 and unchanged.ids == [0, 2, 3, 4, 5, 6, 7, 8]
 
 
 def test_bad_build_input_is_one_line_and_writes_nothing(world, tmp_path, capsys):

@@ -304,3 +304,20 @@ def test_a_writer_killed_at_random_moments_leaves_the_index_before_or_after_a_co
     loaded.commit()  # a commit cleans what the killed ones left
     names = sorted(p.name for p in folder.iterdir())
     assert names == [f"gen-{loaded.generation - 1}", f"gen-{loaded.generation}", "index.json", "index.lock"]
+
+
+def test_a_commit_that_fails_leaves_the_folder_as_before(tmp_path, monkeypatch):
+    folder = saved(tmp_path / "index", randn(3, seed=0))
+    index = GalleryIndex.load(folder)
+    index.remove(11)
+
+    def full_disk(_) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(index._backend, "save", full_disk)
+    with pytest.raises(OSError, match="No space left"):
+        index.commit()
+    assert sorted(p.name for p in folder.iterdir()) == ["gen-1", "index.json", "index.lock"]
+    assert GalleryIndex.load(folder).ids == [10, 11, 12]
+    monkeypatch.undo()
+    assert index.commit() == 2 and GalleryIndex.load(folder).ids == [10, 12]

@@ -16,6 +16,14 @@ Example::
     index.save("my_index")
     hits = GalleryIndex.load("my_index").search(["query.jpg"], top_k=5)  # [[SearchHit(...), ...]]
 
+An index that changes, by id, as a new generation of its folder (:mod:`oml_core.index.generations`)::
+
+    index = GalleryIndex.load("my_index")
+    index.upsert(["new.jpg", "better.jpg"], ids=[1000, 7])  # Upserted(added=1, updated=1)
+    index.remove([3, 4])
+    index.commit()  # durable when it returns; another process sees it after its refresh()
+    index.item(1000)  # GalleryItem(id=1000, path='new.jpg', label=None)
+
 An index of another dataset component, a plugin's (``oml index build dataset.name=...``)::
 
     index = GalleryIndex(extractor=..., dataset={"name": "my_modality", "args": {}},
@@ -887,8 +895,14 @@ class GalleryIndex:
             if data.exists():
                 shutil.rmtree(data)  # left by a commit that was killed before it switched
             data.mkdir()
-            self._write_generation(data, generation, self._stored_template())
-            fsync_directory(folder)
+            try:
+                self._write_generation(data, generation, self._stored_template())
+                fsync_directory(folder)
+            except BaseException:
+                shutil.rmtree(
+                    data, ignore_errors=True
+                )  # the folder is as before: index.json names the last one
+                raise
             meta = {key: value for key, value in self._meta.items() if key not in ("n_items", "dim")}
             write_json(folder / INDEX_FILE, {**meta, "version": INDEX_VERSION, "generation": generation})
             self._generation, self._changes = generation, []

@@ -111,15 +111,13 @@ def read_layout(folder: Path) -> Layout:
 
     Raises:
         GalleryIndexError: no such folder, a foreign or corrupt ``index.json`` or ``generation.json``, another
-            version, a generation folder given instead of its index (the message names the file).
+            version (the message names the file).
     """
     if not folder.is_dir():
         raise GalleryIndexError(f"{folder}: no such gallery index folder")
     meta_path = folder / INDEX_FILE
     meta = read_json(meta_path)
     if not isinstance(meta, dict) or meta.get("format") != INDEX_FORMAT:
-        if isinstance(meta, dict) and meta.get("format") == GENERATION_FORMAT:
-            raise GalleryIndexError(f"{folder}: a generation of the index {folder.parent}: give that folder")
         found = meta.get("format") if isinstance(meta, dict) else type(meta).__name__
         raise GalleryIndexError(f"{meta_path}: not an oml gallery index (format {found!r})")
     version = meta.get("version")
