@@ -372,11 +372,17 @@ def test_the_readme_section_runs_as_written(tmp_path, oml_cache_dir, monkeypatch
     section = readme_section()
     (shell,) = re.findall(r"^```sh\n(.*?)^```", section, flags=re.MULTILINE | re.DOTALL)
     commands = [shlex.split(line, comments=True) for line in shell.splitlines() if line.strip()]
-    assert [argv[:2] for argv in commands] == [["oml", "index"], *[["oml", "search"]] * 3]
+    assert [argv[:2] for argv in commands] == [
+        ["oml", "index"],
+        *[["oml", "search"]] * 3,
+        *[["oml", "index"]] * 3,
+    ]
     for argv in commands:
         assert main(argv[1:]) == 0, capsys.readouterr().err
     out = capsys.readouterr().out
     assert '"threshold": 0.' in out
+    for line in ("added 1, updated 0, generation 2", "removed 2, generation 3", "; generation 4"):
+        assert line in out
     named = re.findall(
         r"^(my_dataset/images/[a-z]+_\d+\.jpg): (?:no )?match \(threshold", out, flags=re.MULTILINE
     )
@@ -389,7 +395,8 @@ def test_the_readme_section_runs_as_written(tmp_path, oml_cache_dir, monkeypatch
     hits = namespace["hits"]
     assert hits[0].path.endswith("circle_1.jpg") and hits[0].distance < 1e-3 and hits[0].match is True
     assert namespace["postprocessor"].th == namespace["index"].calibration.threshold
-    assert (tmp_path / "my_gallery" / "gen-1" / "calibration.png").is_file()
+    assert (tmp_path / "my_gallery" / "gen-2" / "calibration.png").is_file()
+    assert GalleryIndex.load(tmp_path / "my_gallery").item(1000).path.endswith("circle_1.jpg")
 
 
 # ----------------------------------------------------------------- a self-contained index, checked at search
