@@ -599,7 +599,11 @@ def _parser() -> _Parser:
     )
     check.set_defaults(handler=_cmd_check_dataframe)
 
-    index = sub.add_parser("index", help="build a gallery index to serve (oml index build)", parents=[common])
+    index = sub.add_parser(
+        "index",
+        help="build a gallery index to serve, or change one (oml index build|add|remove|calibrate)",
+        parents=[common],
+    )
     index_sub = index.add_subparsers(dest="index_command", metavar="INDEX_COMMAND", required=True)
     build = index_sub.add_parser(
         "build",
