@@ -1179,6 +1179,8 @@ def _cmd_index_build(args: argparse.Namespace, overrides: list[str]) -> int:
     else:
         print(f"Calibration:      none ({result.not_calibrated}): oml search answers with distances only")
     print(f"Index folder:     {result.index_dir}")
+    if result.embeddings_out is not None:
+        print(f"Embeddings file:  {result.embeddings_out}")
     print(f"Search it:        oml search {shlex.quote(str(result.index_dir))} QUERY...")
     return 0
 

@@ -16,7 +16,9 @@ import pyarrow.parquet as pq
 import pytest
 import torch
 
+from oml_core.config.options import PREDICTIONS_FORMATS
 from oml_core.io import (
+    FORMATS,
     EmbeddingsFileError,
     EmbeddingsMismatchError,
     EmbeddingsProvenance,
@@ -213,3 +215,7 @@ def test_parquet_without_pyarrow_says_how_to_install_it(tmp_path, monkeypatch):
     ):
         EmbeddingsWriter(tmp_path / "e.parquet")
     assert not any(tmp_path.iterdir())
+
+
+def test_the_configs_formats_are_those_of_the_files():
+    assert PREDICTIONS_FORMATS == FORMATS

@@ -82,6 +82,19 @@ def written_files(path: str | os.PathLike[str]) -> list[Path]:
     return [path] if format_of(path) == "parquet" else [path, sidecar_of(path)]
 
 
+def check_format_available(format: str) -> None:
+    """Check that ``format`` is one of :data:`FORMATS` and that what writes and reads it is installed (pyarrow
+    for ``parquet``).
+
+    Raises:
+        EmbeddingsFileError: an unknown format, or pyarrow missing (saying how to install it).
+    """
+    if format not in FORMATS:
+        raise EmbeddingsFileError(f"unknown format {format!r}; the formats are {', '.join(FORMATS)}")
+    if format == "parquet":
+        import_pyarrow()
+
+
 def check_writable(path: str | os.PathLike[str], format: str | None = None) -> Path:
     """Check, before any work, that the embeddings file ``path`` can be written in ``format`` (None: its
     suffix's): the suffix is the format's, none of its files exists (nothing is ever overwritten), and pyarrow is
@@ -94,16 +107,14 @@ def check_writable(path: str | os.PathLike[str], format: str | None = None) -> P
         EmbeddingsFileError: an unknown format, a suffix of another format, an existing file, pyarrow missing.
     """
     path = Path(path)
-    if format is not None and format not in FORMATS:
-        raise EmbeddingsFileError(f"{path}: unknown format {format!r}; the formats are {', '.join(FORMATS)}")
     found = format_of(path)
     if format is not None and found != format:
+        check_format_available(format)
         raise EmbeddingsFileError(f"{path}: a {format} embeddings file must end with {SUFFIXES[format]}")
     for file in written_files(path):
         if file.exists():
             raise EmbeddingsFileError(f"{file}: exists and is never overwritten; choose another file")
-    if found == "parquet":
-        import_pyarrow()
+    check_format_available(found)
     return path
 
 
@@ -260,6 +271,7 @@ __all__ = [
     "EmbeddingsFile",
     "EmbeddingsFileError",
     "EmbeddingsWriter",
+    "check_format_available",
     "check_writable",
     "format_of",
     "read_embeddings_file",

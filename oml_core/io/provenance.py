@@ -123,7 +123,7 @@ def check_provenance(found: EmbeddingsProvenance | None, expected: EmbeddingsPro
 
     Raises:
         EmbeddingsMismatchError: ``file`` records no provenance, or a key differs (the message names the key and
-            both values: ``the file's weights_sha256 is <a>, the configured extractor's is <b>``).
+            both values: ``its embeddings were made with weights_sha256 <a>, the configured model's is <b>``).
     """
     if found is None:
         raise EmbeddingsMismatchError(
@@ -134,7 +134,7 @@ def check_provenance(found: EmbeddingsProvenance | None, expected: EmbeddingsPro
         mine, theirs = found.to_json()[key], expected.to_json()[key]
         if _canonical(mine) != _canonical(theirs):
             raise EmbeddingsMismatchError(
-                f"{file}: its embeddings were made with {key} {_shown(mine)}, the configured extractor's is "
+                f"{file}: its embeddings were made with {key} {_shown(mine)}, the configured model's is "
                 f"{_shown(theirs)}: they are not the configured model's embeddings"
             )
 
