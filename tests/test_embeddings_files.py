@@ -206,6 +206,15 @@ def test_nothing_is_overwritten_and_a_failed_write_leaves_nothing(tmp_path):
         with EmbeddingsWriter(tmp_path / "e.parquet", row_group_size=2) as writer:
             writer.write(bad, ids=IDS, paths=PATHS)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["kept.npy.meta.json"]
+    writer = EmbeddingsWriter(tmp_path / "late.npy")
+    writer.write(VECTORS, ids=IDS)
+    (tmp_path / "late.npy").write_text("another's")  # appears while the writer writes
+    with pytest.raises(
+        EmbeddingsFileError, match=re.escape(f"{tmp_path / 'late.npy'}: appeared while it was")
+    ):
+        writer.close()
+    assert (tmp_path / "late.npy").read_text() == "another's"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["kept.npy.meta.json", "late.npy"]
 
 
 def test_parquet_without_pyarrow_says_how_to_install_it(tmp_path, monkeypatch):

@@ -42,7 +42,6 @@ from oml_core.io.embeddings_data import (
 from oml_core.io.json_embeddings import JsonEmbeddingsWriter, read_json_embeddings
 from oml_core.io.npy_embeddings import NpyEmbeddingsWriter, read_npy_embeddings
 from oml_core.io.parquet_embeddings import (
-    DEFAULT_ROW_GROUP_SIZE,
     ParquetEmbeddingsWriter,
     import_pyarrow,
     read_parquet_embeddings,
@@ -127,7 +126,8 @@ class EmbeddingsWriter:
     Args:
         path: The file; its suffix (``.parquet``, ``.npy``, ``.json``) is its format.
         provenance: What made the embeddings (written into the file's metadata or sidecar); None: not recorded.
-        row_group_size: Rows per Parquet row group.
+        row_group_size: Rows per Parquet row group; None: as many as hold 64 MiB of vectors
+            (:data:`~oml_core.io.parquet_embeddings.ROW_GROUP_BYTES`).
 
     Raises:
         EmbeddingsFileError: see :func:`check_writable`.
@@ -138,7 +138,7 @@ class EmbeddingsWriter:
         path: str | os.PathLike[str],
         provenance: EmbeddingsProvenance | None = None,
         *,
-        row_group_size: int = DEFAULT_ROW_GROUP_SIZE,
+        row_group_size: int | None = None,
     ) -> None:
         self.path = check_writable(path)
         self.format = format_of(self.path)
@@ -206,15 +206,21 @@ class EmbeddingsWriter:
         except BaseException:
             writer.abort()
             raise
+        done: list[Path] = []
         for temporary, final in published:
             try:
                 os.link(temporary, final)  # fails on an existing file: never replaces it
             except FileExistsError:
-                for left, _ in published:
-                    left.unlink(missing_ok=True)
+                for path in [
+                    *done,
+                    *(left for left, _ in published),
+                ]:  # ours only: the new names and temporaries
+                    path.unlink(missing_ok=True)
                 raise EmbeddingsFileError(
                     f"{final}: appeared while it was written; it is kept as it is"
                 ) from None
+            done.append(final)
+        for temporary, _ in published:
             temporary.unlink()
         fsync_directory(self.path.parent)
         return self.path

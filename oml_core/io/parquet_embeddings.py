@@ -1,8 +1,9 @@
 """Embeddings as Parquet (pyarrow, the optional dependency ``pip install 'oml-core[parquet]'``): the columns
 ``id`` (int64), ``path`` (string, null: unnamed), ``label`` (int64, null: unknown) and ``embedding`` (a float32
-fixed-size list of ``dim``), written in row groups of ``row_group_size`` rows by a streaming writer (at most one
-row group is held), with the key-value metadata ``oml.format``, ``oml.version``, ``oml.dim`` and
-``oml.provenance`` (the JSON of the extractor spec, the weights' sha256 and the transforms)."""
+fixed-size list of ``dim``), written in row groups by a streaming writer (at most one row group is held; by
+default a row group holds :data:`ROW_GROUP_BYTES` of vectors, whatever ``dim``), with the key-value metadata
+``oml.format``, ``oml.version``, ``oml.dim`` and ``oml.provenance`` (the JSON of the extractor spec, the weights'
+sha256 and the transforms)."""
 
 from __future__ import annotations
 
@@ -27,8 +28,8 @@ from oml_core.utils.atomic import temporary_path_for
 
 #: The columns of the file, the vector last.
 COLUMNS = ("id", "path", "label", "embedding")
-#: Rows per row group by default (64k vectors of 512 floats: 128 MiB).
-DEFAULT_ROW_GROUP_SIZE = 65536
+#: The bytes of vectors per row group by default (32,768 vectors of 512 floats), which bounds what is held.
+ROW_GROUP_BYTES = 64 * 2**20
 #: The key-value metadata keys.
 FORMAT_KEY, VERSION_KEY, DIM_KEY, PROVENANCE_KEY = (
     b"oml.format",
@@ -66,7 +67,8 @@ class ParquetEmbeddingsWriter:
     Args:
         path: The ``.parquet`` file.
         provenance: What made the embeddings (None: not recorded).
-        row_group_size: Rows per row group (the last may have fewer).
+        row_group_size: Rows per row group (the last may have fewer); None: as many as hold
+            :data:`ROW_GROUP_BYTES` of vectors.
 
     Raises:
         EmbeddingsFileError: pyarrow is not installed.
@@ -76,12 +78,13 @@ class ParquetEmbeddingsWriter:
         self,
         path: Path,
         provenance: EmbeddingsProvenance | None,
-        row_group_size: int = DEFAULT_ROW_GROUP_SIZE,
+        row_group_size: int | None = None,
     ) -> None:
-        if row_group_size < 1:
+        if row_group_size is not None and row_group_size < 1:
             raise ValueError(f"row_group_size must be >= 1, got {row_group_size}")
         self.pa = import_pyarrow()
-        self.path, self.provenance, self.row_group_size = path, provenance, row_group_size
+        self.path, self.provenance = path, provenance
+        self._row_group_size = row_group_size
         self.temporary = temporary_path_for(path)
         self._writer: Any = None
         self._dim: int | None = None
@@ -116,6 +119,8 @@ class ParquetEmbeddingsWriter:
         if self._writer is None:
             self._dim = dim
             self._writer = self.pa.parquet.ParquetWriter(str(self.temporary), self._schema(dim))
+            if self._row_group_size is None:
+                self._row_group_size = max(1, ROW_GROUP_BYTES // (4 * max(dim, 1)))
         elif dim != self._dim:
             raise EmbeddingsFileError(
                 f"{self.path}: vectors of dimension {dim} after vectors of dimension {self._dim}"
@@ -124,6 +129,11 @@ class ParquetEmbeddingsWriter:
         self._pending_rows += len(batch.ids)
         if self._pending_rows >= self.row_group_size:
             self._flush(final=False)
+
+    @property
+    def row_group_size(self) -> int:
+        """Rows per row group (known from the first batch when not given)."""
+        return self._row_group_size or 1
 
     def _flush(self, final: bool) -> None:
         """Write the pending rows in full row groups (and, when ``final``, the rest)."""
@@ -247,7 +257,7 @@ def _provenance(path: Path, metadata: dict[bytes, bytes]) -> EmbeddingsProvenanc
 
 __all__ = [
     "COLUMNS",
-    "DEFAULT_ROW_GROUP_SIZE",
+    "ROW_GROUP_BYTES",
     "INSTALL_HINT",
     "ParquetEmbeddingsWriter",
     "import_pyarrow",
