@@ -11,8 +11,8 @@
     oml index build [--config-path DIR] [--config-name NAME] [--show-config] [hydra overrides ...]
     oml search INDEX [QUERY... | --text TEXT...] [--dataset-root DIR] [--top-k K] [--format table|json]
         [--accelerator cpu|gpu|cuda|null] [--devices DEVICES]
-    oml index add INDEX SOURCE... [--ids ID,...] [--dataset-root DIR] [--accelerator ...] [--devices ...]
-        [--lock-timeout SECONDS]
+    oml index add INDEX SOURCE... [--ids ID,...] [--labels LABEL,...] [--dataset-root DIR] [--accelerator ...]
+        [--devices ...] [--lock-timeout SECONDS]
     oml index remove INDEX ID... [--lock-timeout SECONDS]
     oml index calibrate INDEX [--accelerator ...] [--devices ...] [--lock-timeout SECONDS]
 
@@ -50,7 +50,8 @@ line (:mod:`oml_core.index.integrity`). Both embed on one device, ``oml index bu
 ``accelerator`` and ``devices``, ``oml search`` by its options ``--accelerator`` and ``--devices`` of the same
 meaning (:func:`~oml_core.engine.one_device`; the CPU by default); the index and the answers are the same on any.
 ``oml index add INDEX SOURCE...`` embeds the items of SOURCE (read as ``oml search`` reads queries) and puts them
-into the index (``--ids``: theirs, an id the index has replaces its item; default: new ids), ``oml index remove
+into the index (``--ids``: theirs, an id the index has replaces its item; default: new ids; ``--labels``: theirs,
+default unknown), ``oml index remove
 INDEX ID...`` removes items by id (an unknown id is one line naming it, nothing removed), ``oml index calibrate
 INDEX`` calibrates the match threshold again on the validation split (a change of the gallery marks it stale, as
 ``oml search`` then says): each writes a new generation of the index atomically and durably before it prints one
@@ -655,6 +656,12 @@ def _parser() -> _Parser:
         "ids after the largest",
     )
     add.add_argument(
+        "--labels",
+        type=_label_list,
+        metavar="LABEL,...",
+        help="the items' labels, one per item in order (an empty one: unknown); default: unknown",
+    )
+    add.add_argument(
         "--dataset-root",
         type=Path,
         metavar="DIR",
@@ -771,6 +778,16 @@ def _item_id(value: str) -> int:
         return int(value)
     except ValueError:
         raise argparse.ArgumentTypeError(f"must be an integer id, got {value!r}") from None
+
+
+def _label_list(value: str) -> list[int | None]:
+    """Integer labels separated by commas, an empty one unknown (argparse's type of ``oml index add --labels``)."""
+    try:
+        return [int(part) if part.strip() else None for part in value.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"must be integer labels separated by commas, got {value!r}"
+        ) from None
 
 
 def _id_list(value: str) -> list[int]:
@@ -1312,9 +1329,12 @@ def _cmd_index_add(args: argparse.Namespace, _: list[str]) -> int:
     device = device_of_arguments(args, "index add")
     index = GalleryIndex.load(args.index, registry=Registry(), device=device)
     items = collect_queries(index.data, args.sources, args.dataset_root)
-    if args.ids is not None and len(args.ids) != len(items.names):
-        raise GalleryIndexError(f"--ids gives {len(args.ids)} ids to the {len(items.names)} items of SOURCE")
-    done = index.upsert(items.dataset, ids=args.ids)
+    for option, values in (("--ids", args.ids), ("--labels", args.labels)):
+        if values is not None and len(values) != len(items.names):
+            raise GalleryIndexError(
+                f"{option} gives {len(values)} values to the {len(items.names)} items of SOURCE"
+            )
+    done = index.upsert(items.dataset, ids=args.ids, labels=args.labels)
     generation = index.commit(timeout=args.lock_timeout)
     print(f"added {done.added}, updated {done.updated}, generation {generation}")
     return 0

@@ -23,7 +23,7 @@ from oml_core.config.compose import compose_config
 from oml_core.config.schemas import GALLERY_ROWS_OPTIONS, IndexBuildConfig
 from oml_core.config.validate import validate_config
 from oml_core.datasets.mock import generate_mock_dataset, get_mock_dataset_root
-from oml_core.index import GalleryIndex
+from oml_core.index import GalleryIndex, GalleryItem
 from oml_core.index.build import INDEX_BUILD, build_gallery_index
 from oml_core.index.gallery import GALLERY_ROWS
 from oml_core.index.generations import writer_lock
@@ -215,9 +215,9 @@ def test_index_add_remove_and_calibrate_change_the_index_in_one_line_each(world,
         capsys.readouterr().out.splitlines()[0].endswith(f"(calibration stale: oml index calibrate {index})")
     )
 
-    assert main(["index", "add", str(index), str(world.gallery_image), "--ids", "9"]) == 0
+    assert main(["index", "add", str(index), str(world.gallery_image), "--ids", "9", "--labels", "4"]) == 0
     assert capsys.readouterr().out.splitlines()[-1] == "added 0, updated 1, generation 3"
-    assert GalleryIndex.load(index).item(9).path == str(world.gallery_image)
+    assert GalleryIndex.load(index).item(9) == GalleryItem(9, str(world.gallery_image), 4)
     assert main(["index", "remove", str(index), "9", "1"]) == 0
     assert capsys.readouterr().out.splitlines()[-1] == "removed 2, generation 4"
     results = search_json(str(index), str(world.gallery_image), "--top-k", "9", capsys=capsys)["queries"][0]
@@ -246,7 +246,12 @@ def test_index_add_remove_and_calibrate_change_the_index_in_one_line_each(world,
     one_error_line(
         capsys,
         ["index", "add", str(index), str(world.held_out), "--ids", "1,2"],
-        "error: --ids gives 2 ids to the 1 items of SOURCE",
+        "error: --ids gives 2 values to the 1 items of SOURCE",
+    )
+    one_error_line(
+        capsys,
+        ["index", "add", str(index), str(world.held_out), "--labels", "1,x"],
+        "--labels: must be integer labels separated by commas, got '1,x'",
     )
     one_error_line(
         capsys, ["index", "add", str(index), str(world.held_out), "--ids", "3,3"], "the id 3 is given twice"
