@@ -39,6 +39,7 @@ import inspect
 import json
 import logging
 import math
+import os
 import shutil
 import warnings
 from collections.abc import Callable, Mapping, Sequence
@@ -895,8 +896,10 @@ class GalleryIndex:
             if data.exists():
                 shutil.rmtree(data)  # left by a commit that was killed before it switched
             data.mkdir()
+            recalibrated = any(isinstance(change, Recalibration) for change in self._changes)
+            plot = None if recalibrated else generation_folder(folder, self._generation) / CALIBRATION_PLOT
             try:
-                self._write_generation(data, generation, self._stored_template())
+                self._write_generation(data, generation, self._stored_template(), plot)
                 fsync_directory(folder)
             except BaseException:
                 shutil.rmtree(
@@ -1216,9 +1219,13 @@ class GalleryIndex:
             )
         return folder
 
-    def _write_generation(self, data: Path, generation: int, stored: StoredEmbeddings) -> None:
+    def _write_generation(
+        self, data: Path, generation: int, stored: StoredEmbeddings, plot: Path | None = None
+    ) -> None:
         """Write the items, embeddings (with what ``stored`` holds beside them), backend and calibration of
-        the index as ``generation`` into the new folder ``data``, each file fsync-ed, then the folder."""
+        the index as ``generation`` into the new folder ``data``, each file fsync-ed, then the folder. ``plot``:
+        the calibration's curve as a previous generation drew it, linked rather than drawn again (a copy where
+        the file system has no hard links; drawn when it does not exist)."""
         from oml_core.index.plot import plot_calibration
 
         embeddings = self.embeddings
@@ -1230,7 +1237,10 @@ class GalleryIndex:
         self._backend.save(data / BACKEND_FOLDER)
         if self.calibration is not None:
             write_json(data / CALIBRATION_FILE, self.calibration.to_dict())
-            plot_calibration(self.calibration, data / CALIBRATION_PLOT)
+            if plot is not None and plot.is_file():
+                _link_or_copy(plot, data / CALIBRATION_PLOT)
+            else:
+                plot_calibration(self.calibration, data / CALIBRATION_PLOT)
         info = generation_info(
             generation, len(self), int(embeddings.shape[1]), self.calibration_stale, self._calibration_args
         )
@@ -1551,6 +1561,14 @@ def _with_absolute_weights(spec: dict[str, Any]) -> dict[str, Any]:
 
 def _is_sha256(value: Any) -> bool:
     return isinstance(value, str) and len(value) == 64 and all(c in "0123456789abcdef" for c in value)
+
+
+def _link_or_copy(source: Path, target: Path) -> None:
+    """``target`` as a hard link to the file ``source`` (which no one changes), or a copy of it."""
+    try:
+        os.link(source, target)
+    except OSError:
+        shutil.copyfile(source, target)
 
 
 def _existing(path: Path, what: str) -> Path:

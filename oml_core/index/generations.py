@@ -32,7 +32,7 @@ import re
 import shutil
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -90,7 +90,7 @@ class Layout:
     n_items: int
     dim: int
     calibration_stale: bool = False
-    calibration_args: dict[str, Any] | None = field(default=None)
+    calibration_args: dict[str, Any] | None = None
 
 
 def current_generation(folder: Path) -> int | None:
