@@ -239,7 +239,9 @@ def test_an_index_of_the_previous_format_loads_and_its_first_commit_converts_it(
     meta = json.loads((folder / "index.json").read_text())
     assert meta["version"] == 3 and meta["generation"] == 1 and "n_items" not in meta
     assert {"items.json", "embeddings.pt", "backend", "gen-1"} <= {p.name for p in folder.iterdir()}
-    assert (folder / "gen-1" / "calibration.png").samefile(folder / "calibration.png")  # linked, not drawn again
+    assert (folder / "gen-1" / "calibration.png").samefile(
+        folder / "calibration.png"
+    )  # linked, not drawn again
     assert reader.refresh() and reader.ids == [10, 11, 13, 14] and reader.calibration_stale
     old.upsert(randn(1, seed=3), ids=[12])
     assert old.commit() == 2
