@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import sys
 from contextlib import redirect_stdout
 from pathlib import Path
 
@@ -253,3 +254,19 @@ def test_bad_input_is_one_line_before_any_work(trained_export, tmp_path, capsys)
         OnnxExtractor(tmp_path / "nothing")
     with pytest.raises(ExportError, match="export.json: no such file"):
         OnnxExtractor(not_empty)
+
+
+def test_without_onnxruntime_export_and_the_extractor_say_what_to_install(trained_export, tmp_path, capsys):
+    checkpoint, folder, _ = trained_export
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setitem(sys.modules, "onnxruntime", None)  # as if it were not installed: its import fails
+        assert main(["export", str(checkpoint), "--output", str(tmp_path / "out")]) == 2
+        assert capsys.readouterr().err.splitlines() == [
+            "oml export: error: oml export (its parity check) needs onnxruntime, which is not installed: pip install "
+            "'oml-core[onnx]'"
+        ]
+        with pytest.raises(
+            ExportError, match=r"needs onnxruntime, which is not installed: pip install 'oml-core\[onnx\]'"
+        ):
+            OnnxExtractor(folder)
+    assert list(tmp_path.iterdir()) == []
