@@ -126,11 +126,37 @@ def test_an_index_built_on_the_export_finds_what_the_checkpoints_index_finds(
     for name, index_dir in indexes.items():
         assert main(["search", str(index_dir), *queries, "--top-k", "3", "--format", "json"]) == 0
         answers[name] = json.loads(capsys.readouterr().out)["queries"]
+    assert main(["export", str(indexes["torch"]), "--output", str(tmp_path / "index_onnx")]) == 0
+    exported = read_export_manifest(tmp_path / "index_onnx")
+    index_json = json.loads((indexes["torch"] / "index.json").read_text())
+    assert exported.data["source"] == {"kind": "index", "name": str(indexes["torch"])}
+    assert exported.weights_sha256 == index_json["weights_sha256"] is not None  # what serving compares
     for torch_answer, onnx_answer in zip(answers["torch"], answers["onnx"]):
         assert [hit["id"] for hit in onnx_answer["results"]] == [hit["id"] for hit in torch_answer["results"]]
         distances = zip(onnx_answer["results"], torch_answer["results"])
         # near 0 an L2 distance is the square root of a difference of float32 squares: within sqrt(1e-6)
         assert all(a["distance"] == pytest.approx(b["distance"], abs=1e-3) for a, b in distances)
+
+
+def test_a_zoo_key_exports_its_cached_checkpoint_with_the_zoos_transforms(tmp_path, monkeypatch, capsys):
+    from torchvision.models import resnet18
+
+    monkeypatch.setenv("OML_WEIGHTS_DIR", str(tmp_path / "weights"))
+    monkeypatch.setenv("OML_SKIP_WEIGHTS_CHECK", "1")  # local random weights under the zoo file's name
+    monkeypatch.setenv("OML_OFFLINE", "1")
+    (tmp_path / "weights").mkdir()
+    checkpoint = tmp_path / "weights" / "resnet18-f37072fd.pth"
+    torch.manual_seed(0)
+    torch.save(resnet18(weights=None).state_dict(), checkpoint)
+    assert main(["export", "resnet18_imagenet1k_v1", "--output", str(tmp_path / "zoo")]) == 0
+    manifest = read_export_manifest(tmp_path / "zoo")
+    assert manifest.data["source"] == {"kind": "zoo", "name": "resnet18_imagenet1k_v1"}
+    assert manifest.weights_sha256 == hashlib.sha256(checkpoint.read_bytes()).hexdigest()
+    pre = manifest.preprocessing  # Resize(256) bicubic, CenterCrop(224), ToTensor, Normalize
+    assert (pre["image_size"], pre["interpolation"]) == (224, "bicubic")
+    assert [step["type"] for step in pre["steps"]] == ["Resize", "CenterCrop", "ToTensor", "Normalize"]
+    assert manifest.data["inputs"][0]["shape"] == ["batch", 3, 224, 224]
+    assert manifest.data["parity"]["max_relative_l2"] <= 1e-4
 
 
 class _ImageExtractor(IExtractor, IExportable):

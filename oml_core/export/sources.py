@@ -10,11 +10,12 @@ zoo key, with what its source knows of the data (transforms, dataset component) 
   dataset component; its digest: the index's ``weights_sha256``.
 - Any other name: a key of the pretrained zoo (``oml registry pretrained``), its extractor built with
   ``weights: <key>`` (from the weights cache; a download only as the zoo does it), its entry's transforms; its
-  digest: the zoo's sha256 of the checkpoint.
+  digest: the sha256 of its checkpoint in the weights cache (of the zoo's model folder, for a text model).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,12 +30,15 @@ from oml_core.index.integrity import rebuilt_spec
 from oml_core.index.storage import INDEX_FILE, read_json
 from oml_core.lightning.callbacks.run_record import RUN_RECORD_KEY
 from oml_core.registry import Registry
+from oml_core.utils.cache import weights_cache_dir
 from oml_core.utils.checkpoints import CheckpointError
-from oml_core.zoo.store import file_digests, get_pretrained, pretrained_checkpoint
+from oml_core.zoo.store import cached_file_digests, file_digests, get_pretrained
 from oml_core.zoo.weights import looks_like_path
 
 #: The keys of a pipeline's config that hold the transforms of its evaluation, in order of preference.
 TRANSFORMS_KEYS = ("transforms_val", "transforms_predict", "transforms")
+#: A full sha256 hex digest (a zoo entry may keep only its first characters, as torchvision's file names do).
+_SHA256 = re.compile(r"[0-9a-f]{64}")
 #: The seed of the building of an extractor (its random parts are all overwritten by its weights).
 BUILD_SEED = 0
 
@@ -176,10 +180,12 @@ def _config_file(path: Path) -> Mapping[str, Any]:
 def _zoo_source(key: str, registry: Registry) -> ExportSource:
     entry = get_pretrained(key, registry)
     spec = {"name": entry.extractor, "args": {**dict(entry.init_args), "weights": key}}
-    extractor = _build(registry, spec)
-    sha256 = entry.sha256
-    if sha256 is None:
-        sha256 = file_digests(pretrained_checkpoint(key, registry))["sha256"]
+    extractor = _build(registry, spec)  # reads the checkpoint from the weights cache (checked), or the model folder
+    cached = weights_cache_dir() / entry.filename
+    if cached.is_file():
+        sha256: str | None = cached_file_digests(cached)["sha256"]
+    else:  # a model read from its own folder (a text model), checked against the zoo's full digest
+        sha256 = entry.sha256 if entry.sha256 is not None and _SHA256.fullmatch(entry.sha256) else None
     return ExportSource("zoo", key, extractor, spec, _spec_or_none(entry.transforms), None, sha256)
 
 
