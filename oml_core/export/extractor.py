@@ -28,7 +28,9 @@ class OnnxExtractor(IExtractor):
 
     ``x`` is what the dataset component's items hold as the extractor's input, batched: a tensor (images,
     waveforms) for a graph of one input, or a mapping of the graph's input names to tensors (texts' ``input_ids``
-    and ``attention_mask``). The inputs are cast to the dtypes of the manifest. The module has no parameters:
+    and ``attention_mask``). The inputs are cast to the dtypes of the manifest; the trailing positions of an axis
+    that the manifest's ``padding`` names are cut off where its mask is 0 in every item (the padding of a batch
+    of short texts: they change no other position's output). The module has no parameters:
     training it is not possible, and its state dict is empty.
 
     Args:
@@ -80,11 +82,28 @@ class OnnxExtractor(IExtractor):
                 )
             tensors = [x[name] for name in self.input_names]
         device = tensors[0].device
+        tensors = self._without_trailing_padding(tensors)
         cast = [
             torch.from_numpy(tensor.detach().cpu().numpy().astype(_NUMPY_DTYPES[item.dtype], copy=False))
             for tensor, item in zip(tensors, self.manifest.inputs)
         ]
         return run_session(self.session, self.input_names, cast).float().to(device)
+
+    def _without_trailing_padding(self, tensors: list[Tensor]) -> list[Tensor]:
+        """``tensors`` cut, on each axis of the manifest's ``padding``, after the last position that its mask
+        input holds in some item of the batch (at least one position is kept)."""
+        inputs = self.manifest.inputs
+        for axis_name, mask_name in self.manifest.padding.items():
+            position = next(i for i, item in enumerate(inputs) if item.name == mask_name)
+            mask = tensors[position]
+            axis = inputs[position].shape.index(axis_name)
+            held = mask.movedim(axis, 0).reshape(mask.shape[axis], -1).ne(0).any(dim=1).nonzero()
+            length = int(held.max()) + 1 if len(held) else 1
+            tensors = [
+                tensor.narrow(item.shape.index(axis_name), 0, length) if axis_name in item.shape else tensor
+                for tensor, item in zip(tensors, inputs)
+            ]
+        return tensors
 
     def extra_repr(self) -> str:
         return f"path={str(self.manifest.folder)!r}, device={self.device_name!r}"

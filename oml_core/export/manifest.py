@@ -19,6 +19,7 @@ An export is a folder::
      "inputs": [{"name": "images", "dtype": "float32", "shape": ["batch", 3, 224, 224]}],
      "output": {"name": "embeddings", "dtype": "float32", "shape": ["batch", 512]},
      "preprocessing": {...},             # what a caller does to raw data (image size, mean, std; tokenizer ...)
+     "padding": {"sequence": "attention_mask"},  # trailing positions of an axis that are padding where the mask is 0
      "parity": {"tolerance": 1e-4, "max_relative_l2": ..., "probes": [...]}}
 """
 
@@ -64,6 +65,7 @@ class ExportManifest:
         inputs: The graph's inputs, in order.
         feat_dim: The size of the embeddings.
         weights_sha256: The sha256 of the weights the export came from (None: unknown).
+        padding: ``{axis name: mask input}`` (see :attr:`~oml_core.interfaces.export.ExportSignature.padding`).
     """
 
     folder: Path
@@ -71,6 +73,7 @@ class ExportManifest:
     inputs: tuple[ExportInput, ...]
     feat_dim: int
     weights_sha256: str | None
+    padding: Mapping[str, str]
 
     @property
     def model_path(self) -> Path:
@@ -122,9 +125,20 @@ def read_export_manifest(folder: str | Path) -> ExportManifest:
         raise ExportError(f"{path}: weights_sha256 must be null or a sha256 hex digest, got {sha256!r}")
     if not isinstance(data.get("preprocessing"), dict):
         raise ExportError(f"{path}: preprocessing must be an object")
+    padding = _padding(data.get("padding", {}), inputs, path)
     if not (folder / MODEL_FILE).is_file():
         raise ExportError(f"{folder / MODEL_FILE}: no such file; the export {folder} is incomplete")
-    return ExportManifest(folder, data, inputs, feat_dim, sha256)
+    return ExportManifest(folder, data, inputs, feat_dim, sha256, padding)
+
+
+def _padding(value: Any, inputs: tuple[ExportInput, ...], path: Path) -> dict[str, str]:
+    """``{axis name: mask input}``, each axis an axis of its mask input."""
+    masks = {item.name: item for item in inputs}
+    if not isinstance(value, dict) or not all(
+        isinstance(axis, str) and mask in masks and axis in masks[mask].shape for axis, mask in value.items()
+    ):
+        raise ExportError(f"{path}: padding must map an axis name to an input of that axis, got {value!r}")
+    return dict(value)
 
 
 def _inputs(value: Any, path: Path) -> tuple[ExportInput, ...]:

@@ -180,7 +180,9 @@ def _config_file(path: Path) -> Mapping[str, Any]:
 def _zoo_source(key: str, registry: Registry) -> ExportSource:
     entry = get_pretrained(key, registry)
     spec = {"name": entry.extractor, "args": {**dict(entry.init_args), "weights": key}}
-    extractor = _build(registry, spec)  # reads the checkpoint from the weights cache (checked), or the model folder
+    extractor = _build(
+        registry, spec
+    )  # reads the checkpoint from the weights cache (checked), or the model folder
     cached = weights_cache_dir() / entry.filename
     if cached.is_file():
         sha256: str | None = cached_file_digests(cached)["sha256"]

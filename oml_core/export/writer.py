@@ -178,6 +178,7 @@ def _manifest(
         "inputs": inputs,
         "output": {"name": OUTPUT_NAME, "dtype": "float32", "shape": [BATCH_AXIS, feat_dim]},
         "preprocessing": dict(signature.preprocessing),
+        "padding": dict(signature.padding),
         "parity": parity.to_dict(),
     }
     return manifest

@@ -64,6 +64,10 @@ class ExportSignature:
             waveform that the features need); the others are at least 2.
         write_assets: Writes the files a caller needs beside the graph into the export folder (a tokenizer);
             None: none.
+        padding: ``{axis name: mask input}``: a dynamic axis whose trailing positions are padding where the
+            input ``mask`` (of that axis) is 0 in every item of the batch; they change no other position's output,
+            so the ``onnx`` extractor cuts them off before it runs the graph (texts: ``{"sequence":
+            "attention_mask"}``).
     """
 
     module: nn.Module
@@ -73,6 +77,7 @@ class ExportSignature:
     preprocessing: Mapping[str, Any]
     min_sizes: Mapping[str, int] = field(default_factory=dict)
     write_assets: Callable[[Path], None] | None = None
+    padding: Mapping[str, str] = field(default_factory=dict)
 
 
 class IExportable(ABC):

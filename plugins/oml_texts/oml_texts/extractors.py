@@ -202,6 +202,7 @@ class HFTextExtractor(HFWrapper, IExportable):
             example_inputs=example_inputs,
             preprocessing=preprocessing,
             write_assets=write_assets,
+            padding={SEQUENCE_AXIS: "attention_mask"},
         )
 
 

@@ -65,10 +65,12 @@ def test_the_export_of_minilm_gives_sentence_transformers_embeddings(minilm_expo
         {"name": "attention_mask", "dtype": "int64", "shape": ["batch", "sequence"]},
     ]
     assert manifest.data["parity"]["max_relative_l2"] <= 1e-4
+    assert manifest.padding == {"sequence": "attention_mask"}  # the batch's trailing padding is cut off first
 
 
 def test_a_batch_of_one_short_text_is_its_embedding_in_a_padded_batch(minilm_export, minilm_tokenizer):
     tokens = minilm_tokenizer(TEXTS, padding="max_length", max_length=40, return_tensors="pt")
+    assert tokens["attention_mask"][:, -1].sum() == 0  # padding in every text: cut off before the graph runs
     alone = minilm_tokenizer(TEXTS[3:4], return_tensors="pt")  # 3 tokens: another sequence length, no padding
     batch = minilm_export({key: tokens[key] for key in ("input_ids", "attention_mask")})
     one = minilm_export({key: alone[key] for key in ("input_ids", "attention_mask")})
