@@ -8,8 +8,12 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import re
+import shlex
+import shutil
 import sys
 from contextlib import redirect_stdout
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -27,30 +31,60 @@ from oml_core.interfaces.models import IExtractor
 from oml_core.lightning.pipelines import extractor_validation_pipeline
 from oml_core.registry import Registry
 
+README = Path(__file__).resolve().parents[1] / "README.md"
 IMAGENET_MEAN = [0.485, 0.456, 0.406]
 IMAGENET_STD = [0.229, 0.224, 0.225]
 
 
+def readme_commands() -> list[list[str]]:
+    """The ``oml`` commands of the README's section on ONNX export, as argument lists (without ``oml``)."""
+    text = README.read_text(encoding="utf-8")
+    section = text.split("\n## Exporting a model to ONNX\n", 1)[1].split("\n## ", 1)[0]
+    (shell,) = re.findall(r"^```sh\n(.*?)^```", section, flags=re.MULTILINE | re.DOTALL)
+    commands = [shlex.split(line, comments=True) for line in shell.splitlines() if line.strip()]
+    assert [argv[:2] for argv in commands] == [["oml", "export"], ["oml", "validate"], ["oml", "index"]]
+    return [argv[1:] for argv in commands]
+
+
+@dataclass(frozen=True)
+class TrainedExport:
+    """The README's ``oml export`` run as written in ``folder``, where ``logs/first_run/checkpoints/best.ckpt`` is
+    the tiny ``oml train`` run's best checkpoint (a ResNet18 trained on 32 px pictures)."""
+
+    folder: Path
+    printed: str
+
+    @property
+    def checkpoint(self) -> Path:
+        return self.folder / "logs" / "first_run" / "checkpoints" / "best.ckpt"
+
+    @property
+    def export(self) -> Path:
+        return self.folder / "my_export"
+
+
 @pytest.fixture(scope="module")
-def trained_export(tiny_trained_run, tmp_path_factory) -> tuple[Path, Path, str]:
-    """``(checkpoint, export folder, what oml export printed)``: the tiny run's best checkpoint exported with the
-    config it records."""
-    folder = tmp_path_factory.mktemp("export") / "resnet_onnx"
-    checkpoint = tiny_trained_run.best_checkpoint
+def trained_export(tiny_trained_run, tmp_path_factory) -> TrainedExport:
+    folder = tmp_path_factory.mktemp("readme")
+    done = TrainedExport(folder, "")
+    done.checkpoint.parent.mkdir(parents=True)
+    shutil.copyfile(tiny_trained_run.best_checkpoint, done.checkpoint)
     out = io.StringIO()
-    with redirect_stdout(out):
-        assert main(["export", str(checkpoint), "--output", str(folder)]) == 0
-    return checkpoint, folder, out.getvalue()
+    with pytest.MonkeyPatch.context() as patch, redirect_stdout(out):
+        patch.chdir(folder)
+        assert main(readme_commands()[0]) == 0
+    return TrainedExport(folder, out.getvalue())
 
 
 def test_the_export_of_a_checkpoint_writes_the_graph_and_its_manifest(trained_export):
-    checkpoint, folder, printed = trained_export
+    checkpoint, folder, printed = trained_export.checkpoint, trained_export.export, trained_export.printed
     assert sorted(p.name for p in folder.iterdir()) == ["export.json", "model.onnx"]
     manifest = read_export_manifest(folder)
     data = manifest.data
     assert manifest.weights_sha256 == hashlib.sha256(checkpoint.read_bytes()).hexdigest()
     assert data["source"] == {"kind": "checkpoint", "name": str(checkpoint.resolve())}
-    assert data["extractor"]["name"] == "resnet" and data["extractor"]["args"]["weights"] == str(checkpoint)
+    assert data["extractor"]["name"] == "resnet"
+    assert data["extractor"]["args"]["weights"] == str(checkpoint.resolve())
     assert data["inputs"] == [{"name": "images", "dtype": "float32", "shape": ["batch", 3, 32, 32]}]
     assert data["output"] == {"name": "embeddings", "dtype": "float32", "shape": ["batch", 512]}
     assert manifest.feat_dim == 512 and data["opset"] == 20
@@ -66,11 +100,14 @@ def test_the_export_of_a_checkpoint_writes_the_graph_and_its_manifest(trained_ex
     ]  # not the example's 2: a dynamic axis
     assert parity["tolerance"] == 1e-4 and 0 <= parity["max_relative_l2"] <= 1e-4
     assert printed.splitlines()[0] == f"Exported:         resnet of the checkpoint {checkpoint.resolve()}"
-    assert f"extractor@extractor=onnx extractor.args.path={folder}" in printed
+    assert (
+        printed.splitlines()[-1]
+        == "Run it:           oml validate extractor@extractor=onnx extractor.args.path=my_export"
+    )
 
 
 def test_the_onnx_extractor_embeds_as_the_pytorch_model_at_any_batch_size(trained_export):
-    checkpoint, folder, _ = trained_export
+    folder = trained_export.export
     registry = Registry()
     onnx = registry.build("extractor", "onnx", path=str(folder))
     assert isinstance(onnx, OnnxExtractor) and onnx.feat_dim == 512
@@ -86,21 +123,18 @@ def test_the_onnx_extractor_embeds_as_the_pytorch_model_at_any_batch_size(traine
 
 
 def test_validation_with_the_onnx_extractor_gives_the_checkpoints_metrics(
-    trained_export, tmp_path, oml_cache_dir
+    trained_export, monkeypatch, tmp_path
 ):
-    checkpoint, folder, _ = trained_export
+    """The README's ``oml validate`` on the export (images of 32 px, as the tiny run's) and on the checkpoint."""
+    monkeypatch.chdir(trained_export.folder)
     registry = Registry()
-    common = [
-        "transforms_val.args.im_size=32",
-        f"logs_root={tmp_path}",
-        "lightning_trainer_extra_args.enable_progress_bar=false",
-    ]
+    common = ["transforms_val.args.im_size=32", f"logs_root={tmp_path}"]
     metrics = {}
     for name, overrides in (
-        ("torch", [f"extractor.args.weights={checkpoint}"]),
-        ("onnx", ["extractor@extractor=onnx", f"extractor.args.path={folder}"]),
+        ("torch", [f"extractor.args.weights={trained_export.checkpoint}"]),
+        ("onnx", readme_commands()[1][1:]),
     ):
-        cfg = compose_config("extractor_validation_pipeline", [*common, *overrides], registry=registry)
+        cfg = compose_config("extractor_validation_pipeline", [*overrides, *common], registry=registry)
         metrics[name] = extractor_validation_pipeline(cfg, registry=registry).metrics
     assert metrics["onnx"].keys() == metrics["torch"].keys() and "OVERALL/cmc/1" in metrics["onnx"]
     for key, value in metrics["torch"].items():
@@ -108,17 +142,14 @@ def test_validation_with_the_onnx_extractor_gives_the_checkpoints_metrics(
 
 
 def test_an_index_built_on_the_export_finds_what_the_checkpoints_index_finds(
-    trained_export, tmp_path, capsys
+    trained_export, monkeypatch, tmp_path, capsys
 ):
-    checkpoint, folder, _ = trained_export
-    indexes = {}
-    for name, overrides in (
-        ("torch", [f"extractor.args.weights={checkpoint}"]),
-        ("onnx", ["extractor@extractor=onnx", f"extractor.args.path={folder}"]),
-    ):
-        indexes[name] = tmp_path / name
-        build = ["index", "build", f"index_dir={indexes[name]}", "transforms.args.im_size=32", *overrides]
-        assert main(build) == 0
+    """The README's ``oml index build`` on the export, and the same index of the checkpoint: the same hits."""
+    monkeypatch.chdir(trained_export.folder)
+    indexes = {"torch": tmp_path / "torch", "onnx": trained_export.folder / "my_onnx_index"}
+    checkpoint_build = ["index", "build", f"extractor.args.weights={trained_export.checkpoint}"]
+    for build in ([*checkpoint_build, f"index_dir={indexes['torch']}"], readme_commands()[2]):
+        assert main([*build, "transforms.args.im_size=32"]) == 0
     index = GalleryIndex.load(indexes["onnx"])
     queries = [str(path) for path in index.paths[:4]]
     capsys.readouterr()
@@ -232,7 +263,7 @@ def test_an_extractor_without_a_signature_is_refused(tmp_path):
 
 
 def test_bad_input_is_one_line_before_any_work(trained_export, tmp_path, capsys):
-    checkpoint, folder, _ = trained_export
+    checkpoint = trained_export.checkpoint
     weights_only = tmp_path / "weights.pth"
     torch.save({"linear.weight": torch.zeros(2, 2)}, weights_only)
     not_empty = tmp_path / "full"
@@ -283,7 +314,7 @@ def test_bad_input_is_one_line_before_any_work(trained_export, tmp_path, capsys)
 
 
 def test_without_onnxruntime_export_and_the_extractor_say_what_to_install(trained_export, tmp_path, capsys):
-    checkpoint, folder, _ = trained_export
+    checkpoint, folder = trained_export.checkpoint, trained_export.export
     with pytest.MonkeyPatch.context() as patch:
         patch.setitem(sys.modules, "onnxruntime", None)  # as if it were not installed: its import fails
         assert main(["export", str(checkpoint), "--output", str(tmp_path / "out")]) == 2
@@ -296,3 +327,13 @@ def test_without_onnxruntime_export_and_the_extractor_say_what_to_install(traine
         ):
             OnnxExtractor(folder)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_the_onnx_extractor_refuses_inputs_of_another_shape_in_one_line(trained_export):
+    onnx = OnnxExtractor(trained_export.export)
+    with pytest.raises(ExportError) as raised:
+        onnx(torch.zeros(2, 3, 64, 64))
+    assert str(raised.value) == (
+        f"the export {trained_export.export} takes images of shape [batch, 3, 32, 32], got [2, 3, 64, 64]: give "
+        f"it inputs made by its preprocessing (export.json)"
+    )

@@ -13,7 +13,7 @@ import torch
 from torch import Tensor
 
 from oml_core.export.errors import ExportError
-from oml_core.export.manifest import ExportManifest, read_export_manifest
+from oml_core.export.manifest import MANIFEST_FILE, ExportManifest, read_export_manifest
 from oml_core.export.parity import run_session
 from oml_core.export.runtime import session
 from oml_core.interfaces.models import IExtractor
@@ -64,7 +64,8 @@ class OnnxExtractor(IExtractor):
         """Embeddings ``[B, feat_dim]`` of the batch ``x`` (see the class), on ``x``'s device.
 
         Raises:
-            ExportError: a tensor for a graph of several inputs, or a mapping without one of the graph's inputs.
+            ExportError: a tensor for a graph of several inputs, a mapping without one of the graph's inputs, an
+                input of another shape than the manifest's.
         """
         if isinstance(x, Tensor):
             if len(self.input_names) != 1:
@@ -81,6 +82,7 @@ class OnnxExtractor(IExtractor):
                     f"lacks {', '.join(missing)}"
                 )
             tensors = [x[name] for name in self.input_names]
+        self._check_shapes(tensors)
         device = tensors[0].device
         tensors = self._without_trailing_padding(tensors)
         cast = [
@@ -88,6 +90,23 @@ class OnnxExtractor(IExtractor):
             for tensor, item in zip(tensors, self.manifest.inputs)
         ]
         return run_session(self.session, self.input_names, cast).float().to(device)
+
+    def _check_shapes(self, tensors: list[Tensor]) -> None:
+        """Check every input against the manifest's shape: its number of axes and each fixed size.
+
+        Raises:
+            ExportError: another shape (e.g. images of another size than the export's preprocessing makes).
+        """
+        for tensor, item in zip(tensors, self.manifest.inputs):
+            fits = tensor.ndim == len(item.shape) and all(
+                isinstance(size, str) or size == found for size, found in zip(item.shape, tensor.shape)
+            )
+            if not fits:
+                expected = ", ".join(str(size) for size in item.shape)
+                raise ExportError(
+                    f"the export {self.manifest.folder} takes {item.name} of shape [{expected}], got "
+                    f"{list(tensor.shape)}: give it inputs made by its preprocessing ({MANIFEST_FILE})"
+                )
 
     def _without_trailing_padding(self, tensors: list[Tensor]) -> list[Tensor]:
         """``tensors`` cut, on each axis of the manifest's ``padding``, after the last position that its mask
