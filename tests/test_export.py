@@ -169,6 +169,35 @@ def test_an_index_built_on_the_export_finds_what_the_checkpoints_index_finds(
         assert all(a["distance"] == pytest.approx(b["distance"], abs=1e-3) for a, b in distances)
 
 
+def test_a_state_dict_exports_with_the_config_given(tmp_path):
+    """A checkpoint that records no run (a plain state dict) with ``--config``: a yaml of the pipeline's keys."""
+    from oml_models import ResnetExtractor
+
+    torch.manual_seed(0)
+    model = ResnetExtractor(None, "resnet18", gem_p=None, remove_fc=True, normalise_features=False).eval()
+    torch.save(model.state_dict(), tmp_path / "resnet.pth")
+    (tmp_path / "train.yaml").write_text(
+        "extractor: {name: resnet, args: {arch: resnet18, gem_p: null, remove_fc: true, normalise_features: false, "
+        "weights: null}}\ntransforms_val: {name: norm_resize, args: {im_size: 16}}\n"
+    )
+    argv = [
+        "export",
+        str(tmp_path / "resnet.pth"),
+        "--config",
+        str(tmp_path / "train.yaml"),
+        "-o",
+        str(tmp_path / "x"),
+    ]
+    assert main(argv) == 0
+    onnx = OnnxExtractor(tmp_path / "x")
+    assert onnx.manifest.data["inputs"][0]["shape"] == ["batch", 3, 16, 16]
+    assert onnx.manifest.weights_sha256 == hashlib.sha256((tmp_path / "resnet.pth").read_bytes()).hexdigest()
+    x = torch.randn(3, 3, 16, 16, generator=torch.Generator().manual_seed(2))
+    with torch.no_grad():
+        expected = model(x)
+    assert float(torch.linalg.vector_norm(onnx(x) - expected) / torch.linalg.vector_norm(expected)) < 1e-4
+
+
 def test_a_zoo_key_exports_its_cached_checkpoint_with_the_zoos_transforms(tmp_path, monkeypatch, capsys):
     from torchvision.models import resnet18
 
