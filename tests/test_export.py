@@ -16,6 +16,7 @@ from contextlib import redirect_stdout
 from dataclasses import dataclass
 from pathlib import Path
 
+import onnxruntime
 import pytest
 import torch
 from torch import nn
@@ -340,6 +341,11 @@ def test_bad_input_is_one_line_before_any_work(trained_export, tmp_path, capsys)
         OnnxExtractor(tmp_path / "nothing")
     with pytest.raises(ExportError, match="export.json: no such file"):
         OnnxExtractor(not_empty)
+    if "CUDAExecutionProvider" not in onnxruntime.get_available_providers():  # the CPU build of onnxruntime
+        with pytest.raises(
+            ExportError, match="needs onnxruntime's CUDAExecutionProvider, which this onnxruntime"
+        ):
+            OnnxExtractor(trained_export.export, device="cuda")
 
 
 def test_without_onnxruntime_export_and_the_extractor_say_what_to_install(trained_export, tmp_path, capsys):
