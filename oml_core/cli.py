@@ -1236,9 +1236,7 @@ def _cmd_search(args: argparse.Namespace, _: list[str]) -> int:
 # ----------------------------------------------------------------------------------------------- export
 def _cmd_export(args: argparse.Namespace, _: list[str]) -> int:
     from oml_core.export import export_onnx
-    from oml_core.export.writer import check_output_folder
 
-    check_output_folder(args.output)  # before the model is built
     result = export_onnx(args.source, args.output, config=args.config, registry=Registry())
     data = result.manifest.data
     inputs = "; ".join(
