@@ -56,12 +56,12 @@ $(PY):
 
 $(VENV)/.installed: $(PY) $(PROJECTS)
 	$(INSTALL) $(TORCH) $(SETUPTOOLS)
-	$(EDITABLE) -e ".[onnx]" $(addprefix -e ,$(PLUGIN_INSTALLS))
+	$(EDITABLE) -e ".[parquet,onnx]" $(addprefix -e ,$(PLUGIN_INSTALLS))
 	$(COMPILE)
 	touch $@
 
 # one install of everything: what `make run` installs and the test tools (no bytecode compiled: see INSTALL)
 $(VENV)/.installed-dev: $(PY) $(PROJECTS) $(EXAMPLE)/pyproject.toml
 	$(INSTALL) $(TORCH) $(SETUPTOOLS)
-	$(EDITABLE) -e ".[dev,onnx]" $(addprefix -e ,$(DEV_PLUGIN_INSTALLS)) -e $(EXAMPLE)
+	$(EDITABLE) -e ".[dev,parquet,onnx]" $(addprefix -e ,$(DEV_PLUGIN_INSTALLS)) -e $(EXAMPLE)
 	touch $@
