@@ -76,9 +76,7 @@ def export_onnx(
             figures). Nothing is left in ``output`` after any error.
     """
     output = Path(output).expanduser()
-    check_output_folder(output)
-    require("onnxruntime", "oml export (its parity check)")
-    require("onnxscript", "torch's ONNX exporter")
+    check_ready(output)
     registry = registry if registry is not None else default_registry()
     resolved = resolve_source(source, Path(config).expanduser() if config is not None else None, registry)
     return write_export(resolved, output, registry)
@@ -92,7 +90,7 @@ def write_export(source: ExportSource, output: str | Path, registry: Registry | 
         ExportError: see :func:`export_onnx`.
     """
     output = Path(output).expanduser()
-    check_output_folder(output)
+    check_ready(output)
     registry = registry if registry is not None else default_registry()
     what = f"the extractor {source.extractor_spec['name']!r} of {source.name}"
     signature = export_signature(source, registry, what)
@@ -108,6 +106,18 @@ def write_export(source: ExportSource, output: str | Path, registry: Registry | 
         write_manifest(temporary, _manifest(source, signature, example, feat_dim, parity, temporary))
     logger.debug("Exported %s to %s (relative L2 to PyTorch: %.3g)", what, output, parity.max_relative_l2)
     return ExportResult(read_export_manifest(output), parity)
+
+
+def check_ready(output: Path) -> None:
+    """Check, before any work, that ``output`` can be an export's new folder (:func:`check_output_folder`) and
+    that torch's exporter (onnxscript) and onnxruntime (the parity check) are installed.
+
+    Raises:
+        ExportError: see :func:`check_output_folder`; a missing module, with ``pip install 'oml-core[onnx]'``.
+    """
+    check_output_folder(output)
+    require("onnxruntime", "oml export (its parity check)")
+    require("onnxscript", "torch's ONNX exporter")
 
 
 def check_output_folder(output: Path) -> None:
@@ -188,6 +198,7 @@ __all__ = [
     "INPUTS_SEED",
     "ExportResult",
     "check_output_folder",
+    "check_ready",
     "export_onnx",
     "export_signature",
     "write_export",
