@@ -253,6 +253,14 @@ class _RunningMaximum(_ImageExtractor):
         return torch.cummax(super().forward(x), dim=1).values
 
 
+class _DataDependent(_ImageExtractor):
+    """Branches on the values of its input: torch cannot trace one graph of it."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = super().forward(x)
+        return 2 * y if bool(y.sum() > 0) else y
+
+
 class _NoSignature(IExtractor):
     @property
     def feat_dim(self) -> int:
@@ -284,6 +292,17 @@ def test_an_operator_without_an_onnx_export_is_one_line_naming_it(tmp_path):
         f"the extractor 'tiny' of tiny.ckpt cannot be exported to ONNX: the operator aten.cummax has no ONNX export "
         f"in torch {torch.__version__} (opset 20); replace it in the model, or keep the model in PyTorch"
     )
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_model_torch_cannot_trace_is_one_line_and_nothing_printed(tmp_path, capfd):
+    with pytest.raises(ExportError) as raised:
+        write_export(_source(_DataDependent()), tmp_path / "branches", Registry())
+    assert str(raised.value).startswith(
+        "the extractor 'tiny' of tiny.ckpt cannot be exported to ONNX: GuardOnDataDependentSymNode: Could not guard "
+        "on data-dependent expression"
+    )
+    assert capfd.readouterr() == ("", "")  # torch's exporter prints its partial graph: to the debug log
     assert list(tmp_path.iterdir()) == []
 
 

@@ -4,6 +4,8 @@ and the one line of an operator that cannot be exported."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import re
 import warnings
 from collections.abc import Mapping
@@ -30,7 +32,9 @@ _OPERATOR = re.compile(r"op='([\w.]+)', overload='(\w+)'")
 
 def trace_to_onnx(signature: ExportSignature, inputs: tuple[Tensor, ...], path: Path, what: str) -> None:
     """Write the graph of ``signature.module`` called on ``inputs`` to ``path``, with the dynamic axes of the
-    signature (the batch and every other named axis), opset :data:`OPSET`, the weights inside the file.
+    signature (the batch and every other named axis), opset :data:`OPSET`, the weights inside the file. What torch's
+    exporter prints or warns meanwhile (the process's stdout and stderr are redirected while it runs) goes to the
+    debug log: the library prints nothing, and a failure is the one line of :class:`ExportError`.
 
     Raises:
         ExportError: onnxscript (torch's exporter's dependency) is missing; the module has an operator that has
@@ -47,7 +51,13 @@ def trace_to_onnx(signature: ExportSignature, inputs: tuple[Tensor, ...], path: 
         for name in signature.input_names
     )
     module = signature.module.eval()
-    with warnings.catch_warnings(record=True) as caught, torch.no_grad():
+    said = io.StringIO()  # torch's exporter prints (a partial graph on stderr) and logs to stderr as it fails
+    with (
+        warnings.catch_warnings(record=True) as caught,
+        contextlib.redirect_stdout(said),
+        contextlib.redirect_stderr(said),
+        torch.no_grad(),
+    ):
         warnings.simplefilter("always")
         try:
             torch.onnx.export(
@@ -64,8 +74,11 @@ def trace_to_onnx(signature: ExportSignature, inputs: tuple[Tensor, ...], path: 
             )
         except Exception as e:  # torch's exporter raises its own error types for any failure of its 3 steps
             raise ExportError(f"{what} cannot be exported to ONNX: {export_failure(e)}") from e
-    for warning in caught:
-        logger.debug("torch.onnx.export: %s", warning.message)
+        finally:
+            for warning in caught:
+                logger.debug("torch.onnx.export: %s", warning.message)
+            if said.getvalue().strip():
+                logger.debug("torch.onnx.export said: %s", said.getvalue())
 
 
 def _dim(dims: dict[str, Any], name: str, min_sizes: Mapping[str, int]) -> Any:
