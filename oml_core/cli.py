@@ -758,8 +758,9 @@ def _parser() -> _Parser:
         "--config",
         type=Path,
         metavar="FILE",
-        help="with a checkpoint: the yaml config it was trained with (its extractor, transforms_val, dataset); "
-        "default: the config that oml train recorded in the checkpoint",
+        help="with a checkpoint: the yaml config it was trained with, composed (as oml train --show-config prints "
+        "it; its extractor, transforms_val, dataset are read); default: the config that oml train recorded in the "
+        "checkpoint",
     )
     export.set_defaults(handler=_cmd_export)
     parser.commands = list(sub.choices)
