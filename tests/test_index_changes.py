@@ -32,6 +32,7 @@ from oml_core.index import (
     Upserted,
 )
 from oml_core.index.answers import search_answer, search_table
+from oml_core.index.changes import Removal, Upsert, net_change
 from oml_core.index.generations import writer_lock
 from oml_core.registry import Registry
 from tests.scripts import index_writer
@@ -276,6 +277,32 @@ def test_a_reader_applies_only_the_new_segments_and_equals_a_full_load(tmp_path)
         assert index.search(queries, top_k=30) == writer.search(queries, top_k=30)
 
 
+def test_the_net_change_of_a_log_is_its_changes_made_one_by_one():
+    """:func:`net_change` against a naive list of (id, vector) pairs changed one change at a time."""
+    rng = random.Random(0)
+    before = list(range(10))
+    changes, naive = [], [(i, None) for i in before]
+    for step in range(40):
+        present = [item for item, _ in naive]
+        if rng.random() < 0.4 and present:
+            ids = rng.sample(present, rng.randint(1, min(3, len(present))))
+            changes.append(Removal(ids))
+            naive = [(item, v) for item, v in naive if item not in ids]
+        else:
+            ids = rng.sample(range(16), rng.randint(1, 3))  # ids before, put in earlier, removed, or new
+            vectors = randn(len(ids), seed=step)
+            changes.append(Upsert(vectors, ids, [f"{i}.png" for i in ids], [step] * len(ids)))
+            naive = [(item, v) for item, v in naive if item not in ids] + list(zip(ids, vectors))
+    net = net_change(changes, set(before))
+    survivors = [i for i in before if i not in net.dropped]
+    assert net.upsert is not None
+    assert survivors + net.upsert.ids == [item for item, _ in naive]
+    assert torch.equal(net.upsert.embeddings, torch.stack([v for _, v in naive if v is not None]))
+    assert len(set(net.dropped)) == len(net.dropped) and set(net.dropped) <= set(before)
+    with pytest.raises(ValueError, match="the id 3 is removed where no item has it"):
+        net_change([Removal([3]), Upsert(randn(1, seed=0), [4], [None], [None]), Removal([3])], set(before))
+
+
 def pointer_of(folder: Path) -> tuple[int, int, list[int]]:
     """The generation, base and items of each segment that ``index.json`` of ``folder`` names."""
     meta = json.loads((folder / "index.json").read_text())
@@ -321,6 +348,15 @@ def test_a_changed_or_missing_segment_is_refused_naming_it(tmp_path):
         rf"[0-9a-f]{{64}}: the file was changed or cut short",
         str(raised.value),
     )
+    meta = json.loads((folder / "index.json").read_text())
+    (folder / "index.json").write_text(
+        json.dumps({**meta, "segments": []})
+    )  # generation 2 without its segment
+    with pytest.raises(
+        GalleryIndexError, match="index.json: not a valid log of changes .*generations 2 to 2"
+    ):
+        GalleryIndex.load(folder)
+    (folder / "index.json").write_text(json.dumps(meta))
     segment.unlink()
     with pytest.raises(
         GalleryIndexError, match=rf"^{re.escape(str(segment))}: the segment of generation 2 cannot"

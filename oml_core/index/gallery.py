@@ -58,7 +58,7 @@ from oml_core.config.data import DATA_KEYS, build_dataset_component, check_datas
 from oml_core.const import SPLIT_COLUMN, TBBox
 from oml_core.datasets.image_data import ImageData
 from oml_core.index.calibration import Calibration, CalibrationError, calibrate_rr, check_target
-from oml_core.index.changes import Change, Recalibration, Removal, Upsert, Upserted
+from oml_core.index.changes import Change, Recalibration, Removal, Upsert, Upserted, net_change
 from oml_core.index.errors import GalleryIndexError, UnknownItemError
 from oml_core.index.generations import (
     GENERATION_FILE,
@@ -283,9 +283,6 @@ class GalleryIndex:
         #: items, and the segments of its log applied on it since (:mod:`oml_core.index.generations`).
         self._base, self._base_items = 0, 0
         self._segments: tuple[Segment, ...] = ()
-        #: While segments are replayed (:meth:`_replay`), a backend that cannot remove is built again once,
-        #: at the end: it is behind the items until then.
-        self._defer_rebuild, self._backend_behind = False, False
         #: When :meth:`commit` writes a whole generation rather than a segment of the log: once the log's items
         #: (put in or removed, this commit's included) would exceed ``compact_fraction`` of the base
         #: generation's items, or its segments ``max_segments`` (0: every commit writes a whole generation); a
@@ -1025,25 +1022,26 @@ class GalleryIndex:
         return True
 
     def _replay(self, layout: Layout, log: list[tuple[Path, list[LoggedChange]]]) -> None:
-        """Make the changes of the segments ``log`` (each with its file) in order, and hold the generation of
-        ``layout`` that they make; a backend that cannot remove items is built again once, at the end.
+        """Make the changes of the segments ``log`` (each with its file), in order, as their net effect
+        (:func:`~oml_core.index.changes.net_change`: one removal and one add in the backend, or one rebuild when
+        it cannot remove), and hold the generation of ``layout`` that they make.
 
         Raises:
-            GalleryIndexError: a segment whose changes cannot be made (e.g. an id removed that no item has),
-                naming its file.
+            GalleryIndexError: changes that cannot be made (e.g. an id removed that no item has), naming the
+                folder of the log.
         """
-        self._defer_rebuild = True
-        try:
-            for path, changes in log:
-                try:
-                    for change in changes:
-                        self._apply(change)
-                except (GalleryIndexError, ValueError) as e:
-                    raise GalleryIndexError(f"{path}: its changes cannot be made on the index ({e})") from e
-        finally:
-            self._defer_rebuild = False
-        if self._backend_behind:
-            self._rebuild_backend()
+        changes = [change for _, segment in log for change in segment]
+        if changes:
+            rows = self._rows()
+            try:
+                net = net_change(changes, rows)
+            except ValueError as e:
+                raise GalleryIndexError(
+                    f"{layout.data}: the changes of its log to generation {layout.generation} cannot be made on "
+                    f"its items ({e})"
+                ) from e
+            self._replace_rows([rows[item] for item in net.dropped], net.upsert)
+            self.calibration_stale = self.calibration is not None
         self._generation, self._segments, self._meta = layout.generation, layout.segments, layout.meta
 
     def _apply(self, change: Change) -> Upserted:
@@ -1068,18 +1066,16 @@ class GalleryIndex:
 
     def _replace_rows(self, dropped: list[int], new: Upsert | None) -> None:
         """Remove the items of rows ``dropped`` and append those of ``new``, in the backend too: in place, or by
-        a backend built again from the embeddings when it cannot remove items (at the end of a replay of
-        segments, :meth:`_replay`, when it is under way)."""
-        rebuild = self._backend_behind
+        a backend built again from the embeddings when it cannot remove items."""
+        rebuild = False
         if dropped:
             kept = torch.ones(len(self), dtype=torch.bool)
             kept[dropped] = False
-            if not rebuild:
-                try:
-                    self._backend.remove(self._keys[~kept])
-                except CannotRemoveError as e:
-                    logger.info("%s: building it again from the index's embeddings", e)
-                    rebuild = True
+            try:
+                self._backend.remove(self._keys[~kept])
+            except CannotRemoveError as e:
+                logger.info("%s: building it again from the index's embeddings", e)
+                rebuild = True
             self._chunks = [self.embeddings[kept]]
             rows = kept.tolist()
             self._ids = [value for value, keep in zip(self._ids, rows) if keep]
@@ -1096,18 +1092,12 @@ class GalleryIndex:
             self._paths += new.paths
             self._labels += new.labels
             self._keys = torch.cat([self._keys, keys])
-        self._row_of = None
         if rebuild:
-            self._backend_behind = True
-            if not self._defer_rebuild:
-                self._rebuild_backend()
-
-    def _rebuild_backend(self) -> None:
-        """A new backend of the index's items (their embeddings and keys)."""
-        backend = make_knn_index(self._backend_spec, self.distance, self.registry)
-        if len(self):
-            backend.add(self.embeddings, ids=self._keys)
-        self._backend, self._backend_behind = backend, False
+            backend = make_knn_index(self._backend_spec, self.distance, self.registry)
+            if len(self):
+                backend.add(self.embeddings, ids=self._keys)
+            self._backend = backend
+        self._row_of = None
 
     def _rows(self) -> dict[int, int]:
         """The row of every item by id."""
@@ -1532,7 +1522,6 @@ class GalleryIndex:
         self.calibration_stale, self._calibration_args = layout.calibration_stale, layout.calibration_args
         self._generation, self._meta = layout.base, layout.meta
         self._base, self._base_items, self._segments = layout.base, layout.n_items, ()
-        self._backend_behind = False
         self._replay(layout, state.log)
 
 
