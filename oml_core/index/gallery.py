@@ -1021,8 +1021,8 @@ class GalleryIndex:
         logger.debug("%s: took the segments to generation %d of another process", folder, layout.generation)
         return True
 
-    def _replay(self, layout: Layout, log: list[tuple[Path, list[LoggedChange]]]) -> None:
-        """Make the changes of the segments ``log`` (each with its file), in order, as their net effect
+    def _replay(self, layout: Layout, changes: list[LoggedChange]) -> None:
+        """Make the ``changes`` of segments of ``layout``'s log, in order, as their net effect
         (:func:`~oml_core.index.changes.net_change`: one removal and one add in the backend, or one rebuild when
         it cannot remove), and hold the generation of ``layout`` that they make.
 
@@ -1030,7 +1030,6 @@ class GalleryIndex:
             GalleryIndexError: changes that cannot be made (e.g. an id removed that no item has), naming the
                 folder of the log.
         """
-        changes = [change for _, segment in log for change in segment]
         if changes:
             rows = self._rows()
             try:
@@ -1510,7 +1509,7 @@ class GalleryIndex:
         the changes of its segments.
 
         Raises:
-            GalleryIndexError: a segment whose changes cannot be made (naming its file).
+            GalleryIndexError: changes of its log that cannot be made (naming the folder of the log).
         """
         embeddings = state.stored.embeddings
         self._chunks = [embeddings] if embeddings.shape[1] else []
@@ -1528,7 +1527,7 @@ class GalleryIndex:
 @dataclass(frozen=True)
 class _Generation:
     """What a generation's files hold (:meth:`GalleryIndex._read_generation`): its base's items, embeddings,
-    backend and calibration, and the changes of its log, segment by segment (with their files)."""
+    backend and calibration, and the changes of the segments of its log, in order."""
 
     ids: list[int]
     paths: list[str | None]
@@ -1537,7 +1536,7 @@ class _Generation:
     stored: StoredEmbeddings
     backend: IKnnIndex
     calibration: Calibration | None
-    log: list[tuple[Path, list[LoggedChange]]]
+    log: list[LoggedChange]
 
 
 T = TypeVar("T")
@@ -1556,18 +1555,20 @@ def _read_current(folder: Path, read: Callable[[Layout], T], attempts: int = 3) 
     return _read_current(folder, read, attempts - 1)
 
 
-def _read_log(layout: Layout, after: int) -> list[tuple[Path, list[LoggedChange]]]:
-    """The changes of the segments of ``layout``'s log that make the generations after ``after``, each with its
-    file, read whole (each checked against its sha256) before any is applied.
+def _read_log(layout: Layout, after: int) -> list[LoggedChange]:
+    """The changes, in order, of the segments of ``layout``'s log that make the generations after ``after``, every
+    segment read whole (and checked against its sha256) before any change is made.
 
     Raises:
         GalleryIndexError: a segment missing, changed or not valid (named).
     """
     return [
-        (path, read_segment(path, segment.sha256, segment.generation, layout.dim))
+        change
         for segment in layout.segments
         if segment.generation > after
-        for path in [segment_path(layout.data, segment.generation)]
+        for change in read_segment(
+            segment_path(layout.data, segment.generation), segment.sha256, segment.generation, layout.dim
+        )
     ]
 
 
