@@ -1,7 +1,10 @@
 """What a change of a gallery index costs: ``upsert`` + ``commit`` of one item, ``remove`` + ``commit`` of one
-item, a reader's ``refresh()`` that takes the new generation and one that finds none, against building and
-saving an index of the resulting items from scratch (what a change cost before: a rebuild, without the
-embedding). Embeddings only (no extractor), random float32 rows.
+item (each a segment of the log of changes), a reader's ``refresh()`` that takes the new generation (its
+segment) and one that finds none, a ``load`` of the index with its log (the base and the segments, replayed),
+a commit that compacts the log into a whole generation, against building and saving an index of the resulting
+items from scratch (what a change cost before: a rebuild, without the embedding). Embeddings only (no
+extractor), random float32 rows. The bytes a one-item commit wrote (its segment and ``index.json``) are
+reported beside the times.
 
 Run from the repository root with the project's virtualenv::
 
@@ -21,6 +24,7 @@ from pathlib import Path
 import torch
 
 from oml_core.index import GalleryIndex
+from oml_core.index.gallery import MAX_SEGMENTS
 
 
 def timed(run: Callable[[], object], repeat: int) -> float:
@@ -67,15 +71,26 @@ def bench(n: int, dim: int, backend: str, repeat: int, folder: Path) -> dict[str
         scratch.add(writer.embeddings, ids=writer.ids)
         scratch.save(target)
 
+    def compact() -> None:
+        writer.remove([writer.ids[0]])
+        writer.max_segments = 0  # this commit writes a whole generation
+        writer.commit()
+        writer.max_segments = MAX_SEGMENTS
+
     refreshed: list[float] = []
     result = {
         "upsert + commit": timed(upsert, repeat),
         "remove + commit": timed(remove, repeat),
     }
+    index_json = folder / "index" / "index.json"
+    segment = max((folder / "index" / "gen-1").glob("log-*.pt"), key=lambda path: path.stat().st_mtime_ns)
+    result["bytes written"] = segment.stat().st_size + index_json.stat().st_size
     for _ in range(repeat):
         refresh()
     result["refresh (new generation)"] = statistics.median(refreshed)
     result["refresh (none)"] = timed(reader.refresh, repeat)
+    result["load (base + log)"] = timed(lambda: GalleryIndex.load(folder / "index"), repeat)
+    result["compaction commit"] = timed(compact, repeat)
     result["rebuild + save"] = timed(rebuild, repeat)
     return result
 
@@ -96,16 +111,18 @@ def main() -> None:
         "remove + commit",
         "refresh (new generation)",
         "refresh (none)",
+        "load (base + log)",
+        "compaction commit",
         "rebuild + save",
     ]
-    print("| n | backend | " + " | ".join(f"{c} s" for c in columns) + " |")
-    print("|---|---|" + "---|" * len(columns))
+    print("| n | backend | " + " | ".join(f"{c} s" for c in columns) + " | bytes written |")
+    print("|---|---|" + "---|" * (len(columns) + 1))
     for n in args.n:
         for backend in args.backends:
             with tempfile.TemporaryDirectory() as folder:
                 result = bench(n, args.dim, backend, args.repeat, Path(folder))
             cells = " | ".join(f"{result[c]:.4f}" for c in columns)
-            print(f"| {n} | {backend} | {cells} |", flush=True)
+            print(f"| {n} | {backend} | {cells} | {int(result['bytes written'])} |", flush=True)
 
 
 if __name__ == "__main__":

@@ -400,7 +400,8 @@ def test_the_readme_section_runs_as_written(tmp_path, oml_cache_dir, monkeypatch
     hits = namespace["hits"]
     assert hits[0].path.endswith("circle_1.jpg") and hits[0].distance < 1e-3 and hits[0].match is True
     assert namespace["postprocessor"].th == namespace["index"].calibration.threshold
-    assert (tmp_path / "my_gallery" / "gen-2" / "calibration.png").is_file()
+    gallery = tmp_path / "my_gallery"  # generation 2: a segment of the log of generation 1
+    assert (gallery / "gen-1" / "calibration.png").is_file() and (gallery / "gen-1" / "log-2.pt").is_file()
     assert GalleryIndex.load(tmp_path / "my_gallery").item(1000).path.endswith("circle_1.jpg")
 
 

@@ -1,16 +1,19 @@
 """An index that changes (:meth:`GalleryIndex.upsert`, ``remove``, ``commit``, ``refresh``): changes answer as an
 index built from scratch of the resulting items (and as a naive search), for the exact backend and for one
-that cannot remove (rebuilt); unknown ids; the calibration kept and reported stale, then calibrated again; a
-reader that takes other processes' generations; changes of two processes merged, or refused when they conflict;
-the writer lock; an index of the previous format converted by its first commit; and a writer killed (SIGKILL) at
-random moments of its commits, with readers loading all along: the index is always the one before or after a
-commit, and nothing acknowledged is lost."""
+that cannot remove (rebuilt), committed as a segment of the log or as a whole generation; unknown ids; the
+calibration kept and reported stale, then calibrated again; a reader that takes other processes' generations
+(the new segments only, when it holds their base); changes of two processes merged, or refused when they
+conflict; the writer lock; a commit of one item that writes bytes independent of the gallery's size; when a
+commit compacts the log; a changed segment refused; an index of the previous format converted by its first
+commit; and a writer killed (SIGKILL) at random moments of its commits (segments and compactions), with readers
+loading all along: the index is always the one before or after a commit, and nothing acknowledged is lost."""
 
 from __future__ import annotations
 
 import json
 import os
 import random
+import re
 import shutil
 import signal
 import time
@@ -29,6 +32,7 @@ from oml_core.index import (
     Upserted,
 )
 from oml_core.index.answers import search_answer, search_table
+from oml_core.index.changes import Removal, Upsert, net_change
 from oml_core.index.generations import writer_lock
 from oml_core.registry import Registry
 from tests.scripts import index_writer
@@ -54,6 +58,17 @@ def randn(n: int, seed: int, dim: int = 5) -> torch.Tensor:
     return torch.randn(n, dim, generator=torch.Generator().manual_seed(seed))
 
 
+#: The commit policies of the tests: every commit a whole generation, or every commit a segment of the log.
+WHOLE, SEGMENTS = {"max_segments": 0}, {"compact_fraction": float("inf")}
+
+
+def with_policy(index: GalleryIndex, policy: dict) -> GalleryIndex:
+    """``index`` whose commits follow ``policy`` (:data:`WHOLE` or :data:`SEGMENTS`)."""
+    for name, value in policy.items():
+        setattr(index, name, value)
+    return index
+
+
 def saved(folder: Path, embeddings: torch.Tensor, registry: Registry | None = None, **args) -> Path:
     """``folder``: a saved index of ``embeddings`` (ids 10, 11, ...; labels ``id % 3``; paths ``<id>.png``)."""
     index = GalleryIndex(registry=registry, **args)
@@ -63,12 +78,14 @@ def saved(folder: Path, embeddings: torch.Tensor, registry: Registry | None = No
 
 
 # --------------------------------------------------------------------------- changes answer as a rebuild
+@pytest.mark.parametrize("policy", [WHOLE, SEGMENTS], ids=["whole", "segments"])
 @pytest.mark.parametrize("backend", ["exact", "brute"])
 def test_changes_answer_as_an_index_built_from_scratch_of_the_resulting_items(
-    tmp_path, registry, backend, caplog
+    tmp_path, registry, backend, policy, caplog
 ):
     x = randn(12, seed=0)
-    index = GalleryIndex.load(saved(tmp_path / "index", x, registry, knn_backend=backend), registry=registry)
+    folder = saved(tmp_path / "index", x, registry, knn_backend=backend)
+    index = with_policy(GalleryIndex.load(folder, registry=registry), policy)
     new = randn(3, seed=1)
     assert index.upsert(new, ids=[13, 30, 31], labels=[7, 8, None]) == Upserted(added=2, updated=1)
     assert index.remove([10, 17]) == 2
@@ -95,8 +112,11 @@ def test_changes_answer_as_an_index_built_from_scratch_of_the_resulting_items(
     assert all(hit.distance > 1e-3 for hit in found[4] + found[6])  # the removed vectors are gone
 
     assert index.commit() == 2  # durable: another process loads the same index
+    assert (folder / "gen-2").is_dir() == (policy is WHOLE)
+    assert (folder / "gen-1" / "log-2.pt").is_file() == (policy is SEGMENTS)
     loaded = GalleryIndex.load(tmp_path / "index", registry=registry)
     assert loaded.generation == 2 and loaded.ids == ids and loaded.search(queries, top_k=5) == found
+    assert loaded.labels == index.labels and loaded.paths == index.paths
     loaded.upsert(randn(1, seed=3), ids=[40])  # the keys go on after a load
     scratch.add(randn(1, seed=3), ids=[40])
     assert loaded.search(queries, top_k=14) == scratch.search(queries, top_k=14)
@@ -159,14 +179,16 @@ def test_the_calibration_is_kept_reported_stale_and_calibrated_again(registry, t
 
 
 # ----------------------------------------------------------------------- several processes, one folder
-def test_a_reader_takes_new_generations_and_changes_merge_or_conflict(tmp_path):
+@pytest.mark.parametrize("policy", [WHOLE, SEGMENTS], ids=["whole", "segments"])
+def test_a_reader_takes_new_generations_and_changes_merge_or_conflict(tmp_path, policy):
     folder = saved(tmp_path / "index", randn(4, seed=0))
-    writer, reader = GalleryIndex.load(folder), GalleryIndex.load(folder)
+    writer, reader = (with_policy(GalleryIndex.load(folder), policy) for _ in range(2))
     writer.upsert(randn(1, seed=1), ids=[20])
     assert writer.commit() == 2
     writer.remove(10)
     assert writer.commit() == 3
-    assert sorted(p.name for p in folder.iterdir()) == ["gen-2", "gen-3", "index.json", "index.lock"]
+    generations = ["gen-2", "gen-3"] if policy is WHOLE else ["gen-1"]
+    assert sorted(p.name for p in folder.iterdir()) == [*generations, "index.json", "index.lock"]
     assert reader.generation == 1 and reader.refresh() and not reader.refresh()
     queries = randn(3, seed=2)
     assert reader.generation == 3 and reader.ids == [11, 12, 13, 20]
@@ -200,6 +222,146 @@ def test_a_commit_waits_for_the_writer_lock_then_refuses(tmp_path):
         ):
             index.commit(timeout=0.1)
     assert GalleryIndex.load(folder).ids == [10, 11] and index.commit() == 2
+
+
+# ------------------------------------------------------------------------------------ the log of changes
+def files_of(folder: Path) -> dict[str, tuple[int, int]]:
+    """The size and modification time of every file under ``folder`` (but the lock), by relative path."""
+    return {
+        str(path.relative_to(folder)): (path.stat().st_size, path.stat().st_mtime_ns)
+        for path in folder.rglob("*")
+        if path.is_file() and path.name != "index.lock"
+    }
+
+
+def test_a_commit_of_one_item_writes_bytes_independent_of_the_gallery_size(tmp_path):
+    written = {}
+    for n in (20, 2000):
+        folder = saved(tmp_path / f"index_{n}", randn(n, seed=0, dim=16))
+        index = GalleryIndex.load(folder)
+        before = files_of(folder)
+        index.upsert(randn(1, seed=1, dim=16), ids=[10**6], paths=["new.png"], labels=[3])
+        index.remove(10)
+        assert index.commit() == 2
+        after = files_of(folder)
+        changed = {name for name in after if after[name] != before.get(name)}
+        assert changed == {"index.json", "gen-1/log-2.pt"}  # no other file written, no gen-2
+        written[n] = {name: after[name][0] for name in changed}
+        assert GalleryIndex.load(folder).ids == [*range(11, 10 + n), 10**6]
+    assert written[20] == written[2000]
+
+
+def test_a_reader_applies_only_the_new_segments_and_equals_a_full_load(tmp_path):
+    folder = saved(tmp_path / "index", randn(30, seed=0))
+    writer, reader = with_policy(GalleryIndex.load(folder), SEGMENTS), GalleryIndex.load(folder)
+    writer.upsert(randn(2, seed=1), ids=[10, 50], labels=[4, 5])  # 10 replaced, 50 added
+    assert writer.commit() == 2 and reader.refresh() and reader.generation == 2
+    writer.remove([11, 50])
+    writer.upsert(randn(1, seed=2), ids=[60], paths=["60.png"])
+    assert writer.commit() == 3
+    full = GalleryIndex.load(folder)
+    base = folder / "gen-1"
+    hidden = tmp_path / "hidden"
+    base.rename(
+        hidden
+    )  # the base's items, embeddings and backend cannot be read: only new segments can be taken
+    base.mkdir()
+    for name in ("generation.json", "log-3.pt"):
+        (hidden / name).rename(base / name)
+    assert reader.refresh() and reader.generation == 3 and not reader.refresh()
+    queries = randn(4, seed=3)
+    for index in (reader, full):
+        assert index.ids == writer.ids == [*range(12, 40), 10, 60]
+        assert index.labels == writer.labels and index.paths == writer.paths
+        assert torch.equal(index.embeddings, writer.embeddings)
+        assert index.search(queries, top_k=30) == writer.search(queries, top_k=30)
+
+
+def test_the_net_change_of_a_log_is_its_changes_made_one_by_one():
+    """:func:`net_change` against a naive list of (id, vector) pairs changed one change at a time."""
+    rng = random.Random(0)
+    before = list(range(10))
+    changes, naive = [], [(i, None) for i in before]
+    for step in range(40):
+        present = [item for item, _ in naive]
+        if rng.random() < 0.4 and present:
+            ids = rng.sample(present, rng.randint(1, min(3, len(present))))
+            changes.append(Removal(ids))
+            naive = [(item, v) for item, v in naive if item not in ids]
+        else:
+            ids = rng.sample(range(16), rng.randint(1, 3))  # ids before, put in earlier, removed, or new
+            vectors = randn(len(ids), seed=step)
+            changes.append(Upsert(vectors, ids, [f"{i}.png" for i in ids], [step] * len(ids)))
+            naive = [(item, v) for item, v in naive if item not in ids] + list(zip(ids, vectors))
+    net = net_change(changes, set(before))
+    survivors = [i for i in before if i not in net.dropped]
+    assert net.upsert is not None
+    assert survivors + net.upsert.ids == [item for item, _ in naive]
+    assert torch.equal(net.upsert.embeddings, torch.stack([v for _, v in naive if v is not None]))
+    assert len(set(net.dropped)) == len(net.dropped) and set(net.dropped) <= set(before)
+    with pytest.raises(ValueError, match="the id 3 is removed where no item has it"):
+        net_change([Removal([3]), Upsert(randn(1, seed=0), [4], [None], [None]), Removal([3])], set(before))
+
+
+def pointer_of(folder: Path) -> tuple[int, int, list[int]]:
+    """The generation, base and items of each segment that ``index.json`` of ``folder`` names."""
+    meta = json.loads((folder / "index.json").read_text())
+    return meta["generation"], meta["base"], [segment["items"] for segment in meta["segments"]]
+
+
+def test_a_commit_compacts_the_log_past_its_fraction_of_the_base_its_count_or_a_recalibration(tmp_path):
+    folder = saved(tmp_path / "index", randn(20, seed=0))
+    index = GalleryIndex.load(folder)  # the log holds up to 10% of the base's 20 items: 2
+    index.upsert(randn(1, seed=1), ids=[100])
+    assert index.commit() == 2 and pointer_of(folder) == (2, 1, [1])
+    index.remove(100)
+    assert index.commit() == 3 and pointer_of(folder) == (3, 1, [1, 1])
+    index.remove(10)  # a third item: a whole generation of the 19 items
+    assert index.commit() == 4 and pointer_of(folder) == (4, 4, [])
+    assert sorted(p.name for p in folder.iterdir()) == ["gen-1", "gen-4", "index.json", "index.lock"]
+    index.max_segments = 1
+    index.upsert(randn(1, seed=2), ids=[101])
+    assert index.commit() == 5 and pointer_of(folder) == (5, 4, [1])
+    index.upsert(randn(1, seed=3), ids=[102])  # a second segment: a whole generation
+    assert index.commit() == 6 and pointer_of(folder) == (6, 6, [])
+    assert sorted(p.name for p in folder.iterdir()) == ["gen-4", "gen-6", "index.json", "index.lock"]
+    index.max_segments = 100
+    index.calibrate(randn(6, seed=1), [0, 0, 1, 1, 2, 2], target="f1")  # written whole, with its curve
+    assert index.commit() == 7 and pointer_of(folder) == (7, 7, [])
+    assert (folder / "gen-7" / "calibration.png").is_file()
+    loaded = GalleryIndex.load(folder)
+    assert loaded.ids == [*range(11, 30), 101, 102] and loaded.calibration == index.calibration
+
+
+def test_a_changed_or_missing_segment_is_refused_naming_it(tmp_path):
+    folder = saved(tmp_path / "index", randn(4, seed=0))
+    index = with_policy(GalleryIndex.load(folder), SEGMENTS)
+    index.remove(10)
+    assert index.commit() == 2
+    segment = folder / "gen-1" / "log-2.pt"
+    data = segment.read_bytes()
+    segment.write_bytes(data[:100] + bytes([data[100] ^ 1]) + data[101:])
+    with pytest.raises(GalleryIndexError) as raised:
+        GalleryIndex.load(folder)
+    assert re.fullmatch(
+        rf"{re.escape(str(segment))}: the segment of generation 2 has sha256 [0-9a-f]{{64}}, index.json names "
+        rf"[0-9a-f]{{64}}: the file was changed or cut short",
+        str(raised.value),
+    )
+    meta = json.loads((folder / "index.json").read_text())
+    (folder / "index.json").write_text(
+        json.dumps({**meta, "segments": []})
+    )  # generation 2 without its segment
+    with pytest.raises(
+        GalleryIndexError, match="index.json: not a valid log of changes .*generations 2 to 2"
+    ):
+        GalleryIndex.load(folder)
+    (folder / "index.json").write_text(json.dumps(meta))
+    segment.unlink()
+    with pytest.raises(
+        GalleryIndexError, match=rf"^{re.escape(str(segment))}: the segment of generation 2 cannot"
+    ):
+        GalleryIndex.load(folder)
 
 
 def as_version_2(folder: Path) -> None:
@@ -280,10 +442,13 @@ def test_a_writer_killed_at_random_moments_leaves_the_index_before_or_after_a_co
     rng = random.Random(0)
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     reader = GalleryIndex.load(folder)
-    for kill in range(4):
+    # killed while it writes segments only, whole generations only, then both (a compaction every 4 commits)
+    for kill, max_segments in enumerate([10**6, 0, 3, 3]):
         acks = tmp_path / f"acks_{kill}"
         first = 1000 * (kill + 1)
-        run = oml_fork_server.start([str(folder), str(first), str(acks)], env, script=WRITER)
+        run = oml_fork_server.start(
+            [str(folder), str(first), str(acks), str(max_segments)], env, script=WRITER
+        )
         try:
             deadline = time.monotonic() + 60
             while not read_acks(acks) and run.poll() is None and time.monotonic() < deadline:
@@ -303,10 +468,14 @@ def test_a_writer_killed_at_random_moments_leaves_the_index_before_or_after_a_co
         assert loaded.ids in (committed + acked, [*committed, *acked, first + len(acked)])
         check_consistent(loaded, committed, first)
         committed = loaded.ids
+    generation, base, _ = pointer_of(folder)
+    assert base > 1 + len(read_acks(tmp_path / "acks_0"))  # whole generations after the segments of the first
     loaded.remove(0)
-    loaded.commit()  # a commit cleans what the killed ones left
+    loaded.max_segments = 0
+    loaded.commit()  # a whole generation cleans what the killed ones left
     names = sorted(p.name for p in folder.iterdir())
-    assert names == [f"gen-{loaded.generation - 1}", f"gen-{loaded.generation}", "index.json", "index.lock"]
+    assert names == [f"gen-{base}", f"gen-{loaded.generation}", "index.json", "index.lock"]
+    assert not [p for p in (folder / f"gen-{loaded.generation}").iterdir() if p.name.startswith(".tmp-")]
 
 
 def test_a_commit_that_fails_leaves_the_folder_as_before(tmp_path, monkeypatch):

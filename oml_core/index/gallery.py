@@ -16,7 +16,8 @@ Example::
     index.save("my_index")
     hits = GalleryIndex.load("my_index").search(["query.jpg"], top_k=5)  # [[SearchHit(...), ...]]
 
-An index that changes, by id, as a new generation of its folder (:mod:`oml_core.index.generations`)::
+An index that changes, by id, as a new generation of its folder (:mod:`oml_core.index.generations`: a segment
+of its log of changes, or a whole generation when the log grew past :attr:`GalleryIndex.compact_fraction`)::
 
     index = GalleryIndex.load("my_index")
     index.upsert(["new.jpg", "better.jpg"], ids=[1000, 7])  # Upserted(added=1, updated=1)
@@ -57,20 +58,24 @@ from oml_core.config.data import DATA_KEYS, build_dataset_component, check_datas
 from oml_core.const import SPLIT_COLUMN, TBBox
 from oml_core.datasets.image_data import ImageData
 from oml_core.index.calibration import Calibration, CalibrationError, calibrate_rr, check_target
-from oml_core.index.changes import Change, Recalibration, Removal, Upsert, Upserted
+from oml_core.index.changes import Change, Recalibration, Removal, Upsert, Upserted, net_change
 from oml_core.index.errors import GalleryIndexError, UnknownItemError
 from oml_core.index.generations import (
     GENERATION_FILE,
     Layout,
+    Segment,
     current_generation,
     generation_folder,
     generation_info,
+    pointer,
     read_layout,
     remove_generations,
+    segment_path,
     writer_lock,
 )
 from oml_core.index.integrity import check_model, check_probe, model_json, rebuilt_spec
 from oml_core.index.items import ItemInput, OneInput, Probe, SomeItems, is_item_input, size_of
+from oml_core.index.segments import LoggedChange, log_items, read_segment, write_segment
 from oml_core.index.storage import (
     BACKEND_FOLDER,
     CALIBRATION_FILE,
@@ -128,6 +133,11 @@ INPUT_PROBE = "(its probe: a gallery item)"
 LOCK_TIMEOUT = 10.0
 #: The ``top_n`` of a calibration made again whose arguments were not kept (:meth:`GalleryIndex.calibrate`'s).
 DEFAULT_TOP_N = 5
+#: The default of :attr:`GalleryIndex.compact_fraction`: a commit writes a whole generation once the log of
+#: changes of its base generation would hold more items than this fraction of the base's.
+COMPACT_FRACTION = 0.1
+#: The default of :attr:`GalleryIndex.max_segments`: the most segments the log of a base generation holds.
+MAX_SEGMENTS = 100
 
 
 @dataclass(frozen=True)
@@ -269,6 +279,16 @@ class GalleryIndex:
         self._folder: Path | None = None
         self._generation = 0
         self._changes: list[Change] = []
+        #: The base generation of the folder that this index holds (its items, read whole), its number of
+        #: items, and the segments of its log applied on it since (:mod:`oml_core.index.generations`).
+        self._base, self._base_items = 0, 0
+        self._segments: tuple[Segment, ...] = ()
+        #: When :meth:`commit` writes a whole generation rather than a segment of the log: once the log's items
+        #: (put in or removed, this commit's included) would exceed ``compact_fraction`` of the base
+        #: generation's items, or its segments ``max_segments`` (0: every commit writes a whole generation); a
+        #: commit that recalibrates, or the first of a folder of version 2, always does.
+        self.compact_fraction = COMPACT_FRACTION
+        self.max_segments = MAX_SEGMENTS
         #: A loaded index's ``index.json``, and what its ``embeddings.pt`` holds beside the embeddings: what a
         #: commit writes again unchanged.
         self._meta: dict[str, Any] = {}
@@ -873,8 +893,14 @@ class GalleryIndex:
         generation, durably (see :mod:`oml_core.index.generations`): when it returns, they survive a kill or a
         power loss; a kill during it leaves the folder as before. Under the folder's writer lock, the index
         first takes the generation another process may have committed meanwhile and makes its own changes
-        again on top of it (:meth:`refresh`). The generations before the previous one are then removed. A
-        folder of version 2 is converted by its first commit, even without changes.
+        again on top of it (:meth:`refresh`).
+
+        The changes are written as a segment of the log of the base generation (their items and the ids
+        removed only: what it writes does not grow with the gallery), or as a whole generation (items,
+        embeddings, backend, calibration) when the log would grow past :attr:`compact_fraction` of the base's
+        items or :attr:`max_segments` segments, when they recalibrate, and at the first commit of a folder of
+        version 2 (converted even without changes); after a whole generation, the generations but the previous
+        base are removed.
 
         Args:
             timeout: Seconds to wait for another writer's lock.
@@ -892,31 +918,61 @@ class GalleryIndex:
             if not self._changes and self._generation > 0:
                 return self._generation
             generation = self._generation + 1
-            data = generation_folder(folder, generation)
-            if data.exists():
-                shutil.rmtree(data)  # left by a commit that was killed before it switched
-            data.mkdir()
-            recalibrated = any(isinstance(change, Recalibration) for change in self._changes)
-            plot = None if recalibrated else generation_folder(folder, self._generation) / CALIBRATION_PLOT
-            try:
-                self._write_generation(data, generation, self._stored_template(), plot)
-                fsync_directory(folder)
-            except BaseException:
-                shutil.rmtree(
-                    data, ignore_errors=True
-                )  # the folder is as before: index.json names the last one
-                raise
-            meta = {key: value for key, value in self._meta.items() if key not in ("n_items", "dim")}
-            write_json(folder / INDEX_FILE, {**meta, "version": INDEX_VERSION, "generation": generation})
-            self._generation, self._changes = generation, []
-            remove_generations(folder, {generation, generation - 1})
+            if self._compacts():
+                self._write_whole(folder, generation)
+            else:
+                self._write_segment(folder, generation)
         logger.debug("%s: committed generation %d (%d items)", folder, generation, len(self))
         return generation
 
+    def _compacts(self) -> bool:
+        """Whether :meth:`commit` writes its changes as a whole generation (see there) rather than a segment."""
+        if self._generation == 0 or any(isinstance(change, Recalibration) for change in self._changes):
+            return True
+        if len(self._segments) + 1 > self.max_segments:
+            return True
+        logged = sum(segment.items for segment in self._segments) + log_items(self._changes)
+        return logged > self.compact_fraction * self._base_items
+
+    def _write_segment(self, folder: Path, generation: int) -> None:
+        """Write the changes as the segment of the base's log that makes ``generation``, then the pointer that
+        names it (a kill before the pointer is replaced leaves a segment that nothing names, replaced by the
+        next commit's)."""
+        data = generation_folder(folder, self._base)
+        changes = cast(list[LoggedChange], self._changes)  # a recalibration is written whole (_compacts)
+        sha256 = write_segment(segment_path(data, generation), generation, changes)
+        segments = (*self._segments, Segment(generation, log_items(changes), sha256))
+        meta = pointer(self._meta, generation, self._base, segments)
+        write_json(folder / INDEX_FILE, meta)
+        self._generation, self._segments, self._meta, self._changes = generation, segments, meta, []
+
+    def _write_whole(self, folder: Path, generation: int) -> None:
+        """Write the index as the whole generation ``generation`` (a new base without a log), then the pointer
+        that names it; then remove the generations but the previous base."""
+        data = generation_folder(folder, generation)
+        if data.exists():
+            shutil.rmtree(data)  # left by a commit that was killed before it switched
+        data.mkdir()
+        recalibrated = any(isinstance(change, Recalibration) for change in self._changes)
+        plot = None if recalibrated else generation_folder(folder, self._base) / CALIBRATION_PLOT
+        try:
+            self._write_generation(data, generation, self._stored_template(), plot)
+            fsync_directory(folder)
+        except BaseException:
+            shutil.rmtree(data, ignore_errors=True)  # the folder is as before: index.json names the last one
+            raise
+        meta = pointer(self._meta, generation, generation, ())
+        write_json(folder / INDEX_FILE, meta)
+        previous = self._base
+        self._generation, self._base, self._base_items = generation, generation, len(self)
+        self._segments, self._meta, self._changes = (), meta, []
+        remove_generations(folder, {generation, previous})
+
     def refresh(self) -> bool:
         """Take the generation that another process committed into the index's folder since this index read it,
-        if any (a cheap check of ``index.json`` otherwise); the changes not yet committed here are made again on
-        top of it.
+        if any (a cheap check of ``index.json`` otherwise): an index without changes of its own that holds the
+        same base generation reads and applies the new segments of its log only; else it reads the new
+        generation whole, and the changes not yet committed here are made again on top of it.
 
         Returns:
             Whether the index took a new generation.
@@ -929,6 +985,8 @@ class GalleryIndex:
         folder = self._bound_folder()
         if current_generation(folder) == self._generation:
             return False
+        if not self._changes and self._took_new_segments(folder):
+            return True
         layout, state = _read_current(folder, self._read_generation)
         before, changes = self._generation, self._changes
         self._set_generation(layout, state)
@@ -945,6 +1003,45 @@ class GalleryIndex:
         self._changes = changes
         logger.debug("%s: took generation %d of another process", folder, layout.generation)
         return True
+
+    def _took_new_segments(self, folder: Path) -> bool:
+        """Whether the index took the generation of ``folder`` by applying the segments of its log after the
+        generation it holds: False (nothing changed) when the folder's base is another (a whole generation was
+        written since) or its segments cannot be read (a writer removed the base meanwhile: the whole read that
+        follows says what is wrong, if anything)."""
+        try:
+            layout = read_layout(folder)
+            if layout.base != self._base or layout.generation <= self._generation:
+                return False
+            log = _read_log(layout, after=self._generation)
+        except GalleryIndexError as e:
+            logger.debug("%s: reading the generation whole: %s", folder, e)
+            return False
+        self._replay(layout, log)
+        logger.debug("%s: took the segments to generation %d of another process", folder, layout.generation)
+        return True
+
+    def _replay(self, layout: Layout, changes: list[LoggedChange]) -> None:
+        """Make the ``changes`` of segments of ``layout``'s log, in order, as their net effect
+        (:func:`~oml_core.index.changes.net_change`: one removal and one add in the backend, or one rebuild when
+        it cannot remove), and hold the generation of ``layout`` that they make.
+
+        Raises:
+            GalleryIndexError: changes that cannot be made (e.g. an id removed that no item has), naming the
+                folder of the log.
+        """
+        if changes:
+            rows = self._rows()
+            try:
+                net = net_change(changes, rows)
+            except ValueError as e:
+                raise GalleryIndexError(
+                    f"{layout.data}: the changes of its log to generation {layout.generation} cannot be made on "
+                    f"its items ({e})"
+                ) from e
+            self._replace_rows([rows[item] for item in net.dropped], net.upsert)
+            self.calibration_stale = self.calibration is not None
+        self._generation, self._segments, self._meta = layout.generation, layout.segments, layout.meta
 
     def _apply(self, change: Change) -> Upserted:
         """Make ``change`` in memory (see :class:`~oml_core.index.changes.Change`)."""
@@ -1373,8 +1470,8 @@ class GalleryIndex:
         return index
 
     def _read_generation(self, layout: Layout) -> _Generation:
-        """The items, embeddings, backend and calibration of the generation of ``layout``, checked against
-        each other and against the model JSON of ``index.json``.
+        """The items, embeddings, backend and calibration of the base generation of ``layout``, checked against
+        each other and against the model JSON of ``index.json``, and the changes of the segments of its log.
 
         Raises:
             GalleryIndexError: a file missing, foreign, corrupt or inconsistent (named).
@@ -1404,10 +1501,16 @@ class GalleryIndex:
                 raise GalleryIndexError(
                     f"{calibration_path}: not a valid calibration ({type(e).__name__}: {e})"
                 ) from e
-        return _Generation(ids, paths, labels, keys, stored, backend, calibration)
+        log = _read_log(layout, after=layout.base)
+        return _Generation(ids, paths, labels, keys, stored, backend, calibration, log)
 
     def _set_generation(self, layout: Layout, state: _Generation) -> None:
-        """Hold the generation ``state`` of ``layout`` (what :meth:`_read_generation` read)."""
+        """Hold the generation ``state`` of ``layout`` (what :meth:`_read_generation` read): its base, then
+        the changes of its segments.
+
+        Raises:
+            GalleryIndexError: changes of its log that cannot be made (naming the folder of the log).
+        """
         embeddings = state.stored.embeddings
         self._chunks = [embeddings] if embeddings.shape[1] else []
         self._ids, self._paths, self._labels, self._keys = state.ids, state.paths, state.labels, state.keys
@@ -1416,12 +1519,15 @@ class GalleryIndex:
         self._backend = state.backend
         self.calibration = state.calibration
         self.calibration_stale, self._calibration_args = layout.calibration_stale, layout.calibration_args
-        self._generation, self._meta = layout.generation, layout.meta
+        self._generation, self._meta = layout.base, layout.meta
+        self._base, self._base_items, self._segments = layout.base, layout.n_items, ()
+        self._replay(layout, state.log)
 
 
 @dataclass(frozen=True)
 class _Generation:
-    """What a generation's files hold (:meth:`GalleryIndex._read_generation`)."""
+    """What a generation's files hold (:meth:`GalleryIndex._read_generation`): its base's items, embeddings,
+    backend and calibration, and the changes of the segments of its log, in order."""
 
     ids: list[int]
     paths: list[str | None]
@@ -1430,6 +1536,7 @@ class _Generation:
     stored: StoredEmbeddings
     backend: IKnnIndex
     calibration: Calibration | None
+    log: list[LoggedChange]
 
 
 T = TypeVar("T")
@@ -1446,6 +1553,23 @@ def _read_current(folder: Path, read: Callable[[Layout], T], attempts: int = 3) 
         if attempts <= 1 or current_generation(folder) == layout.generation:
             raise
     return _read_current(folder, read, attempts - 1)
+
+
+def _read_log(layout: Layout, after: int) -> list[LoggedChange]:
+    """The changes, in order, of the segments of ``layout``'s log that make the generations after ``after``, every
+    segment read whole (and checked against its sha256) before any change is made.
+
+    Raises:
+        GalleryIndexError: a segment missing, changed or not valid (named).
+    """
+    return [
+        change
+        for segment in layout.segments
+        if segment.generation > after
+        for change in read_segment(
+            segment_path(layout.data, segment.generation), segment.sha256, segment.generation, layout.dim
+        )
+    ]
 
 
 def _read_items(

@@ -1,26 +1,38 @@
-"""The generations of a saved gallery index (format version 3): how an index changes in place, atomically.
+"""The generations of a saved gallery index (format version 3): how an index changes in place, atomically, each
+commit costing what its changes cost.
 
 An index folder holds what never changes at its top and what changes in generation folders::
 
-    index.json        format tag, version 3, the config, the sha256 of weights.pt, and the pointer: the number N
-                      of the current generation (written atomically: temporary file, fsync, os.replace, fsync of
-                      the folder)
+    index.json        format tag, version 3, the config, the sha256 of weights.pt, and the pointer (written
+                      atomically: temporary file, fsync, os.replace, fsync of the folder): the number N of the
+                      current generation, the base generation B whose folder holds the items, and the segments of
+                      its log that make B + 1, ..., N, in order (each: its generation, its number of items, the
+                      sha256 of its file)
     weights.pt        the extractor's weights, and the probe query (e.g. probe.png): as in version 2
     index.lock        the writers' lock (fcntl), made by the first change
-    gen-N/            the current generation: generation.json (its number, n_items, dim, whether the calibration
+    gen-B/            the base generation: generation.json (its number, n_items, dim, whether the calibration
                       is stale, the calibration's arguments), items.json (ids, paths, labels and the knn backend's
-                      key of every item), embeddings.pt, backend/, calibration.json and calibration.png
-    gen-(N-1)/        the previous generation, kept until the next change (for a reader in the middle of a load)
+                      key of every item), embeddings.pt, backend/, calibration.json and calibration.png; and its
+                      log: log-(B+1).pt, ..., log-N.pt (:mod:`oml_core.index.segments`: the changes of one commit
+                      each, written once and never changed)
+    gen-B'/           the previous base generation, kept until the next whole generation (for a reader in the
+                      middle of a load)
 
-A change (:meth:`GalleryIndex.commit <oml_core.index.gallery.GalleryIndex.commit>`) takes the lock, writes
-``gen-(N+1)/`` whole (each file fsync-ed, then the folder), then replaces ``index.json``: a process killed at
-any moment leaves the index as before (``index.json`` still names ``gen-N``; the unfinished folder is removed by
-the next change) or as after. Then the generations before N are removed. A reader reads ``index.json``, then
-the generation it names.
+A change (:meth:`GalleryIndex.commit <oml_core.index.gallery.GalleryIndex.commit>`) takes the lock and writes
+either a segment, ``gen-B/log-(N+1).pt``, of its changes only (their ids, vectors, names, labels and the ids
+removed: bytes independent of the gallery's size), or, when the log's items would exceed a fraction of the
+base's (or its segments a count, or the change recalibrates), a whole generation ``gen-(N+1)/`` (the
+compaction: each file fsync-ed, then the folder). Either way, then it replaces ``index.json``: a process killed
+at any moment leaves the index as before (``index.json`` still names generation N; an unfinished folder or
+segment is never read, and is replaced or removed by a later change) or as after. A compaction then removes the
+generations other than the new one and the previous base. A reader reads ``index.json``, then the base it names
+and the segments it names (each checked against its sha256), applying them in order; a reader that holds the
+same base takes new segments only.
 
 A version 2 folder (everything at the top, ``index.json`` with ``n_items`` and ``dim``) is read as generation 0;
 its first change writes ``gen-1/`` and turns it into version 3 (its top-level files of the generation are
-removed by the change after, like a previous generation).
+removed by the compaction after, like a previous generation). A version 3 ``index.json`` without ``base`` (written
+before the log) is its own base, without segments.
 """
 
 from __future__ import annotations
@@ -59,6 +71,8 @@ GENERATION_FORMAT = "oml-gallery-generation"
 LOCK_FILE = "index.lock"
 #: The folder name of generation N: ``gen-N``.
 GENERATION_FOLDER = re.compile(r"gen-(?P<n>[0-9]+)")
+#: The file name of the segment of a base generation's log that makes generation N: ``log-N.pt``.
+SEGMENT_FILE = "log-{generation}.pt"
 #: The files of a generation that a version 2 index keeps at its top.
 GENERATION_FILES = (ITEMS_FILE, EMBEDDINGS_FILE, BACKEND_FOLDER, CALIBRATION_FILE, CALIBRATION_PLOT)
 
@@ -68,19 +82,45 @@ def generation_folder(folder: Path, generation: int) -> Path:
     return folder if generation == 0 else folder / f"gen-{generation}"
 
 
+def segment_path(data: Path, generation: int) -> Path:
+    """The segment file, in the base generation's folder ``data``, of the changes that make ``generation``."""
+    return data / SEGMENT_FILE.format(generation=generation)
+
+
+@dataclass(frozen=True)
+class Segment:
+    """A segment of the log, as ``index.json`` names it.
+
+    Attributes:
+        generation: The generation its changes make.
+        items: How many items they put in or remove.
+        sha256: The sha256 hex digest of its file.
+    """
+
+    generation: int
+    items: int
+    sha256: str
+
+    def to_dict(self) -> dict[str, Any]:
+        """The segment as ``index.json`` keeps it."""
+        return {"generation": self.generation, "items": self.items, "sha256": self.sha256}
+
+
 @dataclass(frozen=True)
 class Layout:
-    """What ``index.json`` and the generation it names say.
+    """What ``index.json`` and the base generation it names say.
 
     Attributes:
         meta: ``index.json`` (its config, ``weights_sha256`` ...).
         meta_path: Its path.
         generation: The current generation (0: a version 2 folder).
-        data: The folder of the generation's files.
-        n_items: Its number of items.
+        data: The folder of the base generation's files (and of its log's segments).
+        n_items: The base generation's number of items.
         dim: Their dimension.
-        calibration_stale: Whether its calibration predates changes of the gallery.
+        calibration_stale: Whether the base's calibration predates changes of the gallery.
         calibration_args: The arguments the calibration was made with (None: unknown, or not calibrated).
+        base: The base generation (``generation`` when the log is empty).
+        segments: The segments that make ``base + 1, ..., generation``, in order.
     """
 
     meta: dict[str, Any]
@@ -91,6 +131,8 @@ class Layout:
     dim: int
     calibration_stale: bool = False
     calibration_args: dict[str, Any] | None = None
+    base: int = 0
+    segments: tuple[Segment, ...] = ()
 
 
 def current_generation(folder: Path) -> int | None:
@@ -142,18 +184,68 @@ def read_layout(folder: Path) -> Layout:
     generation = meta.get("generation")
     if not isinstance(generation, int) or isinstance(generation, bool) or generation < 1:
         raise GalleryIndexError(f"{meta_path}: its generation must be a positive integer, got {generation!r}")
-    data = generation_folder(folder, generation)
+    base, segments = _log_of(meta, meta_path, generation)
+    data = generation_folder(folder, base)
     info_path = data / GENERATION_FILE
     info = read_json(info_path)
     try:
-        if info["format"] != GENERATION_FORMAT or info["generation"] != generation:
-            raise ValueError(f"not generation {generation} of format {GENERATION_FORMAT!r}")
+        if info["format"] != GENERATION_FORMAT or info["generation"] != base:
+            raise ValueError(f"not generation {base} of format {GENERATION_FORMAT!r}")
         stale, args = info["calibration_stale"], info["calibration_args"]
         if not isinstance(stale, bool) or not (args is None or isinstance(args, dict)):
             raise TypeError("calibration_stale must be a bool, calibration_args null or a mapping")
-        return Layout(meta, meta_path, generation, data, int(info["n_items"]), int(info["dim"]), stale, args)
+        n_items, dim = int(info["n_items"]), int(info["dim"])
     except (KeyError, TypeError, ValueError) as e:
         raise GalleryIndexError(f"{info_path}: not a valid generation ({type(e).__name__}: {e})") from e
+    return Layout(meta, meta_path, generation, data, n_items, dim, stale, args, base, segments)
+
+
+def _log_of(meta: dict[str, Any], meta_path: Path, generation: int) -> tuple[int, tuple[Segment, ...]]:
+    """The base generation and the segments of the log that ``index.json`` (``meta``) names for ``generation``
+    (none named: ``generation`` is its own base).
+
+    Raises:
+        GalleryIndexError: a base that is not a positive integer, segments that do not make ``base + 1, ...,
+            generation`` in order, or a segment without its number of items or digest (naming ``meta_path``).
+    """
+    base, records = meta.get("base", generation), meta.get("segments", [])
+    try:
+        if not _is_count(base) or base < 1 or not isinstance(records, list):
+            raise ValueError(f"base must be a positive integer and segments a list, got {base!r}")
+        segments = tuple(
+            Segment(record["generation"], record["items"], record["sha256"]) for record in records
+        )
+        if [s.generation for s in segments] != list(range(base + 1, generation + 1)):
+            raise ValueError(f"the segments must make the generations {base + 1} to {generation} in order")
+        for segment in segments:
+            if not _is_count(segment.items) or not _is_sha256(segment.sha256):
+                raise ValueError(f"segment {segment.generation} needs its number of items and its sha256")
+    except (KeyError, TypeError, ValueError) as e:
+        raise GalleryIndexError(f"{meta_path}: not a valid log of changes ({type(e).__name__}: {e})") from e
+    return base, segments
+
+
+def pointer(
+    meta: dict[str, Any], generation: int, base: int, segments: tuple[Segment, ...]
+) -> dict[str, Any]:
+    """The content of ``index.json`` that names ``generation``, made of the base generation ``base`` and the
+    ``segments`` of its log: ``meta`` (what never changes) with the pointer of version 3."""
+    kept = {k: v for k, v in meta.items() if k not in ("n_items", "dim", "generation", "base", "segments")}
+    return {
+        **kept,
+        "version": INDEX_VERSION,
+        "generation": generation,
+        "base": base,
+        "segments": [segment.to_dict() for segment in segments],
+    }
+
+
+def _is_count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _is_sha256(value: Any) -> bool:
+    return isinstance(value, str) and len(value) == 64 and all(c in "0123456789abcdef" for c in value)
 
 
 def generation_info(
@@ -219,11 +311,15 @@ __all__ = [
     "GENERATION_FORMAT",
     "LEGACY_VERSION",
     "LOCK_FILE",
+    "SEGMENT_FILE",
     "Layout",
+    "Segment",
     "current_generation",
     "generation_folder",
     "generation_info",
+    "pointer",
     "read_layout",
     "remove_generations",
+    "segment_path",
     "writer_lock",
 ]

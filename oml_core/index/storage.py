@@ -1,12 +1,12 @@
 """The files of a saved gallery index: their names, and how they are written (atomically, into a folder that
 appears whole) and read back (with one-line errors that name the file).
 
-A saved index is a folder (the files of its current generation in ``gen-N/``, see
-:mod:`oml_core.index.generations`; version 2 kept them at the top, with ``n_items`` and ``dim`` in
+A saved index is a folder (the files of its base generation in ``gen-B/``, with the segments of its log of
+changes, see :mod:`oml_core.index.generations`; version 2 kept them at the top, with ``n_items`` and ``dim`` in
 ``index.json``)::
 
     index.json        format tag, version, the config that built the index (its dataset component and data keys
-                      among it), the sha256 of weights.pt, the current generation
+                      among it), the sha256 of weights.pt, the current generation, its base and log
     items.json        ids, paths (the items' names), labels and knn backend keys of the items, in the order of the
                       embeddings
     embeddings.pt     {format, version, embeddings [n, dim] float32, model: the canonical JSON of what defines

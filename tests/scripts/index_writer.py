@@ -1,9 +1,10 @@
 """A writer of a gallery index for the kill tests of ``tests/test_index_changes.py``: it loads the index of
 embeddings at ``FOLDER``, then puts one new item after another into it (ids ``FIRST``, ``FIRST + 1``, ...,
 each embedded as :func:`vector`), committing each, and writes the id of every committed item to ``ACKS`` (a line
-each, flushed) once its commit returned: an acknowledged change. It runs until it is killed.
+each, flushed) once its commit returned: an acknowledged change. It runs until it is killed. Its commits write
+segments of the log of changes, and every ``MAX_SEGMENTS + 1``-th a whole generation (a compaction).
 
-Usage: ``python index_writer.py FOLDER FIRST ACKS``
+Usage: ``python index_writer.py FOLDER FIRST ACKS [MAX_SEGMENTS]`` (default :data:`MAX_SEGMENTS`)
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ from oml_core.index import GalleryIndex
 
 #: The dimension of the items' embeddings.
 DIM = 4
+#: The segments of the log between two whole generations.
+MAX_SEGMENTS = 3
 
 
 def vector(item_id: int) -> torch.Tensor:
@@ -25,9 +28,11 @@ def vector(item_id: int) -> torch.Tensor:
     return torch.randn(1, DIM, generator=torch.Generator().manual_seed(item_id))
 
 
-def write_forever(folder: Path, first: int, acks: Path) -> None:
-    """Commit the items ``first, first + 1, ...`` into the index ``folder`` one by one, acknowledging each."""
+def write_forever(folder: Path, first: int, acks: Path, max_segments: int = MAX_SEGMENTS) -> None:
+    """Commit the items ``first, first + 1, ...`` into the index ``folder`` one by one, acknowledging each: as
+    segments of the log, compacted when there are ``max_segments`` (whatever their items)."""
     index = GalleryIndex.load(folder)
+    index.compact_fraction, index.max_segments = float("inf"), max_segments
     with open(acks, "a") as out:
         for item_id in itertools.count(first):
             index.upsert(vector(item_id), ids=[item_id])
@@ -37,4 +42,4 @@ def write_forever(folder: Path, first: int, acks: Path) -> None:
 
 
 if __name__ == "__main__":
-    write_forever(Path(sys.argv[1]), int(sys.argv[2]), Path(sys.argv[3]))
+    write_forever(Path(sys.argv[1]), int(sys.argv[2]), Path(sys.argv[3]), *[int(a) for a in sys.argv[4:5]])

@@ -1,7 +1,8 @@
 """Removal from the faiss backends and a gallery index on them that changes: ``faiss_flat`` and ``faiss_ivf``
 remove by id in place (exclusion still holds), ``faiss_hnsw`` and ``faiss_ivfpq`` say they cannot and the index
 builds them again; either way a changed index answers as one built from scratch of the resulting items and as a
-float64 naive search, before and after a commit; a faiss state of version 1 loads and changes."""
+float64 naive search, before and after a commit (a whole generation, or a segment of the log replayed on the
+saved backend at load); a faiss state of version 1 loads and changes."""
 
 from __future__ import annotations
 
@@ -63,13 +64,18 @@ def test_hnsw_and_ivfpq_cannot_remove_and_change_nothing() -> None:
         assert len(index) == 300 and index.search(x[:1], 1).ids.tolist() == [[0]]
 
 
+@pytest.mark.parametrize("segment", [False, True], ids=["whole", "segment"])
 @pytest.mark.parametrize("name", list(BACKENDS))
-def test_a_changed_index_answers_as_one_built_from_scratch(tmp_path: Path, name: str, caplog) -> None:
+def test_a_changed_index_answers_as_one_built_from_scratch(
+    tmp_path: Path, name: str, segment: bool, caplog
+) -> None:
     spec = {"name": name, "args": BACKENDS[name]}
     x, queries, _ = clustered(60, 8, 4, seed=1, n_queries=8)
     built = GalleryIndex(knn_backend=spec)
     built.add(x, ids=list(range(100, 160)))
     index = GalleryIndex.load(built.save(tmp_path / "index"))
+    index.max_segments = 1 if segment else 0
+    index.compact_fraction = float("inf")
     new, _, _ = clustered(5, 8, 4, seed=2)
     with caplog.at_level(logging.INFO, logger="oml_core"):
         assert index.upsert(new, ids=[105, 200, 201, 202, 203]) == Upserted(added=4, updated=1)
@@ -92,7 +98,9 @@ def test_a_changed_index_answers_as_one_built_from_scratch(tmp_path: Path, name:
     assert distances == pytest.approx(scratch_distances, abs=1e-5)
 
     assert index.commit() == 2
+    assert (tmp_path / "index" / "gen-1" / "log-2.pt").is_file() == segment
     loaded = GalleryIndex.load(tmp_path / "index")
+    assert loaded.ids == ids
     assert [[hit.id for hit in hits] for hits in loaded.search(queries, 10)] == expected
 
 
