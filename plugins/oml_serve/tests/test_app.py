@@ -1,0 +1,184 @@
+"""The service's application through FastAPI's ``TestClient``: its answers equal ``oml search --format json``'s on
+the same indexes (pictures, texts), its embeddings the index's own, its items and files; every bad request is a
+4xx of one line naming what is wrong, and the service answers the next request."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+import torch
+from fastapi.testclient import TestClient
+from oml_serve import ServeSettings, create_app
+from oml_serve.command import load_served_index
+
+from oml_core.index import GalleryIndex
+
+#: The request limit of the clients' services (bytes): the pictures are about 3 KB.
+MAX_REQUEST_BYTES = 64 * 1024
+MAX_TOP_K = 4
+
+
+def client_of(index, **settings) -> Iterator[TestClient]:
+    served = load_served_index(index, ServeSettings(**settings), torch.device("cpu"))
+    with TestClient(create_app(served)) as client:
+        yield client
+
+
+@pytest.fixture(scope="module")
+def images(images_world) -> Iterator[TestClient]:
+    yield from client_of(images_world.index, max_request_bytes=MAX_REQUEST_BYTES, max_top_k=MAX_TOP_K)
+
+
+@pytest.fixture(scope="module")
+def texts(texts_world) -> Iterator[TestClient]:
+    yield from client_of(texts_world.index)
+
+
+def upload(client: TestClient, path, url: str = "/search?top_k=3"):
+    return client.post(url, files={"file": (path.name, path.read_bytes(), "image/png")})
+
+
+def test_a_search_by_upload_is_oml_search_s_answer(images, images_world, oml_search_json, capsys):
+    for file in (images_world.gallery_file, images_world.query_file):
+        expected = oml_search_json(str(images_world.index), str(file), "--top-k", "3", capsys=capsys)
+        response = upload(images, file)
+        assert response.status_code == 200
+        answer = response.json()
+        assert answer["queries"][0]["query"] == file.name  # the upload's name, where oml search has its path
+        expected["queries"][0]["query"] = file.name
+        assert answer == expected
+    found = answer["queries"][0]["results"]
+    assert [hit["rank"] for hit in found] == [1, 2, 3] and found[0]["match"] is False  # e.png is in no row
+
+
+def test_a_gallery_picture_finds_itself_first_and_matches(images, images_world):
+    (query,) = upload(images, images_world.gallery_file).json()["queries"]
+    first = query["results"][0]
+    assert (first["id"], first["path"], first["label"]) == (4, str(images_world.gallery_file), 2)
+    # ~0, not 0: the index embedded its gallery in a batch of six (float noise of the convolutions)
+    assert (
+        first["distance"] == pytest.approx(0.0, abs=1e-2)
+        and first["match"] is True
+        and query["match"] is True
+    )
+
+
+def test_a_search_by_text_is_oml_search_s_answer(texts, texts_world, oml_search_json, capsys):
+    text = texts_world.query_file.read_text().strip()
+    expected = oml_search_json(str(texts_world.index), "--text", text, "--top-k", "4", capsys=capsys)
+    response = texts.post("/search?top_k=4", json={"text": text})
+    assert response.status_code == 200 and response.json() == expected
+
+
+def test_embed_gives_the_index_s_embedding_and_searching_by_it_gives_the_same_answer(images, images_world):
+    embedded = upload(images, images_world.query_file, "/embed").json()
+    expected = GalleryIndex.load(images_world.index).embed([images_world.query_file])[0]
+    assert embedded["query"] == "e.png"
+    torch.testing.assert_close(torch.tensor(embedded["embedding"]), expected, atol=1e-6, rtol=0)
+    by_vector = images.post("/search?top_k=3", json={"embedding": embedded["embedding"]}).json()
+    by_file = upload(images, images_world.query_file).json()
+    assert by_vector["queries"][0]["query"] == "embedding"
+    for vector_hit, file_hit in zip(by_vector["queries"][0]["results"], by_file["queries"][0]["results"]):
+        assert vector_hit == {**file_hit, "distance": pytest.approx(file_hit["distance"], abs=1e-6)}
+
+
+def test_items_and_their_files(images, images_world, texts, texts_world):
+    item = images.get("/items/4").json()
+    assert item == {"id": 4, "path": str(images_world.gallery_file), "label": 2, "content_type": "image/png"}
+    content = images.get("/items/4/content")
+    assert content.headers["content-type"] == "image/png"
+    assert content.content == images_world.gallery_file.read_bytes()
+    text_item = texts.get(f"/items/{texts_world.gallery_id}").json()
+    assert text_item["content_type"] is None and isinstance(text_item["path"], str)
+    assert text_item["path"] in (texts_world.root / "df.csv").read_text()
+    response = texts.get(f"/items/{texts_world.gallery_id}/content")
+    assert response.status_code == 404
+    assert response.json() == {"error": f"item {texts_world.gallery_id} has no image or audio file to serve"}
+
+
+def test_health(images):
+    health = images.get("/health").json()
+    assert {k: health[k] for k in ("status", "items", "dim", "backend", "device")} == {
+        "status": "ok",
+        "items": 6,
+        "dim": 512,
+        "backend": "exact",
+        "device": "cpu",
+    }
+    assert 0.05 < health["threshold"] < 0.2  # between the noisy copies (~0.09) and other pictures (~0.3)
+
+
+def _chunks(size: int) -> Iterator[bytes]:
+    for _ in range(size // 1024):
+        yield b"x" * 1024
+
+
+def a_file(name: str, data: bytes, field: str = "file") -> dict:
+    """The arguments of a request uploading ``data`` as the file ``name`` in the multipart ``field``."""
+    return {"files": {field: (name, data, "application/octet-stream")}}
+
+
+def a_body(content: bytes | Iterator[bytes], content_type: str = "application/json") -> dict:
+    """The arguments of a request whose body is ``content`` (an iterator: sent chunked, without a length)."""
+    return {"content": content, "headers": {"content-type": content_type}}
+
+
+ZEROS = {"json": {"embedding": [0.0] * 512}}
+TOO_LARGE = f"limit of {MAX_REQUEST_BYTES} bytes"
+#: ``(method, url, request arguments, status, a part of the error line)`` of bad requests to the pictures' service.
+BAD_REQUESTS = [
+    ("post", "/search", a_file("notes.png", b"not a picture"), 422, "notes.png"),
+    ("post", "/search", {"json": {"text": "a red square"}}, 422, "ImageData takes no query texts"),
+    ("post", "/search", a_file("q.csv", b"path\n/etc/hostname\n"), 422, "'q.csv' is a list of queries"),
+    ("post", "/search", a_file("e.png", b"\x89PNG", field="image"), 422, "multipart field 'file'"),
+    ("post", "/search", a_file("e.png", b""), 422, "the upload 'e.png' is empty"),
+    ("post", "/search", a_body(b'{"text": '), 400, "malformed JSON"),
+    ("post", "/search", {"json": ["a list"]}, 422, 'must be {"text": ...} or {"embedding": [...]}, got list'),
+    ("post", "/search", {"json": {"text": "x", "top_k": 2}}, 422, "top_k is a query parameter"),
+    (
+        "post",
+        "/search",
+        {"json": {"embedding": [1.0, 2.0]}},
+        422,
+        "has 2 values; this index's embeddings have 512",
+    ),
+    ("post", "/search", {"json": {"embedding": "a"}}, 422, "embedding must be a list of 512 numbers"),
+    ("post", "/search?top_k=0", ZEROS, 422, "top_k: Input should be greater than or equal to 1"),
+    (
+        "post",
+        f"/search?top_k={MAX_TOP_K + 1}",
+        ZEROS,
+        422,
+        f"top_k: Input should be less than or equal to {MAX_TOP_K}",
+    ),
+    ("post", "/search?top_k=two", ZEROS, 422, "top_k: Input should be a valid integer"),
+    ("post", "/search", a_body(b"text", "text/plain"), 415, "not text/plain"),
+    ("post", "/search", a_body(b"x" * (MAX_REQUEST_BYTES + 1)), 413, TOO_LARGE),
+    ("post", "/search", a_body(_chunks(2 * MAX_REQUEST_BYTES)), 413, TOO_LARGE),
+    ("get", "/items/99", {}, 404, "no item 99 in the index"),
+    ("get", "/items/one", {}, 422, "item_id: Input should be a valid integer"),
+    ("get", "/items/99/content", {}, 404, "no item 99 in the index"),
+    ("get", "/nowhere", {}, 404, "no such route: GET /nowhere"),
+    ("delete", "/health", {}, 405, "/health does not take DELETE"),
+]
+
+
+@pytest.mark.parametrize(
+    ("method", "url", "arguments", "status", "error"), BAD_REQUESTS, ids=lambda v: str(v)[:40]
+)
+def test_a_bad_request_is_one_line_and_the_service_goes_on(
+    images, images_world, method, url, arguments, status, error
+):
+    response = getattr(images, method)(url, **arguments)
+    assert response.status_code == status, response.text
+    (line,) = response.json().values()
+    assert list(response.json()) == ["error"] and "\n" not in line and error in line, line
+    assert upload(images, images_world.gallery_file).json()["queries"][0]["match"] is True
+
+
+def test_a_text_index_refuses_an_upload_it_cannot_read(texts, texts_world):
+    response = texts.post("/search", files={"file": ("picture.png", b"\x89PNG\r\n", "image/png")})
+    assert response.status_code == 422 and "picture.png" in response.json()["error"]
+    assert texts.post("/search", json={"text": "   "}).json() == {"error": "text is empty"}
+    assert texts.post("/search", json={"text": "an espresso machine"}).status_code == 200
