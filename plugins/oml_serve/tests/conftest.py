@@ -137,6 +137,40 @@ def texts_world(tmp_path_factory: pytest.TempPathFactory, tiny_text_model: Path)
 
 
 @pytest.fixture(scope="session")
+def audio_world(tmp_path_factory: pytest.TempPathFactory) -> World:
+    """A folder of four half-second 16 kHz WAV tones (220, 330, 440 and 660 Hz), without labels, embedded by a tiny
+    randomly initialised ECAPA-TDNN (seeded); items are the files in sorted order: ``tone_440.wav`` is item 2. The
+    query is a tone of 550 Hz."""
+    import soundfile
+
+    root = tmp_path_factory.mktemp("tones")
+    t = np.arange(8000) / 16000
+
+    def tone(path: Path, hertz: int) -> Path:
+        soundfile.write(path, 0.5 * np.sin(2 * np.pi * hertz * t), 16000, subtype="PCM_16")
+        return path
+
+    for hertz in (220, 330, 440, 660):
+        tone(root / f"tone_{hertz}.wav", hertz)
+    queries = tmp_path_factory.mktemp("tone_queries")
+    index = root.parent / f"{root.name}_index"
+    build = [
+        "dataset@dataset=audios",
+        "dataset.args.max_num_seconds=0.5",
+        "extractor@extractor=ecapa_tdnn",
+        "+extractor.args.channels=16",
+        "+extractor.args.mfa_channels=48",
+        "+extractor.args.attention_channels=8",
+        "+extractor.args.embedding_dim=16",
+        "transforms=null",
+        f"data_dir={root}",
+        f"index_dir={index}",
+    ]
+    assert main(["index", "build", *build]) == 0
+    return World(index, root, root / "tone_440.wav", 2, tone(queries / "tone_550.wav", 550))
+
+
+@pytest.fixture(scope="session")
 def oml_search_json() -> Callable[..., dict]:
     """``oml search ARGS --format json``'s answer, run in this process (its stdout read from a file)."""
 

@@ -182,3 +182,36 @@ def test_a_text_index_refuses_an_upload_it_cannot_read(texts, texts_world):
     assert response.status_code == 422 and "picture.png" in response.json()["error"]
     assert texts.post("/search", json={"text": "   "}).json() == {"error": "text is empty"}
     assert texts.post("/search", json={"text": "an espresso machine"}).status_code == 200
+
+
+@pytest.fixture(scope="module")
+def audio(audio_world) -> Iterator[TestClient]:
+    yield from client_of(audio_world.index)
+
+
+def test_an_audio_index_is_searched_by_an_uploaded_clip_and_serves_its_files(
+    audio, audio_world, oml_search_json, capsys
+):
+    for file in (audio_world.gallery_file, audio_world.query_file):
+        expected = oml_search_json(str(audio_world.index), str(file), "--top-k", "2", capsys=capsys)
+        answer = audio.post(
+            "/search?top_k=2", files={"file": (file.name, file.read_bytes(), "audio/wav")}
+        ).json()
+        expected["queries"][0]["query"] = file.name
+        assert answer == expected
+    first = audio.post(
+        "/search?top_k=1", files={"file": ("a.wav", audio_world.gallery_file.read_bytes())}
+    ).json()
+    assert first["queries"][0]["results"][0]["id"] == audio_world.gallery_id
+    item = audio.get(f"/items/{audio_world.gallery_id}").json()
+    assert item == {
+        "id": 2,
+        "path": str(audio_world.gallery_file),
+        "label": None,
+        "content_type": "audio/x-wav",
+    }
+    content = audio.get(f"/items/{audio_world.gallery_id}/content")
+    assert content.headers["content-type"] == "audio/x-wav"
+    assert content.content == audio_world.gallery_file.read_bytes()
+    response = audio.post("/search", files={"file": ("noise.wav", b"RIFF....WAVEfmt ")})
+    assert response.status_code == 422 and "noise.wav" in response.json()["error"]
