@@ -62,13 +62,13 @@ $(PY):
 
 $(VENV)/.installed: $(PY) $(PROJECTS)
 	$(INSTALL) $(TORCH) $(SETUPTOOLS)
-	$(EDITABLE) -e . $(addprefix -e ,$(PLUGIN_INSTALLS))
+	$(EDITABLE) -e ".[parquet]" $(addprefix -e ,$(PLUGIN_INSTALLS))
 	$(COMPILE)
 	touch $@
 
 # one install of everything: what `make run` installs and the test tools (no bytecode compiled: see INSTALL)
 $(VENV)/.installed-dev: $(PY) $(PROJECTS) $(EXAMPLE)/pyproject.toml
 	$(INSTALL) $(TORCH) $(SETUPTOOLS)
-	$(EDITABLE) -e ".[dev]" $(addprefix -e ,$(DEV_PLUGIN_INSTALLS)) -e $(EXAMPLE)
+	$(EDITABLE) -e ".[dev,parquet]" $(addprefix -e ,$(DEV_PLUGIN_INSTALLS)) -e $(EXAMPLE)
 	$(BROWSER)
 	touch $@

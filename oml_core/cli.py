@@ -33,7 +33,8 @@ above)``, on stdout; with ``--format json`` stdout is the json report alone and 
 ``oml index build`` builds a gallery index (:class:`~oml_core.index.GalleryIndex`) from its default config
 ``index_build.yaml`` (the mock dataset, a seeded random ResNet18, the ``exact`` knn backend, a threshold
 calibrated on the validation split) and the overrides, into a new ``index_dir`` that is never written over; its
-items are those of its dataset component (``dataset``; images by default, any modality's plugin).
+items are those of its dataset component (``dataset``; images by default, any modality's plugin), or those of an
+embeddings file (``embeddings=``, written by ``oml predict`` or ``embeddings_out=``), not embedded again.
 ``oml search INDEX QUERY...`` prints, for every query that the index's dataset component reads from the QUERY
 arguments (images: a file, every image of a folder, every row of a CSV of queries in OML's format: a ``path``
 column, joined to ``--dataset-root`` or the CSV's folder; or the ``--text`` strings, for an index of texts), named
@@ -152,7 +153,8 @@ PIPELINE_CONFIGS = {
 PIPELINE_HELP = {
     "train": "train an extractor (defaults: the built-in mock dataset)",
     "validate": "compute the retrieval metrics of an extractor (defaults: the built-in mock dataset)",
-    "predict": "save an extractor's features of every image to predictions.json (defaults: the mock images)",
+    "predict": "save an extractor's features of every image to predictions.json, or as Parquet or .npy "
+    "(predictions_format; defaults: the mock images)",
     "train-postprocessor": "train a pairwise re-ranker on top of an extractor (defaults: the mock dataset)",
     "validate-postprocessor": "compute the retrieval metrics before and after a pairwise re-ranker "
     "(defaults: the mock dataset)",
@@ -1179,6 +1181,8 @@ def _cmd_index_build(args: argparse.Namespace, overrides: list[str]) -> int:
     else:
         print(f"Calibration:      none ({result.not_calibrated}): oml search answers with distances only")
     print(f"Index folder:     {result.index_dir}")
+    if result.embeddings_out is not None:
+        print(f"Embeddings file:  {result.embeddings_out}")
     print(f"Search it:        oml search {shlex.quote(str(result.index_dir))} QUERY...")
     return 0
 

@@ -112,7 +112,7 @@ def test_a_typed_config_built_by_hand_is_checked_as_a_dict_is(registry):
         validate_config(prediction, TRAIN)
     assert [str(warning.message) for warning in caught] == [
         f"{TRAIN}: the config key {key!r} is not one of the pipeline's; it is ignored"
-        for key in ("data_dir", "save_dir", "bs")
+        for key in ("data_dir", "save_dir", "predictions_format", "bs")
     ]
 
 

@@ -7,4 +7,8 @@ SCHEDULER_INTERVALS = ("step", "epoch")
 #: What a NaN or infinite loss does: stop the run at that step, or skip the batch (no optimizer step).
 NAN_POLICIES = ("stop", "skip_batch")
 
-__all__ = ["NAN_POLICIES", "SCHEDULER_INTERVALS"]
+#: The formats of embeddings files (``predictions_format``): OML's JSON, Parquet, ``.npy`` (those of
+#: :data:`oml_core.io.FORMATS`; a test keeps them equal).
+PREDICTIONS_FORMATS = ("json", "parquet", "npy")
+
+__all__ = ["NAN_POLICIES", "PREDICTIONS_FORMATS", "SCHEDULER_INTERVALS"]

@@ -18,7 +18,7 @@ from types import MappingProxyType
 from typing import Any, ClassVar
 
 from oml_core.config.callbacks import plugin_callback_specs
-from oml_core.config.options import NAN_POLICIES, SCHEDULER_INTERVALS
+from oml_core.config.options import NAN_POLICIES, PREDICTIONS_FORMATS, SCHEDULER_INTERVALS
 from oml_core.config.rules import (
     BOOL,
     FRACTION,
@@ -391,8 +391,20 @@ class ExtractorPredictionConfig(PipelineConfig):
     save_dir: str | None = setting(
         nullable(PATH),
         None,
-        doc="The folder of `predictions.json` (`{image path: [feature, ...]}`, OML's format), created if needed; "
-        "an existing `predictions.json` is never overwritten. Null: a new run folder under `logs_root`.",
+        doc="The folder of `predictions.json` (`{image path: [feature, ...]}`, OML's format; or of the file of "
+        "`predictions_format`), created if needed; an existing predictions file is never overwritten. Null: a new "
+        "run folder under `logs_root`.",
+    )
+    predictions_format: str = setting(
+        one_of(*PREDICTIONS_FORMATS),
+        "json",
+        doc="The format of the features: `json`, OML's `predictions.json` (with its sidecar "
+        "`predictions.json.meta.json`: ids, labels and provenance); `parquet`, `predictions.parquet` (columns `id, "
+        "path, label, embedding`: float32 vectors, in row groups; needs `pip install 'oml-core[parquet]'`); "
+        "`npy`, `predictions.npy` (a float32 matrix) and its sidecar `predictions.npy.meta.json`. Parquet and npy "
+        "are written batch by batch; every format records the extractor spec, the sha256 of its weights and the "
+        "transforms, so that `oml index build embeddings=<file>` builds an index from them without embedding "
+        "again.",
     )
     bs: int = setting(POSITIVE_INT, doc="The batch size of the prediction.")
     transforms_predict: ComponentSpec | None = spec(
@@ -698,6 +710,28 @@ class IndexBuildConfig(ConfigSchema):
         "knn_backend",
         doc="The knn backend that searches the gallery: any registered one (`oml registry knn_backend`), e.g. "
         "`knn_backend@knn_backend=exact`.",
+    )
+    embeddings: str | None = setting(
+        nullable(PATH),
+        None,
+        doc="An embeddings file of the gallery (`.parquet`, `.npy` or `.json`, written by `oml predict` or by "
+        "`oml index build embeddings_out=...`): the index is built from its items, labels and vectors without "
+        "embedding them again; its provenance must be the config's `extractor` (spec and weights) and "
+        "`transforms`, else the build is refused naming both. The index is not calibrated (the file holds no "
+        "validation split). Null: the items of the dataset are embedded.",
+    )
+    predictions_format: str = setting(
+        must_be(one_of(*PREDICTIONS_FORMATS), f"one of {list(PREDICTIONS_FORMATS)}"),
+        "json",
+        doc="The format of `embeddings_out`: `json` (OML's, with a sidecar), `parquet` (needs `pip install "
+        "'oml-core[parquet]'`) or `npy` (with a sidecar).",
+    )
+    embeddings_out: str | None = setting(
+        nullable(PATH),
+        None,
+        doc="A new file (its suffix that of `predictions_format`: `.json`, `.parquet`, `.npy`) to which the "
+        "gallery's ids, paths, labels and embeddings are also written, with their provenance (never written "
+        "over); null: none.",
     )
     calibration: dict[str, Any] | None = setting(
         CALIBRATION,

@@ -16,8 +16,10 @@ from oml_core.config.schemas import IndexBuildConfig
 from oml_core.config.validate import check_component_arguments, validate_config
 from oml_core.engine import one_device
 from oml_core.index.calibration import CalibrationError
+from oml_core.index.embeddings_io import add_embeddings_file, write_index_embeddings
 from oml_core.index.errors import GalleryIndexError
 from oml_core.index.gallery import GalleryIndex, check_calibration_args
+from oml_core.io import EmbeddingsFileError, EmbeddingsMismatchError, check_writable, format_of
 from oml_core.registry import ConfigError, Registry, default_registry
 from oml_core.utils.text import one_line
 
@@ -35,12 +37,14 @@ class IndexBuildResult:
         index_dir: The folder it was saved to.
         source: What its items are (the dataset component's source: the dataframe file, or the folder of images).
         not_calibrated: Why it was not calibrated (None when it was).
+        embeddings_out: The embeddings file of the gallery written beside (``embeddings_out``; None: none).
     """
 
     index: GalleryIndex
     index_dir: Path
     source: Path
     not_calibrated: str | None
+    embeddings_out: Path | None = None
 
 
 def build_gallery_index(
@@ -58,15 +62,23 @@ def build_gallery_index(
     :meth:`GalleryIndex.calibrate`, used when the component has a validation split. The index records the
     component's spec and the data keys its factory takes, so that ``oml search`` builds it again for the queries.
 
-    ``index_dir`` is checked to be free before any item is read: an index never overwrites a folder. The extractor
+    With ``embeddings``, the gallery is the items and vectors of that embeddings file, not embedded again: its
+    provenance must be the config's extractor (spec and weights) and transforms
+    (:func:`~oml_core.index.embeddings_io.add_embeddings_file`), and the index is not calibrated. With
+    ``embeddings_out``, the gallery is also written to that new embeddings file (format ``predictions_format``)
+    after the index is saved.
+
+    ``index_dir`` (and ``embeddings_out``) is checked to be free before any item is read: an index never
+    overwrites a folder. The extractor
     embeds on the one device of ``accelerator`` and ``devices`` (:func:`~oml_core.engine.one_device`, checked
     before anything is read or written); the index saved is the same whatever the device (see :class:`GalleryIndex`).
 
     Raises:
         ConfigError: an unknown or missing key, a bad value, more than one device, a GPU this machine does not
             have, an ``index_dir`` that exists and is not empty, bad data, an item that cannot be read, an
-            extractor that cannot be built, a calibration target that cannot be reached (one line naming the key,
-            file or target).
+            extractor that cannot be built, a calibration target that cannot be reached, a bad ``embeddings`` file or
+            one of another model, an ``embeddings_out`` that exists or does not end with its format's suffix (one
+            line naming the key, file or target).
         RegistryError: an unknown component name.
     """
     config = cast(IndexBuildConfig, validate_config(cfg, INDEX_BUILD))
@@ -75,6 +87,7 @@ def build_gallery_index(
     registry = registry or default_registry()
     check_component_arguments(config, registry)
     index_dir = _index_dir(config)
+    embeddings_out = _check_embeddings_keys(config)
     try:
         index = GalleryIndex(
             extractor=config.extractor,
@@ -89,9 +102,17 @@ def build_gallery_index(
             num_workers=config.num_workers,
             device=device,
         )
-        not_calibrated = index.add_dataset(rows=config.gallery_rows, calibration=config.calibration)
+        if config.embeddings is None:
+            not_calibrated = index.add_dataset(rows=config.gallery_rows, calibration=config.calibration)
+        else:
+            add_embeddings_file(index, Path(config.embeddings).expanduser())
+            not_calibrated = (
+                f"the gallery came from embeddings={config.embeddings}, which holds no validation split"
+            )
     except ConfigError:
         raise
+    except (EmbeddingsFileError, EmbeddingsMismatchError) as e:
+        raise ConfigError(f"embeddings: {one_line(e)}") from e
     except CalibrationError as e:
         raise ConfigError(f"calibration: {one_line(e)}") from e
     except (GalleryIndexError, ValueError) as e:  # a bad value, dataframe or item, named in the message
@@ -99,7 +120,39 @@ def build_gallery_index(
     if config.calibration is None:
         not_calibrated = "calibration is null"
     index.save(index_dir)
-    return IndexBuildResult(index, index_dir, Path(index.data.source), not_calibrated)
+    if embeddings_out is not None:
+        try:
+            write_index_embeddings(index, embeddings_out)
+        except EmbeddingsFileError as e:  # a file that appeared since the check; the index is saved
+            raise ConfigError(f"embeddings_out: {one_line(e)} (the index is saved in {index_dir})") from e
+    source = Path(index.data.source) if config.embeddings is None else Path(config.embeddings).expanduser()
+    return IndexBuildResult(index, index_dir, source, not_calibrated, embeddings_out)
+
+
+def _check_embeddings_keys(config: IndexBuildConfig) -> Path | None:
+    """Check ``embeddings`` (an existing file of a known format) and ``embeddings_out`` (a new file whose suffix
+    is that of ``predictions_format``, which can be written) before any work.
+
+    Returns:
+        ``embeddings_out`` as a path (None: none).
+
+    Raises:
+        ConfigError: ``embeddings: <the problem>`` or ``embeddings_out: <the problem>``.
+    """
+    if config.embeddings is not None:
+        path = Path(config.embeddings).expanduser()
+        try:
+            format_of(path)
+        except EmbeddingsFileError as e:
+            raise ConfigError(f"embeddings: {e}") from e
+        if not path.is_file():
+            raise ConfigError(f"embeddings: {path}: no such embeddings file")
+    if config.embeddings_out is None:
+        return None
+    try:
+        return check_writable(Path(config.embeddings_out).expanduser().resolve(), config.predictions_format)
+    except EmbeddingsFileError as e:
+        raise ConfigError(f"embeddings_out: {e}") from e
 
 
 def _check_calibration(calibration: Mapping[str, Any] | None) -> None:

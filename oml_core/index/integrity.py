@@ -20,7 +20,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +27,7 @@ import torch
 from torch import Tensor
 
 from oml_core.index.errors import GalleryIndexError
+from oml_core.io.provenance import spec_without_weights as rebuilt_spec
 
 #: The largest distance, relative to its norm, between the probe's embedding at search and at build time.
 PROBE_TOLERANCE = 1e-3
@@ -35,19 +35,6 @@ PROBE_TOLERANCE = 1e-3
 _ABSENT = "(absent)"
 #: What ends every message of a model that does not match its index.
 _REBUILD = "rebuild the index (oml index build)"
-
-
-def rebuilt_spec(spec: Any) -> Any:
-    """``spec`` (a ``{name, args}`` extractor spec) with every ``args.weights`` null, its own and those of the
-    specs nested in its arguments: the spec that is rebuilt before the index's own weights are loaded."""
-    if isinstance(spec, Mapping):
-        copy = {key: rebuilt_spec(value) for key, value in spec.items()}
-        if isinstance(copy.get("args"), dict) and "weights" in copy["args"]:
-            copy["args"]["weights"] = None
-        return copy
-    if isinstance(spec, list):
-        return [rebuilt_spec(value) for value in spec]
-    return spec
 
 
 def model_json(

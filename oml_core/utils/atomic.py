@@ -70,7 +70,7 @@ def atomic_write(path: str | os.PathLike[str]) -> Iterator[BinaryIO]:
             file.flush()
             os.fsync(file.fileno())
         os.replace(temporary, path)
-        _fsync_directory(path.parent)
+        fsync_directory(path.parent)
     except BaseException as error:
         with contextlib.suppress(OSError):
             temporary.unlink()
@@ -170,7 +170,7 @@ def _process_may_run(pid: int) -> bool:
     return True
 
 
-def _fsync_directory(directory: Path) -> None:
+def fsync_directory(directory: Path) -> None:
     """Make a rename in ``directory`` durable (a no-op where directories cannot be opened, e.g. Windows)."""
     try:
         fd = os.open(directory, os.O_RDONLY)
@@ -190,6 +190,7 @@ __all__ = [
     "atomic_torch_save",
     "atomic_write",
     "atomic_write_bytes",
+    "fsync_directory",
     "remove_stale_temporaries",
     "temporary_path_for",
 ]

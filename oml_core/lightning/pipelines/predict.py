@@ -1,9 +1,10 @@
 """``extractor_prediction_pipeline``: save the features an extractor gives to every image of a folder or a
-dataframe, as OML does: ``<save_dir>/predictions.json``, ``{image path: [feature, ...]}``."""
+dataframe, as OML does: ``<save_dir>/predictions.json``, ``{image path: [feature, ...]}``; or, by the key
+``predictions_format``, as ``predictions.parquet`` or ``predictions.npy`` (:mod:`oml_core.io.embeddings_files`),
+written batch by batch."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from contextlib import nullcontext
 from dataclasses import dataclass
@@ -11,9 +12,10 @@ from pathlib import Path
 from typing import Any, cast
 
 import pytorch_lightning as pl
+from torch import Tensor
 from torch.utils.data import DataLoader
 
-from oml_core.config.components import build_component
+from oml_core.config.components import build_component, spec_of
 from oml_core.config.data import build_dataset_component, check_datasets, dataset_of
 from oml_core.config.schemas import ExtractorPredictionConfig
 from oml_core.config.validate import check_component_arguments, validate_config
@@ -25,14 +27,27 @@ from oml_core.engine import (
     run_dir_for_ddp_processes,
     shared_run_dir,
 )
-from oml_core.lightning.pipelines.shared.inference import extract_embeddings, inference_trainer_args
+from oml_core.interfaces.datasets import IBaseDataset, IDatasetComponent, ILabeledDataset
+from oml_core.io import (
+    EmbeddingsFileError,
+    EmbeddingsProvenance,
+    EmbeddingsWriter,
+    check_format_available,
+    written_files,
+)
+from oml_core.lightning.pipelines.shared.inference import (
+    EmbeddingsStream,
+    inference_trainer_args,
+    stream_embeddings,
+)
 from oml_core.lightning.progress import PROGRESS_BAR_ARG, progress_bar_callbacks
 from oml_core.lightning.quiet import quiet_lightning
 from oml_core.registry import ConfigError, Registry, default_registry
 
 PIPELINE = "extractor_prediction_pipeline"
-#: The file the features are written to, in ``save_dir`` (OML's name).
-PREDICTIONS_FILE = "predictions.json"
+#: The file the features are written to, in ``save_dir`` (OML's name), by ``predictions_format``.
+PREDICTIONS_FILES = {"json": "predictions.json", "parquet": "predictions.parquet", "npy": "predictions.npy"}
+PREDICTIONS_FILE = PREDICTIONS_FILES["json"]
 
 
 @dataclass
@@ -40,7 +55,8 @@ class PredictionResult:
     """What a prediction run produced.
 
     Attributes:
-        predictions_path: The JSON file ``{image path: [feature, ...]}`` (``<save_dir>/predictions.json``).
+        predictions_path: The file of the features: the JSON ``{image path: [feature, ...]}``
+            (``<save_dir>/predictions.json``), or ``predictions.parquet`` / ``predictions.npy``.
         paths: The image paths (the JSON's keys), in the order they were predicted and written.
         feat_dim: The size of every feature vector.
         is_main_process: True in the process that started the run (global rank 0), which writes the file and
@@ -65,14 +81,20 @@ def extractor_prediction_pipeline(
     :class:`~oml_core.config.schemas.ExtractorPredictionConfig` (all of them: ``docs/config.md``, ``oml predict
     --help``). Components are ``{name, args}`` specs built by ``registry`` (the default registry when None).
     The images are those of ``data_dir``, or of ``dataframe_name``, or, with neither, of the built-in mock
-    dataset; the features go to ``predictions.json`` in ``save_dir`` or in a new run folder under ``logs_root``.
+    dataset; the features go to ``predictions.json`` in ``save_dir`` or in a new run folder under ``logs_root``
+    (``predictions_format`` json, OML's; with parquet or npy: ``predictions.parquet``, or ``predictions.npy``
+    and its sidecar ``predictions.npy.meta.json``, see :mod:`oml_core.io.embeddings_files`). Every format carries
+    the items' ids and labels (JSON in its sidecar ``predictions.json.meta.json``) and the provenance of the
+    features: the extractor spec, the sha256 of its weights and the transforms, which ``oml index build
+    embeddings=...`` checks. The features are written batch by batch as they are made (never all held), into
+    temporary files published whole at the end; no existing file is overwritten.
 
     Every image is read once before the extractor runs, so that an unreadable file fails the run at once.
 
     More than one process (``devices`` > 1 or ``num_nodes`` > 1) runs DDP: every process embeds its share of
-    every batch, the features are gathered by dataset index (see
-    :func:`~oml_core.lightning.pipelines.shared.inference.extract_embeddings`), and the process that started the run
-    writes the file, the single-process file. Every process returns the result.
+    every batch, each batch's features are gathered in dataset order (see
+    :class:`~oml_core.lightning.pipelines.shared.inference.EmbeddingsStream`), and the process that started the
+    run writes the file, the single-process file. Every process returns the result.
 
     Prints nothing and logs no report: :func:`oml_core.reports.prediction_report` makes the line ``oml predict``
     prints of the result (``<n> predictions have been saved to <file>``), in the main process
@@ -85,8 +107,8 @@ def extractor_prediction_pipeline(
     Raises:
         ConfigError: an unknown or missing key, a value of the wrong type or range (see
             :mod:`~oml_core.config.schemas`), no or unreadable images, duplicate paths in the
-            dataframe, bad extractor weights, an existing ``predictions.json`` (the message names the key or the
-            file).
+            dataframe, bad extractor weights, an existing predictions file or sidecar, Parquet without pyarrow (the
+            message names the key or the file).
         RegistryError: an unknown component name.
     """
     config = cast(ExtractorPredictionConfig, validate_config(cfg, PIPELINE))
@@ -94,8 +116,9 @@ def extractor_prediction_pipeline(
     registry = registry or default_registry()
     check_component_arguments(config, registry)
     launching = not is_ddp_child_process()  # the DDP processes skip what the launching process checked
-    if config.save_dir is not None and launching:
-        _check_not_written(Path(config.save_dir).expanduser().resolve() / PREDICTIONS_FILE)
+    file_name = PREDICTIONS_FILES[config.predictions_format]
+    if launching:
+        _check_writable(config, file_name)
     pl.seed_everything(config.seed, workers=True, verbose=False)
 
     data = build_dataset_component(registry, config.as_mapping(), PIPELINE)
@@ -104,31 +127,97 @@ def extractor_prediction_pipeline(
     if launching:
         progress_bar = trainer_args[PROGRESS_BAR_ARG]  # always set by inference_trainer_args
         check_datasets(data, [dataset], config.num_workers, progress_bar)
+    provenance = EmbeddingsProvenance.of_model(
+        spec_of(config.extractor), extractor.state_dict(), _plain_spec(config.transforms_predict)
+    )
 
     save_dir = shared_run_dir(lambda: _make_save_dir(config), *_named_save_dir(config))
+    predictions = _PredictionsFile(save_dir / file_name, provenance, data, dataset)
+    stream = EmbeddingsStream(predictions.write)
     trainer = pl.Trainer(
         **trainer_args,
         logger=False,
-        callbacks=progress_bar_callbacks(trainer_args),
+        callbacks=[*progress_bar_callbacks(trainer_args), stream],
         default_root_dir=str(save_dir),
     )
     loader = DataLoader(dataset, batch_size=config.bs, num_workers=config.num_workers, shuffle=False)
-    with run_dir_for_ddp_processes(save_dir) if is_ddp_engine(trainer_args) else nullcontext():
-        features = extract_embeddings(trainer, extractor, loader)
-
-    paths = data.item_names(dataset)
-    predictions_path = save_dir / PREDICTIONS_FILE
-    if trainer.is_global_zero:
-        with predictions_path.open(
-            "x", encoding="utf-8"
-        ) as f:  # "x": never overwrite, even a file made since
-            json.dump(dict(zip(paths, features.tolist())), f)
+    try:
+        with run_dir_for_ddp_processes(save_dir) if is_ddp_engine(trainer_args) else nullcontext():
+            stream_embeddings(trainer, extractor, loader, stream)
+        if trainer.is_global_zero:
+            predictions.close()
+    except BaseException:
+        predictions.abort()
+        raise
     return PredictionResult(
-        predictions_path=predictions_path,
-        paths=paths,
-        feat_dim=features.shape[1],
+        predictions_path=predictions.path,
+        paths=predictions.paths,
+        feat_dim=predictions.feat_dim if predictions.feat_dim is not None else extractor.feat_dim,
         is_main_process=trainer.is_global_zero,
     )
+
+
+class _PredictionsFile:
+    """The predictions file of a run, written batch by batch by the process that consumes the stream (global
+    rank 0), which opens it at its first batch: the items' ids (the dataset component's, else positions), names
+    and labels (a labelled dataset's), the features and their provenance."""
+
+    def __init__(
+        self, path: Path, provenance: EmbeddingsProvenance, data: IDatasetComponent, dataset: IBaseDataset
+    ) -> None:
+        self.path, self.provenance = path, provenance
+        self.paths = data.item_names(dataset)
+        try:
+            self.ids = [int(i) for i in data.item_ids(dataset)]
+        except NotImplementedError:
+            self.ids = list(range(len(self.paths)))
+        labels = dataset.get_labels().tolist() if isinstance(dataset, ILabeledDataset) else None
+        self.labels: list[int | None] = [None] * len(self.paths) if labels is None else labels
+        self.feat_dim: int | None = None
+        self._writer: EmbeddingsWriter | None = None
+        self._written = 0
+
+    def write(self, features: Tensor) -> None:
+        """Write the features of the next items."""
+        if self._writer is None:
+            self._writer = _writer(self.path, self.provenance)
+        start, end = self._written, self._written + len(features)
+        self._writer.write(features, self.ids[start:end], self.paths[start:end], self.labels[start:end])
+        self.feat_dim, self._written = int(features.shape[1]), end
+
+    def close(self) -> None:
+        """Publish the file (an empty one when no item was written)."""
+        if self._writer is None:
+            self._writer = _writer(self.path, self.provenance)
+        self._writer.close()
+
+    def abort(self) -> None:
+        """Remove what was written; nothing is published."""
+        if self._writer is not None:
+            self._writer.abort()
+
+
+def _writer(path: Path, provenance: EmbeddingsProvenance) -> EmbeddingsWriter:
+    try:
+        return EmbeddingsWriter(path, provenance)
+    except EmbeddingsFileError as e:  # a file that appeared since the check
+        raise ConfigError(f"{PIPELINE}: {e}") from e
+
+
+def _plain_spec(spec: Any) -> dict[str, Any] | None:
+    return None if spec is None else spec_of(spec)
+
+
+def _check_writable(config: ExtractorPredictionConfig, file_name: str) -> None:
+    """Check that the predictions file (and its sidecar) of ``save_dir`` can be written: the format's library is
+    installed (pyarrow for Parquet) and no such file exists (a new run folder holds none yet)."""
+    try:
+        check_format_available(config.predictions_format)
+    except EmbeddingsFileError as e:
+        raise ConfigError(f"predictions_format: {e}") from e
+    if config.save_dir is not None:
+        for file in written_files(Path(config.save_dir).expanduser().resolve() / file_name):
+            _check_not_written(file)
 
 
 def _check_not_written(path: Path) -> None:
@@ -157,4 +246,4 @@ def _named_save_dir(config: ExtractorPredictionConfig) -> tuple[Path | None, str
     return named, "logs_folder" if named else "save_dir"
 
 
-__all__ = ["PREDICTIONS_FILE", "PredictionResult", "extractor_prediction_pipeline"]
+__all__ = ["PREDICTIONS_FILE", "PREDICTIONS_FILES", "PredictionResult", "extractor_prediction_pipeline"]

@@ -1,11 +1,13 @@
 """Pieces shared by the inference pipelines (validation, post-processor validation and prediction): their
 Trainer arguments (and the checks of their engine), and the extraction of embeddings in dataset order, on one
-process or gathered from DDP's."""
+process or gathered from DDP's: all at once, or batch by batch to a consumer (:class:`EmbeddingsStream`)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence, Sized
+from collections.abc import Callable, Mapping, Sequence, Sized
 from typing import TYPE_CHECKING, Any, cast
+
+import pytorch_lightning as pl
 
 from oml_core.engine import (
     check_one_device,
@@ -16,7 +18,6 @@ from oml_core.lightning.pipelines.shared.preflight import check_engine
 from oml_core.lightning.progress import PROGRESS_BAR_ARG, progress_bar_enabled
 
 if TYPE_CHECKING:
-    import pytorch_lightning as pl
     from torch import Tensor
     from torch.utils.data import DataLoader
 
@@ -101,6 +102,74 @@ def extract_embeddings(trainer: pl.Trainer, extractor: Any, loader: DataLoader) 
     return in_dataset_order(shares["idx"], shares["embeddings"], len(cast(Sized, loader.dataset)))
 
 
+class EmbeddingsStream(pl.Callback):
+    """Hands the embeddings of every predicted batch to ``consume``, in dataset order, as they are made: under
+    DDP the processes' shares of a batch are gathered (:func:`~oml_core.ddp.utils.sync_dicts_ddp`) and its
+    padding dropped, and only the process of global rank 0 consumes. Give it to the ``pl.Trainer`` and run
+    :func:`stream_embeddings`; nothing of the batches is kept.
+
+    Args:
+        consume: Called with ``[b, dim]`` float CPU embeddings of the next ``b`` items of the dataset.
+
+    Attributes:
+        n_items: The items streamed so far.
+    """
+
+    def __init__(self, consume: Callable[[Tensor], None]) -> None:
+        self.consume = consume
+        self.n_items = 0
+
+    def on_predict_batch_end(
+        self,
+        trainer: pl.Trainer,
+        pl_module: pl.LightningModule,
+        outputs: Any,
+        batch: Any,
+        batch_idx: int,
+        dataloader_idx: int = 0,
+    ) -> None:
+        """Gather the batch's embeddings (every process must call it), put them in order and consume them.
+
+        Raises:
+            RuntimeError: the batch is not the next items of the dataset (a loader that shuffles).
+        """
+        import torch
+
+        from oml_core.ddp.utils import sync_dicts_ddp
+
+        shares = sync_dicts_ddp(_concatenated([outputs]), trainer.world_size)
+        positions = shares["idx"] - self.n_items
+        n = len(torch.unique(positions))
+        features = in_dataset_order(positions, shares["embeddings"], n)
+        if trainer.is_global_zero:
+            self.consume(features)
+        self.n_items += n
+
+
+def stream_embeddings(
+    trainer: pl.Trainer, extractor: Any, loader: DataLoader, stream: EmbeddingsStream
+) -> None:
+    """Embed the items of ``loader`` (which must not shuffle) with ``extractor``, each batch handed to
+    ``stream``'s consumer as it is made (``trainer.predict`` without keeping its predictions); ``stream`` must
+    be one of ``trainer``'s callbacks. Under DDP every process embeds its share of every batch (as
+    :func:`extract_embeddings`) and every process of the group must call it.
+
+    Raises:
+        RuntimeError: the items streamed are not those of the dataset, once each (or ``stream`` is not a callback
+            of ``trainer``: none was streamed).
+    """
+    from oml_core.lightning.modules.extractor import ExtractorModule, ExtractorModuleDDP
+
+    if trainer.world_size > 1:
+        module: ExtractorModule = ExtractorModuleDDP(extractor=extractor, loaders_predict=loader)
+        trainer.predict(module, return_predictions=False)
+    else:
+        trainer.predict(ExtractorModule(extractor=extractor), dataloaders=loader, return_predictions=False)
+    n_items = len(cast(Sized, loader.dataset))
+    if stream.n_items != n_items:
+        raise RuntimeError(f"{stream.n_items} embeddings were streamed for a dataset of {n_items} items")
+
+
 def _concatenated(outputs: Sequence[Mapping[str, Any]]) -> dict[str, Tensor]:
     """``{"idx": [n], "embeddings": [n, dim]}``: the dataset indices and float CPU features of the predicted
     batches."""
@@ -138,7 +207,9 @@ def in_dataset_order(indices: Tensor, features: Tensor, n_items: int) -> Tensor:
 __all__ = [
     "TRAINER_ARGS_SET_BY_KEYS",
     "TRAINER_DEFAULTS",
+    "EmbeddingsStream",
     "extract_embeddings",
     "in_dataset_order",
     "inference_trainer_args",
+    "stream_embeddings",
 ]

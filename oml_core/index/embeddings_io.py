@@ -1,0 +1,88 @@
+"""A gallery index and embeddings files (:mod:`oml_core.io.embeddings_files`): an index built from a file of
+``oml predict`` or of ``oml index build`` without embedding its items again (its provenance checked against the
+index's extractor, weights and transforms), and the gallery of an index written as such a file. Both go a chunk
+of rows at a time."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from oml_core.index.errors import GalleryIndexError
+from oml_core.index.gallery import GalleryIndex
+from oml_core.io import (
+    EmbeddingsProvenance,
+    EmbeddingsWriter,
+    check_provenance,
+    read_embeddings_file,
+)
+
+#: Rows added to an index, or written to a file, at a time.
+CHUNK_ROWS = 65536
+
+
+def index_provenance(index: GalleryIndex) -> EmbeddingsProvenance:
+    """The provenance of the embeddings ``index``'s model gives: its extractor spec, the digest of the
+    extractor's weights (the extractor is built if it was not yet) and its transforms spec.
+
+    Raises:
+        GalleryIndexError: the index's extractor is an object, not a spec (its embeddings have no provenance);
+            see :attr:`GalleryIndex.extractor`.
+    """
+    config = index.config
+    if config["extractor"] is None:
+        raise GalleryIndexError(
+            "the index's extractor is an object, not a spec: its embeddings have no provenance"
+        )
+    return EmbeddingsProvenance.of_model(
+        config["extractor"], index.extractor.state_dict(), config["transforms"]
+    )
+
+
+def add_embeddings_file(index: GalleryIndex, path: str | Path, chunk_rows: int = CHUNK_ROWS) -> int:
+    """Add the items of the embeddings file ``path`` (their ids, paths, labels and vectors) to ``index``, whose
+    model must be the one that made them (:func:`~oml_core.io.provenance.check_provenance` of the file's
+    provenance against :func:`index_provenance`), ``chunk_rows`` rows at a time.
+
+    Returns:
+        The number of items added.
+
+    Raises:
+        EmbeddingsFileError: a bad file (see :func:`~oml_core.io.embeddings_files.read_embeddings_file`).
+        EmbeddingsMismatchError: the file records no provenance, or another model's (naming both values).
+        ValueError: ids already in the index, vectors of another dimension than the index's.
+    """
+    found = read_embeddings_file(path)
+    check_provenance(found.provenance, index_provenance(index), str(found.path))
+    for start in range(0, len(found), chunk_rows):
+        end = start + chunk_rows
+        index.add(
+            torch.from_numpy(np.array(found.embeddings[start:end], dtype=np.float32)),
+            labels=found.labels[start:end],
+            ids=found.ids[start:end],
+            paths=found.paths[start:end],
+        )
+    return len(found)
+
+
+def write_index_embeddings(index: GalleryIndex, path: str | Path, chunk_rows: int = CHUNK_ROWS) -> Path:
+    """Write the gallery of ``index`` (ids, paths, labels, embeddings, with :func:`index_provenance`) to the new
+    embeddings file ``path`` (its format by its suffix), ``chunk_rows`` rows at a time.
+
+    Returns:
+        ``path``.
+
+    Raises:
+        EmbeddingsFileError: ``path`` exists, has an unknown suffix, or needs pyarrow, which is missing.
+    """
+    ids, paths, labels, embeddings = index.ids, index.paths, index.labels, index.embeddings
+    with EmbeddingsWriter(path, index_provenance(index)) as writer:
+        for start in range(0, len(ids), chunk_rows):
+            end = start + chunk_rows
+            writer.write(embeddings[start:end], ids[start:end], paths[start:end], labels[start:end])
+    return writer.path
+
+
+__all__ = ["CHUNK_ROWS", "add_embeddings_file", "index_provenance", "write_index_embeddings"]

@@ -1,0 +1,100 @@
+"""The sidecar of an ``.npy`` or ``.json`` embeddings file, ``<file>.meta.json``: the items' ids, paths and labels
+and the provenance of the embeddings, which the matrix (or OML's ``{path: [feature, ...]}``) cannot hold::
+
+    {"format": "oml-embeddings", "version": 1, "n_items": n, "dim": d,
+     "ids": [...], "paths": [...], "labels": [...], "provenance": {extractor, weights_sha256, transforms} | null}
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from oml_core.io.embeddings_data import (
+    EMBEDDINGS_FORMAT,
+    EMBEDDINGS_VERSION,
+    EmbeddingsFileError,
+    checked_items,
+)
+from oml_core.io.provenance import EmbeddingsProvenance
+
+#: What is appended to the name of the file to name its sidecar.
+SIDECAR_SUFFIX = ".meta.json"
+
+
+def sidecar_of(path: Path) -> Path:
+    """``<path>.meta.json``."""
+    return path.with_name(path.name + SIDECAR_SUFFIX)
+
+
+@dataclass(frozen=True)
+class Sidecar:
+    """What a sidecar says of its file's items.
+
+    Attributes:
+        ids: The items' ids.
+        paths: Their names (None: unnamed).
+        labels: Their labels (None: unknown).
+        dim: The size of every vector.
+        provenance: What made them (None: not recorded).
+    """
+
+    ids: list[int]
+    paths: list[str | None]
+    labels: list[int | None]
+    dim: int
+    provenance: EmbeddingsProvenance | None
+
+    def to_bytes(self) -> bytes:
+        """The sidecar's JSON."""
+        data = {
+            "format": EMBEDDINGS_FORMAT,
+            "version": EMBEDDINGS_VERSION,
+            "n_items": len(self.ids),
+            "dim": self.dim,
+            "ids": self.ids,
+            "paths": self.paths,
+            "labels": self.labels,
+            "provenance": None if self.provenance is None else self.provenance.to_json(),
+        }
+        return json.dumps(data, allow_nan=False).encode("utf-8")
+
+
+def read_sidecar(path: Path, data_file: Path) -> Sidecar:
+    """The sidecar ``path`` of ``data_file``, checked (format, version, items, provenance).
+
+    Raises:
+        EmbeddingsFileError: no such file, not JSON, another format or version, bad items or provenance (the
+            message names the sidecar).
+    """
+    if not path.is_file():
+        raise EmbeddingsFileError(
+            f"{data_file}: its sidecar {path.name} (ids, paths, labels, provenance) is missing beside it"
+        )
+    try:
+        data: Any = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise EmbeddingsFileError(f"{path}: not a readable sidecar ({type(e).__name__}: {e})") from e
+    if not isinstance(data, dict) or data.get("format") != EMBEDDINGS_FORMAT:
+        found = data.get("format") if isinstance(data, dict) else type(data).__name__
+        raise EmbeddingsFileError(f"{path}: not a sidecar of oml embeddings (format {found!r})")
+    if data.get("version") != EMBEDDINGS_VERSION:
+        raise EmbeddingsFileError(
+            f"{path}: a sidecar of version {data.get('version')!r}; this oml reads version {EMBEDDINGS_VERSION}"
+        )
+    n, dim = data.get("n_items"), data.get("dim")
+    if not isinstance(n, int) or n < 0 or not isinstance(dim, int) or dim < 0:
+        raise EmbeddingsFileError(f"{path}: n_items and dim must be integers >= 0, got {n!r} and {dim!r}")
+    ids, paths, labels = checked_items(path, data.get("ids"), data.get("paths"), data.get("labels"), n)
+    try:
+        provenance = (
+            None if data.get("provenance") is None else EmbeddingsProvenance.from_json(data["provenance"])
+        )
+    except ValueError as e:
+        raise EmbeddingsFileError(f"{path}: {e}") from e
+    return Sidecar(ids, paths, labels, dim, provenance)
+
+
+__all__ = ["SIDECAR_SUFFIX", "Sidecar", "read_sidecar", "sidecar_of"]
