@@ -11,6 +11,10 @@
     oml index build [--config-path DIR] [--config-name NAME] [--show-config] [hydra overrides ...]
     oml search INDEX [QUERY... | --text TEXT...] [--dataset-root DIR] [--top-k K] [--format table|json]
         [--accelerator cpu|gpu|cuda|null] [--devices DEVICES]
+    oml index add INDEX SOURCE... [--ids ID,...] [--labels LABEL,...] [--dataset-root DIR] [--accelerator ...]
+        [--devices ...] [--lock-timeout SECONDS]
+    oml index remove INDEX ID... [--lock-timeout SECONDS]
+    oml index calibrate INDEX [--accelerator ...] [--devices ...] [--lock-timeout SECONDS]
 
 A pipeline's command runs the pipeline and prints the report of its result (:mod:`oml_core.reports`: the metrics,
 where the run wrote) in the run's main process; the pipelines themselves print no report.
@@ -45,6 +49,14 @@ match (distance < threshold); ``--format json`` prints ``{"index", "threshold", 
 line (:mod:`oml_core.index.integrity`). Both embed on one device, ``oml index build`` by its config keys
 ``accelerator`` and ``devices``, ``oml search`` by its options ``--accelerator`` and ``--devices`` of the same
 meaning (:func:`~oml_core.engine.one_device`; the CPU by default); the index and the answers are the same on any.
+``oml index add INDEX SOURCE...`` embeds the items of SOURCE (read as ``oml search`` reads queries) and puts them
+into the index (``--ids``: theirs, an id the index has replaces its item; default: new ids; ``--labels``: theirs,
+default unknown), ``oml index remove
+INDEX ID...`` removes items by id (an unknown id is one line naming it, nothing removed), ``oml index calibrate
+INDEX`` calibrates the match threshold again on the validation split (a change of the gallery marks it stale, as
+``oml search`` then says): each writes a new generation of the index atomically and durably before it prints one
+line (``added N, updated M, generation G``; :mod:`oml_core.index.generations`), waiting ``--lock-timeout`` seconds
+for another process that changes the index.
 
 ``oml check-dataframe CSV`` prints the summary of a csv in OML's format (text in ``--encoding``, utf-8 by
 default), with a warning for what it cannot serve: without train rows it is usable for validate/predict only; it
@@ -590,7 +602,11 @@ def _parser() -> _Parser:
     )
     check.set_defaults(handler=_cmd_check_dataframe)
 
-    index = sub.add_parser("index", help="build a gallery index to serve (oml index build)", parents=[common])
+    index = sub.add_parser(
+        "index",
+        help="build a gallery index to serve, or change one (oml index build|add|remove|calibrate)",
+        parents=[common],
+    )
     index_sub = index.add_subparsers(dest="index_command", metavar="INDEX_COMMAND", required=True)
     build = index_sub.add_parser(
         "build",
@@ -617,6 +633,67 @@ def _parser() -> _Parser:
         help="print the config composed with the overrides (interpolations resolved) as yaml; build nothing",
     )
     build.set_defaults(handler=_cmd_index_build, command="index build", takes_overrides=True)
+    add = index_sub.add_parser(
+        "add",
+        help="add items to an index, or replace those of the same ids (durable when it prints)",
+        description="oml index add: embed the items of SOURCE as the index's dataset component reads queries "
+        "and put them into the index by id; prints: added N, updated M, generation G",
+        parents=[common],
+    )
+    add.add_argument("index", type=Path, metavar="INDEX", help="the folder of an index (oml index build)")
+    add.add_argument(
+        "sources",
+        nargs="+",
+        metavar="SOURCE",
+        help="the items, as oml search reads queries (images: image files, folders of images, CSVs of OML's "
+        "format; texts: CSVs with a text column, or text files, an item a line)",
+    )
+    add.add_argument(
+        "--ids",
+        type=_id_list,
+        metavar="ID,...",
+        help="the items' ids, one per item in order (an id the index has replaces that item); default: new "
+        "ids after the largest",
+    )
+    add.add_argument(
+        "--labels",
+        type=_label_list,
+        metavar="LABEL,...",
+        help="the items' labels, one per item in order (an empty one: unknown); default: unknown",
+    )
+    add.add_argument(
+        "--dataset-root",
+        type=Path,
+        metavar="DIR",
+        help="the folder the relative paths inside a CSV are joined to (default: its folder)",
+    )
+    add_one_device_arguments(add, "embeds the items")
+    _add_lock_timeout(add)
+    add.set_defaults(handler=_cmd_index_add, command="index add")
+    remove = index_sub.add_parser(
+        "remove",
+        help="remove items from an index by id (durable when it prints)",
+        description="oml index remove: remove the items of the ids from the index; prints: removed N, "
+        "generation G",
+        parents=[common],
+    )
+    remove.add_argument("index", type=Path, metavar="INDEX", help="the folder of an index (oml index build)")
+    remove.add_argument("ids", nargs="+", type=_item_id, metavar="ID", help="the ids of the items to remove")
+    _add_lock_timeout(remove)
+    remove.set_defaults(handler=_cmd_index_remove, command="index remove")
+    calibrate = index_sub.add_parser(
+        "calibrate",
+        help="calibrate an index's match threshold again (after changes) on its validation split",
+        description="oml index calibrate: calibrate the match threshold again with the index's calibration "
+        "target, on the validation split of its dataset component; prints the calibration and the generation",
+        parents=[common],
+    )
+    calibrate.add_argument(
+        "index", type=Path, metavar="INDEX", help="the folder of an index (oml index build)"
+    )
+    add_one_device_arguments(calibrate, "embeds the validation split")
+    _add_lock_timeout(calibrate)
+    calibrate.set_defaults(handler=_cmd_index_calibrate, command="index calibrate")
 
     search = sub.add_parser(
         "search",
@@ -682,6 +759,44 @@ def device_of_arguments(args: argparse.Namespace, command: str) -> torch.device:
     available); a device this machine lacks is a :class:`ValueError` naming ``command``'s option."""
     accelerator = None if args.accelerator == "null" else args.accelerator
     return one_device(accelerator, args.devices, command)
+
+
+def _add_lock_timeout(parser: argparse.ArgumentParser) -> None:
+    """Add ``--lock-timeout`` to a command that changes an index."""
+    parser.add_argument(
+        "--lock-timeout",
+        type=_positive_seconds,
+        default=10.0,
+        metavar="SECONDS",
+        help="how long to wait for another process that is changing the index (default: 10)",
+    )
+
+
+def _item_id(value: str) -> int:
+    """An item's id, an integer (argparse's type of ``oml index remove ID``)."""
+    try:
+        return int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be an integer id, got {value!r}") from None
+
+
+def _label_list(value: str) -> list[int | None]:
+    """Integer labels separated by commas, an empty one unknown (argparse's type of ``oml index add --labels``)."""
+    try:
+        return [int(part) if part.strip() else None for part in value.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"must be integer labels separated by commas, got {value!r}"
+        ) from None
+
+
+def _id_list(value: str) -> list[int]:
+    """Distinct integer ids separated by commas (argparse's type of ``oml index add --ids``)."""
+    ids = [_item_id(part.strip()) for part in value.split(",")]
+    if len(set(ids)) != len(ids):
+        twice = next(i for i in ids if ids.count(i) > 1)
+        raise argparse.ArgumentTypeError(f"the id {twice} is given twice")
+    return ids
 
 
 def _positive_int(value: str) -> int:
@@ -1197,9 +1312,58 @@ def _cmd_search(args: argparse.Namespace, _: list[str]) -> int:
     queries = collect_queries(index.data, args.queries, args.dataset_root, args.text)
     hits = index.search(queries.dataset, top_k=args.top_k)
     answer = search_answer(
-        args.index, index.calibration.threshold if index.calibration else None, queries.names, hits
+        args.index,
+        index.calibration.threshold if index.calibration else None,
+        queries.names,
+        hits,
+        calibration_stale=index.calibration_stale,
     )
     print(json.dumps(answer, indent=2) if args.format == "json" else search_table(answer))
+    return 0
+
+
+def _cmd_index_add(args: argparse.Namespace, _: list[str]) -> int:
+    from oml_core.index import GalleryIndex, GalleryIndexError
+    from oml_core.index.queries import collect_queries
+
+    device = device_of_arguments(args, "index add")
+    index = GalleryIndex.load(args.index, registry=Registry(), device=device)
+    items = collect_queries(index.data, args.sources, args.dataset_root)
+    for option, values in (("--ids", args.ids), ("--labels", args.labels)):
+        if values is not None and len(values) != len(items.names):
+            raise GalleryIndexError(
+                f"{option} gives {len(values)} values to the {len(items.names)} items of SOURCE"
+            )
+    done = index.upsert(items.dataset, ids=args.ids, labels=args.labels)
+    generation = index.commit(timeout=args.lock_timeout)
+    print(f"added {done.added}, updated {done.updated}, generation {generation}")
+    return 0
+
+
+def _cmd_index_remove(args: argparse.Namespace, _: list[str]) -> int:
+    from oml_core.index import GalleryIndex, GalleryIndexError
+
+    if len(set(args.ids)) != len(args.ids):
+        twice = next(i for i in args.ids if args.ids.count(i) > 1)
+        raise GalleryIndexError(f"the id {twice} is given twice")
+    index = GalleryIndex.load(args.index, registry=Registry())
+    removed = index.remove(args.ids)
+    generation = index.commit(timeout=args.lock_timeout)
+    print(f"removed {removed}, generation {generation}")
+    return 0
+
+
+def _cmd_index_calibrate(args: argparse.Namespace, _: list[str]) -> int:
+    from oml_core.index import CalibrationError, GalleryIndex, GalleryIndexError
+
+    device = device_of_arguments(args, "index calibrate")
+    index = GalleryIndex.load(args.index, registry=Registry(), device=device)
+    try:
+        calibration = index.recalibrate()
+    except CalibrationError as e:
+        raise GalleryIndexError(f"calibration: {e}") from e
+    generation = index.commit(timeout=args.lock_timeout)
+    print(f"calibrated: {calibration.summary()}; generation {generation}")
     return 0
 
 

@@ -23,9 +23,10 @@ from oml_core.config.compose import compose_config
 from oml_core.config.schemas import GALLERY_ROWS_OPTIONS, IndexBuildConfig
 from oml_core.config.validate import validate_config
 from oml_core.datasets.mock import generate_mock_dataset, get_mock_dataset_root
-from oml_core.index import GalleryIndex
+from oml_core.index import GalleryIndex, GalleryItem
 from oml_core.index.build import INDEX_BUILD, build_gallery_index
 from oml_core.index.gallery import GALLERY_ROWS
+from oml_core.index.generations import writer_lock
 from oml_core.registry import ConfigError, Registry
 
 README = Path(__file__).resolve().parents[1] / "README.md"
@@ -100,12 +101,8 @@ def test_the_build_reports_its_index_and_calibration(world, capsys):
     assert f"Gallery index:    9 items of {world.root / 'df.csv'} (knn backend 'exact', l2)" in out
     assert "Calibration:      threshold " in out and "(precision 0.9): precision 1.0000, recall 1.0000" in out
     assert f"Index folder:     {index}" in out
-    assert {p.name for p in index.iterdir()} >= {
-        "index.json",
-        "backend",
-        "calibration.json",
-        "calibration.png",
-    }
+    assert {p.name for p in index.iterdir()} >= {"index.json", "gen-1"}
+    assert {p.name for p in (index / "gen-1").iterdir()} >= {"backend", "calibration.json", "calibration.png"}
 
 
 def test_a_gallery_image_finds_itself_first_and_matches(world, capsys):
@@ -200,6 +197,72 @@ def test_bad_search_input_is_one_line(world, tmp_path, capsys):
     one_error_line(capsys, ["search", index, image, ""], "oml search: error: QUERY number 2 of 2 is empty")
 
 
+# ------------------------------------------------------------------------------ an index that changes
+def test_index_add_remove_and_calibrate_change_the_index_in_one_line_each(world, tmp_path, capsys):
+    """``oml index add`` (new ids, then an id it has: updated), ``oml index remove`` and ``oml index calibrate``
+    each print one line; ``oml search`` then finds what was added, never what was removed, and says when the
+    calibration is stale; the calibration of the same split and model is the one the build made."""
+    index = tmp_path / "index"
+    shutil.copytree(world.index, index)
+    assert main(["index", "add", str(index), str(world.held_out)]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == "added 1, updated 0, generation 2"
+    answer = search_json(str(index), str(world.held_out), "--top-k", "2", capsys=capsys)
+    first = answer["queries"][0]["results"][0]
+    assert answer["calibration_stale"] is True and (first["id"], first["path"]) == (9, str(world.held_out))
+    assert first["distance"] < 1e-3 and first["label"] is None
+    assert main(["search", str(index), str(world.held_out)]) == 0
+    assert (
+        capsys.readouterr().out.splitlines()[0].endswith(f"(calibration stale: oml index calibrate {index})")
+    )
+
+    assert main(["index", "add", str(index), str(world.gallery_image), "--ids", "9", "--labels", "4"]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == "added 0, updated 1, generation 3"
+    assert GalleryIndex.load(index).item(9) == GalleryItem(9, str(world.gallery_image), 4)
+    assert main(["index", "remove", str(index), "9", "1"]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == "removed 2, generation 4"
+    results = search_json(str(index), str(world.gallery_image), "--top-k", "9", capsys=capsys)["queries"][0]
+    assert sorted(hit["id"] for hit in results["results"]) == [0, 2, 3, 4, 5, 6, 7, 8]
+
+    assert main(["index", "calibrate", str(index)]) == 0
+    assert re.fullmatch(r"calibrated: threshold .*; generation 5", capsys.readouterr().out.splitlines()[-1])
+    calibration = json.loads((index / "gen-5" / "calibration.json").read_text())
+    assert calibration == json.loads((world.index / "gen-1" / "calibration.json").read_text())
+    assert search_json(str(index), str(world.gallery_image), capsys=capsys)["calibration_stale"] is False
+
+    with writer_lock(index, timeout=1):  # another process is changing it
+        one_error_line(
+            capsys,
+            ["index", "remove", str(index), "0", "--lock-timeout", "0.1"],
+            f"oml index remove: error: {index / 'index.lock'}: another process is changing the index "
+            f"(waited 0.1 s); try again",
+        )
+    one_error_line(
+        capsys, ["index", "remove", str(index), "42", "0"], f"error: {index}: no item has the id 42"
+    )
+    one_error_line(capsys, ["index", "remove", str(index), "0", "0"], "error: the id 0 is given twice")
+    one_error_line(capsys, ["index", "remove", str(index), "zero"], "ID: must be an integer id, got 'zero'")
+    nowhere = tmp_path / "nowhere.png"
+    one_error_line(capsys, ["index", "add", str(index), str(nowhere)], "oml index add: error: ", str(nowhere))
+    one_error_line(
+        capsys,
+        ["index", "add", str(index), str(world.held_out), "--ids", "1,2"],
+        "error: --ids gives 2 values to the 1 items of SOURCE",
+    )
+    one_error_line(
+        capsys,
+        ["index", "add", str(index), str(world.held_out), "--labels", "1,x"],
+        "--labels: must be integer labels separated by commas, got '1,x'",
+    )
+    one_error_line(
+        capsys, ["index", "add", str(index), str(world.held_out), "--ids", "3,3"], "the id 3 is given twice"
+    )
+    one_error_line(
+        capsys, ["index", "calibrate", str(tmp_path / "none")], "none: no such gallery index folder"
+    )
+    unchanged = GalleryIndex.load(index)
+    assert unchanged.generation == 5 and unchanged.ids == [0, 2, 3, 4, 5, 6, 7, 8]
+
+
 def test_bad_build_input_is_one_line_and_writes_nothing(world, tmp_path, capsys):
     before = sorted(p.name for p in world.index.iterdir())
     one_error_line(
@@ -251,10 +314,11 @@ def test_the_typed_config_builds_the_index_the_dict_does(world, tmp_path):
     assert isinstance(config, IndexBuildConfig) and config.bs == 64 and config.gallery_rows == "all"
     result = build_gallery_index(config, registry=registry)
     assert result.index_dir == tmp_path / "typed" and result.source == world.root / "df.csv"
-    for name in ("index.json", "items.json", "calibration.json"):
+    for name in ("index.json", "gen-1/items.json", "gen-1/calibration.json"):
         assert (result.index_dir / name).read_text() == (world.index / name).read_text(), name
     typed, built = (
-        torch.load(folder / "embeddings.pt", weights_only=True) for folder in (result.index_dir, world.index)
+        torch.load(folder / "gen-1" / "embeddings.pt", weights_only=True)
+        for folder in (result.index_dir, world.index)
     )
     assert torch.equal(typed["embeddings"], built["embeddings"]) and typed["embeddings"].shape == (9, 512)
     assert torch.equal(typed["probe"], built["probe"])
@@ -313,11 +377,17 @@ def test_the_readme_section_runs_as_written(tmp_path, oml_cache_dir, monkeypatch
     section = readme_section()
     (shell,) = re.findall(r"^```sh\n(.*?)^```", section, flags=re.MULTILINE | re.DOTALL)
     commands = [shlex.split(line, comments=True) for line in shell.splitlines() if line.strip()]
-    assert [argv[:2] for argv in commands] == [["oml", "index"], *[["oml", "search"]] * 3]
+    assert [argv[:2] for argv in commands] == [
+        ["oml", "index"],
+        *[["oml", "search"]] * 3,
+        *[["oml", "index"]] * 3,
+    ]
     for argv in commands:
         assert main(argv[1:]) == 0, capsys.readouterr().err
     out = capsys.readouterr().out
     assert '"threshold": 0.' in out
+    for line in ("added 1, updated 0, generation 2", "removed 2, generation 3", "; generation 4"):
+        assert line in out
     named = re.findall(
         r"^(my_dataset/images/[a-z]+_\d+\.jpg): (?:no )?match \(threshold", out, flags=re.MULTILINE
     )
@@ -330,7 +400,8 @@ def test_the_readme_section_runs_as_written(tmp_path, oml_cache_dir, monkeypatch
     hits = namespace["hits"]
     assert hits[0].path.endswith("circle_1.jpg") and hits[0].distance < 1e-3 and hits[0].match is True
     assert namespace["postprocessor"].th == namespace["index"].calibration.threshold
-    assert (tmp_path / "my_gallery" / "calibration.png").is_file()
+    assert (tmp_path / "my_gallery" / "gen-2" / "calibration.png").is_file()
+    assert GalleryIndex.load(tmp_path / "my_gallery").item(1000).path.endswith("circle_1.jpg")
 
 
 # ----------------------------------------------------------------- a self-contained index, checked at search

@@ -387,7 +387,9 @@ def test_an_index_of_a_plugins_modality_is_built_and_searched_as_a_naive_search(
     assert config["dataset"] == {"name": "vectors", "args": {"dim": DIM}}
     assert config["data"] == {"dataset_root": str(vectors_installed), "dataframe_name": "df.csv"}
     assert "probe.png" not in {p.name for p in index_dir.iterdir()}  # the component writes no probe query:
-    stored = torch.load(index_dir / "embeddings.pt", weights_only=True)  # the first row is the probe
+    stored = torch.load(
+        index_dir / "gen-1" / "embeddings.pt", weights_only=True
+    )  # the first row is the probe
     assert stored["probe_query"] is None and torch.equal(stored["probe_input"], rows_of(df)[0])
 
     queries = pd.DataFrame({"name": ["near-row-40", "near-row-50", "far"]})
@@ -458,7 +460,8 @@ def test_an_index_of_a_plugins_modality_refuses_another_model_or_component(vecto
     with pytest.raises(GalleryIndexError) as raised:
         GalleryIndex.load(index_dir, registry=registry, extractor=other).search(rows)
     assert str(raised.value).startswith(
-        f"{index_dir / 'embeddings.pt'} (its probe: a gallery item): the index's extractor and transforms embed it "
+        f"{index_dir / 'gen-1' / 'embeddings.pt'} (its probe: a gallery item): the index's extractor and "
+        f"transforms embed it "
     )
 
     meta = json.loads((index_dir / "index.json").read_text())

@@ -333,18 +333,18 @@ def test_save_and_load_give_the_same_index(tmp_path, colour_dataset, registry, b
     )  # extractor rebuilt from the spec
 
     files = {p.name for p in (tmp_path / "saved").iterdir()}
-    assert files == {
-        "index.json",
+    assert files == {"index.json", "weights.pt", "probe.png", "gen-1"}  # the model's files, the generation's
+    generation = tmp_path / "saved" / "gen-1"
+    assert {p.name for p in generation.iterdir()} == {
+        "generation.json",
         "items.json",
         "embeddings.pt",
-        "weights.pt",
-        "probe.png",
         "backend",
         "calibration.json",
         "calibration.png",
     }
-    assert torch.load(tmp_path / "saved" / "embeddings.pt", weights_only=True)["embeddings"].shape == (8, 4)
-    assert (tmp_path / "saved" / "calibration.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert torch.load(generation / "embeddings.pt", weights_only=True)["embeddings"].shape == (8, 4)
+    assert (generation / "calibration.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert not list(tmp_path.glob(f"{TEMPORARY_PREFIX}*"))
 
 
@@ -414,29 +414,33 @@ CORRUPTIONS = {
     ),
     "items.json of other lengths": (
         "items.json",
-        lambda f: _edit_json(f / "items.json", lambda d: d["ids"].pop()),
+        lambda f: _edit_json(f / "gen-1" / "items.json", lambda d: d["ids"].pop()),
     ),
-    "items.json missing": ("items.json", lambda f: (f / "items.json").unlink()),
-    "embeddings.pt of garbage": ("embeddings.pt", lambda f: _write(f / "embeddings.pt", "garbage")),
+    "items.json missing": ("items.json", lambda f: (f / "gen-1" / "items.json").unlink()),
+    "embeddings.pt of garbage": ("embeddings.pt", lambda f: _write(f / "gen-1" / "embeddings.pt", "garbage")),
     "embeddings.pt with code": (
         "embeddings.pt",
-        lambda f: torch.save({"format": "x", "e": Foreign()}, f / "embeddings.pt"),
+        lambda f: torch.save({"format": "x", "e": Foreign()}, f / "gen-1" / "embeddings.pt"),
     ),
     "embeddings.pt of another shape": (
         "embeddings.pt",
         lambda f: torch.save(
-            {"format": "oml-gallery-embeddings", "embeddings": torch.zeros(2, 2)}, f / "embeddings.pt"
+            {"format": "oml-gallery-embeddings", "embeddings": torch.zeros(2, 2)},
+            f / "gen-1" / "embeddings.pt",
         ),
     ),
-    "backend state missing": ("exact_index.pt", lambda f: (f / "backend" / "exact_index.pt").unlink()),
-    "backend of another size": ("backend", lambda f: _replace_backend(f / "backend")),
+    "backend state missing": (
+        "exact_index.pt",
+        lambda f: (f / "gen-1" / "backend" / "exact_index.pt").unlink(),
+    ),
+    "backend of another size": ("backend", lambda f: _replace_backend(f / "gen-1" / "backend")),
     "calibration.json corrupt": (
         "calibration.json",
-        lambda f: _write(f / "calibration.json", '{"threshold": 1}'),
+        lambda f: _write(f / "gen-1" / "calibration.json", '{"threshold": 1}'),
     ),
     "calibration.json of wrong types": (
         "calibration.json",
-        lambda f: _edit_json(f / "calibration.json", lambda d: d.update(threshold="low")),
+        lambda f: _edit_json(f / "gen-1" / "calibration.json", lambda d: d.update(threshold="low")),
     ),
 }
 
@@ -568,8 +572,8 @@ def test_a_loaded_index_saved_again_keeps_its_weights_and_probe(
     again = loaded.save(tmp_path / "again")
     assert {"weights.pt", "probe.png"} <= {p.name for p in again.iterdir()}
     assert torch.equal(
-        torch.load(again / "embeddings.pt", weights_only=True)["probe"],
-        torch.load(saved_with_weights / "embeddings.pt", weights_only=True)["probe"],
+        torch.load(again / "gen-1" / "embeddings.pt", weights_only=True)["probe"],
+        torch.load(saved_with_weights / "gen-1" / "embeddings.pt", weights_only=True)["probe"],
     )
     assert GalleryIndex.load(again, registry=registry).search([query], top_k=3) == expected
 
@@ -583,10 +587,10 @@ def test_an_index_saved_before_its_dataset_component_was_recorded_is_an_index_of
     _edit_json(
         saved_with_weights / "index.json", lambda d: (d["config"].pop("dataset"), d["config"].pop("data"))
     )
-    stored = torch.load(saved_with_weights / "embeddings.pt", weights_only=True)
+    stored = torch.load(saved_with_weights / "gen-1" / "embeddings.pt", weights_only=True)
     assert stored["probe_query"] == "probe.png" and stored["probe_input"] is None
     old = {key: value for key, value in stored.items() if key not in ("probe_query", "probe_input")}
-    torch.save(old, saved_with_weights / "embeddings.pt")
+    torch.save(old, saved_with_weights / "gen-1" / "embeddings.pt")
     loaded = GalleryIndex.load(saved_with_weights, registry=registry)
     assert loaded.config["dataset"] is None and loaded.config["data"] == {}
     assert loaded.search([query], top_k=3) == expected
@@ -741,17 +745,17 @@ def test_an_index_of_version_1_is_refused_with_rebuild(registry, saved_with_weig
     """What version 1 wrote: no weights.pt, no probe.png, no model in embeddings.pt, version 1."""
     (saved_with_weights / "weights.pt").unlink()
     (saved_with_weights / "probe.png").unlink()
-    embeddings = torch.load(saved_with_weights / "embeddings.pt", weights_only=True)
+    embeddings = torch.load(saved_with_weights / "gen-1" / "embeddings.pt", weights_only=True)
     torch.save(
         {"format": embeddings["format"], "embeddings": embeddings["embeddings"]},
-        saved_with_weights / "embeddings.pt",
+        saved_with_weights / "gen-1" / "embeddings.pt",
     )
     _edit_json(saved_with_weights / "index.json", lambda d: (d.update(version=1), d.pop("weights_sha256")))
     with pytest.raises(GalleryIndexError) as raised:
         GalleryIndex.load(saved_with_weights, registry=registry)
     assert str(raised.value) == (
         f"{saved_with_weights / 'index.json'}: an index of version 1, which keeps only the path of its weights, so "
-        f"its model cannot be checked; this oml reads version 2: rebuild the index (oml index build)"
+        f"its model cannot be checked; this oml reads versions 2 and 3: rebuild the index (oml index build)"
     )
 
 
@@ -913,7 +917,7 @@ def test_a_dataset_components_items_without_ids_or_queries(tmp_path):
     ):
         index.search(["a.png"])
     folder = index.save(tmp_path / "saved")  # no probe query: its first gallery row is its probe
-    stored = torch.load(folder / "embeddings.pt", weights_only=True)
+    stored = torch.load(folder / "gen-1" / "embeddings.pt", weights_only=True)
     assert torch.equal(stored["probe_input"], torch.zeros(3)) and stored["probe_query"] is None
 
 
@@ -948,11 +952,11 @@ def test_bad_dataset_arguments_of_an_index(tmp_path, registry):
 
 
 def test_a_bad_probe_record_is_one_line_naming_the_file(tmp_path, saved_with_weights, registry):
-    stored = torch.load(saved_with_weights / "embeddings.pt", weights_only=True)
-    torch.save({**stored, "probe_query": "../probe.png"}, saved_with_weights / "embeddings.pt")
+    stored = torch.load(saved_with_weights / "gen-1" / "embeddings.pt", weights_only=True)
+    torch.save({**stored, "probe_query": "../probe.png"}, saved_with_weights / "gen-1" / "embeddings.pt")
     with pytest.raises(GalleryIndexError) as raised:
         GalleryIndex.load(saved_with_weights, registry=registry)
     assert str(raised.value) == (
-        f"{saved_with_weights / 'embeddings.pt'}: its probe needs either the file name of its query in the folder "
-        f"or its input tensor"
+        f"{saved_with_weights / 'gen-1' / 'embeddings.pt'}: its probe needs either the file name of its query in "
+        f"the folder or its input tensor"
     )

@@ -44,7 +44,7 @@ TRANSFORMS = {"name": "norm_resize", "args": {"im_size": 64}}
 SEED = 42
 CUDA = torch.cuda.is_available()
 #: The files of an index that do not depend on the device that embedded it.
-DEVICE_FREE_FILES = ("index.json", "items.json", "weights.pt", "probe.png")
+DEVICE_FREE_FILES = ("index.json", "gen-1/items.json", "weights.pt", "probe.png")
 
 
 @pytest.fixture(scope="module")
@@ -75,7 +75,7 @@ def cpu_index(dataset_root, tmp_path_factory) -> Path:
 
 
 def saved_embeddings(index_dir: Path) -> torch.Tensor:
-    return torch.load(index_dir / "embeddings.pt", weights_only=True)["embeddings"]
+    return torch.load(index_dir / "gen-1" / "embeddings.pt", weights_only=True)["embeddings"]
 
 
 def one_error_line(capsys, argv: list[str]) -> str:
@@ -234,7 +234,8 @@ def test_an_index_built_on_the_gpu_is_the_cpus(dataset_root, cpu_index, tmp_path
     relative = (on_gpu - on_cpu).norm(dim=1) / on_cpu.norm(dim=1)
     assert float(relative.max()) < min(1e-4, PROBE_TOLERANCE)
     thresholds = [
-        json.loads((i / "calibration.json").read_text())["threshold"] for i in (gpu_index, cpu_index)
+        json.loads((i / "gen-1" / "calibration.json").read_text())["threshold"]
+        for i in (gpu_index, cpu_index)
     ]
     assert abs(thresholds[0] ** 2 - thresholds[1] ** 2) < 1e-5
     queries = [dataset_root / "images" / name for name in ("circle_1.jpg", "circle_17.jpg", "circle_26.jpg")]

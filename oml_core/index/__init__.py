@@ -1,7 +1,8 @@
 """Serving a gallery: :class:`GalleryIndex` (build from the items of a dataset component: a dataframe or a folder
 of images, a plugin's modality; or from embeddings; search by its component's queries (:mod:`.queries`), image
 paths or embeddings; save to a self-contained folder and load, checked against the model that built it:
-:mod:`.integrity`) and the calibration of a match threshold (:mod:`.calibration`)."""
+:mod:`.integrity`; change by id and commit as a new generation: :mod:`.generations`) and the calibration of a
+match threshold (:mod:`.calibration`)."""
 
 from oml_core.index.calibration import (
     TARGETS,
@@ -11,8 +12,9 @@ from oml_core.index.calibration import (
     calibrate_rr,
     calibrate_threshold,
 )
-from oml_core.index.errors import GalleryIndexError
-from oml_core.index.gallery import GalleryIndex, SearchHit
+from oml_core.index.changes import Upserted
+from oml_core.index.errors import GalleryIndexError, IndexLockedError, UnknownItemError
+from oml_core.index.gallery import GalleryIndex, GalleryItem, SearchHit
 
 __all__ = [
     "TARGETS",
@@ -21,7 +23,11 @@ __all__ = [
     "CalibrationError",
     "GalleryIndex",
     "GalleryIndexError",
+    "GalleryItem",
+    "IndexLockedError",
     "SearchHit",
+    "UnknownItemError",
+    "Upserted",
     "calibrate_rr",
     "calibrate_threshold",
 ]

@@ -1,9 +1,13 @@
 """The answer of a search, defined once: what ``oml search`` prints (as JSON or a table), what the service's
 ``POST /search`` returns and what Python code gets from :func:`search_answer`.
 
-The answer is ``{"index", "threshold", "queries": [{"query", "match", "results": [hit, ...]}]}``:
+The answer is ``{"index", "threshold", "calibration_stale", "queries": [{"query", "match", "results": [hit,
+...]}]}``:
 
-- ``index``: the index's folder (a string), ``threshold``: its calibrated match threshold (None: not calibrated);
+- ``index``: the index's folder (a string), ``threshold``: its calibrated match threshold (None: not calibrated),
+  ``calibration_stale``: whether the gallery changed since the threshold was calibrated
+  (:attr:`GalleryIndex.calibration_stale <oml_core.index.gallery.GalleryIndex.calibration_stale>`; ``oml index
+  calibrate INDEX`` calibrates it again);
 - per query, in the order given: ``query``, its name (an image's path, a text ...); ``match``, its nearest item's
   match (None when the index is not calibrated, false when nothing was found); ``results``, the
   :class:`~oml_core.index.gallery.SearchHit` s nearest first, each ``{rank, id, path, label, distance, match}``.
@@ -19,28 +23,43 @@ from oml_core.index.gallery import SearchHit
 
 
 def search_answer(
-    index: str | Path, threshold: float | None, names: Sequence[str], hits: Sequence[Sequence[SearchHit]]
+    index: str | Path,
+    threshold: float | None,
+    names: Sequence[str],
+    hits: Sequence[Sequence[SearchHit]],
+    *,
+    calibration_stale: bool,
 ) -> dict[str, Any]:
     """The answer to the queries named ``names`` whose hits are ``hits`` (one list per query, as
     :meth:`GalleryIndex.search <oml_core.index.gallery.GalleryIndex.search>` returns them), in an index of
-    folder ``index`` calibrated to ``threshold`` (None: not calibrated): a JSON-able dict (see the module)."""
+    folder ``index`` calibrated to ``threshold`` (None: not calibrated), whose calibration is stale or not: a
+    JSON-able dict (see the module)."""
     queries = []
     for name, found in zip(names, hits, strict=True):
         match = None if threshold is None else bool(found and found[0].match)
         queries.append({"query": name, "match": match, "results": [hit.to_dict() for hit in found]})
-    return {"index": str(index), "threshold": threshold, "queries": queries}
+    return {
+        "index": str(index),
+        "threshold": threshold,
+        "calibration_stale": calibration_stale,
+        "queries": queries,
+    }
 
 
 def search_table(answer: dict[str, Any]) -> str:
     """The table form of :func:`search_answer`: per query a line (its name and verdict), then one line per gallery
-    item (rank, distance, match when calibrated, label, id, path), columns aligned."""
+    item (rank, distance, match when calibrated, label, id, path), columns aligned. A stale calibration is said
+    on each verdict, with the command that calibrates it again."""
     threshold = answer["threshold"]
+    stale = (
+        f" (calibration stale: oml index calibrate {answer['index']})" if answer["calibration_stale"] else ""
+    )
     lines = []
     for query in answer["queries"]:
         if threshold is None:
             verdict = "(the index is not calibrated: distances only)"
         else:
-            verdict = f"{'match' if query['match'] else 'no match'} (threshold {threshold:.6g})"
+            verdict = f"{'match' if query['match'] else 'no match'} (threshold {threshold:.6g}){stale}"
         lines.append(f"{query['query']}: {verdict}")
         header = ["rank", "distance", *(["match"] if threshold is not None else []), "label", "id", "path"]
         rows = [

@@ -16,6 +16,14 @@ Example::
     index.save("my_index")
     hits = GalleryIndex.load("my_index").search(["query.jpg"], top_k=5)  # [[SearchHit(...), ...]]
 
+An index that changes, by id, as a new generation of its folder (:mod:`oml_core.index.generations`)::
+
+    index = GalleryIndex.load("my_index")
+    index.upsert(["new.jpg", "better.jpg"], ids=[1000, 7])  # Upserted(added=1, updated=1)
+    index.remove([3, 4])
+    index.commit()  # durable when it returns; another process sees it after its refresh()
+    index.item(1000)  # GalleryItem(id=1000, path='new.jpg', label=None)
+
 An index of another dataset component, a plugin's (``oml index build dataset.name=...``)::
 
     index = GalleryIndex(extractor=..., dataset={"name": "my_modality", "args": {}},
@@ -29,13 +37,15 @@ from __future__ import annotations
 
 import inspect
 import json
+import logging
 import math
+import os
 import shutil
 import warnings
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar, cast
 
 import numpy as np
 import pandas as pd
@@ -47,7 +57,18 @@ from oml_core.config.data import DATA_KEYS, build_dataset_component, check_datas
 from oml_core.const import SPLIT_COLUMN, TBBox
 from oml_core.datasets.image_data import ImageData
 from oml_core.index.calibration import Calibration, CalibrationError, calibrate_rr, check_target
-from oml_core.index.errors import GalleryIndexError
+from oml_core.index.changes import Change, Recalibration, Removal, Upsert, Upserted
+from oml_core.index.errors import GalleryIndexError, UnknownItemError
+from oml_core.index.generations import (
+    GENERATION_FILE,
+    Layout,
+    current_generation,
+    generation_folder,
+    generation_info,
+    read_layout,
+    remove_generations,
+    writer_lock,
+)
 from oml_core.index.integrity import check_model, check_probe, model_json, rebuilt_spec
 from oml_core.index.items import ItemInput, OneInput, Probe, SomeItems, is_item_input, size_of
 from oml_core.index.storage import (
@@ -77,11 +98,20 @@ from oml_core.interfaces.datasets import (
     ILabeledDataset,
     IQueryGalleryLabeledDataset,
 )
-from oml_core.interfaces.knn import IKnnIndex
+from oml_core.interfaces.knn import CannotRemoveError, IKnnIndex
 from oml_core.registry import ConfigError, Registry, RegistryError, default_registry, to_plain
-from oml_core.retrieval.knn_backends import check_distance, check_k, make_knn_index, search_with_index
+from oml_core.retrieval.knn_backends import (
+    check_added,
+    check_distance,
+    check_k,
+    make_knn_index,
+    search_with_index,
+)
 from oml_core.retrieval.retrieval_results import RetrievalResults, factorize, get_sequence_ids
+from oml_core.utils.atomic import fsync_directory
 from oml_core.utils.precision import without_tf32
+
+logger = logging.getLogger(__name__)
 
 #: Which items of its dataset component :meth:`GalleryIndex.add_dataset` puts in the gallery.
 GALLERY_ROWS = ("all", "gallery")
@@ -94,6 +124,10 @@ Spec = Mapping[str, Any] | str
 INDEX_PIPELINE = "gallery index"
 #: What names a probe that is a gallery item's input, after the file that keeps it.
 INPUT_PROBE = "(its probe: a gallery item)"
+#: How long :meth:`GalleryIndex.commit` waits for another writer's lock by default, in seconds.
+LOCK_TIMEOUT = 10.0
+#: The ``top_n`` of a calibration made again whose arguments were not kept (:meth:`GalleryIndex.calibrate`'s).
+DEFAULT_TOP_N = 5
 
 
 @dataclass(frozen=True)
@@ -119,6 +153,25 @@ class SearchHit:
 
     def to_dict(self) -> dict[str, Any]:
         """The hit as a JSON-able dict."""
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class GalleryItem:
+    """A gallery item as the index keeps it (:meth:`GalleryIndex.item`).
+
+    Attributes:
+        id: Its id.
+        path: Its name: an image's path, a text, or its name by its dataset component (None: none).
+        label: Its label (None when unknown).
+    """
+
+    id: int
+    path: str | None
+    label: int | None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The item as a JSON-able dict."""
         return asdict(self)
 
 
@@ -205,6 +258,25 @@ class GalleryIndex:
         self._ids: list[int] = []
         self._paths: list[str | None] = []
         self._labels: list[int | None] = []
+        #: The key of every item in the knn backend (its id there), increasing in the items' order, and the
+        #: key of the next item.
+        self._keys = torch.zeros(0, dtype=torch.long)
+        self._next_key = 0
+        #: The row of every item by id (made when first needed after a change).
+        self._row_of: dict[int, int] | None = None
+        #: The folder a loaded index was loaded from (where :meth:`commit` writes), its generation, and the
+        #: changes made since it was loaded or committed.
+        self._folder: Path | None = None
+        self._generation = 0
+        self._changes: list[Change] = []
+        #: A loaded index's ``index.json``, and what its ``embeddings.pt`` holds beside the embeddings: what a
+        #: commit writes again unchanged.
+        self._meta: dict[str, Any] = {}
+        self._stored: StoredEmbeddings | None = None
+        #: Whether the gallery changed since :attr:`calibration` was made (saved with the index).
+        self.calibration_stale = False
+        #: The arguments of :meth:`calibrate` that made :attr:`calibration` (``target``, ``value``, ``top_n``).
+        self._calibration_args: dict[str, Any] | None = None
         #: A loaded index's weights file and its sha256: the extractor spec is rebuilt with them.
         self._weights: tuple[Path, str] | None = None
         #: A loaded index's probe; checked before the first query.
@@ -578,7 +650,7 @@ class GalleryIndex:
         paths: Sequence[str | Path | None] | None = None,
     ) -> None:
         """Add gallery items: ``[n, dim]`` embeddings, or image files (paths) embedded by :meth:`embed` (for the
-        items of a dataset component, see :meth:`add_dataset`).
+        items of a dataset component, see :meth:`add_dataset`; to replace items by id, :meth:`upsert`).
 
         Args:
             items: The embeddings, or the image paths (their ``paths``).
@@ -592,19 +664,11 @@ class GalleryIndex:
                 that are not finite or of another dimension than the index's.
             GalleryIndexError: see :meth:`embed`.
         """
-        if isinstance(items, Tensor):
-            n = len(items)
-            item_paths: list[str | None] = (
-                [None] * n if paths is None else [None if p is None else str(p) for p in paths]
-            )
-            embeddings = items
-        else:
-            if paths is not None:
-                raise ValueError("paths go with embeddings; added images are their own paths")
-            image_paths = [str(p) for p in ([items] if isinstance(items, str | Path) else items)]
-            embeddings = self.embed(image_paths) if image_paths else torch.zeros(0, 0)
-            item_paths = list(image_paths)
-        self._add(embeddings, item_paths, labels, ids)
+        n = self._count(items)
+        labels_list = [None] * n if labels is None else _labels(labels, n)
+        ids_list = self._new_ids(ids, n)
+        embeddings, names, _ = self._embedded(items, paths)
+        self._add(embeddings, names, labels_list, ids_list)
 
     def _add(
         self,
@@ -618,17 +682,22 @@ class GalleryIndex:
             return
         if len(paths) != n:
             raise ValueError(f"paths must have one entry per item ({n}), got {len(paths)}")
-        labels_list = [None] * n if labels is None else _labels(labels, n)
-        ids_list = self._new_ids(ids, n)
-        embeddings = embeddings.detach().float().cpu()
-        positions = torch.arange(len(self), len(self) + n)
-        self._backend.add(embeddings, ids=positions)  # validates the embeddings before anything is kept
-        self._chunks.append(embeddings)
-        self._ids += ids_list
-        self._paths += paths
-        self._labels += labels_list
+        labels_list: list[int | None] = [None] * n if labels is None else _labels(labels, n)
+        change = Upsert(self._checked(embeddings), self._new_ids(ids, n), list(paths), labels_list)
+        self._apply(change)
+        self._record(change)
 
     def _new_ids(self, ids: Sequence[int] | None, n: int) -> list[int]:
+        """``n`` new ids: ``ids`` checked to be distinct integers that the index does not have, or the integers
+        after the largest id so far."""
+        values = self._upsert_ids(ids, n)
+        taken = [value for value in values if value in self._rows()]
+        if taken:
+            raise ValueError(f"id {taken[0]} is given to two items; ids must be distinct")
+        return values
+
+    def _upsert_ids(self, ids: Sequence[int] | None, n: int) -> list[int]:
+        """``ids`` checked to be ``n`` distinct integers, or (None) the ``n`` integers after the largest id."""
         if ids is None:
             start = max(self._ids) + 1 if self._ids else 0
             return list(range(start, start + n))
@@ -636,13 +705,324 @@ class GalleryIndex:
         if len(values) != n or not all(_is_int(v) for v in values):
             raise ValueError(f"ids must be {n} integers, one per item, got {len(values)} values")
         values = [int(v) for v in values]
-        taken = set(self._ids)
-        seen: set[int] = set()
-        for value in values:
-            if value in taken or value in seen:
-                raise ValueError(f"id {value} is given to two items; ids must be distinct")
-            seen.add(value)
+        if len(set(values)) != len(values):
+            twice = next(v for v in values if values.count(v) > 1)
+            raise ValueError(f"id {twice} is given to two items; ids must be distinct")
         return values
+
+    def _count(self, items: Tensor | IBaseDataset | Sequence[str | Path] | str | Path) -> int:
+        """How many items ``items`` are (embeddings, a dataset, image paths), before any is read."""
+        if isinstance(items, Tensor):
+            return len(items)
+        if isinstance(items, Dataset):
+            return size_of(items)
+        return 1 if isinstance(items, str | Path) else len(items)
+
+    def _embedded(
+        self,
+        items: Tensor | IBaseDataset | Sequence[str | Path] | str | Path,
+        paths: Sequence[str | Path | None] | None,
+    ) -> tuple[Tensor, list[str | None], list[int | None] | None]:
+        """The embeddings, names and labels (a labelled dataset's; else None) of ``items``: embeddings (named by
+        ``paths``), a dataset of the index's dataset component (named by it) or image files (their paths)."""
+        if isinstance(items, Tensor):
+            n = len(items)
+            names: list[str | None] = [None] * n
+            if paths is not None:
+                names = [None if p is None else str(p) for p in paths]
+            return items, names, None
+        if paths is not None:
+            raise ValueError("paths go with embeddings; items of a dataset or images are named by themselves")
+        if isinstance(items, Dataset):
+            if not size_of(items):
+                return torch.zeros(0, 0), [], None
+            labels = (
+                _labels(items.get_labels().tolist(), size_of(items))
+                if isinstance(items, ILabeledDataset)
+                else None
+            )
+            return self.embed(items), _item_names(self.data, items), labels
+        image_paths = [str(p) for p in ([items] if isinstance(items, str | Path) else items)]
+        embeddings = self.embed(image_paths) if image_paths else torch.zeros(0, 0)
+        return embeddings, list(image_paths), None
+
+    def _checked(self, embeddings: Tensor) -> Tensor:
+        """``embeddings`` as checked float32 CPU rows of the index's dimension (before anything changes)."""
+        dim = self._chunks[0].shape[1] if self._chunks else None
+        return check_added(embeddings, None, None, 0, dim)[0].float()
+
+    # ------------------------------------------------------------------------------------------ changes
+    def upsert(
+        self,
+        items: Tensor | IBaseDataset | Sequence[str | Path] | str | Path,
+        *,
+        ids: Sequence[int] | None = None,
+        labels: Sequence[int | None] | None = None,
+        paths: Sequence[str | Path | None] | None = None,
+    ) -> Upserted:
+        """Put items into the gallery by id: an item of an id the index has replaces it (its vector and item: it
+        then comes after the others, as a new one does); the others are added after the index's items. The
+        change is in memory until :meth:`commit`; the calibration, if any, is kept and marked stale
+        (:attr:`calibration_stale`).
+
+        The knn backend is changed in place where it can remove items (``exact``, ``faiss_flat``,
+        ``faiss_ivf``), else built again from the index's embeddings: either way a search then answers as an
+        index built from scratch of the resulting items in their order.
+
+        Args:
+            items: ``[n, dim]`` embeddings, a dataset of the index's dataset component (e.g. the
+                ``dataset`` of :func:`~oml_core.index.queries.collect_queries`: named by the component, labelled
+                when it is labelled) or image files (their paths), embedded by :meth:`embed`.
+            ids: ``n`` distinct integer ids; None: the integers after the largest id (all new).
+            labels: ``n`` integer labels (None entries: unknown); None: the dataset's, else unknown.
+            paths: With embeddings, the name of each (or None).
+
+        Returns:
+            How many items were added and how many updated.
+
+        Raises:
+            ValueError: ids or labels of another length, not integers, an id given twice (before anything is
+                embedded); embeddings not finite or of another dimension than the index's.
+            GalleryIndexError: see :meth:`embed`.
+        """
+        n = self._count(items)
+        ids_list = self._upsert_ids(ids, n)
+        given_labels = None if labels is None else _labels(labels, n)
+        embeddings, names, dataset_labels = self._embedded(items, paths)
+        if len(names) != n:
+            raise ValueError(f"paths must have one entry per item ({n}), got {len(names)}")
+        if n == 0:
+            return Upserted(0, 0)
+        labels_list = given_labels or dataset_labels or [None] * n
+        change = Upsert(self._checked(embeddings), ids_list, names, labels_list)
+        done = self._apply(change)
+        self._record(change)
+        return done
+
+    def remove(self, ids: int | Sequence[int]) -> int:
+        """Remove the items of ``ids`` from the gallery (in memory until :meth:`commit`); the others keep their
+        order. The calibration, if any, is kept and marked stale.
+
+        Returns:
+            The number of items removed.
+
+        Raises:
+            ValueError: ids that are not integers, or an id given twice.
+            UnknownItemError: ids that no item has (all named; nothing was removed).
+        """
+        given = [cast(int, ids)] if _is_int(ids) else list(cast(Sequence[int], ids))
+        values = self._upsert_ids(given, len(given))
+        unknown = [value for value in values if value not in self._rows()]
+        if unknown:
+            raise UnknownItemError(unknown, self._where())
+        change = Removal(values)
+        self._apply(change)
+        self._record(change)
+        return len(values)
+
+    def item(self, id: int) -> GalleryItem:
+        """The gallery item of ``id``: its id, path (or text, or name) and label.
+
+        Raises:
+            UnknownItemError: no item has ``id``.
+        """
+        row = self._rows().get(id) if _is_int(id) else None
+        if row is None:
+            raise UnknownItemError([id], self._where())
+        return GalleryItem(self._ids[row], self._paths[row], self._labels[row])
+
+    @property
+    def generation(self) -> int:
+        """The generation of the index's folder that this index holds, with its changes since (see
+        :mod:`oml_core.index.generations`): 0 for an index not loaded, or loaded from a folder of version 2
+        that no commit changed yet."""
+        return self._generation
+
+    def recalibrate(self) -> Calibration:
+        """Calibrate the match threshold again, with the arguments of the calibration the index has (``target``,
+        ``value``, ``top_n``; 5 for an index saved before they were kept), on the validation split of its dataset
+        component as it is now, every item of it embedded by the index's extractor; the calibration is then no
+        longer stale. In memory until :meth:`commit`.
+
+        Raises:
+            GalleryIndexError: the index is not calibrated, or its dataset component has no validation split.
+            CalibrationError: the split cannot give a threshold for the target.
+            ConfigError: an item of the split cannot be read.
+        """
+        if self.calibration is None:
+            raise GalleryIndexError(
+                f"{self._where()}: the index is not calibrated, so it has no target to calibrate for again"
+            )
+        args = self._calibration_args or {
+            "target": self.calibration.target,
+            "value": self.calibration.value,
+            "top_n": DEFAULT_TOP_N,
+        }
+        data = self.data
+        try:
+            validation = data.validation_dataset()
+        except NotImplementedError as e:
+            raise GalleryIndexError(f"{self._where()}: {e}: the index cannot be calibrated again") from e
+        check_datasets(data, [validation], self.num_workers, None)
+        self._calibrate_on(validation, None, {}, args)
+        assert self.calibration is not None
+        return self.calibration
+
+    def commit(self, timeout: float = LOCK_TIMEOUT) -> int:
+        """Write the changes since the index was loaded (or last committed) into its folder as a new
+        generation, durably (see :mod:`oml_core.index.generations`): when it returns, they survive a kill or a
+        power loss; a kill during it leaves the folder as before. Under the folder's writer lock, the index
+        first takes the generation another process may have committed meanwhile and makes its own changes
+        again on top of it (:meth:`refresh`). The generations before the previous one are then removed. A
+        folder of version 2 is converted by its first commit, even without changes.
+
+        Args:
+            timeout: Seconds to wait for another writer's lock.
+
+        Returns:
+            The generation of the folder now.
+
+        Raises:
+            GalleryIndexError: the index was not loaded from a folder; see :meth:`refresh`.
+            IndexLockedError: another process held the lock for ``timeout`` seconds (nothing was written).
+        """
+        folder = self._bound_folder()
+        with writer_lock(folder, timeout):
+            self.refresh()
+            if not self._changes and self._generation > 0:
+                return self._generation
+            generation = self._generation + 1
+            data = generation_folder(folder, generation)
+            if data.exists():
+                shutil.rmtree(data)  # left by a commit that was killed before it switched
+            data.mkdir()
+            recalibrated = any(isinstance(change, Recalibration) for change in self._changes)
+            plot = None if recalibrated else generation_folder(folder, self._generation) / CALIBRATION_PLOT
+            try:
+                self._write_generation(data, generation, self._stored_template(), plot)
+                fsync_directory(folder)
+            except BaseException:
+                shutil.rmtree(
+                    data, ignore_errors=True
+                )  # the folder is as before: index.json names the last one
+                raise
+            meta = {key: value for key, value in self._meta.items() if key not in ("n_items", "dim")}
+            write_json(folder / INDEX_FILE, {**meta, "version": INDEX_VERSION, "generation": generation})
+            self._generation, self._changes = generation, []
+            remove_generations(folder, {generation, generation - 1})
+        logger.debug("%s: committed generation %d (%d items)", folder, generation, len(self))
+        return generation
+
+    def refresh(self) -> bool:
+        """Take the generation that another process committed into the index's folder since this index read it,
+        if any (a cheap check of ``index.json`` otherwise); the changes not yet committed here are made again on
+        top of it.
+
+        Returns:
+            Whether the index took a new generation.
+
+        Raises:
+            GalleryIndexError: the index was not loaded from a folder; the folder cannot be read; a change made
+                here cannot be made again (e.g. the removal of an id that the other process removed): the
+                changes not committed here are then dropped, the index holds the new generation.
+        """
+        folder = self._bound_folder()
+        if current_generation(folder) == self._generation:
+            return False
+        layout, state = _read_current(folder, self._read_generation)
+        before, changes = self._generation, self._changes
+        self._set_generation(layout, state)
+        try:
+            for change in changes:
+                self._apply(change)
+        except (GalleryIndexError, ValueError) as e:
+            self._set_generation(*_read_current(folder, self._read_generation))
+            self._changes = []
+            raise GalleryIndexError(
+                f"{folder} was changed by another process (generation {before} to {layout.generation}) and the "
+                f"changes made here cannot be made again on it ({e}); they were dropped"
+            ) from e
+        self._changes = changes
+        logger.debug("%s: took generation %d of another process", folder, layout.generation)
+        return True
+
+    def _apply(self, change: Change) -> Upserted:
+        """Make ``change`` in memory (see :class:`~oml_core.index.changes.Change`)."""
+        if isinstance(change, Recalibration):
+            self.calibration, self._calibration_args = change.calibration, dict(change.args)
+            self.calibration_stale = False
+            return Upserted(0, 0)
+        rows = self._rows()
+        if isinstance(change, Removal):
+            unknown = [value for value in change.ids if value not in rows]
+            if unknown:
+                raise UnknownItemError(unknown, self._where())
+            self._replace_rows([rows[value] for value in change.ids], None)
+            updated = 0
+        else:
+            dropped = [rows[value] for value in change.ids if value in rows]
+            self._replace_rows(dropped, change)
+            updated = len(dropped)
+        self.calibration_stale = self.calibration is not None
+        return Upserted(len(change.ids) - updated if isinstance(change, Upsert) else 0, updated)
+
+    def _replace_rows(self, dropped: list[int], new: Upsert | None) -> None:
+        """Remove the items of rows ``dropped`` and append those of ``new``, in the backend too: in place, or by
+        a backend built again from the embeddings when it cannot remove items."""
+        rebuild = False
+        if dropped:
+            kept = torch.ones(len(self), dtype=torch.bool)
+            kept[dropped] = False
+            try:
+                self._backend.remove(self._keys[~kept])
+            except CannotRemoveError as e:
+                logger.info("%s: building it again from the index's embeddings", e)
+                rebuild = True
+            self._chunks = [self.embeddings[kept]]
+            rows = kept.tolist()
+            self._ids = [value for value, keep in zip(self._ids, rows) if keep]
+            self._paths = [value for value, keep in zip(self._paths, rows) if keep]
+            self._labels = [value for value, keep in zip(self._labels, rows) if keep]
+            self._keys = self._keys[kept]
+        if new is not None:
+            keys = torch.arange(self._next_key, self._next_key + len(new.ids))
+            self._next_key += len(new.ids)
+            if not rebuild:
+                self._backend.add(new.embeddings, ids=keys)
+            self._chunks.append(new.embeddings)
+            self._ids += new.ids
+            self._paths += new.paths
+            self._labels += new.labels
+            self._keys = torch.cat([self._keys, keys])
+        if rebuild:
+            backend = make_knn_index(self._backend_spec, self.distance, self.registry)
+            if len(self):
+                backend.add(self.embeddings, ids=self._keys)
+            self._backend = backend
+        self._row_of = None
+
+    def _rows(self) -> dict[int, int]:
+        """The row of every item by id."""
+        if self._row_of is None:
+            self._row_of = {value: row for row, value in enumerate(self._ids)}
+        return self._row_of
+
+    def _record(self, change: Change) -> None:
+        """Keep ``change`` for :meth:`commit` (an index not loaded from a folder has nothing to commit)."""
+        if self._folder is not None:
+            self._changes.append(change)
+
+    def _where(self) -> str:
+        """What names the index in messages: its folder, or "the gallery index"."""
+        return str(self._folder) if self._folder is not None else "the gallery index"
+
+    def _bound_folder(self) -> Path:
+        if self._folder is None:
+            raise GalleryIndexError(
+                "this index was not loaded from a folder, so it has none to commit to or refresh from: save it "
+                "(save) and load it (GalleryIndex.load)"
+            )
+        return self._folder
 
     # ----------------------------------------------------------------------------------------- search
     def search(
@@ -685,6 +1065,7 @@ class GalleryIndex:
         if len(embeddings) == 0:
             return []
         found = self._backend.search(embeddings, top_k)
+        rows = self._rows_of_keys(found.ids)
         if self.calibration is None:
             matches = [[None] * top_k] * len(embeddings)
         else:
@@ -702,8 +1083,15 @@ class GalleryIndex:
                 for rank, (position, distance, match) in enumerate(zip(*row), start=1)
                 if position >= 0
             ]
-            for row in zip(found.ids.tolist(), found.distances.tolist(), matches)
+            for row in zip(rows.tolist(), found.distances.tolist(), matches)
         ]
+
+    def _rows_of_keys(self, keys: Tensor) -> Tensor:
+        """The rows of the items of backend ``keys`` (``-1`` stays ``-1``): the keys themselves unless items
+        were removed or replaced (the keys increase with the rows)."""
+        if self._next_key == len(self):
+            return keys
+        return torch.where(keys >= 0, torch.searchsorted(self._keys, keys.clamp(min=0).contiguous()), keys)
 
     # ------------------------------------------------------------------------------------ calibration
     def calibrate(
@@ -759,13 +1147,19 @@ class GalleryIndex:
             sequence_ids=None if sequences is None else factorize(np.asarray(sequences)),
         )
         rr = RetrievalResults(found.distances, found.retrieved_ids, found.gt_ids, n_gallery=found.n_gallery)
-        self.calibration = calibrate_rr(rr, target=target, value=value)
-        return self.calibration
+        change = Recalibration(
+            calibrate_rr(rr, target=target, value=value), {"target": target, "value": value, "top_n": top_n}
+        )
+        self._apply(change)
+        self._record(change)
+        return change.calibration
 
     # ---------------------------------------------------------------------------------- save and load
     def save(self, folder: str | Path) -> Path:
-        """Write the index into the new folder ``folder`` (see :mod:`oml_core.index.storage` for its files): its
-        config, items, embeddings, the knn backend's own save, and the calibration with its curve as a PNG.
+        """Write the index into the new folder ``folder`` (see :mod:`oml_core.index.storage` for its files and
+        :mod:`oml_core.index.generations` for its layout: generation 1): its config, items, embeddings, the knn
+        backend's own save, and the calibration with its curve as a PNG. The index stays bound to the folder it
+        was loaded from, if any (:meth:`commit` writes there).
 
         The index is self-contained (:mod:`oml_core.index.integrity`): an extractor spec's weights are copied
         (the state dict of the extractor as it is, ``weights.pt``, with its sha256 in ``index.json``), and with
@@ -782,10 +1176,8 @@ class GalleryIndex:
             GalleryIndexError: see :attr:`extractor` and :meth:`embed` (the extractor of a spec is built here).
         """
         from oml_core import __version__
-        from oml_core.index.plot import plot_calibration
 
         folder = Path(folder)
-        embeddings = self.embeddings
         has_extractor = self._extractor_spec is not None or self._extractor is not None
         if has_extractor:
             self._check_probe()
@@ -798,6 +1190,22 @@ class GalleryIndex:
             )
             if probe is not None and isinstance(probe.item, Path) and probe.item.parent != temporary:
                 shutil.copyfile(probe.item, temporary / probe.item.name)  # a loaded index's, kept as it was
+            model = model_json(
+                self._extractor_spec, self._transforms_spec, self.distance, weights_sha256, self._dataset_spec
+            )
+            stored = StoredEmbeddings(torch.zeros(0), model)
+            if probe is not None:
+                if isinstance(probe.item, Path):
+                    stored = StoredEmbeddings(
+                        stored.embeddings, model, probe.embedding, probe_query=probe.item.name
+                    )
+                else:
+                    stored = StoredEmbeddings(
+                        stored.embeddings, model, probe.embedding, probe_input=probe.item
+                    )
+            data = generation_folder(temporary, 1)
+            data.mkdir()
+            self._write_generation(data, 1, stored)
             write_json(
                 temporary / INDEX_FILE,
                 {
@@ -805,29 +1213,45 @@ class GalleryIndex:
                     "version": INDEX_VERSION,
                     "oml_core": __version__,
                     "config": self.config,
-                    "n_items": len(self),
-                    "dim": int(embeddings.shape[1]),
                     "weights_sha256": weights_sha256,
+                    "generation": 1,
                 },
             )
-            write_json(
-                temporary / ITEMS_FILE, {"ids": self._ids, "paths": self._paths, "labels": self._labels}
-            )
-            model = model_json(
-                self._extractor_spec, self._transforms_spec, self.distance, weights_sha256, self._dataset_spec
-            )
-            stored = StoredEmbeddings(embeddings, model)
-            if probe is not None:
-                if isinstance(probe.item, Path):
-                    stored = StoredEmbeddings(embeddings, model, probe.embedding, probe_query=probe.item.name)
-                else:
-                    stored = StoredEmbeddings(embeddings, model, probe.embedding, probe_input=probe.item)
-            write_embeddings(temporary / EMBEDDINGS_FILE, stored)
-            self._backend.save(temporary / BACKEND_FOLDER)
-            if self.calibration is not None:
-                write_json(temporary / CALIBRATION_FILE, self.calibration.to_dict())
-                plot_calibration(self.calibration, temporary / CALIBRATION_PLOT)
         return folder
+
+    def _write_generation(
+        self, data: Path, generation: int, stored: StoredEmbeddings, plot: Path | None = None
+    ) -> None:
+        """Write the items, embeddings (with what ``stored`` holds beside them), backend and calibration of
+        the index as ``generation`` into the new folder ``data``, each file fsync-ed, then the folder. ``plot``:
+        the calibration's curve as a previous generation drew it, linked rather than drawn again (a copy where
+        the file system has no hard links; drawn when it does not exist)."""
+        from oml_core.index.plot import plot_calibration
+
+        embeddings = self.embeddings
+        write_json(
+            data / ITEMS_FILE,
+            {"ids": self._ids, "paths": self._paths, "labels": self._labels, "keys": self._keys.tolist()},
+        )
+        write_embeddings(data / EMBEDDINGS_FILE, replace(stored, embeddings=embeddings))
+        self._backend.save(data / BACKEND_FOLDER)
+        if self.calibration is not None:
+            write_json(data / CALIBRATION_FILE, self.calibration.to_dict())
+            if plot is not None and plot.is_file():
+                _link_or_copy(plot, data / CALIBRATION_PLOT)
+            else:
+                plot_calibration(self.calibration, data / CALIBRATION_PLOT)
+        info = generation_info(
+            generation, len(self), int(embeddings.shape[1]), self.calibration_stale, self._calibration_args
+        )
+        write_json(data / GENERATION_FILE, info)
+        fsync_directory(data)
+
+    def _stored_template(self) -> StoredEmbeddings:
+        """What a loaded index's ``embeddings.pt`` holds beside its embeddings (model JSON, probe)."""
+        if self._stored is None:
+            raise GalleryIndexError(f"{self._where()}: the index was not loaded from a folder")
+        return self._stored
 
     def _new_probe(self, folder: Path) -> Probe | None:
         """The probe of a new index with an extractor: the dataset component's probe query, written into
@@ -865,13 +1289,18 @@ class GalleryIndex:
         transforms: Callable[[Any], Any] | None = None,
         device: str | torch.device | None = None,
     ) -> GalleryIndex:
-        """The index saved by :meth:`save` in ``folder``, its queries embedded on ``device`` (see
-        :class:`GalleryIndex`; None: where the extractor is, the CPU for the saved one). Its extractor, transforms
-        and dataset component are built from the saved config when first needed, with the weights saved in the
-        folder (or the objects given here are used instead); the knn backend's state is read by the ``load`` of
-        the backend registered under the saved name. The folder may have moved: nothing outside it is read but the
-        queries to search (and what a dataset component of a plugin reads when it is built). An index saved before
-        the dataset component was recorded is an index of images.
+        """The index saved by :meth:`save` in ``folder`` (its current generation, see
+        :mod:`oml_core.index.generations`; a folder of version 2 is read as generation 0), its queries embedded
+        on ``device`` (see :class:`GalleryIndex`; None: where the extractor is, the CPU for the saved one). Its
+        extractor, transforms and dataset component are built from the saved config when first needed, with the
+        weights saved in the folder (or the objects given here are used instead); the knn backend's state is
+        read by the ``load`` of the backend registered under the saved name. The folder may have moved: nothing
+        outside it is read but the queries to search (and what a dataset component of a plugin reads when it is
+        built). An index saved before the dataset component was recorded is an index of images. The index is
+        bound to ``folder``: :meth:`commit` writes its changes there, :meth:`refresh` reads those of others.
+
+        A load that fails because another process committed twice meanwhile (its generation removed) is made
+        again on the new generation.
 
         Checked (:mod:`oml_core.index.integrity`): at load, the model JSON of ``index.json``'s config against
         the one its embeddings were built with (an edited extractor, transforms, distance or dataset component is
@@ -885,27 +1314,29 @@ class GalleryIndex:
             RegistryError: the saved knn backend is not registered (e.g. its plugin is not installed).
         """
         folder = Path(folder)
-        if not folder.is_dir():
-            raise GalleryIndexError(f"{folder}: no such gallery index folder")
-        meta_path = folder / INDEX_FILE
-        meta = read_json(meta_path)
-        if not isinstance(meta, dict) or meta.get("format") != INDEX_FORMAT:
-            found = meta.get("format") if isinstance(meta, dict) else type(meta).__name__
-            raise GalleryIndexError(f"{meta_path}: not an oml gallery index (format {found!r})")
-        if meta.get("version") == 1:
-            raise GalleryIndexError(
-                f"{meta_path}: an index of version 1, which keeps only the path of its weights, so its model cannot "
-                f"be checked; this oml reads version {INDEX_VERSION}: rebuild the index (oml index build)"
-            )
-        if meta.get("version") != INDEX_VERSION:
-            raise GalleryIndexError(
-                f"{meta_path}: an index of version {meta.get('version')!r}; this oml reads version {INDEX_VERSION}"
-            )
+
+        def read(layout: Layout) -> GalleryIndex:
+            return cls._of_layout(folder, layout, registry, extractor, transforms, device)
+
+        return _read_current(folder, read)[1]
+
+    @classmethod
+    def _of_layout(
+        cls,
+        folder: Path,
+        layout: Layout,
+        registry: Registry | None,
+        extractor: nn.Module | None,
+        transforms: Callable[[Any], Any] | None,
+        device: str | torch.device | None,
+    ) -> GalleryIndex:
+        """The index of ``folder`` whose ``index.json`` and current generation are ``layout``."""
+        meta, meta_path = layout.meta, layout.meta_path
         weights_sha256 = meta.get("weights_sha256")
         if weights_sha256 is not None and not _is_sha256(weights_sha256):
             raise GalleryIndexError(f"{meta_path}: weights_sha256 must be null or a sha256 hex digest")
         try:
-            config, n_items, dim = meta["config"], int(meta["n_items"]), int(meta["dim"])
+            config = meta["config"]
             index = cls(
                 extractor=extractor if extractor is not None else config["extractor"],
                 transforms=transforms if transforms is not None else config["transforms"],
@@ -925,17 +1356,11 @@ class GalleryIndex:
             raise GalleryIndexError(
                 f"{meta_path}: not a valid gallery index config ({type(e).__name__}: {e})"
             ) from e
-        index._restore_items(folder / ITEMS_FILE, n_items)
-        stored = read_embeddings(folder / EMBEDDINGS_FILE, n_items, dim)
-        saved_model = model_json(
-            config["extractor"],
-            config["transforms"],
-            config["distance"],
-            weights_sha256,
-            config.get("dataset"),
-        )
-        check_model(stored.model, saved_model, meta_path, folder / EMBEDDINGS_FILE)
-        index._chunks = [stored.embeddings] if n_items else []
+        state = index._read_generation(layout)
+        index._set_generation(layout, state)
+        index._folder = folder
+        stored = state.stored
+        index._stored = replace(stored, embeddings=torch.zeros(0))
         if weights_sha256 is not None:
             index._weights = (_existing(folder / WEIGHTS_FILE, "the index's weights"), weights_sha256)
         if stored.probe is not None and stored.probe_query is not None:
@@ -943,32 +1368,107 @@ class GalleryIndex:
             index._probe = Probe(stored.probe, query, str(query))
         elif stored.probe is not None and stored.probe_input is not None:
             index._probe = Probe(
-                stored.probe, stored.probe_input, f"{folder / EMBEDDINGS_FILE} {INPUT_PROBE}"
+                stored.probe, stored.probe_input, f"{layout.data / EMBEDDINGS_FILE} {INPUT_PROBE}"
             )
-        index._backend = _load_backend(folder / BACKEND_FOLDER, index, n_items)
-        calibration_path = folder / CALIBRATION_FILE
+        return index
+
+    def _read_generation(self, layout: Layout) -> _Generation:
+        """The items, embeddings, backend and calibration of the generation of ``layout``, checked against
+        each other and against the model JSON of ``index.json``.
+
+        Raises:
+            GalleryIndexError: a file missing, foreign, corrupt or inconsistent (named).
+        """
+        data, n_items, meta = layout.data, layout.n_items, layout.meta
+        ids, paths, labels, keys = _read_items(data / ITEMS_FILE, n_items, with_keys=layout.generation > 0)
+        stored = read_embeddings(data / EMBEDDINGS_FILE, n_items, layout.dim)
+        try:
+            config = meta["config"]
+            saved_model = model_json(
+                config["extractor"],
+                config["transforms"],
+                config["distance"],
+                meta.get("weights_sha256"),
+                config.get("dataset"),
+            )
+        except (KeyError, TypeError) as e:
+            raise GalleryIndexError(f"{layout.meta_path}: not a valid gallery index config ({e!r})") from e
+        check_model(stored.model, saved_model, layout.meta_path, data / EMBEDDINGS_FILE)
+        backend = _load_backend(data / BACKEND_FOLDER, self, n_items)
+        calibration = None
+        calibration_path = data / CALIBRATION_FILE
         if calibration_path.exists():
             try:
-                index.calibration = Calibration.from_dict(read_json(calibration_path))
+                calibration = Calibration.from_dict(read_json(calibration_path))
             except (KeyError, TypeError, ValueError) as e:
                 raise GalleryIndexError(
                     f"{calibration_path}: not a valid calibration ({type(e).__name__}: {e})"
                 ) from e
-        return index
+        return _Generation(ids, paths, labels, keys, stored, backend, calibration)
 
-    def _restore_items(self, path: Path, n_items: int) -> None:
-        items = read_json(path)
-        try:
-            ids, paths, labels = items["ids"], items["paths"], items["labels"]
-            if not all(isinstance(x, list) and len(x) == n_items for x in (ids, paths, labels)):
-                raise ValueError(f"ids, paths and labels must be lists of the index's {n_items} items")
-            self._ids, self._paths, self._labels = (
-                self._new_ids(ids, n_items),
-                paths,
-                _labels(labels, n_items),
-            )
-        except (KeyError, TypeError, ValueError) as e:
-            raise GalleryIndexError(f"{path}: not valid gallery items ({type(e).__name__}: {e})") from e
+    def _set_generation(self, layout: Layout, state: _Generation) -> None:
+        """Hold the generation ``state`` of ``layout`` (what :meth:`_read_generation` read)."""
+        embeddings = state.stored.embeddings
+        self._chunks = [embeddings] if embeddings.shape[1] else []
+        self._ids, self._paths, self._labels, self._keys = state.ids, state.paths, state.labels, state.keys
+        self._next_key = int(state.keys.max()) + 1 if len(state.keys) else 0
+        self._row_of = None
+        self._backend = state.backend
+        self.calibration = state.calibration
+        self.calibration_stale, self._calibration_args = layout.calibration_stale, layout.calibration_args
+        self._generation, self._meta = layout.generation, layout.meta
+
+
+@dataclass(frozen=True)
+class _Generation:
+    """What a generation's files hold (:meth:`GalleryIndex._read_generation`)."""
+
+    ids: list[int]
+    paths: list[str | None]
+    labels: list[int | None]
+    keys: Tensor
+    stored: StoredEmbeddings
+    backend: IKnnIndex
+    calibration: Calibration | None
+
+
+T = TypeVar("T")
+
+
+def _read_current(folder: Path, read: Callable[[Layout], T], attempts: int = 3) -> tuple[Layout, T]:
+    """The layout of the index ``folder`` and what ``read`` makes of it; when ``read`` fails because a writer
+    made a new generation meanwhile (and removed the one read), made again on the new one, ``attempts`` times
+    at most."""
+    layout = read_layout(folder)
+    try:
+        return layout, read(layout)
+    except GalleryIndexError:
+        if attempts <= 1 or current_generation(folder) == layout.generation:
+            raise
+    return _read_current(folder, read, attempts - 1)
+
+
+def _read_items(
+    path: Path, n_items: int, with_keys: bool
+) -> tuple[list[int], list[str | None], list[int | None], Tensor]:
+    """The ids, paths, labels and backend keys (version 2: the positions) of the ``items.json`` of ``path``.
+
+    Raises:
+        GalleryIndexError: not ``n_items`` of each, ids not distinct integers, keys not increasing integers.
+    """
+    items = read_json(path)
+    try:
+        ids, paths, labels = items["ids"], items["paths"], items["labels"]
+        keys = items["keys"] if with_keys else list(range(n_items))
+        if not all(isinstance(x, list) and len(x) == n_items for x in (ids, paths, labels, keys)):
+            raise ValueError(f"ids, paths, labels and keys must be lists of the index's {n_items} items")
+        if not all(_is_int(v) for v in ids) or len(set(ids)) != n_items:
+            raise ValueError("ids must be distinct integers")
+        if not all(_is_int(k) for k in keys) or any(a >= b for a, b in zip(keys, keys[1:])):
+            raise ValueError("keys must be increasing integers")
+        return ids, paths, _labels(labels, n_items), torch.tensor(keys, dtype=torch.long)
+    except (KeyError, TypeError, ValueError) as e:
+        raise GalleryIndexError(f"{path}: not valid gallery items ({type(e).__name__}: {e})") from e
 
 
 # ------------------------------------------------------------------------------------------------ helpers
@@ -1063,6 +1563,14 @@ def _is_sha256(value: Any) -> bool:
     return isinstance(value, str) and len(value) == 64 and all(c in "0123456789abcdef" for c in value)
 
 
+def _link_or_copy(source: Path, target: Path) -> None:
+    """``target`` as a hard link to the file ``source`` (which no one changes), or a copy of it."""
+    try:
+        os.link(source, target)
+    except OSError:
+        shutil.copyfile(source, target)
+
+
 def _existing(path: Path, what: str) -> Path:
     """``path``, checked to be a file."""
     if not path.is_file():
@@ -1126,7 +1634,9 @@ def _load_backend(folder: Path, index: GalleryIndex, n_items: int) -> IKnnIndex:
 __all__ = [
     "CALIBRATE_ARGS",
     "GALLERY_ROWS",
+    "LOCK_TIMEOUT",
     "GalleryIndex",
+    "GalleryItem",
     "SearchHit",
     "check_calibration_args",
 ]

@@ -1,11 +1,14 @@
 """The files of a saved gallery index: their names, and how they are written (atomically, into a folder that
 appears whole) and read back (with one-line errors that name the file).
 
-A saved index is a folder::
+A saved index is a folder (the files of its current generation in ``gen-N/``, see
+:mod:`oml_core.index.generations`; version 2 kept them at the top, with ``n_items`` and ``dim`` in
+``index.json``)::
 
     index.json        format tag, version, the config that built the index (its dataset component and data keys
-                      among it), number of items, dimension, the sha256 of weights.pt
-    items.json        ids, paths (the items' names) and labels of the items, in the order of the embeddings
+                      among it), the sha256 of weights.pt, the current generation
+    items.json        ids, paths (the items' names), labels and knn backend keys of the items, in the order of the
+                      embeddings
     embeddings.pt     {format, version, embeddings [n, dim] float32, model: the canonical JSON of what defines
                       the embeddings, probe: the embedding [dim] of the probe, probe_query: the probe's file
                       name, or probe_input: the probe's input tensor}: torch.load(weights_only=True)
@@ -65,8 +68,9 @@ OWN_FILES = frozenset(
 INDEX_FORMAT = "oml-gallery-index"
 EMBEDDINGS_FORMAT = "oml-gallery-embeddings"
 WEIGHTS_FORMAT = "oml-gallery-weights"
-#: The version of the layout this code writes and reads (1: no weights.pt, probe.png nor model in embeddings.pt).
-INDEX_VERSION = 2
+#: The version of the layout this code writes (1: no weights.pt, probe.png nor model in embeddings.pt; 2: no
+#: generations, see :mod:`oml_core.index.generations`).
+INDEX_VERSION = 3
 
 
 @contextlib.contextmanager

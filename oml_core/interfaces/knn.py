@@ -11,6 +11,12 @@ if TYPE_CHECKING:
     from pathlib import Path
 
 
+class CannotRemoveError(Exception):
+    """Raised by :meth:`IKnnIndex.remove` of a backend (or of the structure it built) that cannot remove items,
+    before anything changed: whoever holds the items builds a new index of those that remain instead (a
+    :class:`~oml_core.index.GalleryIndex` does)."""
+
+
 class KnnSearchResult(NamedTuple):
     """What :meth:`IKnnIndex.search` returns for ``Q`` queries and ``k`` neighbours.
 
@@ -39,6 +45,9 @@ class IKnnIndex(ABC):
       that metric whatever the backend computes internally (e.g. faiss's squared L2 or inner products).
     - An exact backend returns the true ``k`` nearest, ties ordered by the order the items were added. An
       approximate one documents its parameters and how close it gets (recall@k against exact).
+    - :meth:`remove` is a declared capability: a backend that can remove items by id does so (the others keep
+      their order, as if only they had been added); one that cannot (an HNSW graph, a product-quantised index)
+      keeps the default, which raises :class:`CannotRemoveError`.
     - :meth:`save` writes everything :meth:`load` needs into one folder, with no pickled code: a saved index
       loads with ``torch.load(weights_only=True)`` or the backend's own file format.
     """
@@ -56,6 +65,16 @@ class IKnnIndex(ABC):
         """The ``k`` nearest items of each of the ``[Q, dim]`` ``queries``, leaving out, for query ``q``, the
         items whose group is ``exclude[q]`` (``[Q]`` integers; ``None``: nothing left out)."""
 
+    def remove(self, ids: Tensor) -> None:
+        """Remove every item added with one of the ``[n]`` int64 ``ids``; the others keep their order, ids and
+        groups, and later adds go after them.
+
+        Raises:
+            CannotRemoveError: this backend cannot remove items (the default), before anything changed.
+            ValueError: an id that no item has (named), before anything changed.
+        """
+        raise CannotRemoveError(f"the knn backend {type(self).__name__} cannot remove items")
+
     @abstractmethod
     def save(self, folder: str | Path) -> None:
         """Write the index (its embeddings or its backend's state, ids, groups, parameters) into ``folder``."""
@@ -70,4 +89,4 @@ class IKnnIndex(ABC):
         """The number of items added."""
 
 
-__all__ = ["IKnnIndex", "KnnSearchResult"]
+__all__ = ["CannotRemoveError", "IKnnIndex", "KnnSearchResult"]

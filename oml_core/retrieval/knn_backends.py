@@ -137,6 +137,10 @@ class AppendedRows:
         """Append a batch of rows."""
         self._parts.append(rows)
 
+    def keep(self, kept: Tensor) -> None:
+        """Keep only the rows where the ``[len(self)]`` bool mask ``kept`` is true, in their order."""
+        self._parts = [self.rows[kept]]
+
     @property
     def width(self) -> int | None:
         """The size of the second dimension of the rows (``None`` before any, or for 1-D rows)."""
@@ -196,6 +200,12 @@ class ExactKnnIndex(IKnnIndex):
 
     def _dim(self) -> int | None:
         return self._embeddings.width
+
+    def remove(self, ids: Tensor) -> None:
+        """Remove the items of ``ids`` (see :meth:`IKnnIndex.remove`): the others keep their order."""
+        kept = kept_after_removal(self.ids, ids)
+        for rows in (self._embeddings, self._ids, self._groups):
+            rows.keep(kept)
 
     def search(self, queries: Tensor, k: int, exclude: Tensor | None = None) -> KnnSearchResult:
         check_k(k)
@@ -296,6 +306,20 @@ def check_added(
     ids = torch.arange(n_before, n_before + n) if ids is None else _integers(ids, "ids", n)
     groups = ids.clone() if groups is None else _integers(groups, "groups", n)
     return embeddings.detach().cpu(), ids, groups
+
+
+def kept_after_removal(ids: Tensor, removed: Tensor) -> Tensor:
+    """The ``[n]`` bool mask of the items (of ``ids``, ``[n]``) that remain when those of ``removed`` go, for
+    :meth:`IKnnIndex.remove <oml_core.interfaces.knn.IKnnIndex.remove>`.
+
+    Raises:
+        ValueError: ``removed`` is not integers, or holds an id that no item has (the first few named).
+    """
+    removed = as_int_tensor(removed, "ids", expected="be integers", flatten=True)
+    unknown = removed[~torch.isin(removed, ids)]
+    if len(unknown):
+        raise ValueError(f"no item has the id(s) {unknown[:5].tolist()}: nothing was removed")
+    return ~torch.isin(ids, removed)
 
 
 def check_queries(queries: Tensor, dim: int | None, exclude: Tensor | None) -> Tensor:
@@ -450,6 +474,7 @@ __all__ = [
     "check_k",
     "check_queries",
     "group_sizes",
+    "kept_after_removal",
     "knn_result",
     "load_index_state",
     "make_knn_index",

@@ -170,8 +170,9 @@ def _process_may_run(pid: int) -> bool:
     return True
 
 
-def fsync_directory(directory: Path) -> None:
-    """Make a rename in ``directory`` durable (a no-op where directories cannot be opened, e.g. Windows)."""
+def fsync_directory(directory: str | os.PathLike[str]) -> None:
+    """Make a rename (or a new entry) in ``directory`` durable (a no-op where directories cannot be opened, e.g.
+    Windows)."""
     try:
         fd = os.open(directory, os.O_RDONLY)
     except OSError:

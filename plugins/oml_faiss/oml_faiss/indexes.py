@@ -36,6 +36,11 @@ Common to every backend here:
   a ``ValueError`` at construction. faiss has no GPU HNSW nor GPU ``IndexRefine``: those raise too. GPU search
   takes ``k`` (with the over-fetch of exclusion) and ``nprobe`` up to 2048. **Untested**: no GPU faiss was
   available where this was written.
+- **Removal** (:meth:`~FaissKnnIndex.remove`): ``faiss_flat`` and ``faiss_ivf`` remove items by id on the CPU
+  (faiss's ``remove_ids``; items not yet trained on leave the buffer); the others keep their order. faiss labels
+  the vectors of an IVF index with the labels given (``add_with_ids``), increasing in add order, and a flat one
+  by position (it closes the gaps), so a search maps faiss's labels back to positions. HNSW graphs, IVF-PQ
+  indexes and GPU indexes cannot remove: :class:`~oml_core.interfaces.knn.CannotRemoveError`, before any change.
 - **Saving** writes two files into a folder: ``faiss.index`` (faiss's own format, written atomically: temporary
   file, fsync, ``os.replace``) and ``faiss_index.pt`` (a ``torch.load(weights_only=True)`` dict: format tag,
   version, backend, parameters, ids, groups, structure and the SHA-256 of ``faiss.index``, which :meth:`load`
@@ -58,13 +63,14 @@ import numpy as np
 import torch
 from torch import LongTensor, Tensor
 
-from oml_core.interfaces.knn import IKnnIndex, KnnSearchResult
+from oml_core.interfaces.knn import CannotRemoveError, IKnnIndex, KnnSearchResult
 from oml_core.retrieval.knn_backends import (
     AppendedRows,
     check_added,
     check_distance,
     check_k,
     check_queries,
+    kept_after_removal,
     load_index_state,
     search_excluding,
 )
@@ -80,8 +86,9 @@ FAISS_INDEX_FILE = "faiss.index"
 FAISS_STATE_FILE = "faiss_index.pt"
 #: The format tag of :data:`FAISS_STATE_FILE`.
 FAISS_INDEX_FORMAT = "oml-knn-faiss"
-#: The version of :data:`FAISS_STATE_FILE` that this code writes (and the newest it reads).
-FAISS_STATE_VERSION = 1
+#: The version of :data:`FAISS_STATE_FILE` that this code writes (and the newest it reads; 1: no faiss labels,
+#: which were then the positions).
+FAISS_STATE_VERSION = 2
 #: Training items per k-means centroid under which faiss warns that the centroids are poorly estimated.
 MIN_POINTS_PER_CENTROID = 39
 #: Whether this faiss builds HNSW graphs deterministically on several threads (faiss >= 1.15).
@@ -90,6 +97,8 @@ HNSW_DETERMINISTIC_BUILD = hasattr(faiss, "hnsw_add_vertices_deterministic")
 MAX_DEFAULT_M = 48
 #: The structure of an exact flat index, the fallback of a training index with too few items.
 FLAT = "flat"
+#: The structures whose items can be removed (on the CPU): faiss's ``remove_ids`` of a flat and an IVF index.
+REMOVABLE = frozenset({FLAT, "ivf"})
 
 _DEVICE = re.compile(r"cpu|cuda(:\d+)?")
 _READ_CHUNK = 1 << 24
@@ -126,6 +135,10 @@ class FaissKnnIndex(IKnnIndex):
         self._n_pending = 0
         self._ids = AppendedRows(torch.empty(0, dtype=torch.long))
         self._groups = AppendedRows(torch.empty(0, dtype=torch.long))
+        #: The faiss label of every item, increasing in add order (the positions but in an IVF index that
+        #: removed items), and the label of the next item added.
+        self._labels = AppendedRows(torch.empty(0, dtype=torch.long))
+        self._next_label = 0
         self._gpu_resources: Any = None
 
     # ------------------------------------------------------------------------------------- what subclasses say
@@ -147,7 +160,8 @@ class FaissKnnIndex(IKnnIndex):
     def _configure(self, index: Any) -> None:
         """Set the search-time parameters (``nprobe``, ``k_factor``) of a built or loaded ``index``."""
 
-    def _add_vectors(self, x: np.ndarray) -> None:
+    def _add_vectors(self, x: np.ndarray, labels: Tensor) -> None:
+        """Index the prepared vectors ``x`` under their faiss ``labels`` (the next positions, but in an IVF)."""
         self._index.add(x)
 
     def _faiss_search(self, x: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
@@ -188,10 +202,13 @@ class FaissKnnIndex(IKnnIndex):
             self._check_dim(embeddings.shape[1])
             self._dim = embeddings.shape[1]
         x = self._prepare(embeddings)
+        labels = torch.arange(self._next_label, self._next_label + len(x))
+        self._next_label += len(x)
         self._ids.append(ids)
         self._groups.append(groups)
+        self._labels.append(labels)
         if self._index is not None:
-            self._add_vectors(x)
+            self._add_vectors(x, labels)
             return
         self._pending.append(x)
         self._n_pending += len(x)
@@ -215,6 +232,30 @@ class FaissKnnIndex(IKnnIndex):
         ids = torch.where(positions >= 0, self.ids[positions.clamp(min=0)], positions)
         return KnnSearchResult(distances.float(), ids)
 
+    def remove(self, ids: Tensor) -> None:
+        """Remove the items of ``ids`` (see :meth:`IKnnIndex.remove <oml_core.interfaces.knn.IKnnIndex.remove>`):
+        from the training buffer, or by faiss's ``remove_ids`` from a flat or IVF index on the CPU.
+
+        Raises:
+            CannotRemoveError: an HNSW graph, an IVF-PQ index or a GPU index (nothing changed).
+            ValueError: an id that no item has.
+        """
+        if self._index is not None and (self.device != "cpu" or self._structure not in REMOVABLE):
+            where = "on a GPU" if self.device != "cpu" else f"of structure {self._structure!r}"
+            raise CannotRemoveError(f"{self.name}: faiss cannot remove items from an index {where}")
+        kept = kept_after_removal(self.ids, ids)
+        if self._index is None and self._pending:
+            x = np.concatenate(self._pending)[kept.numpy()]
+            self._pending, self._n_pending = ([x] if len(x) else []), len(x)
+        elif self._index is not None:
+            self._index.remove_ids(faiss.IDSelectorBatch(self._labels.rows[~kept].numpy()))
+        for rows in (self._ids, self._groups, self._labels):
+            rows.keep(kept)
+        if self._index is None or self._structure == FLAT:  # faiss closed the gaps: the labels are positions
+            self._next_label = len(self)
+            self._labels = AppendedRows(torch.empty(0, dtype=torch.long))
+            self._labels.append(torch.arange(len(self)))
+
     def save(self, folder: str | Path) -> None:
         """Write ``faiss.index`` and ``faiss_index.pt`` into ``folder`` (created if needed); a training index is
         built first."""
@@ -236,6 +277,8 @@ class FaissKnnIndex(IKnnIndex):
             "index_sha256": digest,
             "ids": self.ids,
             "groups": self.groups,
+            "labels": self._labels.rows,
+            "next_label": self._next_label,
         }
         atomic_torch_save(state, folder / FAISS_STATE_FILE)
 
@@ -262,6 +305,8 @@ class FaissKnnIndex(IKnnIndex):
             version, backend, params = state["version"], state["backend"], dict(state["params"])
             dim, structure, digest = state["dim"], state["structure"], state["index_sha256"]
             ids, groups = state["ids"], state["groups"]
+            labels = state["labels"] if version >= 2 else torch.arange(len(ids))
+            next_label = int(state["next_label"]) if version >= 2 else len(ids)
         except (KeyError, TypeError, ValueError) as e:
             raise ValueError(f"{state_path}: not a complete {FAISS_INDEX_FORMAT} index (missing {e})") from e
         if not isinstance(version, int) or version > FAISS_STATE_VERSION:
@@ -279,8 +324,12 @@ class FaissKnnIndex(IKnnIndex):
             index = backend_cls(**params)
         except (TypeError, ValueError) as e:
             raise ValueError(f"{state_path}: cannot make the {backend} index of its parameters: {e}") from e
-        if not (isinstance(ids, Tensor) and isinstance(groups, Tensor) and ids.ndim == groups.ndim == 1):
-            raise ValueError(f"{state_path}: ids and groups must be 1-d tensors")
+        if not all(isinstance(t, Tensor) and t.ndim == 1 for t in (ids, groups, labels)):
+            raise ValueError(f"{state_path}: ids, groups and labels must be 1-d tensors")
+        if len(labels) != len(ids) or (len(labels) and int(labels[-1]) >= next_label):
+            raise ValueError(
+                f"{state_path}: {len(labels)} labels for {len(ids)} ids, next label {next_label}"
+            )
         if len(ids) != len(groups) or (dim is None and len(ids)):
             raise ValueError(f"{state_path}: {len(ids)} ids, {len(groups)} groups for an index of dim {dim}")
         if dim is not None:
@@ -296,6 +345,8 @@ class FaissKnnIndex(IKnnIndex):
             index._configure(index._index)
         index._ids.append(ids.long())
         index._groups.append(groups.long())
+        index._labels.append(labels.long())
+        index._next_label = next_label
         return index
 
     # -------------------------------------------------------------------------------------------- the build
@@ -322,7 +373,7 @@ class FaissKnnIndex(IKnnIndex):
         self._configure(self._index)
         self._pending, self._n_pending = [], 0
         if len(x):
-            self._add_vectors(x)
+            self._add_vectors(x, self._labels.rows)
 
     def _flat(self, dim: int) -> Any:
         """An exact flat index of the distance's metric."""
@@ -350,7 +401,7 @@ class FaissKnnIndex(IKnnIndex):
         """faiss's ``k`` nearest (positions, ``-1`` for nothing found) as distances of :attr:`distance`, rows
         sorted by ``(distance, position)``."""
         found_d, found_p = self._faiss_search(self._prepare(queries), k)
-        positions = torch.from_numpy(np.asarray(found_p, dtype=np.int64))
+        positions = self._positions(torch.from_numpy(np.asarray(found_p, dtype=np.int64)))
         raw = torch.from_numpy(np.asarray(found_d, dtype=np.float32))
         if self.distance == "l2":
             distances = raw.clamp(min=0).sqrt()
@@ -358,6 +409,14 @@ class FaissKnnIndex(IKnnIndex):
             distances = (1 - raw).clamp(0, 2)
         distances = distances.masked_fill(positions < 0, float("inf"))
         return _sorted_by_distance_then_position(distances, positions)
+
+    def _positions(self, labels: LongTensor) -> LongTensor:
+        """The positions of the items of faiss ``labels`` (``-1`` stays ``-1``): the labels themselves unless
+        items were removed from an IVF index."""
+        if self._next_label == len(self):
+            return labels
+        found = torch.searchsorted(self._labels.rows, labels.clamp(min=0).contiguous())
+        return torch.where(labels >= 0, found, labels)
 
     def _raw_search_ties(self, queries: Tensor, k: int) -> tuple[Tensor, LongTensor]:
         """:meth:`_raw_search` with the ties at the ``k``-th place completed: faiss's heaps keep either end of a
@@ -456,6 +515,12 @@ class FaissIVFIndex(FaissKnnIndex):
         if self._structure != FLAT:
             self._set_nprobe(index, self.nprobe)
 
+    def _add_vectors(self, x: np.ndarray, labels: Tensor) -> None:
+        if self._structure == FLAT:
+            self._index.add(x)
+        else:
+            self._index.add_with_ids(x, np.ascontiguousarray(labels.numpy(), dtype=np.int64))
+
 
 class FaissHNSWIndex(FaissKnnIndex):
     """``faiss_hnsw``: a hierarchical navigable small-world graph of full vectors (``IndexHNSWFlat``). Each item
@@ -510,7 +575,7 @@ class FaissHNSWIndex(FaissKnnIndex):
         index.hnsw.efSearch = self.efSearch
         return index, "hnsw"
 
-    def _add_vectors(self, x: np.ndarray) -> None:
+    def _add_vectors(self, x: np.ndarray, labels: Tensor) -> None:
         self._index.hnsw.rng = faiss.RandomGenerator(_mix_seed(self.seed, self._index.ntotal))
         with contextlib.nullcontext() if HNSW_DETERMINISTIC_BUILD else _one_openmp_thread():
             self._index.add(x)

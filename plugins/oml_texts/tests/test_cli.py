@@ -119,6 +119,14 @@ def test_every_command_runs_on_the_mock_texts_with_minilm(texts_env, minilm_fold
     assert main(["search", str(index_dir), str(tmp_path / "queries.txt"), "--format", "json"]) == 0
     assert json.loads(capsys.readouterr().out)["queries"][0]["results"][0]["id"] == 3
 
+    new = "a hand grinder for coffee beans"  # oml index add reads a text file as oml search does
+    (tmp_path / "new.txt").write_text(f"{new}\n")
+    assert main(["index", "add", str(index_dir), str(tmp_path / "new.txt")]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == "added 1, updated 0, generation 2"
+    assert main(["search", str(index_dir), "--text", new, "--format", "json"]) == 0
+    first = json.loads(capsys.readouterr().out)["queries"][0]["results"][0]
+    assert (first["id"], first["path"], first["label"]) == (120, new, None)
+
 
 def tuned_tokenizer(folder: Path):
     from oml_texts.hub import load_tokenizer
