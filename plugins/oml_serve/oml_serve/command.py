@@ -2,6 +2,7 @@
 
     oml serve INDEX [--host 127.0.0.1] [--port 8000] [--accelerator cpu|gpu|null] [--devices DEVICES]
         [--max-batch 32] [--max-wait-ms 2] [--max-request-bytes 16777216] [--max-top-k 100] [--token TOKEN]
+        [--lock-timeout 10]
 
 The settings are checked first (a host other than loopback needs a token: ``--token`` or ``OML_SERVE_TOKEN``),
 then the index is loaded once (:meth:`GalleryIndex.load <oml_core.index.GalleryIndex.load>`: its digests, and its
@@ -27,6 +28,7 @@ from oml_serve.app import create_app
 from oml_serve.service import ServedIndex
 from oml_serve.settings import (
     DEFAULT_HOST,
+    DEFAULT_LOCK_TIMEOUT,
     DEFAULT_MAX_BATCH,
     DEFAULT_MAX_REQUEST_BYTES,
     DEFAULT_MAX_TOP_K,
@@ -83,6 +85,14 @@ def serve_command(parser: argparse.ArgumentParser) -> Callable[[argparse.Namespa
         help=f"the bearer token that writes to the index must carry (default: ${TOKEN_ENV}); required when "
         "--host is not a loopback address",
     )
+    parser.add_argument(
+        "--lock-timeout",
+        type=_seconds,
+        default=DEFAULT_LOCK_TIMEOUT,
+        metavar="SECONDS",
+        help=f"how long a write waits for another process that is changing the index; then it is answered 503 "
+        f"(default: {DEFAULT_LOCK_TIMEOUT:g})",
+    )
     return run_serve
 
 
@@ -100,6 +110,7 @@ def run_serve(args: argparse.Namespace) -> int:
         max_request_bytes=args.max_request_bytes,
         max_top_k=args.max_top_k,
         token=args.token if args.token is not None else os.environ.get(TOKEN_ENV),
+        lock_timeout=args.lock_timeout,
     )
     served = load_served_index(args.index, settings, device_of_arguments(args, "serve"))
     log.info(
@@ -141,6 +152,17 @@ def _int_at_least(minimum: int) -> Callable[[str], int]:
         return number
 
     return parse
+
+
+def _seconds(value: str) -> float:
+    """argparse's type of ``--lock-timeout``: a number > 0."""
+    try:
+        number = float(value)
+    except ValueError:
+        number = 0.0
+    if not 0 < number < float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a number of seconds > 0, got {value!r}")
+    return number
 
 
 def _milliseconds(value: str) -> float:

@@ -1,6 +1,13 @@
 """The index behind ``oml serve``: loaded once, its queries embedded by a :class:`~oml_serve.batcher.MicroBatcher`
 (the items of concurrent requests in one forward pass), its searches answered as ``oml search --format json``
-answers them (:func:`~oml_core.index.answers.search_answer`), its items and their files looked up by id."""
+answers them (:func:`~oml_core.index.answers.search_answer`), its items and their files looked up by id, and its
+changes (an item put or removed by id) written to its folder before they are acknowledged.
+
+Every search and change holds the service's lock: a search first takes what another process committed to the
+folder (``oml index add``: :meth:`GalleryIndex.refresh <oml_core.index.GalleryIndex.refresh>`, a cheap check when
+nothing changed); a change is made on the index as it is on disk and committed (:meth:`GalleryIndex.commit
+<oml_core.index.GalleryIndex.commit>`); when the commit fails, the index is read again from its folder, so that
+nothing that was not written is searched."""
 
 from __future__ import annotations
 
@@ -15,6 +22,7 @@ from torch import Tensor
 
 from oml_core.index import GalleryIndex
 from oml_core.index.answers import search_answer
+from oml_core.index.gallery import SearchHit
 from oml_core.index.items import ItemInput
 from oml_core.interfaces.datasets import IBaseDataset
 from oml_serve.batcher import MicroBatcher
@@ -57,6 +65,8 @@ class ServedIndex:
         self.index, self.name, self.settings = index, name, settings
         #: Whether the index embeds files and texts (an index of embeddings only takes embeddings).
         self.has_extractor = index.config["extractor"] is not None
+        #: The dimension of the index's embeddings (read once: the threads that change the index never race it).
+        self.dim = int(index.embeddings.shape[1])
         self.batcher: MicroBatcher[ItemInput, Tensor] = MicroBatcher(
             self._embed_batch, settings.max_batch, settings.max_wait_ms
         )
@@ -64,7 +74,6 @@ class ServedIndex:
         self.lock = asyncio.Lock()
         #: The one thread that reads queries into extractor inputs (a tokenizer may not be shared by threads).
         self._reader = ThreadPoolExecutor(max_workers=1, thread_name_prefix="oml-serve-read")
-        self._positions = {item_id: position for position, item_id in enumerate(index.ids)}
 
     def warm_up(self) -> None:
         """Build the extractor and check the index's probe with it (:meth:`GalleryIndex.embed
@@ -81,11 +90,6 @@ class ServedIndex:
     async def read(self, reader: Callable[..., Read], *args: Any) -> Read:
         """``reader(*args)`` on the service's thread of query reading (decoding a file, tokenizing a text)."""
         return await asyncio.get_running_loop().run_in_executor(self._reader, reader, *args)
-
-    @property
-    def dim(self) -> int:
-        """The dimension of the index's embeddings."""
-        return int(self.index.embeddings.shape[1])
 
     @property
     def threshold(self) -> float | None:
@@ -116,44 +120,99 @@ class ServedIndex:
         return list(self.index.embed(Inputs(inputs)))
 
     async def search(self, query: Query, top_k: int) -> dict[str, Any]:
-        """The answer of ``oml search --format json`` for ``query`` (its ``top_k`` nearest items)."""
+        """The answer of ``oml search --format json`` for ``query`` (its ``top_k`` nearest items), in the index as
+        its folder holds it now."""
         embedding = await self.embed(query)
         async with self.lock:
-            hits = await asyncio.to_thread(self.index.search, embedding[None], top_k)
-        return search_answer(self.name, self.threshold, [query.name], hits)
+            hits, threshold, stale = await asyncio.to_thread(self._search, embedding, top_k)
+        return search_answer(self.name, threshold, [query.name], hits, calibration_stale=stale)
 
-    def _position(self, item_id: int) -> int:
-        position = self._positions.get(item_id)
-        if position is None:
-            raise RequestError(404, f"no item {item_id} in the index")
-        return position
+    def _search(self, embedding: Tensor, top_k: int) -> tuple[list[list[SearchHit]], float | None, bool]:
+        """The hits of ``embedding`` after taking another process's commit, with the threshold and whether it is
+        stale (read together, under the lock)."""
+        self.index.refresh()
+        return self.index.search(embedding[None], top_k), self.threshold, self.index.calibration_stale
 
-    def item(self, item_id: int) -> dict[str, Any]:
+    async def put(self, query: Query, item_id: int | None, label: int | None) -> dict[str, Any]:
+        """Put the item of ``query`` into the index by id (a new id: added; an id the index has: replaced; None:
+        the id after the largest), named by the upload's file name or the text (an embedding: no name), and
+        commit it.
+
+        Returns:
+            ``{"id", "added", "updated", "generation"}``.
+
+        Raises:
+            GalleryIndexError: the commit failed (e.g. another writer held the folder's lock); see
+                :meth:`GalleryIndex.upsert <oml_core.index.GalleryIndex.upsert>`.
+        """
+        embedding = await self.embed(query)
+        path = None if query.embedding is not None else query.name
+
+        def upsert(index: GalleryIndex) -> dict[str, Any]:
+            new_id = item_id if item_id is not None else max(index.ids, default=-1) + 1
+            done = index.upsert(embedding[None], ids=[new_id], labels=[label], paths=[path])
+            return {"id": new_id, "added": done.added, "updated": done.updated}
+
+        return await self._change(upsert)
+
+    async def remove(self, item_id: int) -> dict[str, Any]:
+        """Remove the item ``item_id`` and commit it.
+
+        Returns:
+            ``{"id", "removed", "generation"}``.
+
+        Raises:
+            UnknownItemError: no item has ``item_id`` (nothing changed).
+            GalleryIndexError: the commit failed.
+        """
+        return await self._change(lambda index: {"id": item_id, "removed": index.remove([item_id])})
+
+    async def _change(self, change: Callable[[GalleryIndex], dict[str, Any]]) -> dict[str, Any]:
+        async with self.lock:
+            return await asyncio.to_thread(self._committed, change)
+
+    def _committed(self, change: Callable[[GalleryIndex], dict[str, Any]]) -> dict[str, Any]:
+        """``change(index)`` on the index as its folder holds it, committed; when the commit fails, the index is
+        read again from its folder (the change is not kept) and the error raised."""
+        index = self.index
+        index.refresh()
+        done = change(index)
+        try:
+            generation = index.commit(timeout=self.settings.lock_timeout)
+        except Exception:
+            self.index = self._reloaded()
+            raise
+        return {**done, "generation": generation}
+
+    def _reloaded(self) -> GalleryIndex:
+        """The index read again from its folder, its extractor built and checked (as at the start)."""
+        again = GalleryIndex.load(Path(self.name), registry=self.index.registry, device=self.index.device)
+        if self.has_extractor:
+            again.embed(Inputs([]))
+        return again
+
+    async def item(self, item_id: int) -> dict[str, Any]:
         """``{id, path, label, content_type}`` of the item ``item_id``: its path (an image's, an audio file's) or
         its text, its label (None: unknown) and the media type of its file as ``GET /items/{id}/content``
         serves it (None: it has no file to serve, e.g. a text).
 
         Raises:
-            RequestError: 404, no such item.
+            UnknownItemError: no such item.
         """
-        position = self._position(item_id)
-        path = self.index.paths[position]
-        return {
-            "id": item_id,
-            "path": path,
-            "label": self.index.labels[position],
-            "content_type": _media_type(path),
-        }
+        async with self.lock:
+            item = self.index.item(item_id)
+        return {**item.to_dict(), "content_type": _media_type(item.path)}
 
-    def content(self, item_id: int) -> tuple[Path, str]:
+    async def content(self, item_id: int) -> tuple[Path, str]:
         """The file of the gallery item ``item_id`` and its media type: an image or an audio file that the
         index names by an absolute path (only the index's own items: never a path of a request).
 
         Raises:
-            RequestError: 404, no such item, an item that is no image or audio file (a text, an embedding), a
-                file that is gone.
+            UnknownItemError: no such item.
+            RequestError: 404, an item that is no image or audio file (a text, an embedding), a file that is gone.
         """
-        path = self.index.paths[self._position(item_id)]
+        async with self.lock:
+            path = self.index.item(item_id).path
         media_type = _media_type(path)
         if path is None or media_type is None:
             raise RequestError(404, f"item {item_id} has no image or audio file to serve")
@@ -163,15 +222,19 @@ class ServedIndex:
         return file, media_type
 
     def health(self) -> dict[str, Any]:
-        """``{status, items, dim, backend, device, threshold, forward_passes, queries_embedded}`` of the service:
-        the last two count the extractor's passes over batches of queries and the queries they embedded."""
+        """``{status, items, dim, backend, device, generation, threshold, calibration_stale, forward_passes,
+        queries_embedded}`` of the service: the generation of the index's folder it holds (see
+        :attr:`GalleryIndex.generation <oml_core.index.GalleryIndex.generation>`), and the extractor's passes
+        over batches of queries and the queries they embedded."""
         return {
             "status": "ok",
             "items": len(self.index),
             "dim": self.dim,
             "backend": self.index.config["knn_backend"]["name"],
             "device": str(self.index.device or "cpu"),
+            "generation": self.index.generation,
             "threshold": self.threshold,
+            "calibration_stale": self.index.calibration_stale,
             "forward_passes": self.batcher.batches_run,
             "queries_embedded": self.batcher.items_run,
         }

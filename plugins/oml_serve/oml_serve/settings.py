@@ -20,6 +20,8 @@ DEFAULT_MAX_REQUEST_BYTES = 16 * 2**20
 #: The largest ``top_k`` of a search, and the ``top_k`` of a search that gives none (``oml search``'s).
 DEFAULT_MAX_TOP_K = 100
 DEFAULT_TOP_K = 5
+#: How long a write waits for another process that is changing the index (seconds), as ``oml index add``.
+DEFAULT_LOCK_TIMEOUT = 10.0
 
 
 def is_loopback(host: str) -> bool:
@@ -45,6 +47,8 @@ class ServeSettings:
         max_top_k: The largest ``top_k`` of a search (>= 1).
         token: The bearer token that writes (``POST /items``, ``DELETE /items/{id}``) must carry; None: writes
             need none, which only a loopback ``host`` allows.
+        lock_timeout: How long a write waits for another process's lock of the index's folder (> 0 seconds);
+            then it is answered 503 and not made.
 
     Raises:
         ConfigError: a value out of its range, or a ``host`` that is not loopback without a ``token`` (naming the
@@ -58,6 +62,7 @@ class ServeSettings:
     max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES
     max_top_k: int = DEFAULT_MAX_TOP_K
     token: str | None = None
+    lock_timeout: float = DEFAULT_LOCK_TIMEOUT
 
     def __post_init__(self) -> None:
         if not 0 <= self.port <= 65535:
@@ -69,6 +74,8 @@ class ServeSettings:
         ):
             if value < 1:
                 raise ConfigError(f"{option} must be a positive integer, got {value}")
+        if not 0 < self.lock_timeout < float("inf"):  # NaN too
+            raise ConfigError(f"--lock-timeout must be a number of seconds > 0, got {self.lock_timeout}")
         if not self.max_wait_ms >= 0:  # NaN too
             raise ConfigError(f"--max-wait-ms must be a number of milliseconds >= 0, got {self.max_wait_ms}")
         if self.token is not None and not self.token.strip():
@@ -88,6 +95,7 @@ class ServeSettings:
 
 __all__ = [
     "DEFAULT_HOST",
+    "DEFAULT_LOCK_TIMEOUT",
     "DEFAULT_MAX_BATCH",
     "DEFAULT_MAX_REQUEST_BYTES",
     "DEFAULT_MAX_TOP_K",

@@ -1,18 +1,25 @@
 """The service's application through FastAPI's ``TestClient``: its answers equal ``oml search --format json``'s on
-the same indexes (pictures, texts), its embeddings the index's own, its items and files; every bad request is a
-4xx of one line naming what is wrong, and the service answers the next request."""
+the same indexes (pictures, texts, audio), its embeddings the index's own, its items and files; every bad request
+is a 4xx of one line naming what is wrong, and the service answers the next request; writes need the token, are
+durable when answered, are searched at once, and a change by another process is picked up."""
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Iterator
+from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 from fastapi.testclient import TestClient
 from oml_serve import ServeSettings, create_app
 from oml_serve.command import load_served_index
+from PIL import Image
 
+from oml_core.cli import main
 from oml_core.index import GalleryIndex
+from oml_core.index.generations import writer_lock
 
 #: The request limit of the clients' services (bytes): the pictures are about 3 KB.
 MAX_REQUEST_BYTES = 64 * 1024
@@ -156,9 +163,9 @@ BAD_REQUESTS = [
     ("post", "/search", a_body(b"text", "text/plain"), 415, "not text/plain"),
     ("post", "/search", a_body(b"x" * (MAX_REQUEST_BYTES + 1)), 413, TOO_LARGE),
     ("post", "/search", a_body(_chunks(2 * MAX_REQUEST_BYTES)), 413, TOO_LARGE),
-    ("get", "/items/99", {}, 404, "no item 99 in the index"),
+    ("get", "/items/99", {}, 404, "no item has the id 99"),
     ("get", "/items/one", {}, 422, "item_id: Input should be a valid integer"),
-    ("get", "/items/99/content", {}, 404, "no item 99 in the index"),
+    ("get", "/items/99/content", {}, 404, "no item has the id 99"),
     ("get", "/nowhere", {}, 404, "no such route: GET /nowhere"),
     ("delete", "/health", {}, 405, "/health does not take DELETE"),
 ]
@@ -215,3 +222,115 @@ def test_an_audio_index_is_searched_by_an_uploaded_clip_and_serves_its_files(
     assert content.content == audio_world.gallery_file.read_bytes()
     response = audio.post("/search", files={"file": ("noise.wav", b"RIFF....WAVEfmt ")})
     assert response.status_code == 422 and "noise.wav" in response.json()["error"]
+
+
+# ------------------------------------------------------------------------------------------------------- writes
+TOKEN = "s3cret"
+AUTH = {"Authorization": f"Bearer {TOKEN}"}
+
+
+@pytest.fixture(scope="module")
+def writable(images_world, tmp_path_factory) -> Iterator[tuple[TestClient, Path]]:
+    """A service with a token over a copy of the pictures' index (the writes change its folder)."""
+    folder = tmp_path_factory.mktemp("writable") / "index"
+    shutil.copytree(images_world.index, folder)
+    for client in client_of(folder, token=TOKEN, lock_timeout=0.2):
+        yield client, folder
+
+
+def nearest(client: TestClient, file: Path, top_k: int = 1) -> list[dict]:
+    return upload(client, file, f"/search?top_k={top_k}").json()["queries"][0]["results"]
+
+
+@pytest.mark.parametrize(
+    ("headers", "status", "error"),
+    [
+        ({}, 401, "writes need the service's token: send the header Authorization: Bearer TOKEN"),
+        (
+            {"Authorization": f"Basic {TOKEN}"},
+            401,
+            "writes need the service's token: send the header Authorization: Bearer TOKEN",
+        ),
+        ({"Authorization": "Bearer guess"}, 403, "the token of the request is not the service's"),
+    ],
+)
+def test_a_write_without_the_token_is_refused_and_changes_nothing(
+    writable, images_world, headers, status, error
+):
+    client, _ = writable
+    before = client.get("/health").json()
+    file = images_world.query_file
+    response = client.post("/items", files={"file": (file.name, file.read_bytes())}, headers=headers)
+    assert (response.status_code, response.json()) == (status, {"error": error})
+    response = client.delete("/items/4", headers=headers)
+    assert (response.status_code, response.json()) == (status, {"error": error})
+    assert client.get("/health").json() == before
+
+
+def test_a_put_item_is_found_and_durable_and_a_removed_one_never_again(writable, images_world):
+    client, folder = writable
+    file = images_world.query_file
+    put = client.post(
+        "/items", files={"file": (file.name, file.read_bytes())}, data={"label": "9"}, headers=AUTH
+    )
+    assert put.status_code == 201, put.text
+    generation = put.json()["generation"]
+    assert put.json() == {"id": 6, "added": 1, "updated": 0, "generation": generation}
+    (first,) = nearest(client, file)
+    assert (first["id"], first["path"], first["label"]) == (6, "e.png", 9) and first["distance"] < 1e-2
+    assert client.get("/items/6").json() == {"id": 6, "path": "e.png", "label": 9, "content_type": None}
+    assert GalleryIndex.load(folder).item(6).label == 9  # in the folder when acknowledged
+    vector = upload(client, images_world.gallery_file, "/embed").json()["embedding"]
+    replaced = client.post("/items", json={"embedding": vector, "id": 6, "label": None}, headers=AUTH).json()
+    assert replaced == {"id": 6, "added": 0, "updated": 1, "generation": generation + 1}
+    assert client.get("/items/6").json() == {"id": 6, "path": None, "label": None, "content_type": None}
+    removed = client.delete("/items/6", headers=AUTH).json()
+    assert removed == {"id": 6, "removed": 1, "generation": generation + 2}
+    assert 6 not in [hit["id"] for hit in nearest(client, file, top_k=6)]
+    assert 6 not in GalleryIndex.load(folder).ids
+    health = client.get("/health").json()
+    assert (
+        health["items"] == 6
+        and health["generation"] == generation + 2
+        and health["calibration_stale"] is True
+    )
+    again = client.delete("/items/6", headers=AUTH)
+    assert again.status_code == 404 and "no item has the id 6" in again.json()["error"]
+
+
+def test_a_change_by_another_process_is_searched(writable, tmp_path, capsys):
+    client, folder = writable
+    picture = tmp_path / "f.png"
+    Image.fromarray(np.random.default_rng(7).integers(0, 256, (32, 32, 3), dtype=np.uint8)).save(picture)
+    before = client.get("/health").json()["generation"]
+    assert main(["index", "add", str(folder), str(picture)]) == 0  # its own GalleryIndex of the folder
+    capsys.readouterr()
+    (first,) = nearest(client, picture)
+    assert first["path"] == str(picture) and first["distance"] < 1e-2
+    assert client.get("/health").json()["generation"] == before + 1
+
+
+def test_a_write_that_cannot_take_the_index_s_lock_is_503_and_not_made(writable):
+    client, folder = writable
+    vector = [1.0] + [0.0] * 511
+    with writer_lock(folder, 1.0):  # another writer holds the folder (longer than the service's lock_timeout)
+        response = client.post("/items", json={"embedding": vector, "id": 50}, headers=AUTH)
+    assert response.status_code == 503 and str(folder) in response.json()["error"]
+    assert client.get("/items/50").status_code == 404  # the change was not kept
+    assert client.post("/items", json={"embedding": vector, "id": 50}, headers=AUTH).status_code == 201
+    assert client.delete("/items/50", headers=AUTH).json()["removed"] == 1
+
+
+@pytest.mark.parametrize(
+    ("arguments", "status", "error"),
+    [
+        (a_file("e.png", b"\x89PNG", field="file") | {"data": {"name": "x"}}, 422, "unknown field 'name'"),
+        ({"json": {"embedding": [0.0] * 512, "id": "seven"}}, 422, "id must be an integer, got 'seven'"),
+        ({"json": {"text": "a square", "label": 1}}, 422, "ImageData takes no query texts"),
+        ({"json": {"id": 3}}, 422, 'the JSON must be {"text": ..., "id": ..., "label": ...}'),
+    ],
+)
+def test_a_bad_write_is_one_line(writable, arguments, status, error):
+    client, _ = writable
+    response = client.post("/items", headers=AUTH, **arguments)
+    assert response.status_code == status and error in response.json()["error"], response.text

@@ -36,6 +36,8 @@ def test_a_folder_that_is_no_index_and_bad_options_are_one_line(tmp_path, capsys
     assert "--max-batch: must be an integer >= 1, got '0'" in line
     line = one_error_line(capsys, ["serve", str(tmp_path), "--max-wait-ms", "soon"])
     assert "--max-wait-ms: must be a number of milliseconds >= 0, got 'soon'" in line
+    line = one_error_line(capsys, ["serve", str(tmp_path), "--lock-timeout", "0"])
+    assert "--lock-timeout: must be a number of seconds > 0, got '0'" in line
 
 
 @pytest.mark.parametrize(

@@ -1,9 +1,11 @@
-"""``oml serve`` as a real process on a free loopback port (one for the module): real HTTP requests to every
-endpoint, concurrent requests answered each and batched, the search page in Debian's headless chromium, and a stop
-by SIGTERM that ends the service cleanly."""
+"""``oml serve`` as a real process on a free loopback port (one for the module, over a copy of the pictures' index,
+its token given by ``OML_SERVE_TOKEN``): real HTTP requests to every endpoint, writes among them, concurrent
+requests answered each and batched, the search page in Debian's headless chromium, and a stop by SIGTERM that
+ends the service cleanly."""
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import signal
@@ -22,6 +24,7 @@ START_TIMEOUT = 120
 #: How long a batch waits for more queries: long enough for the concurrent test's requests to meet.
 MAX_WAIT_MS = 150
 CONCURRENT = 8
+TOKEN = "http-s3cret"
 
 
 @dataclass
@@ -34,11 +37,20 @@ class Server:
 
 
 @pytest.fixture(scope="module")
-def server(images_world) -> Iterator[Server]:
-    """``oml serve`` of the pictures' index on port 0 (the system picks a free one, which uvicorn logs)."""
-    command = [sys.executable, "-m", "oml_core.cli", "serve", str(images_world.index), "--port", "0"]
+def served_index(images_world, tmp_path_factory) -> Path:
+    """A copy of the pictures' index, which the module's writes change."""
+    folder = tmp_path_factory.mktemp("served") / "index"
+    shutil.copytree(images_world.index, folder)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def server(served_index) -> Iterator[Server]:
+    """``oml serve`` of ``served_index`` on port 0 (the system picks a free one, which uvicorn logs)."""
+    command = [sys.executable, "-m", "oml_core.cli", "serve", str(served_index), "--port", "0"]
     command += ["--max-wait-ms", str(MAX_WAIT_MS)]
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    env = {**os.environ, "OML_SERVE_TOKEN": TOKEN}
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
     log: list[str] = []
     found: list[str] = []
 
@@ -65,13 +77,13 @@ def server(images_world) -> Iterator[Server]:
         reader.join(timeout=5)
 
 
-def test_every_endpoint_answers_over_http(server, images_world):
+def test_every_endpoint_answers_over_http(server, images_world, served_index):
     with httpx.Client(base_url=server.url, timeout=30) as client:
         health = client.get("/health").json()
         assert health["status"] == "ok" and health["items"] == 6 and health["dim"] == 512
         file = images_world.gallery_file
         answer = client.post("/search?top_k=2", files={"file": (file.name, file.read_bytes())}).json()
-        assert answer["index"] == str(images_world.index) and answer["queries"][0]["results"][0]["id"] == 4
+        assert answer["index"] == str(served_index) and answer["queries"][0]["results"][0]["id"] == 4
         vector = client.post("/embed", files={"file": (file.name, file.read_bytes())}).json()["embedding"]
         by_vector = client.post("/search?top_k=1", json={"embedding": vector}).json()
         assert by_vector["queries"][0]["results"][0]["id"] == 4
@@ -163,6 +175,24 @@ def test_the_page_shows_the_nearest_items_of_an_uploaded_picture(server, images_
         assert status.startswith("c.png: match")
     finally:
         driver.quit()
+
+
+def test_writes_over_http_need_the_token_and_are_searched_at_once(server, images_world, served_index):
+    file = images_world.query_file
+    with httpx.Client(base_url=server.url, timeout=30) as client:
+        refused = client.post("/items", files={"file": (file.name, file.read_bytes())})
+        assert refused.status_code == 401 and "Authorization: Bearer TOKEN" in refused.json()["error"]
+        auth = {"Authorization": f"Bearer {TOKEN}"}
+        put = client.post(
+            "/items", files={"file": (file.name, file.read_bytes())}, data={"id": "70"}, headers=auth
+        )
+        assert put.status_code == 201 and put.json()["id"] == 70
+        found = client.post("/search?top_k=1", files={"file": (file.name, file.read_bytes())}).json()
+        assert found["calibration_stale"] is True and found["queries"][0]["results"][0]["id"] == 70
+        assert client.delete("/items/70", headers=auth).json()["removed"] == 1
+        after = client.post("/search?top_k=7", files={"file": (file.name, file.read_bytes())}).json()
+        assert 70 not in [hit["id"] for hit in after["queries"][0]["results"]]
+        assert client.get("/health").json()["items"] == 6
 
 
 def test_sigterm_stops_the_service_cleanly(server):
