@@ -9,6 +9,9 @@ An index of ``--gallery`` pictures of random pixels (``--size`` pixels square) i
 - **floor, batches of 32**: ``GalleryIndex.search(paths, top_k)`` on 32 queries at once (what batching can reach
   at 32 clients: one forward pass per 32 queries);
 - **oml search per call**: a process per query (``python -m oml_core.cli search``), ``--cli-calls`` of them;
+- **plain FastAPI**: the endpoint one writes first (this script's ``--plain INDEX``, run by uvicorn in a process of
+  its own): ``POST /search`` takes the upload into a temporary file and calls ``GalleryIndex.search`` on it, one
+  request at a time (a lock), no batching, no checks;
 - **oml serve**: a real ``oml serve`` process (``--max-batch 32``, ``--max-wait-ms`` as given), and C clients
   (asyncio, httpx, one connection each) that each post uploads one after the other, ``--requests`` in all per
   level (bounded by ``--seconds`` too). Latency: from the request's start to its answer, per request.
@@ -33,9 +36,12 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx
 import numpy as np
+import uvicorn
+from fastapi import FastAPI, UploadFile
 from PIL import Image
 
 from oml_core.cli import main as oml
@@ -75,10 +81,8 @@ def floor(index: GalleryIndex, queries: list[Path], batch: int) -> tuple[float, 
     return len(queries) / (time.perf_counter() - start), latencies
 
 
-def start_service(index: Path, max_wait_ms: float) -> tuple[subprocess.Popen[str], str]:
-    """``oml serve INDEX --port 0`` and its URL (read from uvicorn's log)."""
-    command = [sys.executable, "-m", "oml_core.cli", "serve", str(index), "--port", "0"]
-    command += ["--max-batch", str(BATCH), "--max-wait-ms", str(max_wait_ms)]
+def start_service(command: list[str]) -> tuple[subprocess.Popen[str], str]:
+    """The uvicorn server of ``command`` and its URL (read from uvicorn's log)."""
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     found: list[str] = []
 
@@ -93,13 +97,31 @@ def start_service(index: Path, max_wait_ms: float) -> tuple[subprocess.Popen[str
     deadline = time.monotonic() + 300
     while not found:
         if process.poll() is not None or time.monotonic() > deadline:
-            raise RuntimeError("oml serve did not start")
+            raise RuntimeError(f"{command} did not start")
         time.sleep(0.05)
     return process, found[0]
 
 
+def plain_app(folder: Path) -> FastAPI:
+    """The plain endpoint: an upload written to a temporary file, searched by ``GalleryIndex.search``."""
+    index = GalleryIndex.load(folder)
+    lock = threading.Lock()
+    app = FastAPI()
+
+    @app.post("/search")
+    def search(file: UploadFile, top_k: int = TOP_K) -> dict[str, Any]:
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / "query.png"
+            path.write_bytes(file.file.read())
+            with lock:
+                (hits,) = index.search([path], top_k=top_k)
+        return {"results": [hit.to_dict() for hit in hits]}
+
+    return app
+
+
 async def load(
-    url: str, queries: list[bytes], clients: int, requests: int, seconds: float
+    url: str, queries: list[bytes], clients: int, requests: int, seconds: float, counters: bool = True
 ) -> dict[str, float]:
     """``requests`` uploads (at most ``seconds``) posted by ``clients`` concurrent clients: req/s, latencies."""
     latencies: list[float] = []
@@ -120,15 +142,15 @@ async def load(
     async with httpx.AsyncClient(base_url=url, timeout=60) as http:  # warm
         for data in queries[:BATCH]:
             (await http.post(f"/search?top_k={TOP_K}", files={"file": ("q.png", data)})).raise_for_status()
-        before = (await http.get("/health")).json()
+        before = (await http.get("/health")).json() if counters else {}
     start = time.perf_counter()
     await asyncio.gather(*(client(c) for c in range(clients)))
     elapsed = time.perf_counter() - start
     async with httpx.AsyncClient(base_url=url, timeout=60) as http:
-        after = (await http.get("/health")).json()
+        after = (await http.get("/health")).json() if counters else {}
     p50, p99, mean = percentiles(latencies)
-    passes = after["forward_passes"] - before["forward_passes"]
-    embedded = after["queries_embedded"] - before["queries_embedded"]
+    passes = after["forward_passes"] - before["forward_passes"] if counters else 1
+    embedded = after["queries_embedded"] - before["queries_embedded"] if counters else 1
     return {
         "rps": len(latencies) / elapsed,
         "p50": p50,
@@ -153,7 +175,13 @@ def main() -> None:
     parser.add_argument("--max-wait-ms", type=float, default=2.0)
     parser.add_argument("--cli-calls", type=int, default=3)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument(
+        "--plain", type=Path, metavar="INDEX", help="run the plain endpoint of INDEX (internal)"
+    )
     args = parser.parse_args()
+    if args.plain is not None:
+        uvicorn.run(plain_app(args.plain), host="127.0.0.1", port=0, log_level="info")
+        return
     os.environ.setdefault("OML_CACHE_DIR", tempfile.mkdtemp(prefix="oml-bench-cache-"))
 
     with tempfile.TemporaryDirectory(prefix="oml-bench-serve-") as tmp:
@@ -186,7 +214,11 @@ def main() -> None:
             cli.append(time.perf_counter() - begun)
         uploads = [path.read_bytes() for path in queries]
         rounds: list[dict[str, dict[str, float]]] = []
-        process, url = start_service(index_dir, args.max_wait_ms)
+        serve = [sys.executable, "-m", "oml_core.cli", "serve", str(index_dir), "--port", "0"]
+        process, url = start_service(
+            [*serve, "--max-batch", str(BATCH), "--max-wait-ms", str(args.max_wait_ms)]
+        )
+        plain, plain_url = start_service([sys.executable, __file__, "--plain", str(index_dir)])
         try:
             for _ in range(args.rounds):
                 one_rps, one_latencies = floor(index, many, 1)
@@ -194,13 +226,17 @@ def main() -> None:
                 results = {"one": {"rps": one_rps, "p50": p50, "p99": p99}}
                 results["batch"] = {"rps": floor(index, many, BATCH)[0]}
                 for clients in args.clients:
+                    results[f"plain{clients}"] = asyncio.run(
+                        load(plain_url, uploads, clients, args.requests, args.seconds, counters=False)
+                    )
                     results[f"serve{clients}"] = asyncio.run(
                         load(url, uploads, clients, args.requests, args.seconds)
                     )
                 rounds.append(results)
         finally:
-            process.terminate()
-            process.wait(timeout=60)
+            for server in (process, plain):
+                server.terminate()
+                server.wait(timeout=60)
 
     def median(case: str, key: str) -> float:
         return statistics.median(r[case][key] for r in rounds)
@@ -215,10 +251,16 @@ def main() -> None:
         "| case | clients | queries/s | p50 ms | p99 ms | queries per forward pass | vs floor (queries/s) |"
     )
     print("|---|---|---|---|---|---|---|")
+    plain_rows = [
+        ("plain FastAPI endpoint", c, median(f"plain{c}", "rps"), median(f"plain{c}", "p50"),
+         median(f"plain{c}", "p99"), 1.0)
+        for c in args.clients
+    ]  # fmt: skip
     rows = [
         ("floor: in-process, one at a time", 1, one, median("one", "p50"), median("one", "p99"), 1.0),
         (f"floor: in-process, batches of {BATCH}", "-", batch, None, None, BATCH),
         ("oml search, a process per query", 1, 1000 / cli_ms, cli_ms, None, 1.0),
+        *plain_rows,
         *(
             ("oml serve", c, median(f"serve{c}", "rps"), median(f"serve{c}", "p50"), median(f"serve{c}", "p99"),
              median(f"serve{c}", "per_pass"))
