@@ -25,6 +25,7 @@ START_TIMEOUT = 120
 MAX_WAIT_MS = 150
 CONCURRENT = 8
 TOKEN = "http-s3cret"
+MAX_REQUEST_BYTES = 100_000
 
 
 @dataclass
@@ -48,7 +49,7 @@ def served_index(images_world, tmp_path_factory) -> Path:
 def server(served_index) -> Iterator[Server]:
     """``oml serve`` of ``served_index`` on port 0 (the system picks a free one, which uvicorn logs)."""
     command = [sys.executable, "-m", "oml_core.cli", "serve", str(served_index), "--port", "0"]
-    command += ["--max-wait-ms", str(MAX_WAIT_MS)]
+    command += ["--max-wait-ms", str(MAX_WAIT_MS), "--max-request-bytes", str(MAX_REQUEST_BYTES)]
     env = {**os.environ, "OML_SERVE_TOKEN": TOKEN}
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
     log: list[str] = []
@@ -91,6 +92,9 @@ def test_every_endpoint_answers_over_http(server, images_world, served_index):
         assert client.get("/items/4/content").content == file.read_bytes()
         bad = client.post("/search", json={"text": "a picture of noise"})
         assert bad.status_code == 422 and "takes no query texts" in bad.json()["error"]
+        large = client.post("/search", files={"file": ("big.png", b"\0" * (4 * MAX_REQUEST_BYTES))})
+        assert large.status_code == 413 and f"limit of {MAX_REQUEST_BYTES} bytes" in large.json()["error"]
+        assert client.get("/health").json()["status"] == "ok"
         openapi = client.get("/openapi.json").json()
         assert {"/search", "/embed", "/items/{item_id}", "/items/{item_id}/content", "/health"} <= set(
             openapi["paths"]
