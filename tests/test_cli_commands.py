@@ -34,6 +34,7 @@ COMMANDS = [
     "check-dataframe",
     "index",
     "search",
+    "export",
 ]
 
 

@@ -190,6 +190,12 @@ COMPONENTS: tuple[Component, ...] = (
         "oml_core.retrieval.knn_backends:ExactKnnIndex",
         "exact search in memory-bounded blocks (the default)",
     ),
+    Component(
+        "extractor",
+        "onnx",
+        "oml_core.export.extractor:OnnxExtractor",
+        "an ONNX export of oml export, run by onnxruntime (needs oml-core[onnx])",
+    ),
 )
 
 
@@ -234,6 +240,12 @@ def oml_register_retrieval_metrics(register: RegisterCallback) -> None:
 def oml_register_postprocessors(register: RegisterCallback) -> None:
     """Register the thresholding post-processors."""
     register_components(register, COMPONENTS, "postprocessor")
+
+
+@hookimpl
+def oml_register_extractors(register: RegisterCallback) -> None:
+    """Register ``onnx``, the extractor of an export of ``oml export``."""
+    register_components(register, COMPONENTS, "extractor")
 
 
 @hookimpl

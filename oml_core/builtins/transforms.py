@@ -36,6 +36,9 @@ class NormaliseResize:
     Returns a float tensor ``[3, im_size, im_size]``.
     """
 
+    #: How the image is resized (PIL's bilinear filter), as ``oml export`` describes the preprocessing.
+    interpolation = "bilinear"
+
     def __init__(
         self, im_size: int, mean: Sequence[float] = IMAGENET_MEAN, std: Sequence[float] = IMAGENET_STD
     ):

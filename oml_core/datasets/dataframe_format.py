@@ -170,7 +170,7 @@ def _bbox_problems(df: pd.DataFrame) -> tuple[np.ndarray | None, list[str]]:
             "empty " + "/".join(c for c, e in zip(BBOXES_COLUMNS, row) if e)
             for row in empty[np.flatnonzero(half)]
         ]
-        described = pd.Series(which, index=np.flatnonzero(half)).map(_Raw)
+        described = _raw_series(which, index=np.flatnonzero(half))
         problems.append(
             row_problem("bounding box", "incomplete (some of x_1, x_2, y_1, y_2 empty)", half, described)
         )
@@ -189,7 +189,7 @@ def _bbox_problems(df: pd.DataFrame) -> tuple[np.ndarray | None, list[str]]:
             a, b = boxes[:, BBOXES_COLUMNS.index(lo)], boxes[:, BBOXES_COLUMNS.index(hi)]
             inverted = full & (a >= b)
             if inverted.any():
-                shown = pd.Series([f"{lo}={a[i]:g}, {hi}={b[i]:g}" for i in range(len(a))]).map(_Raw)
+                shown = _raw_series([f"{lo}={a[i]:g}, {hi}={b[i]:g}" for i in range(len(a))])
                 problems.append(
                     row_problem(f"columns '{lo}', '{hi}'", f"an inverted box ({lo} >= {hi})", inverted, shown)
                 )
@@ -201,6 +201,14 @@ class _Raw(str):
 
     def __repr__(self) -> str:
         return str(self)
+
+
+def _raw_series(
+    texts: Sequence[str], index: Sequence[int] | pd.Index | np.ndarray | None = None
+) -> pd.Series:
+    """``texts`` as :class:`_Raw` values of an ``object`` series (a string dtype, pandas 3's default with pyarrow
+    installed, would turn them back into plain, quoted strings)."""
+    return pd.Series([_Raw(text) for text in texts], index=index, dtype=object)
 
 
 def parse_bboxes(df: pd.DataFrame, owner: str = "dataset") -> list[TBBox | None] | None:
@@ -378,7 +386,10 @@ def _query_gallery_problems(
         what = "a query whose label has no gallery item other than itself"
         problems.append(
             row_problem(
-                f"column {IS_GALLERY_COLUMN!r}", what, lonely, labels.map(lambda v: _Raw(f"label {v}"))
+                f"column {IS_GALLERY_COLUMN!r}",
+                what,
+                lonely,
+                _raw_series([f"label {v}" for v in labels], index=labels.index),
             )
         )
     return problems
@@ -457,11 +468,8 @@ def check_duplicated_paths(df: pd.DataFrame) -> list[str]:
         return []
     codes = keys.groupby(columns, sort=False, dropna=False).ngroup().to_numpy()
     _, first_row = np.unique(codes, return_index=True)
-    shown = pd.Series(
-        [
-            _Raw(f"{_value_text(path)}, as row {first_row[code]}")
-            for path, code in zip(df[PATHS_COLUMN], codes)
-        ]
+    shown = _raw_series(
+        [f"{_value_text(path)}, as row {first_row[code]}" for path, code in zip(df[PATHS_COLUMN], codes)]
     )
     if len(columns) == 1:
         return [row_problem(f"column {PATHS_COLUMN!r}", "a path already on an earlier row", repeated, shown)]

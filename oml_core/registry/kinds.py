@@ -30,6 +30,7 @@ BUILTIN_COMMANDS = frozenset(
         "check-dataframe",
         "index",
         "search",
+        "export",
     }
 )
 

@@ -26,9 +26,24 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from oml_audio.features import MelSpectrogram, PreEmphasis
+from oml_core.const import DEFAULT_SAMPLE_RATE, MAX_AUDIO_LEN
+from oml_core.interfaces.export import BATCH_AXIS, ExportContext, ExportSignature, IExportable
 from oml_core.utils.checkpoints import WRAPPER_PREFIXES, load_state_dict_strict
 from oml_core.zoo.extractor import ZooExtractor
 from oml_core.zoo.weights import load_weights
+
+#: The name of the input of an export's graph, and of its axis of samples.
+WAVEFORMS_INPUT = "waveforms"
+SAMPLES_AXIS = "samples"
+#: The fewest samples an export takes (the features reflect 256 samples at each end), and the range of the
+#: lengths of its example and probe waveforms (a quarter to half a second at 16 kHz: short, and varied).
+MIN_EXPORT_SAMPLES = 512
+EXAMPLE_SAMPLES = (4_000, 8_000)
+#: The network's features, as an export's preprocessing describes them (they are inside its graph).
+FEATURES = (
+    "inside the graph: pre-emphasis 0.97, |STFT|^2 (512-point FFT, 400-sample Hamming window, hop 160), 80 HTK "
+    "mels 20-7600 Hz, log(mel + 1e-6) minus its mean over time"
+)
 
 #: The prefix of the network's keys in the released file, and its loss's keys (dropped).
 RELEASE_PREFIX = "speaker_encoder."
@@ -159,7 +174,7 @@ def release_to_network(state_dict: dict[str, Tensor]) -> dict[str, Tensor]:
     }
 
 
-class ECAPATDNNExtractor(ZooExtractor):
+class ECAPATDNNExtractor(ZooExtractor, IExportable):
     """OML's ``ECAPATDNNExtractor``: ECAPA-TDNN embeddings of 16 kHz mono waveforms ``[B, samples]`` or
     ``[B, 1, samples]`` (what the audio datasets give with ``convert_to_mono``), L2-normalised if asked.
 
@@ -255,5 +270,46 @@ class ECAPATDNNExtractor(ZooExtractor):
         x = self.model(x)
         return F.normalize(x, p=2, dim=1) if self.normalise_features else x
 
+    def export_signature(self, context: ExportContext) -> ExportSignature:
+        """Mono waveforms ``waveforms`` float32 ``[batch, 1, samples]`` (what the audio datasets give with
+        ``convert_to_mono``), any number of samples from :data:`MIN_EXPORT_SAMPLES`; the features are inside the
+        graph (torch's exporter writes the STFT); the preprocessing: the dataset's sample rate, length in seconds
+        and down-mixing."""
+        args = context.dataset_args
+        sample_rate = args.get("sample_rate", DEFAULT_SAMPLE_RATE)
 
-__all__ = ["ECAPATDNN", "ECAPATDNNExtractor", "SERes2Block", "SqueezeExcitation", "release_to_network"]
+        def example_inputs(batch_size: int, generator: torch.Generator) -> tuple[Tensor, ...]:
+            low, high = EXAMPLE_SAMPLES
+            samples = int(torch.randint(low, high + 1, (), generator=generator))
+            return (0.1 * torch.randn(batch_size, 1, samples, generator=generator),)
+
+        preprocessing = {
+            "modality": "audio",
+            "input": "float32 [batch, 1, samples]: mono waveforms in [-1, 1] at sample_rate",
+            "sample_rate": sample_rate,
+            "max_num_seconds": args.get("max_num_seconds", MAX_AUDIO_LEN),
+            "convert_to_mono": args.get("convert_to_mono", True),
+            "features": FEATURES,
+        }
+        return ExportSignature(
+            module=self,
+            input_names=(WAVEFORMS_INPUT,),
+            dynamic_axes={WAVEFORMS_INPUT: {0: BATCH_AXIS, 2: SAMPLES_AXIS}},
+            example_inputs=example_inputs,
+            preprocessing=preprocessing,
+            min_sizes={SAMPLES_AXIS: MIN_EXPORT_SAMPLES},
+        )
+
+
+__all__ = [
+    "ECAPATDNN",
+    "ECAPATDNNExtractor",
+    "EXAMPLE_SAMPLES",
+    "FEATURES",
+    "MIN_EXPORT_SAMPLES",
+    "SAMPLES_AXIS",
+    "WAVEFORMS_INPUT",
+    "SERes2Block",
+    "SqueezeExcitation",
+    "release_to_network",
+]

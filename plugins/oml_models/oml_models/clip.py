@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING
 import torch.nn.functional as F
 from torch import Tensor
 
+from oml_core.export.signatures import image_signature
+from oml_core.interfaces.export import ExportContext, ExportSignature, IExportable
 from oml_core.zoo.extractor import ZooExtractor
 from oml_core.zoo.weights import build_for_weights, load_weights
 from oml_models.archs import check_arch
@@ -91,7 +93,7 @@ def check_image_size(x: Tensor, image_size: int, extractor: str) -> None:
         )
 
 
-class ViTCLIPExtractor(ZooExtractor):
+class ViTCLIPExtractor(ZooExtractor, IExportable):
     """The image encoder of CLIP (OpenAI's ViT-B/16, ViT-B/32, ViT-L/14, ViT-L/14@336px architectures).
 
     ``forward(x)`` maps images ``[B, 3, S, S]``, ``S`` the arch's resolution (224, or 336 for
@@ -145,6 +147,15 @@ class ViTCLIPExtractor(ZooExtractor):
         if self.normalise_features:
             x = F.normalize(x, p=2, dim=1)
         return x
+
+    def export_signature(self, context: ExportContext) -> ExportSignature:
+        """Images ``[batch, 3, S, S]`` of the arch's resolution ``S``:
+        :func:`~oml_core.export.signatures.image_signature`.
+
+        Raises:
+            ValueError: transforms that make images of another size.
+        """
+        return image_signature(self, context, self.image_size, fixed_size=True)
 
 
 __all__ = ["CLIP_ARCHS", "VISION_CFG_KEYS", "ViTCLIPExtractor", "build_clip_visual", "check_image_size"]

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +12,7 @@ import torch
 from torch import Tensor
 from torchvision.ops import MLP
 
+from oml_core.interfaces.export import ExportContext, ExportSignature, IExportable
 from oml_core.interfaces.models import IExtractor, IFreezable
 from oml_core.utils.checkpoints import drop_keys, strip_prefixes
 from oml_core.zoo.extractor import ZooExtractor
@@ -43,7 +45,7 @@ def _check_mlp_features(mlp_features: Sequence[int]) -> list[int]:
     return sizes
 
 
-class ExtractorWithMLP(ZooExtractor, IFreezable):
+class ExtractorWithMLP(ZooExtractor, IFreezable, IExportable):
     """An extractor followed by an MLP head: ``forward(x) = projection(extractor(x))``.
 
     The head is torchvision's ``MLP(extractor.feat_dim, mlp_features)``: for every size but the last a
@@ -115,6 +117,22 @@ class ExtractorWithMLP(ZooExtractor, IFreezable):
     def unfreeze(self) -> None:
         """Train the backbone too: ``train_backbone = True``, the extractor's ``requires_grad`` on."""
         self._set_train_backbone(True)
+
+    def export_signature(self, context: ExportContext) -> ExportSignature:
+        """The signature of :attr:`extractor` (its inputs and preprocessing), the whole model traced.
+
+        Raises:
+            ValueError: the backbone is not exportable, or is traced through a module of its own.
+        """
+        if not isinstance(self.extractor, IExportable):
+            raise ValueError(f"its backbone {type(self.extractor).__name__} states no export signature")
+        signature = self.extractor.export_signature(context)
+        if signature.module is not self.extractor:
+            raise ValueError(
+                f"its backbone {type(self.extractor).__name__} is traced through a module of its own, which the "
+                f"MLP head cannot wrap"
+            )
+        return replace(signature, module=self)
 
 
 def oml_checkpoint_to_extractor_with_mlp(state_dict: Mapping[str, Tensor]) -> dict[str, Tensor]:

@@ -11,6 +11,8 @@ from PIL import Image
 from torch import Tensor, nn
 from torchvision.models import ResNet, resnet18, resnet34, resnet50, resnet101, resnet152
 
+from oml_core.export.signatures import image_signature
+from oml_core.interfaces.export import ExportContext, ExportSignature, IExportable
 from oml_core.utils.checkpoints import drop_keys, load_state_dict_strict
 from oml_core.utils.images import to_rgb8
 from oml_core.zoo.extractor import ZooExtractor
@@ -19,6 +21,9 @@ from oml_models.archs import check_arch
 from oml_models.gradcam import grad_cam, overlay_heatmap
 from oml_models.pooling import gem_or_avg_pool
 from oml_models.transforms import get_normalisation_torch
+
+#: The side of the images the torchvision ResNets are trained on (an export's size without transforms).
+NATIVE_IMAGE_SIZE = 224
 
 
 def resnet50_projector(weights: None = None) -> ResNet:
@@ -42,7 +47,7 @@ def _image_to_array(image: np.ndarray | Image.Image) -> np.ndarray:
     )
 
 
-class ResnetExtractor(ZooExtractor):
+class ResnetExtractor(ZooExtractor, IExportable):
     """The extractors that follow the ResNet architecture (torchvision's ``resnet18`` ... ``resnet152``).
 
     ``forward(x)`` maps images ``[B, 3, H, W]`` to embeddings ``[B, feat_dim]``: the ResNet trunk, then the
@@ -164,5 +169,10 @@ class ResnetExtractor(ZooExtractor):
         drawn = overlay_heatmap(array, mask)
         return Image.fromarray(drawn) if isinstance(image, Image.Image) else drawn
 
+    def export_signature(self, context: ExportContext) -> ExportSignature:
+        """Images ``[batch, 3, S, S]``, ``S`` the transforms' size (224 without one):
+        :func:`~oml_core.export.signatures.image_signature`."""
+        return image_signature(self, context, NATIVE_IMAGE_SIZE)
 
-__all__ = ["ResnetExtractor", "resnet50_projector"]
+
+__all__ = ["NATIVE_IMAGE_SIZE", "ResnetExtractor", "resnet50_projector"]

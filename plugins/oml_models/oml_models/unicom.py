@@ -7,6 +7,8 @@ from pathlib import Path
 import torch.nn.functional as F
 from torch import Tensor
 
+from oml_core.export.signatures import image_signature
+from oml_core.interfaces.export import ExportContext, ExportSignature, IExportable
 from oml_core.zoo.extractor import ZooExtractor
 from oml_core.zoo.weights import build_for_weights, load_weights
 from oml_models.archs import check_arch
@@ -14,7 +16,7 @@ from oml_models.clip import check_image_size
 from oml_models.unicom_vit import UNICOM_ARCHS, UnicomArch, UnicomVisionTransformer
 
 
-class ViTUnicomExtractor(ZooExtractor):
+class ViTUnicomExtractor(ZooExtractor, IExportable):
     """The Unicom extractors (deepglint/unicom: ViT-B/32, ViT-B/16, ViT-L/14, ViT-L/14@336px).
 
     ``forward(x)`` maps images ``[B, 3, S, S]``, ``S`` the arch's resolution (224, or 336 for
@@ -77,6 +79,15 @@ class ViTUnicomExtractor(ZooExtractor):
         if self.normalise_features:
             x = F.normalize(x, p=2, dim=1)
         return x
+
+    def export_signature(self, context: ExportContext) -> ExportSignature:
+        """Images ``[batch, 3, S, S]`` of the arch's resolution ``S``:
+        :func:`~oml_core.export.signatures.image_signature`.
+
+        Raises:
+            ValueError: transforms that make images of another size.
+        """
+        return image_signature(self, context, self.model.arch.img_size, fixed_size=True)
 
 
 __all__ = ["ViTUnicomExtractor"]

@@ -11,6 +11,8 @@ from PIL import Image
 from torch import Tensor
 
 from oml_core.const import MEAN, STD, TNormParam
+from oml_core.export.signatures import image_signature
+from oml_core.interfaces.export import ExportContext, ExportSignature, IExportable
 from oml_core.zoo.extractor import ZooExtractor
 from oml_core.zoo.weights import build_for_weights, load_weights
 from oml_models.archs import check_arch
@@ -18,7 +20,7 @@ from oml_models.vit_attention import draw_attention
 from oml_models.vit_backbone import VIT_ARCHS, DinoVisionTransformer, ViTArch
 
 
-class ViTExtractor(ZooExtractor):
+class ViTExtractor(ZooExtractor, IExportable):
     """The extractors that follow the VisualTransformer architecture: DINO's and DINOv2's.
 
     ``forward(x)`` maps images ``[B, 3, H, W]`` (any size of at least one patch; several sizes with
@@ -127,6 +129,11 @@ class ViTExtractor(ZooExtractor):
             an array, an RGB PIL image for a PIL image.
         """
         return draw_attention(self.model, image)
+
+    def export_signature(self, context: ExportContext) -> ExportSignature:
+        """Images ``[batch, 3, S, S]``, ``S`` the transforms' size (the arch's native size without one):
+        :func:`~oml_core.export.signatures.image_signature`."""
+        return image_signature(self, context, self.constructors[self.arch].img_size)
 
 
 def vis_vit(

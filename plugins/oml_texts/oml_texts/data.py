@@ -36,6 +36,7 @@ from oml_core.registry import ConfigError
 from oml_texts.datasets import TextBaseDataset, TextLabeledDataset, TextQueryGalleryLabeledDataset
 from oml_texts.hub import load_tokenizer
 from oml_texts.mock import get_mock_texts_dataset_root
+from oml_texts.tokens import DEFAULT_MAX_LENGTH
 
 
 def read_texts_csv(path: Path, encoding: str = DEFAULT_ENCODING) -> pd.DataFrame:
@@ -88,7 +89,7 @@ class TextData(IDatasetComponent):
         dataset_root: str | Path | None = None,
         dataframe_name: str | None = MOCK_DATASET_DEFAULT_CSV,
         dataframe_encoding: str = DEFAULT_ENCODING,
-        max_length: int = 128,
+        max_length: int = DEFAULT_MAX_LENGTH,
         download: bool = False,
         show_dataset_warnings: bool = False,
         pipeline: str = "texts",

@@ -13,14 +13,17 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import torch
 from torch import Tensor, nn
 from torch.nn import functional as F
 
+from oml_core.interfaces.export import BATCH_AXIS, ExportContext, ExportSignature, IExportable
 from oml_core.interfaces.models import IExtractor
 from oml_core.registry import ConfigError
 from oml_core.zoo import get_pretrained
 from oml_core.zoo.weights import load_weights, looks_like_path
-from oml_texts.hub import load_model, resolve_model_folder
+from oml_texts.hub import load_model, load_tokenizer, resolve_model_folder
+from oml_texts.tokens import DEFAULT_MAX_LENGTH
 from oml_texts.zoo import check_model_folder
 
 #: OML's type names of a Hugging Face model and of a tokenised batch (``oml.models.texts.huggingface``).
@@ -33,6 +36,13 @@ CHECKED_MODEL_TYPES = ("RobertaModel", "BertModel", "DistilBertModel")
 POOLINGS = ("cls", "mean")
 #: The keys of the extractor's own state dict that ``load_weights`` must not strip (its transformer is ``model``).
 CHECKPOINT_PREFIXES = ("extractor.", "module.")
+#: The inputs of an export's graph (the text datasets' items), their axis of tokens, and the export's folder of
+#: the tokenizer.
+TOKEN_INPUTS = ("input_ids", "attention_mask")
+SEQUENCE_AXIS = "sequence"
+TOKENIZER_FOLDER = "tokenizer"
+#: The range of the lengths of an export's example and probe token sequences (short, and varied).
+EXAMPLE_TOKENS = (6, 24)
 
 
 def check_model_type(model: THFModel) -> None:
@@ -89,7 +99,7 @@ def mean_pooling(hidden: Tensor, attention_mask: Tensor) -> Tensor:
     return (hidden * mask).sum(dim=1) / mask.sum(dim=1).clamp(min=1e-9)
 
 
-class HFTextExtractor(HFWrapper):
+class HFTextExtractor(HFWrapper, IExportable):
     """``hf_text``: a Hugging Face transformer read from a local folder or the Hugging Face cache (offline unless
     ``download``), its embedding the first token's hidden state (``pooling="cls"``, :class:`HFWrapper`'s) or the
     mean over the attention mask (``"mean"``, sentence-transformers'), L2-normalised when ``normalise``.
@@ -138,6 +148,8 @@ class HFTextExtractor(HFWrapper):
             check_model_folder(folder, zoo_key, entry)
         transformer = load_model(folder)
         super().__init__(transformer, int(transformer.config.hidden_size))
+        #: The model's folder (its tokenizer is an export's).
+        self.model_folder = folder
         self.pooling = pooling
         self.normalise = bool(normalise if normalise is not None else defaults.get("normalise", False))
         if zoo_key is None:
@@ -145,12 +157,68 @@ class HFTextExtractor(HFWrapper):
 
     def forward(self, x: Mapping[str, Tensor]) -> Tensor:
         """``[B, feat_dim]``: the pooled (and, with ``normalise``, L2-normalised) hidden states."""
+        return self.pool(self.hidden_states(x), x["attention_mask"])
+
+    def pool(self, hidden: Tensor, attention_mask: Tensor) -> Tensor:
+        """``[B, feat_dim]``: the hidden states ``[B, L', D]`` of the first ``L'`` tokens of a batch pooled (the
+        first token's, or their mean over ``attention_mask`` ``[B, L]``) and, with ``normalise``, L2-normalised."""
         if self.pooling == "cls":
-            embeddings = super().forward(x)
+            embeddings = hidden[:, 0, :]
         else:
-            hidden = self.hidden_states(x)
-            embeddings = mean_pooling(hidden, x["attention_mask"][:, : hidden.shape[1]])
+            embeddings = mean_pooling(hidden, attention_mask[:, : hidden.shape[1]])
         return F.normalize(embeddings, p=2, dim=1) if self.normalise else embeddings
+
+    def export_signature(self, context: ExportContext) -> ExportSignature:
+        """Token ids and attention mask, int64 ``[batch, sequence]`` each (the text datasets' items), into
+        :class:`TokensGraph` (the transformer, pooling and normalisation inside the graph); the preprocessing:
+        the tokenizer, written to the export's ``tokenizer`` folder, and the texts dataset's ``max_length``."""
+        config = self.model.config
+        vocab_size = int(config.vocab_size)
+
+        def example_inputs(batch_size: int, generator: torch.Generator) -> tuple[Tensor, ...]:
+            low, high = EXAMPLE_TOKENS
+            length = int(torch.randint(low, high + 1, (), generator=generator))
+            input_ids = torch.randint(0, vocab_size, (batch_size, length), generator=generator)
+            kept = torch.randint(2, length + 1, (batch_size,), generator=generator)
+            attention_mask = (torch.arange(length)[None, :] < kept[:, None]).long()
+            return input_ids * attention_mask, attention_mask
+
+        def write_assets(folder: Path) -> None:
+            load_tokenizer(str(self.model_folder)).save_pretrained(str(folder / TOKENIZER_FOLDER))
+
+        axes = {0: BATCH_AXIS, 1: SEQUENCE_AXIS}
+        preprocessing = {
+            "modality": "texts",
+            "input": "int64 [batch, sequence] input_ids and attention_mask of the tokenizer (padded, truncated)",
+            "tokenizer": TOKENIZER_FOLDER,
+            "max_length": context.dataset_args.get("max_length", DEFAULT_MAX_LENGTH),
+            "pooling": self.pooling,
+            "normalise": self.normalise,
+        }
+        return ExportSignature(
+            module=TokensGraph(self),
+            input_names=TOKEN_INPUTS,
+            dynamic_axes=dict.fromkeys(TOKEN_INPUTS, axes),
+            example_inputs=example_inputs,
+            preprocessing=preprocessing,
+            write_assets=write_assets,
+            padding={SEQUENCE_AXIS: "attention_mask"},
+        )
+
+
+class TokensGraph(nn.Module):
+    """What an export of :class:`HFTextExtractor` traces: ``forward(input_ids, attention_mask)``, every token of
+    the batch through the transformer (no trailing padding columns are cut: masked, they change no other token's
+    state, and the graph's sequence axis stays dynamic), then the extractor's :meth:`~HFTextExtractor.pool`."""
+
+    def __init__(self, extractor: HFTextExtractor) -> None:
+        super().__init__()
+        self.extractor = extractor
+
+    def forward(self, input_ids: Tensor, attention_mask: Tensor) -> Tensor:
+        """``[B, feat_dim]`` of the tokens ``[B, L]`` and their mask ``[B, L]``."""
+        hidden = self.extractor.model(input_ids, attention_mask=attention_mask)["last_hidden_state"]
+        return self.extractor.pool(hidden, attention_mask)
 
 
 def _zoo_key(weights: str | Path | None) -> str | None:
@@ -163,9 +231,14 @@ def _zoo_key(weights: str | Path | None) -> str | None:
 __all__ = [
     "CHECKED_MODEL_TYPES",
     "CHECKPOINT_PREFIXES",
+    "EXAMPLE_TOKENS",
     "HFTextExtractor",
     "HFWrapper",
     "POOLINGS",
+    "SEQUENCE_AXIS",
+    "TOKENIZER_FOLDER",
+    "TOKEN_INPUTS",
+    "TokensGraph",
     "TBatchEncoding",
     "THFModel",
     "check_model_type",

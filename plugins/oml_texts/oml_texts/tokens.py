@@ -23,6 +23,8 @@ from torch import Tensor
 
 #: Texts tokenised by one call of the tokenizer, when the first of them is asked for.
 TOKENISE_BLOCK = 512
+#: Tokens per text of the texts dataset unless its ``max_length`` says otherwise (and of an export's preprocessing).
+DEFAULT_MAX_LENGTH = 128
 
 
 def _pads_itself(tokenizer: Any) -> bool:
