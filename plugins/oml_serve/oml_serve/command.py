@@ -2,10 +2,12 @@
 
     oml serve INDEX [--host 127.0.0.1] [--port 8000] [--accelerator cpu|gpu|null] [--devices DEVICES]
         [--max-batch 32] [--max-wait-ms 2] [--max-request-bytes 16777216] [--max-top-k 100] [--token TOKEN]
-        [--lock-timeout 10]
+        [--lock-timeout 10] [--onnx DIR]
 
 The settings are checked first (a host other than loopback needs a token: ``--token`` or ``OML_SERVE_TOKEN``),
-then the index is loaded once (:meth:`GalleryIndex.load <oml_core.index.GalleryIndex.load>`: its digests, and its
+then, with ``--onnx DIR``, the export of ``oml export`` is read (the ``onnx`` extractor) and refused unless it was
+made from the index's weights (the ``weights_sha256`` of its ``export.json`` and of the index), then the index is
+loaded once (:meth:`GalleryIndex.load <oml_core.index.GalleryIndex.load>`: its digests, and its
 probe embedded by the extractor on the device), then uvicorn serves the application until Ctrl-C or SIGTERM.
 Each of these errors is one line (exit 2), before the service listens.
 """
@@ -16,13 +18,16 @@ import argparse
 import os
 from collections.abc import Callable
 from pathlib import Path
+from typing import cast
 
 import torch
 import uvicorn
 
 from oml_core.cli import add_one_device_arguments, device_of_arguments
 from oml_core.index import GalleryIndex
-from oml_core.registry import Registry
+from oml_core.index.storage import INDEX_FILE, read_json
+from oml_core.interfaces.models import IExtractor
+from oml_core.registry import ConfigError, Registry
 from oml_core.utils.logs import PACKAGE_LOGGER, get_logger
 from oml_serve.app import create_app
 from oml_serve.service import ServedIndex
@@ -93,6 +98,13 @@ def serve_command(parser: argparse.ArgumentParser) -> Callable[[argparse.Namespa
         help=f"how long a write waits for another process that is changing the index; then it is answered 503 "
         f"(default: {DEFAULT_LOCK_TIMEOUT:g})",
     )
+    parser.add_argument(
+        "--onnx",
+        type=Path,
+        metavar="DIR",
+        help="embed the queries with the ONNX export of the index's model (oml export INDEX --output DIR) on "
+        "onnxruntime instead of PyTorch; refused unless it was made from the index's weights",
+    )
     return run_serve
 
 
@@ -112,7 +124,7 @@ def run_serve(args: argparse.Namespace) -> int:
         token=args.token if args.token is not None else os.environ.get(TOKEN_ENV),
         lock_timeout=args.lock_timeout,
     )
-    served = load_served_index(args.index, settings, device_of_arguments(args, "serve"))
+    served = load_served_index(args.index, settings, device_of_arguments(args, "serve"), args.onnx)
     log.info(
         "Serving %d items of %s on %s (the search page: %s/, the API: %s/docs)",
         len(served.index),
@@ -125,18 +137,50 @@ def run_serve(args: argparse.Namespace) -> int:
     return 0
 
 
-def load_served_index(folder: Path, settings: ServeSettings, device: torch.device) -> ServedIndex:
-    """The index of ``folder`` loaded once, its queries embedded on ``device``, its extractor built and checked
-    against its probe (:meth:`ServedIndex.warm_up <oml_serve.service.ServedIndex.warm_up>`).
+def load_served_index(
+    folder: Path, settings: ServeSettings, device: torch.device, onnx: Path | None = None
+) -> ServedIndex:
+    """The index of ``folder`` loaded once, its queries embedded on ``device`` (by the ONNX export ``onnx`` when
+    given, see :func:`onnx_extractor`), its extractor built and checked against its probe
+    (:meth:`ServedIndex.warm_up <oml_serve.service.ServedIndex.warm_up>`: an export must reproduce the probe's
+    embedding as the index's own model does).
 
     Raises:
-        GalleryIndexError: the index cannot be read or its model does not match it (naming the file).
+        GalleryIndexError: the index cannot be read or its model does not match it (naming the file); the export
+            does not reproduce the embedding of the index's probe.
+        ConfigError: see :func:`onnx_extractor`.
         RegistryError: a component of the index is not registered (its plugin is not installed).
     """
-    index = GalleryIndex.load(folder, registry=Registry(), device=device)
-    served = ServedIndex(index, str(folder), settings)
+    registry = Registry()
+    extractor = None if onnx is None else onnx_extractor(folder, onnx, registry, device)
+    index = GalleryIndex.load(folder, registry=registry, device=device, extractor=extractor)
+    served = ServedIndex(index, str(folder), settings, extractor=extractor)
     served.warm_up()
     return served
+
+
+def onnx_extractor(folder: Path, export: Path, registry: Registry, device: torch.device) -> IExtractor:
+    """The ``onnx`` extractor of the export folder ``export`` on ``device``, checked to come from the weights of the
+    index ``folder`` (the ``weights_sha256`` of both).
+
+    Raises:
+        ConfigError: the export was made from other weights, or the index's digest is unknown.
+        GalleryIndexError: the index's ``index.json`` cannot be read.
+        ExportError: ``export`` is no export of ``oml export``, or onnxruntime is missing.
+    """
+    extractor = registry.build(
+        "extractor", {"name": "onnx", "args": {"path": str(export), "device": str(device)}}
+    )
+    index_file = Path(folder) / INDEX_FILE
+    meta = read_json(index_file)
+    ours = meta.get("weights_sha256") if isinstance(meta, dict) else None
+    theirs = extractor.manifest.weights_sha256
+    if ours is None or theirs != ours:
+        raise ConfigError(
+            f"--onnx {export}: its export.json says it was made from weights of sha256 {theirs}, and {index_file} "
+            f"was built with {ours}: export this index's model (oml export {folder} --output DIR)"
+        )
+    return cast(IExtractor, extractor)
 
 
 def _int_at_least(minimum: int) -> Callable[[str], int]:

@@ -18,7 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
 
-from torch import Tensor
+from torch import Tensor, nn
 
 from oml_core.index import GalleryIndex
 from oml_core.index.answers import search_answer
@@ -59,12 +59,17 @@ class ServedIndex:
         index: The index (``GalleryIndex.load``), its extractor on the device it embeds on.
         name: The index as ``oml serve`` was given it: the ``index`` of every answer, as ``oml search`` names it.
         settings: The service's settings (the batcher's ``max_batch`` and ``max_wait_ms``).
+        extractor: The extractor given to ``GalleryIndex.load`` instead of the index's own (the ONNX export of
+            ``oml serve --onnx``); None: the index's.
     """
 
-    def __init__(self, index: GalleryIndex, name: str, settings: ServeSettings) -> None:
+    def __init__(
+        self, index: GalleryIndex, name: str, settings: ServeSettings, extractor: nn.Module | None = None
+    ) -> None:
         self.index, self.name, self.settings = index, name, settings
+        self._extractor = extractor
         #: Whether the index embeds files and texts (an index of embeddings only takes embeddings).
-        self.has_extractor = index.config["extractor"] is not None
+        self.has_extractor = extractor is not None or index.config["extractor"] is not None
         #: The dimension of the index's embeddings (read once: the threads that change the index never race it).
         self.dim = int(index.embeddings.shape[1])
         self.batcher: MicroBatcher[ItemInput, Tensor] = MicroBatcher(
@@ -186,7 +191,10 @@ class ServedIndex:
 
     def _reloaded(self) -> GalleryIndex:
         """The index read again from its folder, its extractor built and checked (as at the start)."""
-        again = GalleryIndex.load(Path(self.name), registry=self.index.registry, device=self.index.device)
+        index = self.index
+        again = GalleryIndex.load(
+            Path(self.name), registry=index.registry, device=index.device, extractor=self._extractor
+        )
         if self.has_extractor:
             again.embed(Inputs([]))
         return again
@@ -222,8 +230,9 @@ class ServedIndex:
         return file, media_type
 
     def health(self) -> dict[str, Any]:
-        """``{status, items, dim, backend, device, generation, threshold, calibration_stale, forward_passes,
-        queries_embedded}`` of the service: the generation of the index's folder it holds (see
+        """``{status, items, dim, backend, device, extractor, generation, threshold, calibration_stale,
+        forward_passes, queries_embedded}`` of the service: what runs the model (``pytorch``, or ``onnx`` for
+        ``--onnx``), the generation of the index's folder it holds (see
         :attr:`GalleryIndex.generation <oml_core.index.GalleryIndex.generation>`), and the extractor's passes
         over batches of queries and the queries they embedded."""
         return {
@@ -232,6 +241,7 @@ class ServedIndex:
             "dim": self.dim,
             "backend": self.index.config["knn_backend"]["name"],
             "device": str(self.index.device or "cpu"),
+            "extractor": "onnx" if self._extractor is not None else "pytorch",
             "generation": self.index.generation,
             "threshold": self.threshold,
             "calibration_stale": self.index.calibration_stale,

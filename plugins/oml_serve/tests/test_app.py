@@ -1,10 +1,12 @@
 """The service's application through FastAPI's ``TestClient``: its answers equal ``oml search --format json``'s on
 the same indexes (pictures, texts, audio), its embeddings the index's own, its items and files; every bad request
 is a 4xx of one line naming what is wrong, and the service answers the next request; writes need the token, are
-durable when answered, are searched at once, and a change by another process is picked up."""
+durable when answered, are searched at once, and a change by another process is picked up; the ONNX export of
+the index's model serves the same answers, and an export of other weights is refused."""
 
 from __future__ import annotations
 
+import json
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -26,8 +28,8 @@ MAX_REQUEST_BYTES = 64 * 1024
 MAX_TOP_K = 4
 
 
-def client_of(index, **settings) -> Iterator[TestClient]:
-    served = load_served_index(index, ServeSettings(**settings), torch.device("cpu"))
+def client_of(index, onnx: Path | None = None, **settings) -> Iterator[TestClient]:
+    served = load_served_index(index, ServeSettings(**settings), torch.device("cpu"), onnx)
     with TestClient(create_app(served)) as client:
         yield client
 
@@ -334,3 +336,39 @@ def test_a_bad_write_is_one_line(writable, arguments, status, error):
     client, _ = writable
     response = client.post("/items", headers=AUTH, **arguments)
     assert response.status_code == status and error in response.json()["error"], response.text
+
+
+# --------------------------------------------------------------------------------------------------------- onnx
+@pytest.fixture(scope="module")
+def onnx_export(images_world, tmp_path_factory) -> Path:
+    """The ONNX export of the pictures' index's model (``oml export INDEX``'s function)."""
+    from oml_core.export import export_onnx
+
+    folder = tmp_path_factory.mktemp("onnx") / "export"
+    export_onnx(images_world.index, folder)
+    return folder
+
+
+def test_the_onnx_export_gives_the_answers_of_the_pytorch_model(images, images_world, onnx_export):
+    for onnx in client_of(images_world.index, onnx=onnx_export):
+        assert onnx.get("/health").json()["extractor"] == "onnx"
+        for file in (images_world.gallery_file, images_world.query_file, images_world.root / "a_copy.png"):
+            expected = upload(images, file).json()["queries"][0]
+            answer = upload(onnx, file).json()["queries"][0]
+            assert answer["match"] == expected["match"]
+            assert [hit["id"] for hit in answer["results"]] == [hit["id"] for hit in expected["results"]]
+            for hit, pytorch in zip(answer["results"], expected["results"]):
+                assert hit["distance"] == pytest.approx(pytorch["distance"], abs=1e-4)
+
+
+def test_an_export_of_other_weights_is_refused_in_one_line(images_world, onnx_export, tmp_path, capsys):
+    other = tmp_path / "other"
+    shutil.copytree(onnx_export, other)
+    manifest = json.loads((other / "export.json").read_text())
+    (other / "export.json").write_text(json.dumps({**manifest, "weights_sha256": "0" * 64}))
+    assert main(["serve", str(images_world.index), "--onnx", str(other)]) == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith(
+        f"oml serve: error: --onnx {other}: its export.json says it was made from weights of "
+    )
+    assert line.endswith(f"export this index's model (oml export {images_world.index} --output DIR)")
