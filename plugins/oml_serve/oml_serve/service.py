@@ -88,9 +88,13 @@ class ServedIndex:
         Raises:
             GalleryIndexError: see :meth:`GalleryIndex.embed <oml_core.index.GalleryIndex.embed>`.
         """
+        self._warm(self.index)
+
+    def _warm(self, index: GalleryIndex) -> None:
+        """Build ``index``'s extractor (checking the probe) and the dataset component that reads the queries."""
         if self.has_extractor:
-            self.index.embed(Inputs([]))
-            _ = self.index.data  # the dataset component that reads the queries, built now
+            index.embed(Inputs([]))
+            _ = index.data
 
     async def read(self, reader: Callable[..., Read], *args: Any) -> Read:
         """``reader(*args)`` on the service's thread of query reading (decoding a file, tokenizing a text)."""
@@ -195,8 +199,7 @@ class ServedIndex:
         again = GalleryIndex.load(
             Path(self.name), registry=index.registry, device=index.device, extractor=self._extractor
         )
-        if self.has_extractor:
-            again.embed(Inputs([]))
+        self._warm(again)
         return again
 
     async def item(self, item_id: int) -> dict[str, Any]:
