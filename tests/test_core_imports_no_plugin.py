@@ -42,6 +42,7 @@ def test_the_check_sees_an_import_of_a_plugin(tmp_path):
         "oml_faiss",
         "oml_texts",
         "oml_audio",
+        "oml_serve",
     }
     module = tmp_path / "m.py"
     module.write_text(

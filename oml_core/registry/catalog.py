@@ -138,6 +138,7 @@ FIRST_PARTY_PROVIDERS: MappingProxyType[tuple[str, str], str] = MappingProxyType
         ("sampler", "balance"): "oml-samplers",
         ("sampler", "category_balance"): "oml-samplers",
         ("sampler", "distinct_category_balance"): "oml-samplers",
+        ("command", "serve"): "oml-serve",
         ("dataset", "texts"): "oml-texts",
         ("extractor", "hf_text"): "oml-texts",
         ("pretrained", "all_minilm_l6_v2"): "oml-texts",

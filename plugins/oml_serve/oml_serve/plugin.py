@@ -1,0 +1,43 @@
+"""Hook implementations of the ``oml_serve`` plugin: the command ``oml serve``.
+
+:data:`COMPONENTS` is the plugin's one table: the hook registers from it and the package ``oml_serve`` takes its
+lazy exports and ``__all__`` from it and from :data:`EXTRA_EXPORTS`. The factory is a lazy ``"module:attr"``
+string: registering imports neither FastAPI nor torch.
+"""
+
+from __future__ import annotations
+
+from types import MappingProxyType
+from typing import TYPE_CHECKING
+
+from oml_core import hookimpl
+from oml_core.utils.lazy import Component, register_components
+
+if TYPE_CHECKING:
+    from oml_core.registry.hookspecs import RegisterCallback
+
+#: The plugin's command.
+COMPONENTS: tuple[Component, ...] = (
+    Component(
+        "command",
+        "serve",
+        "oml_serve.command:serve_command",
+        "serve a gallery index over HTTP: search by upload, text or embedding, a search page, OpenAPI",
+    ),
+)
+
+#: The other public names of ``oml_serve``: ``{name: module}``.
+EXTRA_EXPORTS: MappingProxyType[str, str] = MappingProxyType(
+    {
+        "MicroBatcher": "oml_serve.batcher",
+        "ServeSettings": "oml_serve.settings",
+        "ServedIndex": "oml_serve.service",
+        "create_app": "oml_serve.app",
+    }
+)
+
+
+@hookimpl
+def oml_register_commands(register: RegisterCallback) -> None:
+    """Register ``serve``."""
+    register_components(register, COMPONENTS, "command")
