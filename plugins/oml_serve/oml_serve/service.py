@@ -24,7 +24,7 @@ from oml_core.index import GalleryIndex
 from oml_core.index.answers import search_answer
 from oml_core.index.gallery import SearchHit
 from oml_core.index.items import ItemInput
-from oml_core.interfaces.datasets import IBaseDataset
+from oml_core.interfaces.datasets import IBaseDataset, IDatasetComponent
 from oml_serve.batcher import MicroBatcher
 from oml_serve.queries import Query, RequestError
 from oml_serve.settings import ServeSettings
@@ -70,6 +70,9 @@ class ServedIndex:
         self._extractor = extractor
         #: Whether the index embeds files and texts (an index of embeddings only takes embeddings).
         self.has_extractor = extractor is not None or index.config["extractor"] is not None
+        #: Whether the items' names may be files to serve: not in an index of texts, whose names are texts (a
+        #: writer's ``POST /items`` text such as ``/home/me/photo.jpg`` is no file of the gallery).
+        self.names_files = not (self.has_extractor and takes_texts(index.data))
         #: The dimension of the index's embeddings (read once: the threads that change the index never race it).
         self.dim = int(index.embeddings.shape[1])
         self.batcher: MicroBatcher[ItemInput, Tensor] = MicroBatcher(
@@ -212,7 +215,7 @@ class ServedIndex:
         """
         async with self.lock:
             item = self.index.item(item_id)
-        return {**item.to_dict(), "content_type": _media_type(item.path)}
+        return {**item.to_dict(), "content_type": _media_type(item.path) if self.names_files else None}
 
     async def content(self, item_id: int) -> tuple[Path, str]:
         """The file of the gallery item ``item_id`` and its media type: an image or an audio file that the
@@ -224,7 +227,7 @@ class ServedIndex:
         """
         async with self.lock:
             path = self.index.item(item_id).path
-        media_type = _media_type(path)
+        media_type = _media_type(path) if self.names_files else None
         if path is None or media_type is None:
             raise RequestError(404, f"item {item_id} has no image or audio file to serve")
         file = Path(path)
@@ -256,6 +259,12 @@ class ServedIndex:
         """Stop the batcher and the reading thread."""
         await self.batcher.aclose()
         self._reader.shutdown(wait=True)
+
+
+def takes_texts(data: IDatasetComponent) -> bool:
+    """Whether the dataset component ``data`` reads query texts (it implements :meth:`text_query_dataset
+    <oml_core.interfaces.datasets.IDatasetComponent.text_query_dataset>`): its items are named by their texts."""
+    return type(data).text_query_dataset is not IDatasetComponent.text_query_dataset
 
 
 def _media_type(path: str | None) -> str | None:

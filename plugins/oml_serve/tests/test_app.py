@@ -372,3 +372,20 @@ def test_an_export_of_other_weights_is_refused_in_one_line(images_world, onnx_ex
         f"oml serve: error: --onnx {other}: its export.json says it was made from weights of "
     )
     assert line.endswith(f"export this index's model (oml export {images_world.index} --output DIR)")
+
+
+def test_a_text_put_into_an_index_of_texts_is_no_file_to_serve(texts_world, images_world, tmp_path):
+    """A writer's text that is the absolute path of an image on the server stays a text: its item has no file and
+    ``/items/{id}/content`` serves nothing (a gallery item of texts is never read from the disk)."""
+    folder = tmp_path / "index"
+    shutil.copytree(texts_world.index, folder)
+    image = str(images_world.gallery_file)
+    for client in client_of(folder, token=TOKEN):
+        put = client.post("/items", json={"text": image, "label": 3}, headers=AUTH)
+        assert put.status_code == 201, put.text
+        new_id = put.json()["id"]
+        item = client.get(f"/items/{new_id}").json()
+        assert item == {"id": new_id, "path": image, "label": 3, "content_type": None}
+        response = client.get(f"/items/{new_id}/content")
+        assert response.status_code == 404
+        assert response.json() == {"error": f"item {new_id} has no image or audio file to serve"}
