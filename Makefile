@@ -31,7 +31,7 @@ DEV_PLUGIN_INSTALLS := $(patsubst plugins/oml_models,"plugins/oml_models[all$(co
 INSTALL := $(PIP) install -q --no-compile
 EDITABLE := $(INSTALL) --no-build-isolation
 # the setuptools that builds them (with bdist_wheel; a venv made by Python 3.11 has 65.5, without it)
-SETUPTOOLS := "setuptools>=70.1"
+SETUPTOOLS := "setuptools>=77"
 # the headless browser of oml-serve's page test: Debian's chromium and chromium-driver, installed when missing
 # (as root, or through sudo when it asks no password)
 BROWSER := command -v chromium >/dev/null && command -v chromedriver >/dev/null || { \

@@ -1,6 +1,6 @@
 """The built wheels of the core, of every plugin and of the example plugin ship what an installed distribution
-needs: every default config (``<package>/configs/**/*.yaml``), the ``py.typed`` marker, the license metadata
-(and the license file where the project has one), and no tests.
+needs: every default config (``<package>/configs/**/*.yaml``), the ``py.typed`` marker, the license metadata (an SPDX
+expression; and the license file where the project has one), and no tests.
 
 Each wheel is built offline (``pip wheel --no-deps --no-build-isolation --no-index``) from a copy of its project
 in a temporary directory, so that the build leaves nothing in the working tree.
@@ -114,8 +114,8 @@ def test_the_wheel_ships_configs_and_py_typed_and_no_tests(project_dir: Path, tm
     assert all(n.startswith((f"{package}/", metadata.rpartition("/")[0] + "/")) for n in names), sorted(names)
 
     assert f"Name: {project['name']}\n" in metadata_text
-    license_ = project["license"]
-    assert f"License: {license_['text']}\n" in metadata_text
+    assert project["license"] == "Apache-2.0"  # an SPDX expression (PEP 639), not the deprecated table
+    assert "License-Expression: Apache-2.0\n" in metadata_text
     license_files = sorted(path.name for path in project_dir.glob("LICEN[CS]E*"))
     for name in license_files:
         assert f"{metadata.rpartition('/')[0]}/licenses/{name}" in names
