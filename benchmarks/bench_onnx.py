@@ -62,7 +62,7 @@ def minilm_case(batch: int, max_length: int) -> tuple[torch.nn.Module, ExportSou
     from oml_texts.hub import load_tokenizer
 
     folder = minilm_folder()
-    model = HFTextExtractor(str(folder), pooling="mean", normalise=True).eval()
+    model = HFTextExtractor(str(folder), pooling="mean", normalise_features=True).eval()
     spec = {"name": "hf_text", "args": {"model": str(folder)}}
     dataset = {"name": "texts", "args": {"max_length": max_length}}
     source = ExportSource("checkpoint", "all-MiniLM-L6-v2", model, spec, None, dataset, None)

@@ -139,7 +139,7 @@ def texts(folder: Path, n_texts: int, rounds: int) -> None:
     df_train, df_val = get_mock_texts_dataset()
     pool = df_train["text"].tolist() + df_val["text"].tolist()
     texts = (pool * (n_texts // len(pool) + 1))[:n_texts]
-    extractor = HFTextExtractor(model=str(folder), pooling="mean", normalise=True).to(CUDA)
+    extractor = HFTextExtractor(model=str(folder), pooling="mean", normalise_features=True).to(CUDA)
     dataset = TextBaseDataset(texts, load_tokenizer(str(folder)), max_length=128)
     st = SentenceTransformer(str(folder), device="cuda")
     print(f"| batch | side | texts/s (median of {rounds}) | max abs difference from encode |")

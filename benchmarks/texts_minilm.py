@@ -114,7 +114,7 @@ def throughput(folder: Path, rounds: int) -> dict[str, list[float]]:
 
     df_train, df_val = get_mock_texts_dataset()
     texts = (df_train["text"].tolist() + df_val["text"].tolist()) * (N_TEXTS // 120)
-    extractor = HFTextExtractor(model=str(folder), pooling="mean", normalise=True)
+    extractor = HFTextExtractor(model=str(folder), pooling="mean", normalise_features=True)
     dataset = TextBaseDataset(texts, load_tokenizer(str(folder)), max_length=128)
     st = SentenceTransformer(str(folder), device="cpu")
 

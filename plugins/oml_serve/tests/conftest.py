@@ -114,7 +114,7 @@ def texts_args(model: Path) -> list[str]:
         "extractor@extractor=hf_text",
         f"extractor.args.model={model}",
         "extractor.args.pooling=mean",
-        "extractor.args.normalise=true",
+        "extractor.args.normalise_features=true",
         "transforms=null",
     ]
 

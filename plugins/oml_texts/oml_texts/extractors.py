@@ -102,15 +102,18 @@ def mean_pooling(hidden: Tensor, attention_mask: Tensor) -> Tensor:
 class HFTextExtractor(HFWrapper, IExportable):
     """``hf_text``: a Hugging Face transformer read from a local folder or the Hugging Face cache (offline unless
     ``download``), its embedding the first token's hidden state (``pooling="cls"``, :class:`HFWrapper`'s) or the
-    mean over the attention mask (``"mean"``, sentence-transformers'), L2-normalised when ``normalise``.
+    mean over the attention mask (``"mean"``, sentence-transformers'), L2-normalised when ``normalise_features``.
 
     Args:
         model: A local folder, or a model name of the Hugging Face hub; None: the zoo key's model (``weights``).
         pooling: ``cls`` or ``mean``; None: the zoo key's, else ``cls``.
-        normalise: L2-normalise the embeddings; None: the zoo key's, else false.
+        normalise_features: L2-normalise the embeddings (the name every extractor gives it); None: the zoo key's,
+            else false.
         download: Download a model that is not in the Hugging Face cache.
         weights: None (the model's own weights); a checkpoint of ``oml train`` (a path), loaded over them; or a zoo
             key (``all_minilm_l6_v2``): the model's weights file is checked against the zoo's sha256 first.
+        normalise: The former name of ``normalise_features``, accepted with a ``FutureWarning`` naming the new one
+            (given with ``normalise_features``, it wins).
 
     Raises:
         ConfigError: no ``model`` and no zoo key; a bad ``pooling``; a folder that does not exist, a model not in
@@ -122,10 +125,12 @@ class HFTextExtractor(HFWrapper, IExportable):
         self,
         model: str | None = None,
         pooling: str | None = None,
-        normalise: bool | None = None,
+        normalise_features: bool | None = None,
         download: bool = False,
         weights: str | Path | None = None,
+        normalise: bool | None = None,
     ) -> None:
+        normalise_features = _renamed_normalise(normalise_features, normalise)
         zoo_key = _zoo_key(weights)
         defaults: Mapping[str, Any] = {}
         if zoo_key is not None:
@@ -151,22 +156,27 @@ class HFTextExtractor(HFWrapper, IExportable):
         #: The model's folder (its tokenizer is an export's).
         self.model_folder = folder
         self.pooling = pooling
-        self.normalise = bool(normalise if normalise is not None else defaults.get("normalise", False))
+        self.normalise_features = bool(
+            normalise_features
+            if normalise_features is not None
+            else defaults.get("normalise_features", False)
+        )
         if zoo_key is None:
             load_weights(self, weights, prefixes=CHECKPOINT_PREFIXES)
 
     def forward(self, x: Mapping[str, Tensor]) -> Tensor:
-        """``[B, feat_dim]``: the pooled (and, with ``normalise``, L2-normalised) hidden states."""
+        """``[B, feat_dim]``: the pooled (and, with ``normalise_features``, L2-normalised) hidden states."""
         return self.pool(self.hidden_states(x), x["attention_mask"])
 
     def pool(self, hidden: Tensor, attention_mask: Tensor) -> Tensor:
         """``[B, feat_dim]``: the hidden states ``[B, L', D]`` of the first ``L'`` tokens of a batch pooled (the
-        first token's, or their mean over ``attention_mask`` ``[B, L]``) and, with ``normalise``, L2-normalised."""
+        first token's, or their mean over ``attention_mask`` ``[B, L]``) and, with ``normalise_features``,
+        L2-normalised."""
         if self.pooling == "cls":
             embeddings = hidden[:, 0, :]
         else:
             embeddings = mean_pooling(hidden, attention_mask[:, : hidden.shape[1]])
-        return F.normalize(embeddings, p=2, dim=1) if self.normalise else embeddings
+        return F.normalize(embeddings, p=2, dim=1) if self.normalise_features else embeddings
 
     def export_signature(self, context: ExportContext) -> ExportSignature:
         """Token ids and attention mask, int64 ``[batch, sequence]`` each (the text datasets' items), into
@@ -193,7 +203,7 @@ class HFTextExtractor(HFWrapper, IExportable):
             "tokenizer": TOKENIZER_FOLDER,
             "max_length": context.dataset_args.get("max_length", DEFAULT_MAX_LENGTH),
             "pooling": self.pooling,
-            "normalise": self.normalise,
+            "normalise_features": self.normalise_features,
         }
         return ExportSignature(
             module=TokensGraph(self),
@@ -219,6 +229,27 @@ class TokensGraph(nn.Module):
         """``[B, feat_dim]`` of the tokens ``[B, L]`` and their mask ``[B, L]``."""
         hidden = self.extractor.model(input_ids, attention_mask=attention_mask)["last_hidden_state"]
         return self.extractor.pool(hidden, attention_mask)
+
+
+def _renamed_normalise(normalise_features: bool | None, normalise: bool | None) -> bool | None:
+    """``normalise_features``, or the value of its former name ``normalise`` with a ``FutureWarning`` naming the
+    new one, so that a config of before the rename keeps working. Given both (an override
+    ``extractor.args.normalise=false`` over the default config's ``normalise_features: true``), the former name,
+    which the user wrote, wins, and the warning says so."""
+    if normalise is None:
+        return normalise_features
+    also = (
+        f" (normalise={normalise} is used, not normalise_features={normalise_features})"
+        if normalise_features is not None and normalise_features != normalise
+        else ""
+    )
+    warnings.warn(
+        f"hf_text: the argument normalise is renamed normalise_features, as every extractor names it{also}; "
+        "normalise will be removed",
+        FutureWarning,
+        stacklevel=3,
+    )
+    return normalise
 
 
 def _zoo_key(weights: str | Path | None) -> str | None:

@@ -24,7 +24,7 @@ PRETRAINED: dict[str, Callable[[], PretrainedModel]] = {
     "all_minilm_l6_v2": partial(
         PretrainedModel,
         extractor="hf_text",
-        init_args={"model": MINILM, "pooling": "mean", "normalise": True},
+        init_args={"model": MINILM, "pooling": "mean", "normalise_features": True},
         url=f"https://huggingface.co/{MINILM}/resolve/main/model.safetensors",
         md5=None,
         sha256="53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db",

@@ -81,7 +81,7 @@ def test_every_command_runs_on_the_mock_texts_with_minilm(texts_env, minilm_fold
     df = pd.read_csv(texts_env / "df.csv")
     assert list(predictions) == df["text"].tolist()
     tuned = HFTextExtractor(
-        model=str(minilm_folder), pooling="mean", normalise=True, weights=str(best)
+        model=str(minilm_folder), pooling="mean", normalise_features=True, weights=str(best)
     ).eval()
     tokens = TextBaseDataset(df["text"][:3], tuned_tokenizer(minilm_folder))
     with torch.no_grad():

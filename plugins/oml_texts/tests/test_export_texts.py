@@ -26,8 +26,11 @@ TEXTS = [
 def minilm_export(minilm_folder, tmp_path_factory) -> OnnxExtractor:
     """all-MiniLM-L6-v2 (mean pooling, normalised, as the zoo's ``all_minilm_l6_v2``) exported for texts of 40
     tokens."""
-    extractor = HFTextExtractor(str(minilm_folder), pooling="mean", normalise=True)
-    spec = {"name": "hf_text", "args": {"model": str(minilm_folder), "pooling": "mean", "normalise": True}}
+    extractor = HFTextExtractor(str(minilm_folder), pooling="mean", normalise_features=True)
+    spec = {
+        "name": "hf_text",
+        "args": {"model": str(minilm_folder), "pooling": "mean", "normalise_features": True},
+    }
     dataset = {"name": "texts", "args": {"max_length": 40}}
     folder = tmp_path_factory.mktemp("export") / "minilm"
     write_export(
@@ -44,7 +47,7 @@ def test_the_export_of_minilm_gives_sentence_transformers_embeddings(minilm_expo
     )
     manifest = minilm_export.manifest
     pre = manifest.preprocessing
-    assert (pre["tokenizer"], pre["max_length"], pre["pooling"], pre["normalise"]) == (
+    assert (pre["tokenizer"], pre["max_length"], pre["pooling"], pre["normalise_features"]) == (
         "tokenizer",
         40,
         "mean",

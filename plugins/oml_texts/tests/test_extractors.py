@@ -4,6 +4,7 @@ token's hidden state, the zoo's sha256 check; bad models refused in one line bef
 from __future__ import annotations
 
 import shutil
+import warnings
 from pathlib import Path
 
 import pytest
@@ -38,7 +39,11 @@ def test_hf_text_is_sentence_transformers_and_hfwrapper_the_first_token(minilm_f
         "extractor",
         {"name": "hf_text", "args": {"model": str(minilm_folder), "weights": "all_minilm_l6_v2"}},
     ).eval()
-    assert (extractor.pooling, extractor.normalise, extractor.feat_dim) == ("mean", True, 384)  # the zoo's
+    assert (extractor.pooling, extractor.normalise_features, extractor.feat_dim) == (
+        "mean",
+        True,
+        384,
+    )  # the zoo's
     x = batch_of(TEXTS, minilm_tokenizer)
     with torch.no_grad():
         got = extractor(x)
@@ -52,6 +57,25 @@ def test_hf_text_is_sentence_transformers_and_hfwrapper_the_first_token(minilm_f
     with torch.no_grad():
         alone = extractor(batch_of(TEXTS[1:2], minilm_tokenizer, max_length=16))
     torch.testing.assert_close(alone[0], got[1], atol=1e-5, rtol=0)
+
+
+def test_the_former_name_normalise_is_accepted_with_a_warning_naming_normalise_features(minilm_folder):
+    registry = default_registry()
+    model = {"model": str(minilm_folder), "pooling": "mean"}
+    with pytest.warns(FutureWarning, match="normalise is renamed normalise_features") as warned:
+        old = registry.build("extractor", {"name": "hf_text", "args": {**model, "normalise": True}})
+    assert old.normalise_features is True and len(warned) == 1
+    # an override of the former name over the default config's normalise_features: the user's value wins
+    both = {**model, "normalise_features": True, "normalise": False}
+    with pytest.warns(FutureWarning, match=r"normalise=False is used, not normalise_features=True"):
+        assert registry.build("extractor", {"name": "hf_text", "args": both}).normalise_features is False
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the new name warns of nothing
+        new = registry.build("extractor", {"name": "hf_text", "args": {**model, "normalise_features": True}})
+    x = {"input_ids": torch.tensor([[101, 7592, 102]]), "attention_mask": torch.ones(1, 3, dtype=torch.long)}
+    with torch.no_grad():
+        torch.testing.assert_close(old.eval()(x), new.eval()(x), atol=0, rtol=0)
+        assert torch.linalg.vector_norm(new(x), dim=1).item() == pytest.approx(1.0, abs=1e-6)
 
 
 def test_a_model_folder_that_does_not_exist_is_one_line(tmp_path):
@@ -107,7 +131,7 @@ def test_the_zoo_entry_of_minilm_is_registered_with_its_digest():
     assert dict(entry.init_args) == {
         "model": "sentence-transformers/all-MiniLM-L6-v2",
         "pooling": "mean",
-        "normalise": True,
+        "normalise_features": True,
     }
 
 
