@@ -1,0 +1,98 @@
+"""The hydra config source ``oml://``: OML's config groups, the core's and every loaded oml plugin's."""
+
+from __future__ import annotations
+
+import io
+from typing import Any
+
+from hydra.core.object_type import ObjectType
+from hydra.plugins.config_source import ConfigLoadError, ConfigResult, ConfigSource
+
+
+class OmlConfigSource(ConfigSource):
+    """The configs of OML's ``CONFIGS_PATH`` as a hydra config source (scheme ``oml``).
+
+    The folder it reads is an :class:`~oml_core.utils.overlay_path.OverlayPath`: the core's configs
+    (``oml_core/configs``), then the config dirs of :func:`~oml_core.registry.default_registry` in load order (the
+    first folder that has ``<group>/<option>.yaml`` gives it), with OML's group names read as oml's
+    (:data:`~oml_core.compat.configs.OML_CONFIG_GROUPS`: ``criterion/arcface`` is ``loss/arcface.yaml``). The
+    plugins are loaded (``OML_LOAD_PLUGINS``, ``OML_STRICT_PLUGINS`` apply) on the first lookup of a source,
+    never when hydra only builds it; their folders are found once per source.
+
+    Args:
+        provider: The provider hydra names the source with.
+        path: The search-path entry (``oml://configs``).
+    """
+
+    def __init__(self, provider: str, path: str) -> None:
+        super().__init__(provider=provider, path=path)
+        self._folder: Any = None
+
+    @staticmethod
+    def scheme() -> str:
+        """``oml``: the scheme of the entries this source reads."""
+        return "oml"
+
+    def _configs(self) -> Any:
+        """The overlay folder of OML's configs (built on the first call)."""
+        if self._folder is None:
+            from oml_core.compat.configs import OML_CONFIG_GROUPS, plugin_config_folders
+            from oml_core.config.compose import OML_CONFIGS_DIR
+            from oml_core.utils.overlay_path import OverlayPath
+
+            folders = plugin_config_folders()
+            folder = OverlayPath(OML_CONFIGS_DIR)
+            folder.search_also(lambda: folders, aliases=OML_CONFIG_GROUPS)
+            self._folder = folder
+        return self._folder
+
+    def available(self) -> bool:
+        """``True``: the source is oml-core's own, installed with this plugin (nothing is loaded to say so)."""
+        return True
+
+    def load_config(self, config_path: str) -> ConfigResult:
+        """The config ``config_path`` (``sampler/balance``; ``.yaml`` optional) of the first folder that has it.
+
+        Raises:
+            ConfigLoadError: no folder has it.
+        """
+        from omegaconf import OmegaConf
+
+        name = self._normalize_file_name(config_path)
+        found = self._configs() / name
+        if not found.is_file():
+            raise ConfigLoadError(f"Config not found : {name}")
+        text = found.read_text(encoding="utf-8")
+        return ConfigResult(
+            config=OmegaConf.load(io.StringIO(text)),
+            path=f"{self.scheme()}://{self.path}",
+            provider=self.provider,
+            header=ConfigSource._get_header_dict(text),
+        )
+
+    def is_group(self, config_path: str) -> bool:
+        """Whether a folder holds ``config_path`` (``criterion`` read as ``loss``) as a folder: a config group."""
+        return bool((self._configs() / config_path).is_dir())
+
+    def is_config(self, config_path: str) -> bool:
+        """Whether a folder holds the config ``config_path`` (``.yaml`` optional)."""
+        return bool((self._configs() / self._normalize_file_name(config_path)).is_file())
+
+    def list(self, config_path: str, results_filter: ObjectType | None) -> list[str]:
+        """The groups and configs in the group ``config_path`` of every folder, sorted; at the top level, OML's
+        group names too (``criterion``) where oml's group exists."""
+        from oml_core.compat.configs import OML_CONFIG_GROUPS
+
+        folder = self._configs() / config_path
+        names = [entry.name for entry in folder.iterdir()] if folder.is_dir() else []
+        if config_path in ("", "/"):
+            names += [alias for alias in OML_CONFIG_GROUPS if folder.is_dir() and (folder / alias).is_dir()]
+        found: list[str] = []
+        for name in names:
+            self._list_add_result(
+                files=found,
+                file_path=f"{config_path}/{name}" if config_path else name,
+                file_name=name,
+                results_filter=results_filter,
+            )
+        return sorted(set(found))
