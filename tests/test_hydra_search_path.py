@@ -17,11 +17,15 @@ import pytest
 import yaml
 from hydra import compose, initialize_config_dir, initialize_config_module
 from hydra.core.object_type import ObjectType
+from hydra.core.plugins import Plugins
 from hydra.errors import MissingConfigException
 
+from hydra_plugins.oml_configs import config_source
 from hydra_plugins.oml_configs.config_source import OmlConfigSource
 from hydra_plugins.oml_configs.search_path import OML_CONFIGS_ENTRY
 from oml_core.config.compose import OML_CONFIGS_DIR, compose_config, resolved_config
+from oml_core.registry import ConfigError
+from oml_core.utils.overlay_path import OverlayPath
 
 #: A config shaped as OML's pipeline tests write theirs: groups of the core (optimizer) and of three plugins
 #: (sampler, extractor, OML's criterion) in the defaults list, a key of one merged over its option.
@@ -160,3 +164,27 @@ def test_the_source_lists_oml_group_names_as_oml_core_s() -> None:
     assert "triplet_with_miner" in source.list("criterion", ObjectType.CONFIG)
     assert source.is_group("criterion") and not source.is_config("criterion")
     assert source.is_config("criterion/arcface") and not source.is_config("criterion/nope")
+
+
+@pytest.mark.parametrize(
+    ("content", "reason"),
+    [
+        (b"name: odd\nargs: [1\n", "line 3, column 1: expected ',' or ']'"),
+        (b'name: odd\nargs: {x: "\xe9"}\n', "is not UTF-8 text: the byte 0xe9 at line 2, column 12"),
+    ],
+    ids=["yaml", "not-utf8"],
+)
+def test_a_broken_config_of_a_plugin_is_one_line_naming_its_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, content: bytes, reason: str
+) -> None:
+    plugin_configs = tmp_path / "plugin_configs"
+    (plugin_configs / "sampler").mkdir(parents=True)
+    (plugin_configs / "sampler" / "odd.yaml").write_bytes(content)
+    (tmp_path / "train.yaml").write_text("defaults:\n  - sampler: odd\n")
+    Plugins.instance()  # hydra's scan of its plugins executes their modules again: patch after it
+    monkeypatch.setattr(config_source, "oml_configs_folder", lambda: OverlayPath(plugin_configs))
+    with pytest.raises(ConfigError) as error:
+        compose_config("train", [], config_path=str(tmp_path))
+    message = str(error.value)
+    assert "\n" not in message
+    assert str(plugin_configs / "sampler" / "odd.yaml") in message and reason in message

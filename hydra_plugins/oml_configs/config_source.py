@@ -9,15 +9,28 @@ from hydra.core.object_type import ObjectType
 from hydra.plugins.config_source import ConfigLoadError, ConfigResult, ConfigSource
 
 
+def oml_configs_folder() -> Any:
+    """OML's ``CONFIGS_PATH`` as one folder: an :class:`~oml_core.utils.overlay_path.OverlayPath` of the core's
+    configs (``oml_core/configs``), then the config dirs of :func:`~oml_core.registry.default_registry` in load
+    order (the first folder that has ``<group>/<option>.yaml`` gives it), with OML's group names read as oml's
+    (:data:`~oml_core.compat.configs.OML_CONFIG_GROUPS`: ``criterion/arcface`` is ``loss/arcface.yaml``). The
+    plugins' folders are found once, when it is called."""
+    from oml_core.compat.configs import OML_CONFIG_GROUPS, plugin_config_folders
+    from oml_core.config.compose import OML_CONFIGS_DIR
+    from oml_core.utils.overlay_path import OverlayPath
+
+    folders = plugin_config_folders()
+    folder = OverlayPath(OML_CONFIGS_DIR)
+    folder.search_also(lambda: folders, aliases=OML_CONFIG_GROUPS)
+    return folder
+
+
 class OmlConfigSource(ConfigSource):
     """The configs of OML's ``CONFIGS_PATH`` as a hydra config source (scheme ``oml``).
 
-    The folder it reads is an :class:`~oml_core.utils.overlay_path.OverlayPath`: the core's configs
-    (``oml_core/configs``), then the config dirs of :func:`~oml_core.registry.default_registry` in load order (the
-    first folder that has ``<group>/<option>.yaml`` gives it), with OML's group names read as oml's
-    (:data:`~oml_core.compat.configs.OML_CONFIG_GROUPS`: ``criterion/arcface`` is ``loss/arcface.yaml``). The
-    plugins are loaded (``OML_LOAD_PLUGINS``, ``OML_STRICT_PLUGINS`` apply) on the first lookup of a source,
-    never when hydra only builds it; their folders are found once per source.
+    The folder it reads is :func:`oml_configs_folder`'s. The plugins are loaded (``OML_LOAD_PLUGINS``,
+    ``OML_STRICT_PLUGINS`` apply) on the first lookup of a source, never when hydra only builds it; their folders
+    are found once per source.
 
     Args:
         provider: The provider hydra names the source with.
@@ -34,16 +47,9 @@ class OmlConfigSource(ConfigSource):
         return "oml"
 
     def _configs(self) -> Any:
-        """The overlay folder of OML's configs (built on the first call)."""
+        """The folder of OML's configs (:func:`oml_configs_folder`, on the first call)."""
         if self._folder is None:
-            from oml_core.compat.configs import OML_CONFIG_GROUPS, plugin_config_folders
-            from oml_core.config.compose import OML_CONFIGS_DIR
-            from oml_core.utils.overlay_path import OverlayPath
-
-            folders = plugin_config_folders()
-            folder = OverlayPath(OML_CONFIGS_DIR)
-            folder.search_also(lambda: folders, aliases=OML_CONFIG_GROUPS)
-            self._folder = folder
+            self._folder = oml_configs_folder()
         return self._folder
 
     def available(self) -> bool:
@@ -55,16 +61,22 @@ class OmlConfigSource(ConfigSource):
 
         Raises:
             ConfigLoadError: no folder has it.
+            ConfigError: the file is not UTF-8 text (one line naming the file, line and column).
+            yaml.YAMLError: the file does not parse (its marks name the file).
         """
         from omegaconf import OmegaConf
+
+        from oml_core.config.compose import read_config_text
 
         name = self._normalize_file_name(config_path)
         found = self._configs() / name
         if not found.is_file():
             raise ConfigLoadError(f"Config not found : {name}")
-        text = found.read_text(encoding="utf-8")
+        text = read_config_text(found)
+        stream = io.StringIO(text)
+        stream.name = str(found)  # yaml's errors name the file
         return ConfigResult(
-            config=OmegaConf.load(io.StringIO(text)),
+            config=OmegaConf.load(stream),
             path=f"{self.scheme()}://{self.path}",
             provider=self.provider,
             header=ConfigSource._get_header_dict(text),
