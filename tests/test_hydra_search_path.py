@@ -19,6 +19,7 @@ from hydra import compose, initialize_config_dir, initialize_config_module
 from hydra.core.object_type import ObjectType
 from hydra.core.plugins import Plugins
 from hydra.errors import MissingConfigException
+from hydra.plugins.config_source import ConfigLoadError
 
 from hydra_plugins.oml_configs import config_source
 from hydra_plugins.oml_configs.config_source import OmlConfigSource
@@ -164,6 +165,7 @@ def test_the_source_lists_oml_group_names_as_oml_core_s() -> None:
     assert "triplet_with_miner" in source.list("criterion", ObjectType.CONFIG)
     assert source.is_group("criterion") and not source.is_config("criterion")
     assert source.is_config("criterion/arcface") and not source.is_config("criterion/nope")
+    assert "extractor_training_pipeline" not in source.list("", None)  # the groups only, not the pipelines
 
 
 @pytest.mark.parametrize(
@@ -188,3 +190,17 @@ def test_a_broken_config_of_a_plugin_is_one_line_naming_its_file(
     message = str(error.value)
     assert "\n" not in message
     assert str(plugin_configs / "sampler" / "odd.yaml") in message and reason in message
+
+
+def test_another_hydra_apps_lookups_load_no_plugin(monkeypatch: pytest.MonkeyPatch) -> None:
+    def no_folder() -> None:
+        raise AssertionError("a lookup outside oml's config groups read oml's folders")
+
+    Plugins.instance()  # hydra's scan of its plugins executes their modules again: patch after it
+    monkeypatch.setattr(config_source, "oml_configs_folder", no_folder)
+    source = config_source.OmlConfigSource(provider="oml-core", path=OML_CONFIGS_ENTRY)
+    assert not source.is_group("hydra/run") and not source.is_group("db")
+    assert not source.is_config("db/mysql") and not source.is_config("extractor_training_pipeline")
+    assert source.list("db", None) == []
+    with pytest.raises(ConfigLoadError):
+        source.load_config("db/mysql")

@@ -28,8 +28,11 @@ def oml_configs_folder() -> Any:
 class OmlConfigSource(ConfigSource):
     """The configs of OML's ``CONFIGS_PATH`` as a hydra config source (scheme ``oml``).
 
-    The folder it reads is :func:`oml_configs_folder`'s. The plugins are loaded (``OML_LOAD_PLUGINS``,
-    ``OML_STRICT_PLUGINS`` apply) on the first lookup of a source, never when hydra only builds it; their folders
+    The folder it reads is :func:`oml_configs_folder`'s; it serves its config groups only, those named as a kind
+    of component (``sampler``, ``loss``, ...; :data:`~oml_core.registry.kinds.KINDS`) or as OML names one
+    (``criterion``), not the pipeline configs at its top level. A lookup of any other name (another hydra app's
+    ``hydra/run``, ``db/mysql``) is answered without loading a plugin; the plugins are loaded
+    (``OML_LOAD_PLUGINS``, ``OML_STRICT_PLUGINS`` apply) on the first lookup in an oml group, and their folders
     are found once per source.
 
     Args:
@@ -52,6 +55,16 @@ class OmlConfigSource(ConfigSource):
             self._folder = oml_configs_folder()
         return self._folder
 
+    @staticmethod
+    def _in_oml_group(config_path: str) -> bool:
+        """Whether ``config_path`` (``sampler``, ``criterion/arcface``) is in a config group of oml: its first
+        part a kind of component or OML's name of one."""
+        from oml_core.compat.configs import OML_CONFIG_GROUPS
+        from oml_core.registry.kinds import KINDS
+
+        first = config_path.strip("/").partition("/")[0]
+        return first in KINDS or first in OML_CONFIG_GROUPS
+
     def available(self) -> bool:
         """``True``: the source is oml-core's own, installed with this plugin (nothing is loaded to say so)."""
         return True
@@ -60,7 +73,7 @@ class OmlConfigSource(ConfigSource):
         """The config ``config_path`` (``sampler/balance``; ``.yaml`` optional) of the first folder that has it.
 
         Raises:
-            ConfigLoadError: no folder has it.
+            ConfigLoadError: no folder has it, or it is in no config group of oml.
             ConfigError: the file is not UTF-8 text (one line naming the file, line and column).
             yaml.YAMLError: the file does not parse (its marks name the file).
         """
@@ -69,8 +82,8 @@ class OmlConfigSource(ConfigSource):
         from oml_core.config.compose import read_config_text
 
         name = self._normalize_file_name(config_path)
-        found = self._configs() / name
-        if not found.is_file():
+        found = self._configs() / name if self._in_oml_group(name) else None
+        if found is None or not found.is_file():
             raise ConfigLoadError(f"Config not found : {name}")
         text = read_config_text(found)
         stream = io.StringIO(text)
@@ -83,18 +96,21 @@ class OmlConfigSource(ConfigSource):
         )
 
     def is_group(self, config_path: str) -> bool:
-        """Whether a folder holds ``config_path`` (``criterion`` read as ``loss``) as a folder: a config group."""
-        return bool((self._configs() / config_path).is_dir())
+        """Whether ``config_path`` is a config group of oml that a folder holds (``criterion`` read as ``loss``)."""
+        return self._in_oml_group(config_path) and bool((self._configs() / config_path).is_dir())
 
     def is_config(self, config_path: str) -> bool:
-        """Whether a folder holds the config ``config_path`` (``.yaml`` optional)."""
-        return bool((self._configs() / self._normalize_file_name(config_path)).is_file())
+        """Whether a folder holds the config ``config_path`` (``.yaml`` optional) of a config group of oml."""
+        name = self._normalize_file_name(config_path)
+        return self._in_oml_group(name) and bool((self._configs() / name).is_file())
 
     def list(self, config_path: str, results_filter: ObjectType | None) -> list[str]:
-        """The groups and configs in the group ``config_path`` of every folder, sorted; at the top level, OML's
-        group names too (``criterion``) where oml's group exists."""
+        """The groups and configs in the group ``config_path`` of every folder, sorted; at the top level, oml's
+        config groups, OML's names of them too (``criterion``) where oml's group exists."""
         from oml_core.compat.configs import OML_CONFIG_GROUPS
 
+        if config_path.strip("/") and not self._in_oml_group(config_path):
+            return []
         folder = self._configs() / config_path
         names = [entry.name for entry in folder.iterdir()] if folder.is_dir() else []
         if config_path in ("", "/"):
