@@ -1,4 +1,4 @@
-"""``oml serve INDEX``: the command line of the service (registered through ``oml_register_commands``).
+"""``oml serve INDEX``: the command line of the service (registered as a ``command`` row of ``OML_COMPONENTS``).
 
     oml serve INDEX [--host 127.0.0.1] [--port 8000] [--accelerator cpu|gpu|null] [--devices DEVICES]
         [--max-batch 32] [--max-wait-ms 2] [--max-request-bytes 16777216] [--max-top-k 100] [--token TOKEN]
