@@ -1363,7 +1363,12 @@ def _cmd_index_add(args: argparse.Namespace, _: list[str]) -> int:
 
     device = device_of_arguments(args, "index add")
     index = GalleryIndex.load(args.index, registry=Registry(), device=device)
-    items = collect_queries(index.data, args.sources, args.dataset_root)
+    # the items are named by their absolute paths, as a build names them, so that the index is searched and
+    # served from any working folder (a relative path would resolve against the reader's); a blank source stays
+    # blank, for collect_queries to refuse (resolved, it would be the working folder)
+    sources = [Path(source).expanduser().resolve() if source.strip() else source for source in args.sources]
+    root = None if args.dataset_root is None else Path(args.dataset_root).expanduser().resolve()
+    items = collect_queries(index.data, sources, root)
     for option, values in (("--ids", args.ids), ("--labels", args.labels)):
         if values is not None and len(values) != len(items.names):
             raise GalleryIndexError(
