@@ -1426,8 +1426,8 @@ def _cmd_export(args: argparse.Namespace, _: list[str]) -> int:
         f"{len(result.parity.probes)} probes (tolerance {result.parity.tolerance:g})"
     )
     print(f"Manifest:         {result.manifest.folder / 'export.json'}")
-    folder = shlex.quote(str(result.manifest.folder))
-    print(f"Run it:           oml validate extractor@extractor=onnx extractor.args.path={folder}")
+    overrides = result.manifest.validate_overrides(str(result.manifest.folder))
+    print(f"Run it:           oml validate {shlex.join(overrides)}")
     return 0
 
 
