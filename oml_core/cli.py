@@ -952,11 +952,14 @@ def _cmd_pipeline(args: argparse.Namespace, overrides: list[str]) -> int:
     overrides = flags_as_overrides(args.command, overrides)
     if getattr(args, "skip_image_check", False):
         overrides = [*overrides, "++check_images=false"]  # set, or add to a config without it
-    cfg = compose_config(args.config_name, overrides, args.config_path, registry)
-    if args.show_config or args.cfg == "job":
-        print(config_yaml(cfg, PIPELINE_CONFIGS[args.command]), end="")
-        return 0
+    from oml_core.config.schemas import schema_of
+
     pipeline = PIPELINE_CONFIGS[args.command]
+    schema_keys = [field.name for field in fields(schema_of(pipeline))]
+    cfg = compose_config(args.config_name, overrides, args.config_path, registry, schema_keys)
+    if args.show_config or args.cfg == "job":
+        print(config_yaml(cfg, pipeline), end="")
+        return 0
     check_before_lightning(pipeline, cfg, registry)
     from oml_core import reports  # imports the pipelines, and Lightning with them
     from oml_core.lightning import pipelines
