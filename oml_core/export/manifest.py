@@ -43,6 +43,11 @@ EXPORT_VERSION = 1
 #: The dtypes an input of an export may have (those the extractors' graphs take).
 INPUT_DTYPES = ("float32", "int64")
 _SHA256 = re.compile(r"[0-9a-f]{64}")
+#: The backslashes before a quote or at the end of a string, and the quote (group 2: empty at the end).
+_BEFORE_QUOTE = re.compile(r"(\\*)('|$)")
+#: A string that hydra reads as that string unquoted (a name, a path), unless it is one of :data:`_WORDS`.
+_PLAIN = re.compile(r"[A-Za-z_/][A-Za-z0-9_/.+@%-]*")
+_WORDS = frozenset({"true", "false", "null", "inf", "nan"})
 
 
 @dataclass(frozen=True)
@@ -84,6 +89,35 @@ class ExportManifest:
     def preprocessing(self) -> Mapping[str, Any]:
         """What a caller does to raw data to make the inputs."""
         return self.data["preprocessing"]
+
+    def validate_overrides(self, folder: str) -> list[str]:
+        """The overrides of ``oml validate`` that run this export on the data its source read: the ``onnx``
+        extractor at ``folder`` (as the caller names it), the source's dataset component when it is not the
+        images' (``dataset={name: texts, args: {...}}``) and its image transforms (``transforms_val={...}``).
+        """
+        overrides = ["extractor@extractor=onnx", f"extractor.args.path={folder}"]
+        dataset = self.data.get("dataset")
+        if isinstance(dataset, Mapping) and dataset.get("name") not in (None, "images"):
+            overrides.append(f"dataset={hydra_value(dataset)}")
+        transforms = self.preprocessing.get("transforms")
+        if isinstance(transforms, Mapping):
+            overrides.append(f"transforms_val={hydra_value(transforms)}")
+        return overrides
+
+
+def hydra_value(value: Any) -> str:
+    """``value`` (JSON values; the keys of mappings plain names) written as the value of a hydra override:
+    ``{name: texts, args: {tokenizer: /a/b, max_length: 128}}``; a string other than a plain name or path quoted,
+    its quotes and the backslashes before a quote or at its end escaped (hydra unescapes those only)."""
+    if isinstance(value, Mapping):
+        return "{" + ", ".join(f"{key}: {hydra_value(item)}" for key, item in value.items()) + "}"
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(hydra_value(item) for item in value) + "]"
+    if isinstance(value, str):
+        if _PLAIN.fullmatch(value) and value.lower() not in _WORDS:
+            return value
+        return "'" + _BEFORE_QUOTE.sub(lambda m: m[1] * 2 + ("\\'" if m[2] else ""), value) + "'"
+    return json.dumps(value)  # true, false, null, numbers
 
 
 def write_manifest(folder: Path, data: Mapping[str, Any]) -> None:

@@ -126,10 +126,11 @@ def run_serve(args: argparse.Namespace) -> int:
     )
     served = load_served_index(args.index, settings, device_of_arguments(args, "serve"), args.onnx)
     log.info(
-        "Serving %d items of %s on %s (the search page: %s/, the API: %s/docs)",
+        "Serving %d items of %s on %s%s (the search page: %s/, the API: %s/docs)",
         len(served.index),
         args.index,
         served.health()["device"],
+        "" if args.onnx is None else f", its queries embedded by the ONNX export {args.onnx}",
         settings.url,
         settings.url,
     )

@@ -226,6 +226,27 @@ def test_an_audio_index_is_searched_by_an_uploaded_clip_and_serves_its_files(
     assert response.status_code == 422 and "noise.wav" in response.json()["error"]
 
 
+def test_an_audio_item_of_a_later_start_serves_its_file(audio_world, tmp_path, capsys):
+    """An item put in from a CSV row with a start time is named ``<file>#t=<start>`` (a media fragment): its
+    content type is its file's, ``/items/{id}/content`` serves that file (the page plays it from the start)."""
+    index = tmp_path / "index"
+    shutil.copytree(audio_world.index, index)
+    rows = tmp_path / "later.csv"
+    rows.write_text(f"path,start_time\n{audio_world.gallery_file},0.125\n")
+    assert main(["index", "add", str(index), str(rows), "--ids", "9"]) == 0
+    capsys.readouterr()
+    for client in client_of(index):
+        item = client.get("/items/9").json()
+        assert item == {
+            "id": 9,
+            "path": f"{audio_world.gallery_file}#t=0.125",
+            "label": None,
+            "content_type": "audio/x-wav",
+        }
+        content = client.get("/items/9/content")
+        assert content.status_code == 200 and content.content == audio_world.gallery_file.read_bytes()
+
+
 # ------------------------------------------------------------------------------------------------------- writes
 TOKEN = "s3cret"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
