@@ -28,8 +28,10 @@ from oml_core.export.extractor import OnnxExtractor
 from oml_core.export.manifest import hydra_value
 from oml_core.export.signatures import image_signature
 from oml_core.index import GalleryIndex
+from oml_core.index.storage import WEIGHTS_FILE, read_weights
 from oml_core.interfaces.export import ExportContext, ExportSignature, IExportable
 from oml_core.interfaces.models import IExtractor
+from oml_core.io.provenance import state_dict_sha256
 from oml_core.lightning.pipelines import extractor_validation_pipeline
 from oml_core.registry import Registry
 
@@ -171,6 +173,13 @@ def test_an_index_built_on_the_export_finds_what_the_checkpoints_index_finds(
     index_json = json.loads((indexes["torch"] / "index.json").read_text())
     assert exported.data["source"] == {"kind": "index", "name": str(indexes["torch"])}
     assert exported.weights_sha256 == index_json["weights_sha256"] is not None  # what serving compares
+    # the export of the checkpoint holds the tensors of the index built from it, in another file: the same digest
+    # of tensors (serving accepts either), which another model's would not have
+    weights = read_weights(indexes["torch"] / WEIGHTS_FILE, index_json["weights_sha256"])
+    of_checkpoint = read_export_manifest(trained_export.export)
+    assert of_checkpoint.weights_sha256 != index_json["weights_sha256"]
+    assert of_checkpoint.state_dict_sha256 == state_dict_sha256(weights) == exported.state_dict_sha256
+    assert state_dict_sha256({**weights, "fc.bias": torch.zeros(1)}) != of_checkpoint.state_dict_sha256
     for torch_answer, onnx_answer in zip(answers["torch"], answers["onnx"]):
         assert [hit["id"] for hit in onnx_answer["results"]] == [hit["id"] for hit in torch_answer["results"]]
         distances = zip(onnx_answer["results"], torch_answer["results"])

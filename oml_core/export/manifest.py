@@ -14,6 +14,8 @@ An export is a folder::
      "source": {"kind": "checkpoint" | "index" | "zoo", "name": "<path or key>"},
      "extractor": {name, args},          # the extractor spec of the source
      "weights_sha256": "<hex>" | null,   # the checkpoint file's; the index's weights_sha256; the zoo's
+     "state_dict_sha256": "<hex>",       # the exported extractor's tensors (io.provenance.state_dict_sha256),
+                                         # whatever file held them: the same for a checkpoint and its index
      "dataset": {name, args} | null,     # the source's dataset component (null: images)
      "feat_dim": 512,
      "inputs": [{"name": "images", "dtype": "float32", "shape": ["batch", 3, 224, 224]}],
@@ -71,6 +73,8 @@ class ExportManifest:
         feat_dim: The size of the embeddings.
         weights_sha256: The sha256 of the weights the export came from (None: unknown).
         padding: ``{axis name: mask input}`` (see :attr:`~oml_core.interfaces.export.ExportSignature.padding`).
+        state_dict_sha256: The digest of the exported extractor's tensors
+            (:func:`~oml_core.io.provenance.state_dict_sha256`; None: an export of before it was recorded).
     """
 
     folder: Path
@@ -79,6 +83,7 @@ class ExportManifest:
     feat_dim: int
     weights_sha256: str | None
     padding: Mapping[str, str]
+    state_dict_sha256: str | None = None
 
     @property
     def model_path(self) -> Path:
@@ -157,12 +162,19 @@ def read_export_manifest(folder: str | Path) -> ExportManifest:
     sha256 = data.get("weights_sha256")
     if sha256 is not None and not (isinstance(sha256, str) and _SHA256.fullmatch(sha256)):
         raise ExportError(f"{path}: weights_sha256 must be null or a sha256 hex digest, got {sha256!r}")
+    tensors_sha256 = data.get("state_dict_sha256")
+    if tensors_sha256 is not None and not (
+        isinstance(tensors_sha256, str) and _SHA256.fullmatch(tensors_sha256)
+    ):
+        raise ExportError(
+            f"{path}: state_dict_sha256 must be null or a sha256 hex digest, got {tensors_sha256!r}"
+        )
     if not isinstance(data.get("preprocessing"), dict):
         raise ExportError(f"{path}: preprocessing must be an object")
     padding = _padding(data.get("padding", {}), inputs, path)
     if not (folder / MODEL_FILE).is_file():
         raise ExportError(f"{folder / MODEL_FILE}: no such file; the export {folder} is incomplete")
-    return ExportManifest(folder, data, inputs, feat_dim, sha256, padding)
+    return ExportManifest(folder, data, inputs, feat_dim, sha256, padding, tensors_sha256)
 
 
 def _padding(value: Any, inputs: tuple[ExportInput, ...], path: Path) -> dict[str, str]:

@@ -383,16 +383,30 @@ def test_the_onnx_export_gives_the_answers_of_the_pytorch_model(images, images_w
 
 
 def test_an_export_of_other_weights_is_refused_in_one_line(images_world, onnx_export, tmp_path, capsys):
-    other = tmp_path / "other"
-    shutil.copytree(onnx_export, other)
-    manifest = json.loads((other / "export.json").read_text())
-    (other / "export.json").write_text(json.dumps({**manifest, "weights_sha256": "0" * 64}))
+    """An export is the index's model when it came from the same weights file (``weights_sha256``) or from the same
+    tensors in another file (``state_dict_sha256``: an export of the checkpoint the index was built from, whose
+    file digest is the checkpoint's); neither: refused in one line."""
+    manifest = json.loads((onnx_export / "export.json").read_text())
+    assert len(manifest["state_dict_sha256"]) == 64
+
+    def export_with(name: str, **fields: str) -> Path:
+        folder = tmp_path / name
+        shutil.copytree(onnx_export, folder)
+        (folder / "export.json").write_text(json.dumps({**manifest, **fields}))
+        return folder
+
+    of_the_checkpoint = export_with("checkpoint", weights_sha256="1" * 64)
+    for client in client_of(images_world.index, onnx=of_the_checkpoint):
+        assert client.get("/health").json()["extractor"] == "onnx"
+    other = export_with("other", weights_sha256="0" * 64, state_dict_sha256="0" * 64)
     assert main(["serve", str(images_world.index), "--onnx", str(other)]) == 2
     (line,) = capsys.readouterr().err.splitlines()
-    assert line.startswith(
-        f"oml serve: error: --onnx {other}: its export.json says it was made from weights of "
+    assert line == (
+        f"oml serve: error: --onnx {other}: its export.json says it was made from weights of sha256 {'0' * 64} "
+        f"(tensors {'0' * 64}), and {images_world.index / 'index.json'} was built with "
+        f"{manifest['weights_sha256']}: export this index's model (oml export {images_world.index} --output DIR) "
+        f"or the checkpoint it was built from"
     )
-    assert line.endswith(f"export this index's model (oml export {images_world.index} --output DIR)")
 
 
 def test_a_text_put_into_an_index_of_texts_is_no_file_to_serve(texts_world, images_world, tmp_path):
