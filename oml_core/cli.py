@@ -662,7 +662,7 @@ def _parser() -> _Parser:
         type=_id_list,
         metavar="ID,...",
         help="the items' ids, one per item in order (an id the index has replaces that item); default: new "
-        "ids after the largest",
+        "ids after the largest ever given (a removed item's id is never given again)",
     )
     add.add_argument(
         "--labels",

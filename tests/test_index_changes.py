@@ -212,6 +212,33 @@ def test_a_reader_takes_new_generations_and_changes_merge_or_conflict(tmp_path, 
     assert reader.generation == 6 and reader.ids == writer.ids and reader.commit() == 6
 
 
+@pytest.mark.parametrize("policy", [WHOLE, SEGMENTS], ids=["whole", "segments"])
+def test_the_id_of_a_removed_item_is_never_given_again(tmp_path, policy):
+    """Ids 10-13; 14 and 15 put, 15 and 13 removed: the next id is 16 (not 14's successor of what is held), in the
+    folder (a new load, a reader that takes the generation) and after another writer's commit."""
+    folder = saved(tmp_path / "index", randn(4, seed=0))
+    writer = with_policy(GalleryIndex.load(folder), policy)
+    assert writer.next_id == 14
+    writer.upsert(randn(2, seed=1))
+    writer.remove([15, 13])
+    writer.commit()
+    assert writer.ids == [10, 11, 12, 14] and writer.next_id == 16
+    reader = GalleryIndex.load(folder)
+    assert reader.next_id == 16
+    reader.upsert(randn(1, seed=2))
+    assert reader.ids[-1] == 16
+    writer.upsert(
+        randn(1, seed=3)
+    )  # the same id 16 in another process: the later commit cannot make it again
+    reader.commit()
+    with pytest.raises(GalleryIndexError, match="id 16 is given to two items"):
+        writer.commit()
+    writer.upsert(randn(1, seed=4))  # holds the reader's generation now: 17
+    writer.remove([16])
+    writer.commit()
+    assert GalleryIndex.load(folder).next_id == 18 and GalleryIndex.load(folder).ids == [10, 11, 12, 14, 17]
+
+
 def test_a_commit_waits_for_the_writer_lock_then_refuses(tmp_path):
     folder = saved(tmp_path / "index", randn(2, seed=0))
     index = GalleryIndex.load(folder)

@@ -25,12 +25,16 @@ class Upsert:
         ids: Their ids (distinct).
         paths: Their names (None: none).
         labels: Their labels (None: unknown).
+        fresh: The ids were given by the index (:attr:`~oml_core.index.gallery.GalleryIndex.next_id`), not by the
+            caller: the items are new, and made again on another process's generation that has one of their ids
+            they are a conflict, never a replacement of its item.
     """
 
     embeddings: Tensor
     ids: list[int]
     paths: list[str | None]
     labels: list[int | None]
+    fresh: bool = False
 
 
 @dataclass(frozen=True)

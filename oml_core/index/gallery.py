@@ -129,6 +129,8 @@ Spec = Mapping[str, Any] | str
 INDEX_PIPELINE = "gallery index"
 #: What names a probe that is a gallery item's input, after the file that keeps it.
 INPUT_PROBE = "(its probe: a gallery item)"
+#: The key of ``index.json`` that keeps :attr:`GalleryIndex.next_id` (an id is never given twice).
+NEXT_ID_KEY = "next_id"
 #: How long :meth:`GalleryIndex.commit` waits for another writer's lock by default, in seconds.
 LOCK_TIMEOUT = 10.0
 #: The ``top_n`` of a calibration made again whose arguments were not kept (:meth:`GalleryIndex.calibrate`'s).
@@ -676,7 +678,7 @@ class GalleryIndex:
             items: The embeddings, or the image paths (their ``paths``).
             labels: ``n`` integer labels (None entries: unknown); None: all unknown.
             ids: ``n`` distinct integer ids, none of them already in the index; None: the integers after the
-                largest id so far (0, 1, ... in a new index).
+                largest id ever given (:attr:`next_id`; 0, 1, ... in a new index).
             paths: With embeddings, the image path (or name) of each (or None); not with images.
 
         Raises:
@@ -703,13 +705,24 @@ class GalleryIndex:
         if len(paths) != n:
             raise ValueError(f"paths must have one entry per item ({n}), got {len(paths)}")
         labels_list: list[int | None] = [None] * n if labels is None else _labels(labels, n)
-        change = Upsert(self._checked(embeddings), self._new_ids(ids, n), list(paths), labels_list)
+        change = Upsert(
+            self._checked(embeddings), self._new_ids(ids, n), list(paths), labels_list, fresh=ids is None
+        )
         self._apply(change)
         self._record(change)
 
+    @property
+    def next_id(self) -> int:
+        """The id that the next item put without an id gets: after the largest id the index ever gave or held
+        (kept in ``index.json`` as ``next_id``), so that the id of a removed item is never given to another (a
+        client that keeps ids never finds another item under one)."""
+        recorded = self._meta.get(NEXT_ID_KEY, 0)
+        held = max(self._ids) + 1 if self._ids else 0
+        return max(recorded if isinstance(recorded, int) else 0, held)
+
     def _new_ids(self, ids: Sequence[int] | None, n: int) -> list[int]:
         """``n`` new ids: ``ids`` checked to be distinct integers that the index does not have, or the integers
-        after the largest id so far."""
+        from :attr:`next_id` on."""
         values = self._upsert_ids(ids, n)
         taken = [value for value in values if value in self._rows()]
         if taken:
@@ -717,9 +730,9 @@ class GalleryIndex:
         return values
 
     def _upsert_ids(self, ids: Sequence[int] | None, n: int) -> list[int]:
-        """``ids`` checked to be ``n`` distinct integers, or (None) the ``n`` integers after the largest id."""
+        """``ids`` checked to be ``n`` distinct integers, or (None) the ``n`` integers from :attr:`next_id` on."""
         if ids is None:
-            start = max(self._ids) + 1 if self._ids else 0
+            start = self.next_id
             return list(range(start, start + n))
         values = list(ids)
         if len(values) != n or not all(_is_int(v) for v in values):
@@ -793,7 +806,7 @@ class GalleryIndex:
             items: ``[n, dim]`` embeddings, a dataset of the index's dataset component (e.g. the
                 ``dataset`` of :func:`~oml_core.index.queries.collect_queries`: named by the component, labelled
                 when it is labelled) or image files (their paths), embedded by :meth:`embed`.
-            ids: ``n`` distinct integer ids; None: the integers after the largest id (all new).
+            ids: ``n`` distinct integer ids; None: the integers from :attr:`next_id` on (all new).
             labels: ``n`` integer labels (None entries: unknown); None: the dataset's, else unknown.
             paths: With embeddings, the name of each (or None).
 
@@ -814,7 +827,7 @@ class GalleryIndex:
         if n == 0:
             return Upserted(0, 0)
         labels_list = given_labels or dataset_labels or [None] * n
-        change = Upsert(self._checked(embeddings), ids_list, names, labels_list)
+        change = Upsert(self._checked(embeddings), ids_list, names, labels_list, fresh=ids is None)
         done = self._apply(change)
         self._record(change)
         return done
@@ -1058,8 +1071,16 @@ class GalleryIndex:
             updated = 0
         else:
             dropped = [rows[value] for value in change.ids if value in rows]
+            if (
+                change.fresh and dropped
+            ):  # new items, made again on another writer's generation that gave the id
+                raise ValueError(
+                    f"id {self._ids[dropped[0]]} is given to two items, here and by another writer"
+                )
             self._replace_rows(dropped, change)
             updated = len(dropped)
+            if change.ids:
+                self._meta = {**self._meta, NEXT_ID_KEY: max(self.next_id, max(change.ids) + 1)}
         self.calibration_stale = self.calibration is not None
         return Upserted(len(change.ids) - updated if isinstance(change, Upsert) else 0, updated)
 

@@ -149,8 +149,8 @@ class ServedIndex:
 
     async def put(self, query: Query, item_id: int | None, label: int | None) -> dict[str, Any]:
         """Put the item of ``query`` into the index by id (a new id: added; an id the index has: replaced; None:
-        the id after the largest), named by the upload's file name or the text (an embedding: no name), and
-        commit it.
+        the index's ``next_id``, never a removed item's), named by the upload's file name or the text (an
+        embedding: no name), and commit it.
 
         Returns:
             ``{"id", "added", "updated", "generation"}``.
@@ -163,8 +163,9 @@ class ServedIndex:
         path = None if query.embedding is not None else query.name
 
         def upsert(index: GalleryIndex) -> dict[str, Any]:
-            new_id = item_id if item_id is not None else max(index.ids, default=-1) + 1
-            done = index.upsert(embedding[None], ids=[new_id], labels=[label], paths=[path])
+            new_id = item_id if item_id is not None else index.next_id  # the id the index gives it
+            ids = None if item_id is None else [item_id]  # given by the index: never another writer's item
+            done = index.upsert(embedding[None], ids=ids, labels=[label], paths=[path])
             return {"id": new_id, "added": done.added, "updated": done.updated}
 
         return await self._change(upsert)
