@@ -27,7 +27,7 @@ def test_every_plugin_bounds_its_oml_dependencies_below_the_next_minor_version()
             assert Version(f"{core_version.major}.{core_version.minor + 1}") not in requirement.specifier, (
                 path
             )
-        assert project["license"] == {"text": "Apache-2.0"}, path
+        assert project["license"] == "Apache-2.0", path  # an SPDX expression (PEP 639)
 
 
 def test_the_license_is_the_apache_2_text():
