@@ -952,11 +952,14 @@ def _cmd_pipeline(args: argparse.Namespace, overrides: list[str]) -> int:
     overrides = flags_as_overrides(args.command, overrides)
     if getattr(args, "skip_image_check", False):
         overrides = [*overrides, "++check_images=false"]  # set, or add to a config without it
-    cfg = compose_config(args.config_name, overrides, args.config_path, registry)
-    if args.show_config or args.cfg == "job":
-        print(config_yaml(cfg, PIPELINE_CONFIGS[args.command]), end="")
-        return 0
+    from oml_core.config.schemas import schema_of
+
     pipeline = PIPELINE_CONFIGS[args.command]
+    schema_keys = [field.name for field in fields(schema_of(pipeline))]
+    cfg = compose_config(args.config_name, overrides, args.config_path, registry, schema_keys)
+    if args.show_config or args.cfg == "job":
+        print(config_yaml(cfg, pipeline), end="")
+        return 0
     check_before_lightning(pipeline, cfg, registry)
     from oml_core import reports  # imports the pipelines, and Lightning with them
     from oml_core.lightning import pipelines
@@ -1363,7 +1366,12 @@ def _cmd_index_add(args: argparse.Namespace, _: list[str]) -> int:
 
     device = device_of_arguments(args, "index add")
     index = GalleryIndex.load(args.index, registry=Registry(), device=device)
-    items = collect_queries(index.data, args.sources, args.dataset_root)
+    # the items are named by their absolute paths, as a build names them, so that the index is searched and
+    # served from any working folder (a relative path would resolve against the reader's); a blank source stays
+    # blank, for collect_queries to refuse (resolved, it would be the working folder)
+    sources = [Path(source).expanduser().resolve() if source.strip() else source for source in args.sources]
+    root = None if args.dataset_root is None else Path(args.dataset_root).expanduser().resolve()
+    items = collect_queries(index.data, sources, root)
     for option, values in (("--ids", args.ids), ("--labels", args.labels)):
         if values is not None and len(values) != len(items.names):
             raise GalleryIndexError(
@@ -1421,8 +1429,8 @@ def _cmd_export(args: argparse.Namespace, _: list[str]) -> int:
         f"{len(result.parity.probes)} probes (tolerance {result.parity.tolerance:g})"
     )
     print(f"Manifest:         {result.manifest.folder / 'export.json'}")
-    folder = shlex.quote(str(result.manifest.folder))
-    print(f"Run it:           oml validate extractor@extractor=onnx extractor.args.path={folder}")
+    overrides = result.manifest.validate_overrides(str(result.manifest.folder))
+    print(f"Run it:           oml validate {shlex.join(overrides)}")
     return 0
 
 

@@ -263,6 +263,42 @@ def test_index_add_remove_and_calibrate_change_the_index_in_one_line_each(world,
     assert unchanged.generation == 5 and unchanged.ids == [0, 2, 3, 4, 5, 6, 7, 8]
 
 
+def test_index_add_names_an_item_by_its_absolute_path(world, tmp_path, monkeypatch, capsys):
+    """``oml index add`` of a path relative to the working folder names the item by its absolute path, as a
+    build names its items, so that ``oml search`` and ``oml serve`` elsewhere find its file."""
+    index = tmp_path / "index"
+    shutil.copytree(world.index, index)
+    monkeypatch.chdir(world.held_out.parent)
+    assert main(["index", "add", str(index), world.held_out.name, "--ids", "50"]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == "added 1, updated 0, generation 2"
+    assert GalleryIndex.load(index).item(50) == GalleryItem(50, str(world.held_out.resolve()), None)
+
+
+def test_a_calibration_that_cannot_be_made_names_the_keys_that_change_it(world, tmp_path, capsys):
+    """A validation split whose one query has no true match it may retrieve (F1, whose true match F2 is in its
+    sequence): no calibration, and the one line names the keys that change the target or build the index
+    without one; nothing is written."""
+    root = tmp_path / "impostor"
+    (root / "images").mkdir(parents=True)
+    for name in ("000128.png", "000133.png", "000144.png"):
+        shutil.copy(world.root / "images" / name, root / "images" / name)
+    rows = [
+        (16, "images/000128.png", "validation", False, True, "s1"),
+        (18, "images/000133.png", "validation", True, False, "s5"),
+        (18, "images/000144.png", "validation", False, True, "s5"),
+    ]
+    columns = ["label", "path", "split", "is_query", "is_gallery", "sequence"]
+    pd.DataFrame(rows, columns=columns).to_csv(root / "df.csv", index=False)
+    line = one_error_line(
+        capsys,
+        ["index", "build", f"dataset_root={root}", f"index_dir={tmp_path / 'index'}"],
+        "oml index build: error: calibration: cannot calibrate on 1 queries of which 0 have a true match",
+        "(calibration.target=f1 or a lower calibration.value changes the target; calibration=null builds the "
+        "index without a match threshold)",
+    )
+    assert not (tmp_path / "index").exists(), line
+
+
 def test_bad_build_input_is_one_line_and_writes_nothing(world, tmp_path, capsys):
     before = sorted(p.name for p in world.index.iterdir())
     one_error_line(

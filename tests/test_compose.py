@@ -116,6 +116,36 @@ def test_a_user_config_dir_option_replaces_too(tmp_path, registry):
     assert _plain(cfg, "criterion") == {"name": "triplet", "args": {"margin": 0.7}}
 
 
+def test_a_schema_key_a_user_config_lacks_is_added_by_its_override(tmp_path, registry):
+    """``logs_folder=run1`` (a key of the pipeline's schema) on a user's config without it adds it, as
+    ``+logs_folder=run1``; a key of no schema (``max_epoch``), a spec and a nested key stay hydra's errors; a
+    config with a defaults list is left to hydra."""
+    (tmp_path / "run.yaml").write_text("max_epochs: 1\nseed: 3\n")
+    schema = ("logs_folder", "max_epochs", "seed", "sampler", "extractor")
+    cfg = compose_config(
+        "run",
+        ["logs_folder=run1", "seed=4"],
+        config_path=str(tmp_path),
+        registry=registry,
+        schema_keys=schema,
+    )
+    assert OmegaConf.to_container(cfg) == {"max_epochs": 1, "seed": 4, "logs_folder": "run1"}
+    for override, key in (
+        ("max_epoch=2", "max_epoch"),
+        ("extractor.args.arch=resnet34", "extractor"),
+        ("sampler={name: balance}", "sampler"),
+    ):
+        with pytest.raises(ConfigError, match=f"'{key}'"):
+            compose_config(
+                "run", [override], config_path=str(tmp_path), registry=registry, schema_keys=schema
+            )
+    (tmp_path / "listed.yaml").write_text("defaults:\n  - _self_\nmax_epochs: 1\n")
+    with pytest.raises(ConfigError, match="unknown config key 'logs_folder'"):
+        compose_config(
+            "listed", ["logs_folder=run1"], config_path=str(tmp_path), registry=registry, schema_keys=schema
+        )
+
+
 def test_replacing_a_key_the_config_does_not_have_names_it(registry):
     with pytest.raises(
         ConfigError, match=r"loss@loss_fn=arcface: the config has no key 'loss_fn'.*\+loss@loss_fn"

@@ -77,10 +77,26 @@ def _fake_broken_distribution(root: Path) -> Path:
     return fake_distribution(root, "broken-oml-plugin", "broken", "broken_oml_plugin", source)
 
 
+#: A third-party plugin written for the per-kind hooks, with no declared table: it loads beside the table plugins.
+HOOKED = """\
+from oml_core import hookimpl
+
+
+@hookimpl
+def oml_register_losses(register):
+    register("hooked_l1", "torch.nn:L1Loss", description="L1, registered by a hook")
+"""
+
+
 def test_broken_plugin_is_skipped_with_a_warning(run_oml, tmp_path):
-    env = {"PYTHONPATH": str(_fake_broken_distribution(tmp_path)), "OML_LOAD_PLUGINS": None}
+    site = fake_distribution(
+        _fake_broken_distribution(tmp_path), "hooked-oml-plugin", "hooked", "hooked_plugin", HOOKED
+    )
+    env = {"PYTHONPATH": str(site), "OML_LOAD_PLUGINS": None}
     result = run_oml("plugins", "--format", "json", env=env)
     report = _report(result)
+    assert report["hooked"]["provides"] == {"loss": ["hooked_l1"]}
+    assert report["hooked"]["hooks"] == ["oml_register_losses"] and report["hooked"]["error"] is None
     assert (
         "oml plugin broken (broken-oml-plugin 0.3): import failed: ImportError: needs the package frobnicate"
         in (result.stderr)
@@ -88,7 +104,7 @@ def test_broken_plugin_is_skipped_with_a_warning(run_oml, tmp_path):
     assert report["broken"]["error"].endswith("ImportError: needs the package frobnicate")
     assert report["oml_losses"]["error"] is None  # the others still load
     # checked beside one working plugin only: each plugin's check is a process of its own
-    checked = run_oml("plugins", "--check", env={**env, "OML_LOAD_PLUGINS": "broken,oml_samplers"})
+    checked = run_oml("plugins", "--check", env={**env, "OML_LOAD_PLUGINS": "broken,hooked,oml_samplers"})
     assert checked.returncode == 1
     assert checked.stdout.splitlines()[-1] == "FAILED: 1 problem in 1 plugin (see above)"
     assert (

@@ -25,10 +25,13 @@ from oml_core.cli import main
 from oml_core.config.compose import compose_config
 from oml_core.export import ExportError, ExportSource, read_export_manifest, write_export
 from oml_core.export.extractor import OnnxExtractor
+from oml_core.export.manifest import hydra_value
 from oml_core.export.signatures import image_signature
 from oml_core.index import GalleryIndex
+from oml_core.index.storage import WEIGHTS_FILE, read_weights
 from oml_core.interfaces.export import ExportContext, ExportSignature, IExportable
 from oml_core.interfaces.models import IExtractor
+from oml_core.io.provenance import state_dict_sha256
 from oml_core.lightning.pipelines import extractor_validation_pipeline
 from oml_core.registry import Registry
 
@@ -101,9 +104,9 @@ def test_the_export_of_a_checkpoint_writes_the_graph_and_its_manifest(trained_ex
     ]  # not the example's 2: a dynamic axis
     assert parity["tolerance"] == 1e-4 and 0 <= parity["max_relative_l2"] <= 1e-4
     assert printed.splitlines()[0] == f"Exported:         resnet of the checkpoint {checkpoint.resolve()}"
-    assert (
-        printed.splitlines()[-1]
-        == "Run it:           oml validate extractor@extractor=onnx extractor.args.path=my_export"
+    assert printed.splitlines()[-1] == (
+        "Run it:           oml validate extractor@extractor=onnx extractor.args.path=my_export "
+        "'transforms_val={name: norm_resize, args: {im_size: 32}}'"
     )
 
 
@@ -126,20 +129,27 @@ def test_the_onnx_extractor_embeds_as_the_pytorch_model_at_any_batch_size(traine
 def test_validation_with_the_onnx_extractor_gives_the_checkpoints_metrics(
     trained_export, monkeypatch, tmp_path
 ):
-    """The README's ``oml validate`` on the export (images of 32 px, as the tiny run's) and on the checkpoint."""
+    """The README's ``oml validate`` on the export (images of 32 px, as the tiny run's), the one ``oml export``
+    printed (``Run it:``, which names the transforms itself) and on the checkpoint."""
     monkeypatch.chdir(trained_export.folder)
     registry = Registry()
-    common = ["transforms_val.args.im_size=32", f"logs_root={tmp_path}"]
+    size = "transforms_val.args.im_size=32"
+    printed = shlex.split(trained_export.printed.splitlines()[-1].removeprefix("Run it:"))
+    assert printed[:2] == ["oml", "validate"]
     metrics = {}
     for name, overrides in (
-        ("torch", [f"extractor.args.weights={trained_export.checkpoint}"]),
-        ("onnx", readme_commands()[1][1:]),
+        ("torch", [f"extractor.args.weights={trained_export.checkpoint}", size]),
+        ("onnx", [*readme_commands()[1][1:], size]),
+        ("printed", printed[2:]),
     ):
-        cfg = compose_config("extractor_validation_pipeline", [*overrides, *common], registry=registry)
+        cfg = compose_config(
+            "extractor_validation_pipeline", [*overrides, f"logs_root={tmp_path}"], registry=registry
+        )
         metrics[name] = extractor_validation_pipeline(cfg, registry=registry).metrics
     assert metrics["onnx"].keys() == metrics["torch"].keys() and "OVERALL/cmc/1" in metrics["onnx"]
     for key, value in metrics["torch"].items():
         assert metrics["onnx"][key] == pytest.approx(value, abs=1e-4), key
+        assert metrics["printed"][key] == metrics["onnx"][key], key
 
 
 def test_an_index_built_on_the_export_finds_what_the_checkpoints_index_finds(
@@ -163,6 +173,13 @@ def test_an_index_built_on_the_export_finds_what_the_checkpoints_index_finds(
     index_json = json.loads((indexes["torch"] / "index.json").read_text())
     assert exported.data["source"] == {"kind": "index", "name": str(indexes["torch"])}
     assert exported.weights_sha256 == index_json["weights_sha256"] is not None  # what serving compares
+    # the export of the checkpoint holds the tensors of the index built from it, in another file: the same digest
+    # of tensors (serving accepts either), which another model's would not have
+    weights = read_weights(indexes["torch"] / WEIGHTS_FILE, index_json["weights_sha256"])
+    of_checkpoint = read_export_manifest(trained_export.export)
+    assert of_checkpoint.weights_sha256 != index_json["weights_sha256"]
+    assert of_checkpoint.state_dict_sha256 == state_dict_sha256(weights) == exported.state_dict_sha256
+    assert state_dict_sha256({**weights, "fc.bias": torch.zeros(1)}) != of_checkpoint.state_dict_sha256
     for torch_answer, onnx_answer in zip(answers["torch"], answers["onnx"]):
         assert [hit["id"] for hit in onnx_answer["results"]] == [hit["id"] for hit in torch_answer["results"]]
         distances = zip(onnx_answer["results"], torch_answer["results"])
@@ -391,3 +408,34 @@ def test_the_onnx_extractor_refuses_inputs_of_another_shape_in_one_line(trained_
         f"the export {trained_export.export} takes images of shape [batch, 3, 32, 32], got [2, 3, 64, 64]: give "
         f"it inputs made by its preprocessing (export.json)"
     )
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        {
+            "name": "texts",
+            "args": {"tokenizer": "/models/all-MiniLM-L6-v2", "max_length": 128, "download": False},
+        },
+        [
+            "a b",
+            "it's",
+            "c:\\d",
+            "end\\",
+            "a\\'b",
+            "x=y,z",
+            "true",
+            "null",
+            "1e5",
+            "inf",
+            ".5",
+            "-x",
+            None,
+            2.5,
+        ],
+    ],
+)
+def test_hydra_value_is_read_back_by_hydra_as_the_value(value):
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    assert OverridesParser.create().parse_override(f"key={hydra_value(value)}").value() == value

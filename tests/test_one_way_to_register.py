@@ -1,9 +1,7 @@
 """One way to register: every plugin of the repository (the core's built-ins, ``plugins/*``, the example plugin and
-a plugin written by ``oml plugin new``) keeps its components in one table, ``COMPONENTS``, and each of its
-component hooks is one ``register_components(register, COMPONENTS, "<the hook's kind>")`` call (the config-dirs
-hook, which registers a folder, not a component, is one ``register("<search path>")`` call). Checked on the
-source (no other ``register`` call can hide in a hook) and at run time (a registry registers exactly the rows of
-the table: a row whose kind has no hook would be missing)."""
+a plugin written by ``oml plugin new``) keeps its components in one table, ``COMPONENTS``, declares it as
+``OML_COMPONENTS = COMPONENTS`` (and its config folders as ``OML_CONFIG_DIRS``) and has no hook function: nothing
+else can register. Checked on the source and at run time (a registry registers exactly the rows of the table)."""
 
 from __future__ import annotations
 
@@ -25,10 +23,8 @@ from tests.scripts.first_party_catalog import (
     plugin_distribution,
 )
 
-#: ``{hook: kind}`` of the component hooks.
-COMPONENT_HOOKS = {kind.hook: kind.name for kind in KINDS.values()}
-CONFIG_DIRS_HOOK = "oml_register_config_dirs"
 TABLE = "COMPONENTS"
+DECLARATION = "OML_COMPONENTS"
 
 #: The plugins of the repository: the core's built-ins, the first-party plugins and the example plugin.
 REPOSITORY_PLUGINS = [
@@ -40,14 +36,15 @@ REPOSITORY_PLUGINS = [
 ]
 
 
-def _hook_name(function: ast.FunctionDef | ast.AsyncFunctionDef) -> str:
-    """The hook ``function`` implements: its ``@hookimpl(specname=...)`` or its own name."""
-    for decorator in function.decorator_list:
-        if isinstance(decorator, ast.Call):
-            for keyword in decorator.keywords:
-                if keyword.arg == "specname" and isinstance(keyword.value, ast.Constant):
-                    return str(keyword.value.value)
-    return function.name
+def _assigned(tree: ast.Module) -> dict[str, ast.expr | None]:
+    """``{name: value}`` of the module-level assignments of ``tree`` (``None``: annotated without a value)."""
+    assigned: dict[str, ast.expr | None] = {}
+    for node in tree.body:
+        if isinstance(node, ast.Assign):
+            assigned.update({t.id: node.value for t in node.targets if isinstance(t, ast.Name)})
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            assigned[node.target.id] = node.value
+    return assigned
 
 
 def _is_hook(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
@@ -57,67 +54,20 @@ def _is_hook(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
     )
 
 
-def _registers_the_table(statement: ast.stmt, kind: str) -> bool:
-    """``statement`` is ``register_components(register, COMPONENTS, "<kind>")`` (``COMPONENTS``: :data:`TABLE`)."""
-    match statement:
-        case ast.Expr(
-            value=ast.Call(
-                func=ast.Name(id="register_components"),
-                args=[
-                    ast.Name(id="register"),
-                    ast.Name(id=table),
-                    ast.Constant(value=str(called_kind)),
-                ],
-                keywords=[],
-            )
-        ):
-            return table == TABLE and called_kind == kind
-    return False
-
-
-def _registers_a_search_path(statement: ast.stmt) -> bool:
-    """``statement`` is ``register("<a string>")``."""
-    match statement:
-        case ast.Expr(
-            value=ast.Call(func=ast.Name(id="register"), args=[ast.Constant(value=str())], keywords=[])
-        ):
-            return True
-    return False
-
-
 def registration_faults(source: str, where: str) -> list[str]:
     """Every way the plugin module ``source`` (named ``where`` in the faults) registers other than from its
-    table: no module-level ``COMPONENTS``, or a hook whose body (after its docstring) is not the one call of its
-    hook (an unknown hook is a fault too)."""
+    declared table: no module-level ``COMPONENTS``, no ``OML_COMPONENTS = COMPONENTS``, or a hook function."""
     tree = ast.parse(source)
+    assigned = _assigned(tree)
     faults = []
-    tables = [
-        target
-        for node in tree.body
-        if isinstance(node, (ast.Assign, ast.AnnAssign))
-        for target in (node.targets if isinstance(node, ast.Assign) else [node.target])
-        if isinstance(target, ast.Name) and target.id == TABLE
-    ]
-    if not tables:
+    if TABLE not in assigned:
         faults.append(f"{where}: no module-level table {TABLE}")
+    declared = assigned.get(DECLARATION)
+    if not (isinstance(declared, ast.Name) and declared.id == TABLE):
+        faults.append(f"{where}: no declaration `{DECLARATION} = {TABLE}`")
     for function in ast.walk(tree):
-        if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)) or not _is_hook(function):
-            continue
-        hook = _hook_name(function)
-        body = function.body[1:] if ast.get_docstring(function) is not None else function.body
-        parameters = [argument.arg for argument in function.args.args]
-        if hook in COMPONENT_HOOKS:
-            kind = COMPONENT_HOOKS[hook]
-            expected = f'register_components(register, {TABLE}, "{kind}")'
-            fits = len(body) == 1 and _registers_the_table(body[0], kind)
-        elif hook == CONFIG_DIRS_HOOK:
-            expected = 'register("<search path>")'
-            fits = len(body) == 1 and _registers_a_search_path(body[0])
-        else:
-            faults.append(f"{where}: {function.name} is no hook of oml")
-            continue
-        if parameters != ["register"] or not fits:
-            faults.append(f"{where}: {function.name} must be `def {hook}(register): {expected}`")
+        if isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)) and _is_hook(function):
+            faults.append(f"{where}: {function.name} is a hook function; add a row to {TABLE} instead")
     return faults
 
 
@@ -167,79 +117,37 @@ def test_a_scaffolded_plugin_registers_its_table_only(
     assert _registered(registry, "oml_acme") == _table(module)
 
 
-GOOD = '''
+GOOD = """
 COMPONENTS: tuple[Component, ...] = (Component("loss", "x", "m:X", "x"),)
 
+OML_COMPONENTS = COMPONENTS
+OML_CONFIG_DIRS = ("pkg://m.configs",)
+"""
+
+HOOK = """
 
 @hookimpl
 def oml_register_losses(register):
-    """Register the losses."""
     register_components(register, COMPONENTS, "loss")
-
-
-@hookimpl
-def oml_register_config_dirs(register):
-    register("pkg://m.configs")
-'''
-
-LOSSES_HOOK = '`def oml_register_losses(register): register_components(register, COMPONENTS, "loss")`'
+"""
 
 
 @pytest.mark.parametrize(
     ("replaced", "replacement", "fault"),
     [
+        ('OML_CONFIG_DIRS = ("pkg://m.configs",)', HOOK, "oml_register_losses is a hook function"),
         (
-            'register_components(register, COMPONENTS, "loss")',
-            'register("x", "m:X", description="x")',
-            f"oml_register_losses must be {LOSSES_HOOK}",
+            'OML_CONFIG_DIRS = ("pkg://m.configs",)',
+            HOOK.replace("def oml_register_losses", "def my_losses"),
+            "my_losses is a hook function",
         ),
         (
-            'register_components(register, COMPONENTS, "loss")',
-            "for c in COMPONENTS:\n        register(c.name, c.factory, description=c.description)",
-            f"oml_register_losses must be {LOSSES_HOOK}",
+            "OML_COMPONENTS = COMPONENTS",
+            "OML_COMPONENTS = (COMPONENTS[0],)",
+            "no declaration `OML_COMPONENTS",
         ),
-        (
-            'register_components(register, COMPONENTS, "loss")',
-            'register_components(register, COMPONENTS, "miner")',
-            f"oml_register_losses must be {LOSSES_HOOK}",
-        ),
-        (
-            'register_components(register, COMPONENTS, "loss")',
-            'register_components(register, OTHER, "loss")',
-            f"oml_register_losses must be {LOSSES_HOOK}",
-        ),
-        (
-            'register_components(register, COMPONENTS, "loss")',
-            'register_components(register, COMPONENTS, "loss")\n    register("y", "m:Y")',
-            f"oml_register_losses must be {LOSSES_HOOK}",
-        ),
-        (
-            'register_components(register, COMPONENTS, "loss")',
-            'register_components(register, COMPONENTS, kind="loss")',
-            f"oml_register_losses must be {LOSSES_HOOK}",
-        ),
-        (
-            "def oml_register_losses(register):",
-            "def oml_register_losses(callback):",
-            f"oml_register_losses must be {LOSSES_HOOK}",
-        ),
-        (
-            'register_components(register, COMPONENTS, "loss")',
-            'register_components(register, COMPONENTS, "loss")\n\n\n@hookimpl(specname="oml_register_miners")\n'
-            'def my_miners(register):\n    register("m", "m:M")',
-            '`def oml_register_miners(register): register_components(register, COMPONENTS, "miner")`',
-        ),
-        (
-            'register("pkg://m.configs")',
-            "for path in PATHS:\n        register(path)",
-            'oml_register_config_dirs must be `def oml_register_config_dirs(register): register("<search path>")`',
-        ),
+        ("OML_COMPONENTS = COMPONENTS", "", "no declaration `OML_COMPONENTS = COMPONENTS`"),
         ("COMPONENTS: tuple[Component, ...] =", "TABLE =", "no module-level table COMPONENTS"),
-        (
-            "def oml_register_config_dirs(register):",
-            "def oml_register_everything(register):",
-            "is no hook of oml",
-        ),
     ],
 )
 def test_the_check_finds_a_plugin_that_registers_another_way(
@@ -251,10 +159,5 @@ def test_the_check_finds_a_plugin_that_registers_another_way(
     assert len(faults) == 1 and faults[0].startswith("bad.py: ") and fault in faults[0], faults
 
 
-def test_the_check_passes_a_plugin_that_registers_from_its_table() -> None:
+def test_the_check_passes_a_plugin_that_declares_its_table() -> None:
     assert registration_faults(GOOD, "good.py") == []
-    renamed = GOOD.replace(
-        "@hookimpl\ndef oml_register_losses(register):",
-        '@hookimpl(specname="oml_register_losses", tryfirst=True)\ndef my_losses(register):',
-    )
-    assert renamed != GOOD and registration_faults(renamed, "good.py") == []

@@ -80,8 +80,8 @@ def test_every_kind_by_default_and_the_files_of_some(tmp_path: Path) -> None:
         "tests/test_oml_acme.py",
     }
     plugin = (folder / "oml_acme" / "plugin.py").read_text()
-    assert "def oml_register_retrieval_metrics" in plugin
-    assert "oml_register_config_dirs" not in plugin and "RegisterConfigDirCallback" not in plugin
+    assert "OML_COMPONENTS = COMPONENTS" in plugin and "def oml_register_" not in plugin
+    assert "OML_CONFIG_DIRS" not in plugin
     assert 'dependencies = ["oml-core>=0.1,<0.2", "torch>=2.1"]' in (folder / "pyproject.toml").read_text()
     assert 'test = ["pytest>=7.4"]' in (folder / "pyproject.toml").read_text()
 
@@ -98,7 +98,9 @@ def test_every_kind_by_default_and_the_files_of_some(tmp_path: Path) -> None:
         "tests/test_oml_acme.py",
     }
     plugin = (folder / "oml_acme" / "plugin.py").read_text()
-    assert "def oml_register_datasets" in plugin and 'register("pkg://oml_acme.configs")' in plugin
+    assert (
+        "OML_COMPONENTS = COMPONENTS" in plugin and 'OML_CONFIG_DIRS = ("pkg://oml_acme.configs",)' in plugin
+    )
     # its tests run oml's validation pipeline, whose default logger is oml-loggers'
     assert 'test = ["pytest>=7.4", "oml-loggers>=0.1,<0.2"]' in (folder / "pyproject.toml").read_text()
     assert "oml train dataset.name=acme_features dataset_root=" in (folder / "README.md").read_text()

@@ -150,12 +150,15 @@ def test_a_file_of_another_model_is_refused_naming_both(world, tmp_path):
     with pytest.raises(
         ConfigError,
         match=rf"^embeddings: {re.escape(str(file))}: its embeddings were made with weights_sha256 {digest}, the "
-        rf"configured model's is (?!{digest})[0-9a-f]{{64}}: they are not",
+        rf"configured model's is (?!{digest})[0-9a-f]{{64}}: they are not the configured model's embeddings "
+        r"\(configure the weights that made them, e\.g\. extractor\.args\.weights=the checkpoint given to oml "
+        r"predict\)$",
     ):
         build_gallery_index(_index_config(world.root, tmp_path / "seeded", f"embeddings={file}", "seed=7"))
     with pytest.raises(
         ConfigError,
-        match=r"made with transforms \{.*\"im_size\":32.*\}, the configured model's is \{.*\"im_size\":48",
+        match=r"made with transforms \{.*\"im_size\":32.*\}, the configured model's is \{.*\"im_size\":48.*"
+        r"\(configure the transforms that made them\)$",
     ):
         build_gallery_index(
             _index_config(world.root, tmp_path / "bigger", f"embeddings={file}", "transforms.args.im_size=48")

@@ -39,10 +39,18 @@ def project_table(project_dir: Path) -> dict:
     return {**pyproject["project"], "setuptools": pyproject["tool"]["setuptools"]}
 
 
+def packages_of(project_dir: Path) -> list[str]:
+    """The top-level packages of the project, its own first (``include = ["oml_core*", "hydra_plugins*"]`` ->
+    ``["oml_core", "hydra_plugins"]``: oml-core also ships hydra's plugins of OML's config groups)."""
+    return [
+        pattern.rstrip("*")
+        for pattern in project_table(project_dir)["setuptools"]["packages"]["find"]["include"]
+    ]
+
+
 def package_of(project_dir: Path) -> str:
-    """The one top-level package of the project (``include = ["oml_models*"]`` -> ``oml_models``)."""
-    (pattern,) = project_table(project_dir)["setuptools"]["packages"]["find"]["include"]
-    return pattern.rstrip("*")
+    """The project's own package, the one its package data is declared for (``oml_models``)."""
+    return packages_of(project_dir)[0]
 
 
 def copy_project(project_dir: Path, destination: Path) -> Path:
@@ -52,7 +60,7 @@ def copy_project(project_dir: Path, destination: Path) -> Path:
     for path in project_dir.iterdir():
         if path.is_file():
             shutil.copy2(path, destination / path.name)
-    for folder in (package_of(project_dir), "tests"):
+    for folder in (*packages_of(project_dir), "tests"):
         if (project_dir / folder).is_dir():
             shutil.copytree(project_dir / folder, destination / folder, ignore=IGNORED)
     return destination
@@ -111,7 +119,14 @@ def test_the_wheel_ships_configs_and_py_typed_and_no_tests(project_dir: Path, tm
         if "tests" in PurePosixPath(n).parts[:-1] or fnmatch(PurePosixPath(n).name, "test_*.py")
     )
     assert tests == []
-    assert all(n.startswith((f"{package}/", metadata.rpartition("/")[0] + "/")) for n in names), sorted(names)
+    folders = tuple(f"{name}/" for name in packages_of(project_dir))
+    assert all(n.startswith((*folders, metadata.rpartition("/")[0] + "/")) for n in names), sorted(names)
+    if "hydra_plugins" in packages_of(project_dir):  # a namespace package shared with other hydra plugins
+        assert "hydra_plugins/__init__.py" not in names
+        assert {
+            "hydra_plugins/oml_configs/search_path.py",
+            "hydra_plugins/oml_configs/config_source.py",
+        } <= names
 
     assert f"Name: {project['name']}\n" in metadata_text
     assert project["license"] == "Apache-2.0"  # an SPDX expression (PEP 639), not the deprecated table

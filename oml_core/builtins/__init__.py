@@ -1,4 +1,4 @@
 """The core's own plugin: optimizers, schedulers, basic transforms and retrieval metrics.
 
-It is registered through the same hooks as any third-party plugin (see :mod:`.plugin`).
+It is registered as any third-party plugin is, from its declared table (see :mod:`.plugin`).
 """

@@ -1,20 +1,14 @@
-"""Hook implementations of the core's built-ins, registered by every :class:`~oml_core.registry.Registry`
-under the plugin name ``oml_core`` exactly as an installed plugin would be.
+"""The core's built-ins, registered by every :class:`~oml_core.registry.Registry` under the plugin name
+``oml_core`` exactly as an installed plugin would be.
 
-:data:`COMPONENTS` is the plugin's one table, as every plugin's (:mod:`oml_core.utils.lazy`): each hook registers
-its kind from it. Factories are lazy ``"module:attr"`` strings: registering imports no torch module. The default
-config of a component ``name`` of kind ``kind`` is ``oml_core/configs/<kind>/<name>.yaml``.
-"""
+:data:`COMPONENTS` is the plugin's one table, as every plugin's (:mod:`oml_core.utils.lazy`), declared as
+``OML_COMPONENTS``: the registry registers it, with no hook function. Factories are lazy ``"module:attr"`` strings:
+registering imports no torch module. The default config of a component ``name`` of kind ``kind`` is
+``oml_core/configs/<kind>/<name>.yaml``."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from oml_core import hookimpl
-from oml_core.utils.lazy import Component, register_components
-
-if TYPE_CHECKING:
-    from oml_core.registry.hookspecs import RegisterCallback, RegisterConfigDirCallback
+from oml_core.utils.lazy import Component
 
 #: Every built-in component. The package ``oml_core`` takes no exports from it (its public names are its modules').
 COMPONENTS: tuple[Component, ...] = (
@@ -199,62 +193,7 @@ COMPONENTS: tuple[Component, ...] = (
 )
 
 
-@hookimpl
-def oml_register_optimizers(register: RegisterCallback) -> None:
-    """Register torch's optimizers under OML's names."""
-    register_components(register, COMPONENTS, "optimizer")
-
-
-@hookimpl
-def oml_register_schedulers(register: RegisterCallback) -> None:
-    """Register torch's learning-rate schedulers (``lambda``, ``multiplicative``: by a registered learning-rate
-    function)."""
-    register_components(register, COMPONENTS, "scheduler")
-
-
-@hookimpl
-def oml_register_lr_functions(register: RegisterCallback) -> None:
-    """Register the learning-rate functions of the ``lambda`` scheduler (:mod:`oml_core.builtins.lr_functions`)."""
-    register_components(register, COMPONENTS, "lr_function")
-
-
-@hookimpl
-def oml_register_transforms(register: RegisterCallback) -> None:
-    """Register the image transforms that need no torchvision."""
-    register_components(register, COMPONENTS, "transforms")
-
-
-@hookimpl
-def oml_register_datasets(register: RegisterCallback) -> None:
-    """Register ``images``, the default dataset."""
-    register_components(register, COMPONENTS, "dataset")
-
-
-@hookimpl
-def oml_register_retrieval_metrics(register: RegisterCallback) -> None:
-    """Register the retrieval metrics of :mod:`oml_core.functional`."""
-    register_components(register, COMPONENTS, "retrieval_metric")
-
-
-@hookimpl
-def oml_register_postprocessors(register: RegisterCallback) -> None:
-    """Register the thresholding post-processors."""
-    register_components(register, COMPONENTS, "postprocessor")
-
-
-@hookimpl
-def oml_register_extractors(register: RegisterCallback) -> None:
-    """Register ``onnx``, the extractor of an export of ``oml export``."""
-    register_components(register, COMPONENTS, "extractor")
-
-
-@hookimpl
-def oml_register_knn_backends(register: RegisterCallback) -> None:
-    """Register ``exact``, the default kNN backend."""
-    register_components(register, COMPONENTS, "knn_backend")
-
-
-@hookimpl
-def oml_register_config_dirs(register: RegisterConfigDirCallback) -> None:
-    """The default configs: ``<kind>/<name>.yaml``."""
-    register("pkg://oml_core.configs")
+#: The declarations every ``Registry`` reads (:mod:`oml_core.registry.hookspecs`): the table, and the folder of the
+#: default configs, ``<kind>/<name>.yaml``.
+OML_COMPONENTS = COMPONENTS
+OML_CONFIG_DIRS = ("pkg://oml_core.configs",)

@@ -42,7 +42,7 @@ from __future__ import annotations
 import difflib
 import re
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -94,6 +94,7 @@ def compose_config(
     overrides: Sequence[str],
     config_path: str | None = None,
     registry: Registry | None = None,
+    schema_keys: Collection[str] = (),
 ) -> Any:
     """Compose the pipeline config ``config_name`` with hydra and ``overrides``.
 
@@ -105,6 +106,9 @@ def compose_config(
         config_path: The directory of the primary config (default: oml's own configs).
         registry: Its plugins' config dirs (``oml_register_config_dirs``) are on the search path; it gives the
             default config of a component switched by ``KEY.name=OTHER``.
+        schema_keys: The top-level keys of the pipeline's schema: ``KEY=VALUE`` (a value, not a spec or null) of
+            one that the primary config file does not have (a user's config of the keys it needs; no defaults
+            list) adds it, as ``+KEY=VALUE`` would (``logs_folder=run`` with ``--config-name my_train``).
 
     Returns:
         The composed ``DictConfig`` (struct mode, interpolations unresolved). Hydra's composition drops the
@@ -120,6 +124,9 @@ def compose_config(
         RegistryError: ``KEY.name=OTHER`` names no registered component (with the close matches).
     """
     registry = registry or Registry()
+    if schema_keys and config_path is not None:
+        own_file = _primary_yaml(Path(config_path).expanduser().resolve(), config_name)
+        overrides = _adding_schema_keys(overrides, schema_keys, own_file)
     cfg = _compose_pipeline_config(config_name, overrides, config_path, registry)
     primary = OML_CONFIGS_DIR if config_path is None else Path(config_path).expanduser().resolve()
     hydra_section = _primary_yaml(primary, config_name).get(_HYDRA_KEY)
@@ -177,6 +184,35 @@ def _compose_pipeline_config(
     if not later:
         return cfg
     return _compose_on(cfg, [*later, search_path])
+
+
+def _adding_schema_keys(
+    overrides: Sequence[str], schema_keys: Collection[str], file_keys: Mapping[str, Any]
+) -> list[str]:
+    """``overrides`` with ``+`` before each plain ``KEY=VALUE`` of a top-level key of ``schema_keys`` that the
+    config file (its top-level mapping ``file_keys``, without a defaults list) does not have; the others as they
+    are (an override that does not parse too: :func:`check_override_syntax` names it)."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.errors import OverrideParseException
+
+    if not file_keys or DEFAULTS_KEY in file_keys:
+        return list(overrides)
+    parser, added = OverridesParser.create(), []
+    for override in overrides:
+        try:
+            (parsed,) = parser.parse_overrides([override])
+        except OverrideParseException:
+            added.append(override)
+            continue
+        key = parsed.key_or_group
+        plain = not (
+            parsed.is_add() or parsed.is_force_add() or parsed.is_delete() or parsed.is_sweep_override()
+        )
+        value_only = plain and parsed.package is None and not isinstance(parsed.value(), dict | type(None))
+        if value_only and "." not in key and key in schema_keys and key not in file_keys:
+            override = f"+{override}"
+        added.append(override)
+    return added
 
 
 def _search_path(primary: Path, config_name: str | None, registry: Registry) -> list[str]:

@@ -14,6 +14,8 @@ An export is a folder::
      "source": {"kind": "checkpoint" | "index" | "zoo", "name": "<path or key>"},
      "extractor": {name, args},          # the extractor spec of the source
      "weights_sha256": "<hex>" | null,   # the checkpoint file's; the index's weights_sha256; the zoo's
+     "state_dict_sha256": "<hex>",       # the exported extractor's tensors (io.provenance.state_dict_sha256),
+                                         # whatever file held them: the same for a checkpoint and its index
      "dataset": {name, args} | null,     # the source's dataset component (null: images)
      "feat_dim": 512,
      "inputs": [{"name": "images", "dtype": "float32", "shape": ["batch", 3, 224, 224]}],
@@ -43,6 +45,11 @@ EXPORT_VERSION = 1
 #: The dtypes an input of an export may have (those the extractors' graphs take).
 INPUT_DTYPES = ("float32", "int64")
 _SHA256 = re.compile(r"[0-9a-f]{64}")
+#: The backslashes before a quote or at the end of a string, and the quote (group 2: empty at the end).
+_BEFORE_QUOTE = re.compile(r"(\\*)('|$)")
+#: A string that hydra reads as that string unquoted (a name, a path), unless it is one of :data:`_WORDS`.
+_PLAIN = re.compile(r"[A-Za-z_/][A-Za-z0-9_/.+@%-]*")
+_WORDS = frozenset({"true", "false", "null", "inf", "nan"})
 
 
 @dataclass(frozen=True)
@@ -66,6 +73,8 @@ class ExportManifest:
         feat_dim: The size of the embeddings.
         weights_sha256: The sha256 of the weights the export came from (None: unknown).
         padding: ``{axis name: mask input}`` (see :attr:`~oml_core.interfaces.export.ExportSignature.padding`).
+        state_dict_sha256: The digest of the exported extractor's tensors
+            (:func:`~oml_core.io.provenance.state_dict_sha256`; None: an export of before it was recorded).
     """
 
     folder: Path
@@ -74,6 +83,7 @@ class ExportManifest:
     feat_dim: int
     weights_sha256: str | None
     padding: Mapping[str, str]
+    state_dict_sha256: str | None = None
 
     @property
     def model_path(self) -> Path:
@@ -84,6 +94,35 @@ class ExportManifest:
     def preprocessing(self) -> Mapping[str, Any]:
         """What a caller does to raw data to make the inputs."""
         return self.data["preprocessing"]
+
+    def validate_overrides(self, folder: str) -> list[str]:
+        """The overrides of ``oml validate`` that run this export on the data its source read: the ``onnx``
+        extractor at ``folder`` (as the caller names it), the source's dataset component when it is not the
+        images' (``dataset={name: texts, args: {...}}``) and its image transforms (``transforms_val={...}``).
+        """
+        overrides = ["extractor@extractor=onnx", f"extractor.args.path={folder}"]
+        dataset = self.data.get("dataset")
+        if isinstance(dataset, Mapping) and dataset.get("name") not in (None, "images"):
+            overrides.append(f"dataset={hydra_value(dataset)}")
+        transforms = self.preprocessing.get("transforms")
+        if isinstance(transforms, Mapping):
+            overrides.append(f"transforms_val={hydra_value(transforms)}")
+        return overrides
+
+
+def hydra_value(value: Any) -> str:
+    """``value`` (JSON values; the keys of mappings plain names) written as the value of a hydra override:
+    ``{name: texts, args: {tokenizer: /a/b, max_length: 128}}``; a string other than a plain name or path quoted,
+    its quotes and the backslashes before a quote or at its end escaped (hydra unescapes those only)."""
+    if isinstance(value, Mapping):
+        return "{" + ", ".join(f"{key}: {hydra_value(item)}" for key, item in value.items()) + "}"
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(hydra_value(item) for item in value) + "]"
+    if isinstance(value, str):
+        if _PLAIN.fullmatch(value) and value.lower() not in _WORDS:
+            return value
+        return "'" + _BEFORE_QUOTE.sub(lambda m: m[1] * 2 + ("\\'" if m[2] else ""), value) + "'"
+    return json.dumps(value)  # true, false, null, numbers
 
 
 def write_manifest(folder: Path, data: Mapping[str, Any]) -> None:
@@ -123,12 +162,19 @@ def read_export_manifest(folder: str | Path) -> ExportManifest:
     sha256 = data.get("weights_sha256")
     if sha256 is not None and not (isinstance(sha256, str) and _SHA256.fullmatch(sha256)):
         raise ExportError(f"{path}: weights_sha256 must be null or a sha256 hex digest, got {sha256!r}")
+    tensors_sha256 = data.get("state_dict_sha256")
+    if tensors_sha256 is not None and not (
+        isinstance(tensors_sha256, str) and _SHA256.fullmatch(tensors_sha256)
+    ):
+        raise ExportError(
+            f"{path}: state_dict_sha256 must be null or a sha256 hex digest, got {tensors_sha256!r}"
+        )
     if not isinstance(data.get("preprocessing"), dict):
         raise ExportError(f"{path}: preprocessing must be an object")
     padding = _padding(data.get("padding", {}), inputs, path)
     if not (folder / MODEL_FILE).is_file():
         raise ExportError(f"{folder / MODEL_FILE}: no such file; the export {folder} is incomplete")
-    return ExportManifest(folder, data, inputs, feat_dim, sha256, padding)
+    return ExportManifest(folder, data, inputs, feat_dim, sha256, padding, tensors_sha256)
 
 
 def _padding(value: Any, inputs: tuple[ExportInput, ...], path: Path) -> dict[str, str]:

@@ -32,6 +32,7 @@ from oml_core.export.runtime import cpu_session, require
 from oml_core.export.sources import ExportSource, resolve_source
 from oml_core.index.storage import new_folder
 from oml_core.interfaces.export import BATCH_AXIS, ExportContext, ExportSignature, IExportable
+from oml_core.io.provenance import state_dict_sha256
 from oml_core.registry import Registry, default_registry
 from oml_core.utils.logs import get_logger
 from oml_core.zoo.store import file_digests
@@ -183,6 +184,7 @@ def _manifest(
         "source": {"kind": source.kind, "name": source.name},
         "extractor": source.extractor_spec,
         "weights_sha256": source.weights_sha256,
+        "state_dict_sha256": state_dict_sha256(source.extractor.state_dict()),
         "dataset": source.dataset_spec,
         "feat_dim": feat_dim,
         "inputs": inputs,

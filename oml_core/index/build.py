@@ -27,6 +27,12 @@ from oml_core.utils.text import one_line
 #: that of its default config.
 INDEX_BUILD = IndexBuildConfig.pipeline
 
+#: What the one line of a calibration that cannot be made suggests (the keys of ``index_build.yaml``).
+CALIBRATION_HINT = (
+    "calibration.target=f1 or a lower calibration.value changes the target; calibration=null builds the index "
+    "without a match threshold"
+)
+
 
 @dataclass
 class IndexBuildResult:
@@ -114,7 +120,7 @@ def build_gallery_index(
     except (EmbeddingsFileError, EmbeddingsMismatchError) as e:
         raise ConfigError(f"embeddings: {one_line(e)}") from e
     except CalibrationError as e:
-        raise ConfigError(f"calibration: {one_line(e)}") from e
+        raise ConfigError(f"calibration: {one_line(e)} ({CALIBRATION_HINT})") from e
     except (GalleryIndexError, ValueError) as e:  # a bad value, dataframe or item, named in the message
         raise ConfigError(one_line(e)) from e
     if config.calibration is None:

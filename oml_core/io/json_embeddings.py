@@ -6,19 +6,17 @@ own) reads as items ``0, 1, ...`` without labels or provenance."""
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
 
 import numpy as np
 
 from oml_core.io.embeddings_data import EmbeddingsFile, EmbeddingsFileError, ItemsBatch, is_finite_number
 from oml_core.io.provenance import EmbeddingsProvenance
-from oml_core.io.sidecar import Sidecar, read_sidecar, sidecar_of
-from oml_core.utils.atomic import temporary_path_for
+from oml_core.io.sidecar import SidecarFileWriter, read_sidecar, sidecar_of
 
 
-class JsonEmbeddingsWriter:
+class JsonEmbeddingsWriter(SidecarFileWriter):
     """Writes ``path`` (OML's JSON) and its sidecar through temporary files beside them (published by the
     caller). Every item needs a path, its key, distinct from the others'.
 
@@ -28,15 +26,9 @@ class JsonEmbeddingsWriter:
     """
 
     def __init__(self, path: Path, provenance: EmbeddingsProvenance | None) -> None:
-        self.path, self.provenance = path, provenance
-        self.temporary = temporary_path_for(path)
-        self.sidecar_temporary = temporary_path_for(sidecar_of(path))
-        self._file: BinaryIO = open(self.temporary, "wb")  # closed by finish or abort
+        super().__init__(path, provenance)
         self._file.write(b"{")
         self._dim: int | None = None
-        self._ids: list[int] = []
-        self._paths: list[str | None] = []
-        self._labels: list[int | None] = []
         self._keys: set[str] = set()
 
     def write(self, batch: ItemsBatch) -> None:
@@ -53,9 +45,7 @@ class JsonEmbeddingsWriter:
             separator = b", " if len(self._keys) > 1 else b""  # json.dump's item separator
             self._file.write(separator + f"{json.dumps(path)}: {json.dumps(vector)}".encode())
         self._dim = batch.vectors.shape[1] if self._dim is None else self._dim
-        self._ids += batch.ids
-        self._paths += batch.paths
-        self._labels += batch.labels
+        self._keep_items(batch)
 
     def finish(self) -> list[tuple[Path, Path]]:
         """Close the JSON object and write the sidecar, flushed to disk.
@@ -64,21 +54,7 @@ class JsonEmbeddingsWriter:
             ``(temporary, final)`` pairs in the order to publish them: the sidecar first.
         """
         self._file.write(b"}")
-        self._file.flush()
-        os.fsync(self._file.fileno())
-        self._file.close()
-        sidecar = Sidecar(self._ids, self._paths, self._labels, self._dim or 0, self.provenance)
-        with open(self.sidecar_temporary, "wb") as file:
-            file.write(sidecar.to_bytes())
-            file.flush()
-            os.fsync(file.fileno())
-        return [(self.sidecar_temporary, sidecar_of(self.path)), (self.temporary, self.path)]
-
-    def abort(self) -> None:
-        """Close and remove the temporary files."""
-        self._file.close()
-        for temporary in (self.temporary, self.sidecar_temporary):
-            temporary.unlink(missing_ok=True)
+        return self._finish_with_sidecar(self._dim or 0)
 
 
 def read_json_embeddings(path: Path) -> EmbeddingsFile:

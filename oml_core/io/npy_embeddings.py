@@ -5,16 +5,13 @@ only at the end, is rewritten in place: numpy pads it so that the row count may 
 from __future__ import annotations
 
 import io
-import os
 from pathlib import Path
-from typing import BinaryIO
 
 import numpy as np
 
 from oml_core.io.embeddings_data import EmbeddingsFile, EmbeddingsFileError, ItemsBatch, check_finite
 from oml_core.io.provenance import EmbeddingsProvenance
-from oml_core.io.sidecar import Sidecar, read_sidecar, sidecar_of
-from oml_core.utils.atomic import temporary_path_for
+from oml_core.io.sidecar import SidecarFileWriter, read_sidecar, sidecar_of
 
 #: The dtype of the matrix: little-endian float32.
 DTYPE = np.dtype("<f4")
@@ -29,7 +26,7 @@ def _header(rows: int, dim: int) -> bytes:
     return buffer.getvalue()
 
 
-class NpyEmbeddingsWriter:
+class NpyEmbeddingsWriter(SidecarFileWriter):
     """Writes ``path`` and its sidecar through temporary files beside them (published by the caller).
 
     Args:
@@ -38,15 +35,9 @@ class NpyEmbeddingsWriter:
     """
 
     def __init__(self, path: Path, provenance: EmbeddingsProvenance | None) -> None:
-        self.path, self.provenance = path, provenance
-        self.temporary = temporary_path_for(path)
-        self.sidecar_temporary = temporary_path_for(sidecar_of(path))
-        self._file: BinaryIO = open(self.temporary, "wb")  # closed by finish or abort
+        super().__init__(path, provenance)
         self._dim: int | None = None
         self._header_size = 0
-        self._ids: list[int] = []
-        self._paths: list[str | None] = []
-        self._labels: list[int | None] = []
 
     def write(self, batch: ItemsBatch) -> None:
         """Append ``batch``'s vectors to the matrix and its items to the sidecar's lists.
@@ -65,9 +56,7 @@ class NpyEmbeddingsWriter:
                 f"{self.path}: vectors of dimension {dim} after vectors of dimension {self._dim}"
             )
         self._file.write(np.ascontiguousarray(batch.vectors, dtype=DTYPE).tobytes())
-        self._ids += batch.ids
-        self._paths += batch.paths
-        self._labels += batch.labels
+        self._keep_items(batch)
 
     def finish(self) -> list[tuple[Path, Path]]:
         """Write the final header and the sidecar, flushed to disk.
@@ -87,21 +76,7 @@ class NpyEmbeddingsWriter:
         else:
             self._file.seek(0)
             self._file.write(header)
-        self._file.flush()
-        os.fsync(self._file.fileno())
-        self._file.close()
-        sidecar = Sidecar(self._ids, self._paths, self._labels, dim, self.provenance)
-        with open(self.sidecar_temporary, "wb") as file:
-            file.write(sidecar.to_bytes())
-            file.flush()
-            os.fsync(file.fileno())
-        return [(self.sidecar_temporary, sidecar_of(self.path)), (self.temporary, self.path)]
-
-    def abort(self) -> None:
-        """Close and remove the temporary files."""
-        self._file.close()
-        for temporary in (self.temporary, self.sidecar_temporary):
-            temporary.unlink(missing_ok=True)
+        return self._finish_with_sidecar(dim)
 
 
 def read_npy_embeddings(path: Path) -> EmbeddingsFile:

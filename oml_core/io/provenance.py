@@ -135,8 +135,17 @@ def check_provenance(found: EmbeddingsProvenance | None, expected: EmbeddingsPro
         if _canonical(mine) != _canonical(theirs):
             raise EmbeddingsMismatchError(
                 f"{file}: its embeddings were made with {key} {_shown(mine)}, the configured model's is "
-                f"{_shown(theirs)}: they are not the configured model's embeddings"
+                f"{_shown(theirs)}: they are not the configured model's embeddings ({_MISMATCH_HINTS[key]})"
             )
+
+
+#: What the configured model changes to take a file's embeddings, by the provenance key that differs.
+_MISMATCH_HINTS = {
+    "extractor": "configure the extractor that made them",
+    "weights_sha256": "configure the weights that made them, e.g. extractor.args.weights=the checkpoint given to "
+    "oml predict",
+    "transforms": "configure the transforms that made them",
+}
 
 
 def _canonical(value: Any) -> str:

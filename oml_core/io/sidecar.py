@@ -8,17 +8,20 @@ and the provenance of the embeddings, which the matrix (or OML's ``{path: [featu
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from oml_core.io.embeddings_data import (
     EMBEDDINGS_FORMAT,
     EMBEDDINGS_VERSION,
     EmbeddingsFileError,
+    ItemsBatch,
     checked_items,
 )
 from oml_core.io.provenance import EmbeddingsProvenance
+from oml_core.utils.atomic import temporary_path_for
 
 #: What is appended to the name of the file to name its sidecar.
 SIDECAR_SUFFIX = ".meta.json"
@@ -60,6 +63,55 @@ class Sidecar:
             "provenance": None if self.provenance is None else self.provenance.to_json(),
         }
         return json.dumps(data, allow_nan=False).encode("utf-8")
+
+
+class SidecarFileWriter:
+    """The part of a writer of a data file with a sidecar (``.npy``, OML's JSON) that both share: the data file
+    and the sidecar written through temporary files beside them (published by the caller, the sidecar first), the
+    items' ids, paths and labels kept for the sidecar.
+
+    Args:
+        path: The data file.
+        provenance: What made the embeddings (None: not recorded).
+    """
+
+    def __init__(self, path: Path, provenance: EmbeddingsProvenance | None) -> None:
+        self.path, self.provenance = path, provenance
+        self.temporary = temporary_path_for(path)
+        self.sidecar_temporary = temporary_path_for(sidecar_of(path))
+        self._file: BinaryIO = open(self.temporary, "wb")  # closed by finish or abort
+        self._ids: list[int] = []
+        self._paths: list[str | None] = []
+        self._labels: list[int | None] = []
+
+    def _keep_items(self, batch: ItemsBatch) -> None:
+        """Keep ``batch``'s ids, paths and labels for the sidecar."""
+        self._ids += batch.ids
+        self._paths += batch.paths
+        self._labels += batch.labels
+
+    def _finish_with_sidecar(self, dim: int) -> list[tuple[Path, Path]]:
+        """Flush the data file to disk and close it, then write the sidecar of its items (of dimension ``dim``).
+
+        Returns:
+            ``(temporary, final)`` pairs in the order to publish them: the sidecar first, so that the data file
+            never appears without it.
+        """
+        self._file.flush()
+        os.fsync(self._file.fileno())
+        self._file.close()
+        sidecar = Sidecar(self._ids, self._paths, self._labels, dim, self.provenance)
+        with open(self.sidecar_temporary, "wb") as file:
+            file.write(sidecar.to_bytes())
+            file.flush()
+            os.fsync(file.fileno())
+        return [(self.sidecar_temporary, sidecar_of(self.path)), (self.temporary, self.path)]
+
+    def abort(self) -> None:
+        """Close and remove the temporary files."""
+        self._file.close()
+        for temporary in (self.temporary, self.sidecar_temporary):
+            temporary.unlink(missing_ok=True)
 
 
 def read_sidecar(path: Path, data_file: Path) -> Sidecar:

@@ -1,23 +1,29 @@
 """Hook specifications of the ``oml`` plugin system: the contract between oml and a plugin.
 
 A plugin is a module (usually named by an entry point of the group ``oml`` in its distribution's
-``pyproject.toml``) that implements any subset of these hooks with ``@oml_core.hookimpl``. There is one way to
-register: the module keeps its components in one table, ``COMPONENTS``, of
-:class:`~oml_core.utils.lazy.Component` rows (kind, name, factory, description, aliases), and each hook registers
-its kind from it with :func:`~oml_core.utils.lazy.register_components`::
+``pyproject.toml``). There is one way to register: the module keeps its components in one table, ``COMPONENTS``,
+of :class:`~oml_core.utils.lazy.Component` rows (kind, name, factory, description, aliases), and declares it,
+as pytest reads a module's ``pytest_plugins``; the registry registers every row through its kind's hook, with no
+hook function of the plugin's::
 
-    from oml_core import hookimpl
-    from oml_core.utils.lazy import Component, register_components
+    from oml_core.utils.lazy import Component
 
     COMPONENTS = (Component("extractor", "my_net", "my_pkg.models:MyNet", "my extractor", aliases=("mynet",)),)
 
-    @hookimpl
-    def oml_register_extractors(register):
-        register_components(register, COMPONENTS, "extractor")
+    OML_COMPONENTS = COMPONENTS  # the table (manager.COMPONENTS_DECLARATION)
+    OML_CONFIG_DIRS = ("pkg://my_pkg.configs",)  # its default configs (manager.CONFIG_DIRS_DECLARATION)
+
+The kinds of the rows are checked when the plugin is loaded (a kind that oml does not have makes the plugin fail
+to load, naming the closest); each row is registered as a hook's ``register`` call would be, with the same checks
+(name, factory, ``every_run``, a name twice), when the hooks are called. **The hooks** below are for what is
+known only at run time, as llm's ``register_models``: a plugin implements any subset of them with
+``@oml_core.hookimpl``, each calling its ``register`` callback per component; a plugin written for the hooks alone
+works as it did, and a plugin may have both (a name in its table and in its hook of one kind is registered twice).
 
 **When hooks are called.** A :class:`~oml_core.registry.Registry` loads the plugins when it is created (the
 core's built-in plugin first, then the entry points in their installed order, then plugins given in code) and
-calls every hook once, the first time it is asked for a component; ``default_registry()`` is created once per
+registers every declared table and calls every hook once, the first time it is asked for a component (for each
+kind: the tables, then the hooks, each in that order); ``default_registry()`` is created once per
 process. Each implementation is called with its own ``register`` callback, so what a plugin registers is known to
 be its own (``oml plugins`` lists it under the plugin; ``plugin:name`` names it when two plugins use one name).
 
@@ -27,8 +33,8 @@ are registered as the components are (kinds ``command`` and ``callback``).
 
 **What every hook gets.** One argument, ``register``: :class:`RegisterCallback` for the component kinds,
 :class:`RegisterConfigDirCallback` for :func:`oml_register_config_dirs`. A hook returns nothing.
-``register_components`` calls ``register(name, factory, aliases=(), description=None, every_run=False)`` once
-per row of the hook's kind (a plugin does not call it itself; the config-dirs hook calls its
+A hook calls ``register(name, factory, aliases=(), description=None, every_run=False)`` once per component
+(the registry calls it so for every row of a declared table; the config-dirs hook calls its
 ``register(search_path)``):
 ``name`` is the name configs use (``extractor: {name: my_net, args: {...}}``), ``factory`` a lazy
 ``"package.module:attr"`` string, imported only when the component is built or described, so that ``oml
@@ -54,7 +60,9 @@ yaml files as package data, so that the wheel holds them.
 **Errors.** A hook that oml does not define (a misspelt or singular name: ``oml_register_extractor``), a
 function named ``oml_register_*`` without ``@hookimpl``, a wrapper (``@hookimpl(wrapper=True)`` or
 ``hookwrapper=True``: oml calls every implementation with its own callback, never as a wrapper), a hook that
-raises, or a ``register`` call with a bad name or factory makes the whole plugin fail to load: it is skipped with
+raises, a ``register`` call (or a row of ``OML_COMPONENTS``) with a bad name or factory, or a declaration that is
+not a tuple of rows of oml's kinds (``OML_CONFIG_DIRS``: of strings) or an ``OML_*`` name spelt close to one
+(``OML_COMPONENT``) makes the whole plugin fail to load: it is skipped with
 a warning naming it (``OML_STRICT_PLUGINS=1``: an error), and ``oml plugins --check`` exits 1. ``tryfirst``,
 ``trylast`` and ``specname`` work as in pluggy.
 
@@ -71,8 +79,8 @@ from oml_core.markers import hookspec
 
 
 class RegisterCallback(Protocol):
-    """The ``register`` callback passed to every ``oml_register_*`` hook but the config-dirs one, which the hook
-    passes to :func:`~oml_core.utils.lazy.register_components`: that calls it once per row of the hook's kind.
+    """The ``register`` callback passed to every ``oml_register_*`` hook but the config-dirs one: the hook calls it
+    once per component (the registry calls it so for every row of the plugin's ``OML_COMPONENTS`` of the kind).
 
     Args:
         name: The component's name in configs and in ``registry.build``: a non-empty string without ``:``.
@@ -242,10 +250,7 @@ def oml_register_datasets(register: RegisterCallback) -> None:
             def __init__(self, dataset_root, dataframe_name, column_prefix="x"): ...
 
         COMPONENTS = (Component("dataset", "vectors", "my_pkg.data:Vectors", "rows of numbers"),)
-
-        @hookimpl
-        def oml_register_datasets(register):
-            register_components(register, COMPONENTS, "dataset")
+        OML_COMPONENTS = COMPONENTS
 
         # oml train dataset.name=vectors dataset_root=/data dataframe_name=df.csv extractor.name=my_mlp ...
     """
@@ -332,10 +337,7 @@ def oml_register_commands(register: RegisterCallback) -> None:
             return lambda args: print(", ".join([f"hello {args.who}"] * args.times))
 
         COMPONENTS = (Component("command", "hello", "my_pkg.cli:hello", "greet someone"),)
-
-        @hookimpl
-        def oml_register_commands(register):
-            register_components(register, COMPONENTS, "command")
+        OML_COMPONENTS = COMPONENTS  # or, known only at run time: register("hello", hello) in the hook
 
     **Dispatch.** oml's own commands never load a plugin to be found (``oml --version``, ``oml --help``, ``oml
     train`` ...): a plugin cannot replace one. A command name that is not oml's loads the plugins and runs the

@@ -36,6 +36,7 @@ from collections.abc import Collection, Iterator
 from dataclasses import dataclass, field
 from importlib.metadata import EntryPoint, entry_points
 from types import MappingProxyType
+from typing import Any
 
 import pluggy
 
@@ -50,6 +51,8 @@ from oml_core.registry.errors import (
     describe_error,
     is_plugin_failure,
 )
+from oml_core.registry.kinds import KINDS
+from oml_core.utils.lazy import Component
 
 ENV_ALLOW = "OML_LOAD_PLUGINS"
 ENV_STRICT = "OML_STRICT_PLUGINS"
@@ -85,11 +88,22 @@ _loading_log = logging.getLogger(LOADING_LOGGER)
 
 @dataclass
 class PluginRecord:
-    """What ``oml plugins`` reports about one plugin: where it comes from, its hooks, or its load error."""
+    """What ``oml plugins`` reports about one plugin: where it comes from, its hooks, or its load error.
+
+    Attributes:
+        info: The plugin's name, distribution and version.
+        hooks: The hooks it contributes to, by a ``@hookimpl`` function or by its declarations (a row of kind
+            ``loss`` in ``OML_COMPONENTS`` counts as ``oml_register_losses``).
+        error: Why it failed to load, or ``None``.
+        components: Its declared table, ``OML_COMPONENTS`` (:func:`read_declarations`), registered by the registry.
+        config_dirs: Its declared config search-path entries, ``OML_CONFIG_DIRS``.
+    """
 
     info: PluginInfo
     hooks: list[str] = field(default_factory=list)
     error: str | None = None
+    components: tuple[Component, ...] = ()
+    config_dirs: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -394,15 +408,90 @@ def _closest_hook(name: str, known: list[str]) -> str:
     return f"; did you mean {kinds[close[0]]!r}?" if close else f" (the hooks: {', '.join(known)})"
 
 
+#: The module-level name under which a plugin declares its table of components (a tuple of
+#: :class:`~oml_core.utils.lazy.Component` rows), registered for it with no hook function.
+COMPONENTS_DECLARATION = "OML_COMPONENTS"
+#: The module-level name under which a plugin declares its config search-path entries (a tuple of strings,
+#: ``"pkg://my_pkg.configs"``), registered for it as ``oml_register_config_dirs`` would.
+CONFIG_DIRS_DECLARATION = "OML_CONFIG_DIRS"
+DECLARATIONS = (COMPONENTS_DECLARATION, CONFIG_DIRS_DECLARATION)
+CONFIG_DIRS_HOOK = "oml_register_config_dirs"
+
+
+def read_declarations(plugin: object) -> tuple[tuple[Component, ...], tuple[str, ...]]:
+    """The plugin's declared table (``OML_COMPONENTS``) and config search-path entries (``OML_CONFIG_DIRS``),
+    ``()`` for one it does not declare; read, checked and returned as tuples, nothing imported (a row's factory
+    stays the lazy ``"module:attr"`` string it is).
+
+    Raises:
+        pluggy.PluginValidationError: a declaration that is not a tuple or list; an ``OML_COMPONENTS`` item that
+            is not a ``Component`` or whose kind is no oml kind (naming the closest); an ``OML_CONFIG_DIRS`` item
+            that is not a non-empty string; an ``OML_*`` attribute spelt close to a declaration but not as it
+            (``OML_COMPONENT``), which oml would silently ignore.
+    """
+    for attribute in dir(plugin):
+        if attribute.startswith("OML_") and attribute not in DECLARATIONS:
+            close = difflib.get_close_matches(attribute, DECLARATIONS, n=1, cutoff=0.8)
+            if close:
+                raise pluggy.PluginValidationError(
+                    plugin,
+                    f"{attribute} is no oml declaration, so it is never read; did you mean {close[0]!r}?",
+                )
+    components = _declared(plugin, COMPONENTS_DECLARATION)
+    for index, row in enumerate(components):
+        if not isinstance(row, Component):
+            raise pluggy.PluginValidationError(
+                plugin,
+                f"{COMPONENTS_DECLARATION}[{index}] must be a oml_core.utils.lazy.Component, got {row!r}",
+            )
+        if row.kind not in KINDS:
+            close = difflib.get_close_matches(str(row.kind), list(KINDS), n=1, cutoff=0.6)
+            hint = f"; did you mean {close[0]!r}?" if close else f" (the kinds: {', '.join(KINDS)})"
+            raise pluggy.PluginValidationError(
+                plugin, f"{COMPONENTS_DECLARATION}[{index}] ({row.name!r}): {row.kind!r} is no oml kind{hint}"
+            )
+    config_dirs = _declared(plugin, CONFIG_DIRS_DECLARATION)
+    for index, entry in enumerate(config_dirs):
+        if not isinstance(entry, str) or not entry:
+            raise pluggy.PluginValidationError(
+                plugin,
+                f"{CONFIG_DIRS_DECLARATION}[{index}] must be a search path such as 'pkg://my_pkg.configs', "
+                f"got {entry!r}",
+            )
+    return components, config_dirs
+
+
+def _declared(plugin: object, declaration: str) -> tuple[Any, ...]:
+    """The items of the plugin's ``declaration`` as a tuple (``()`` when it has none).
+
+    Raises:
+        pluggy.PluginValidationError: the declaration is not a tuple or list.
+    """
+    value = getattr(plugin, declaration, ())
+    if not isinstance(value, (tuple, list)):
+        raise pluggy.PluginValidationError(
+            plugin, f"{declaration} must be a tuple or list, got {type(value).__name__}"
+        )
+    return tuple(value)
+
+
+def declared_hooks(components: tuple[Component, ...], config_dirs: tuple[str, ...]) -> set[str]:
+    """The hooks that a plugin's declarations stand for: the hook of each row's kind, and
+    ``oml_register_config_dirs`` when it declares config dirs."""
+    return {KINDS[row.kind].hook for row in components} | ({CONFIG_DIRS_HOOK} if config_dirs else set())
+
+
 def register_plugin(
     pm: pluggy.PluginManager, plugin: object, info: PluginInfo, records: dict[str, PluginRecord], strict: bool
 ) -> None:
     """Register ``plugin`` under ``info.name``, validating its hooks (:func:`check_hooks`, then pluggy's own
-    checks); failures are reported, not raised."""
+    checks) and reading its declarations (:func:`read_declarations`) onto its record; failures are reported, not
+    raised."""
     record = PluginRecord(info=info)
     records[info.name] = record
     try:
         check_hooks(pm, plugin)
+        components, config_dirs = read_declarations(plugin)
         pm.register(plugin, name=info.name)
         pm.check_pending()
     except BaseException as e:  # pluggy raises ValueError / PluginValidationError for bad plugins
@@ -412,7 +501,9 @@ def register_plugin(
             pm.unregister(plugin)
         record.error = report_plugin_error(info, "invalid plugin", e, strict)
         return
-    record.hooks = sorted(caller.name for caller in pm.get_hookcallers(plugin) or ())
+    record.components, record.config_dirs = components, config_dirs
+    implemented = {caller.name for caller in pm.get_hookcallers(plugin) or ()}
+    record.hooks = sorted(implemented | declared_hooks(components, config_dirs))
 
 
 def load_entry_point_plugins(

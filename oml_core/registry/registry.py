@@ -35,6 +35,7 @@ from oml_core.registry.errors import (
 from oml_core.registry.kinds import KINDS, Kind, get_kind
 from oml_core.registry.manager import (
     BUILTINS_NAME,
+    COMPONENTS_DECLARATION,
     PluginRecord,
     allow_list_from_env,
     create_plugin_manager,
@@ -53,6 +54,7 @@ from oml_core.registry.specs import (
     to_plain,
 )
 from oml_core.utils.imports import resolve
+from oml_core.utils.lazy import register_components
 
 #: The only kind whose components may be registered ``every_run=True`` (added to every training run).
 EVERY_RUN_KIND = "callback"
@@ -223,12 +225,35 @@ class Registry:
         entries: dict[str, list[Entry]] = {kind: [] for kind in KINDS}
         config_dirs: list[str] = []
         for kind in KINDS.values():
+            # one callback per plugin and kind: a name in both its table and a hook of its is registered twice
+            callbacks: dict[str, Callable[..., None]] = {}
+            for name, record in self._records.items():  # the declared tables first, in load order
+                if any(row.kind == kind.name for row in record.components):
+                    callbacks[name] = self._registering(kind, name, entries[kind.name])
+                    self._register_table(record, kind, callbacks[name])
             for impl in getattr(self.pm.hook, kind.hook).get_hookimpls():
-                self._call_impl(impl, self._registering(kind, impl.plugin_name, entries[kind.name]))
+                if impl.plugin_name not in callbacks:
+                    callbacks[impl.plugin_name] = self._registering(
+                        kind, impl.plugin_name, entries[kind.name]
+                    )
+                self._call_impl(impl, callbacks[impl.plugin_name])
+        for record in self._records.values():
+            config_dirs.extend(record.config_dirs)
         for impl in self.pm.hook.oml_register_config_dirs.get_hookimpls():
             self._call_impl(impl, config_dirs.append)
         self._entries, self._config_dirs = entries, config_dirs
         return entries
+
+    def _register_table(self, record: PluginRecord, kind: Kind, register: Callable[..., None]) -> None:
+        """Register the rows of kind ``kind`` of the plugin's declared table (``OML_COMPONENTS``) with its
+        ``register`` callback, as a hook would (:func:`~oml_core.utils.lazy.register_components`); a row that
+        cannot be registered is reported as a failing hook is, naming the declaration."""
+        try:
+            register_components(register, record.components, kind.name)
+        except (RegistryError, ValueError, TypeError) as e:
+            record.error = report_plugin_error(
+                record.info, f"{COMPONENTS_DECLARATION} failed", e, self.strict
+            )
 
     def _call_impl(self, impl: Any, register: Callable[..., None]) -> None:
         """Call one plugin's hook with its own ``register`` callback; a failing hook is reported (any

@@ -2,7 +2,7 @@
 
 :func:`new_plugin` fills the templates of ``oml_core/scaffold/templates`` (``string.Template``, ``$name``
 placeholders): a ``pyproject.toml`` with the ``oml`` entry point and the package data; the plugin module, its table
-of components (``COMPONENTS``) and one ``@hookimpl`` per kind asked for that registers that kind from the table, as
+of components (``COMPONENTS``) declared as ``OML_COMPONENTS`` (and its default configs as ``OML_CONFIG_DIRS``), as
 every plugin does (:mod:`oml_core.utils.lazy`); one component of each kind, its default config, a ``py.typed``
 marker, a README and tests that pass on a fresh :class:`~oml_core.registry.Registry`.
 """
@@ -21,7 +21,6 @@ from pathlib import Path
 from string import Template
 
 from oml_core import __version__
-from oml_core.registry.kinds import KINDS
 
 #: The kinds :func:`new_plugin` writes a component of, in the order of the plugin module.
 SCAFFOLD_KINDS = ("extractor", "loss", "retrieval_metric", "dataset")
@@ -205,23 +204,12 @@ def _files(names: ScaffoldNames, kinds: tuple[str, ...]) -> dict[str, str]:
         f"{package}/py.typed": "",
     }
     values["rows"] = "".join(fill(f"{kind}/component.py.tmpl") for kind in kinds)
-    plugin = fill("common/plugin_header.py.tmpl") + "".join(
-        _template("common/hook.py.tmpl").substitute(
-            values,
-            hook=KINDS[kind].hook,
-            kind=kind,
-            kind_words=kind.replace("_", " "),
-            component_name=values[f"{_MODULES[kind]}_name"],
-        )
-        for kind in kinds
-    )
+    plugin = fill("common/plugin_header.py.tmpl")
     tests = fill("common/test_header.py.tmpl") + "".join(fill(f"{kind}/test.py.tmpl") for kind in kinds)
     configured = [kind for kind in kinds if kind != "retrieval_metric"]
     if configured:
         plugin += fill("common/plugin_configs.py.tmpl")
         files[f"{package}/configs/__init__.py"] = ""
-    else:
-        plugin = plugin.replace(", RegisterConfigDirCallback", "")
     for kind in kinds:
         files[f"{package}/{_MODULES[kind]}.py"] = fill(f"{kind}/module.py.tmpl")
     for kind in configured:

@@ -1,18 +1,15 @@
 """The table a plugin registers its components from, and lazy top-level exports for plugin packages (PEP 562).
 
 **One way to register.** A plugin keeps each fact about its components in one place, a table of
-:class:`Component` rows (kind, name, factory, description, aliases), and every ``oml_register_<kinds>`` hook
-registers its kind from it with :func:`register_components`; nothing else calls the hooks' ``register``
-callback, which :func:`register_components` calls once per row. The core's built-ins, every first-party plugin,
-the example plugin and ``oml plugin new`` are written so (``tests/test_one_way_to_register.py`` checks them)::
+:class:`Component` rows (kind, name, factory, description, aliases), and declares it as ``OML_COMPONENTS``: the
+registry registers every row with :func:`register_components`, through the ``register`` callback of its kind's
+hook, with no hook function of the plugin's. The core's built-ins, every first-party plugin, the example plugin
+and ``oml plugin new`` are written so (``tests/test_one_way_to_register.py`` checks them)::
 
     # oml_losses/plugin.py
     COMPONENTS = (Component("loss", "triplet", "oml_losses.triplet:TripletLoss", "triplet loss"),)
     EXTRA_EXPORTS = {"pairwise_l2": "oml_core.utils.misc_torch"}
-
-    @hookimpl
-    def oml_register_losses(register):
-        register_components(register, COMPONENTS, "loss")
+    OML_COMPONENTS = COMPONENTS
 
 A factory is a lazy ``"package.module:attr"`` string, so that importing the table imports no torch. A plugin's
 package may also take its lazy exports and ``__all__`` from the table, through :func:`table_exports`, and
@@ -67,7 +64,7 @@ def lazy_exports(
 
 
 class Component(NamedTuple):
-    """One row of a plugin's table: a component its hooks register, and whether its package exports it.
+    """One row of a plugin's table: a component the registry registers, and whether its package exports it.
 
     Attributes:
         kind: The singular kind (``loss``), as in :mod:`oml_core.registry.kinds`.
@@ -118,8 +115,9 @@ class Component(NamedTuple):
 
 def register_components(register: RegisterCallback, components: Iterable[Component], kind: str) -> None:
     """Call ``register(name, factory, aliases=..., description=..., every_run=...)`` for every component of
-    ``kind`` in ``components``, in their order: the body of a plugin's hook of ``kind``, which passes its
-    ``register`` callback (:class:`~oml_core.registry.hookspecs.RegisterCallback`)."""
+    ``kind`` in ``components``, in their order: how the registry registers a plugin's declared table
+    (``OML_COMPONENTS``) with the ``register`` callback of the hook of ``kind``
+    (:class:`~oml_core.registry.hookspecs.RegisterCallback`); a hook may call it too."""
     for component in components:
         if component.kind == kind:
             register(

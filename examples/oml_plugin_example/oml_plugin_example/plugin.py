@@ -1,5 +1,5 @@
-"""The plugin module named by the entry point: the plugin's table of components, and one ``@hookimpl`` function
-per kind that registers that kind from the table.
+"""The plugin module named by the entry point: the plugin's table of components, declared as ``OML_COMPONENTS``
+(oml's registry reads it: no hook function is needed), and its default configs, declared as ``OML_CONFIG_DIRS``.
 
 Factories are lazy ``"module:attr"`` strings, so ``oml plugins`` lists the components without importing torch;
 the classes are imported only when a config builds them.
@@ -7,9 +7,7 @@ the classes are imported only when a config builds them.
 
 from __future__ import annotations
 
-from oml_core import hookimpl
-from oml_core.registry.hookspecs import RegisterCallback, RegisterConfigDirCallback
-from oml_core.utils.lazy import Component, register_components
+from oml_core.utils.lazy import Component
 
 #: Every component of the plugin: kind, name, factory, description (and optionally aliases).
 COMPONENTS: tuple[Component, ...] = (
@@ -27,21 +25,7 @@ COMPONENTS: tuple[Component, ...] = (
     ),
 )
 
-
-@hookimpl
-def oml_register_extractors(register: RegisterCallback) -> None:
-    """Register the extractor ``tiny_conv``."""
-    register_components(register, COMPONENTS, "extractor")
-
-
-@hookimpl
-def oml_register_losses(register: RegisterCallback) -> None:
-    """Register the loss ``contrastive_example``."""
-    register_components(register, COMPONENTS, "loss")
-
-
-@hookimpl
-def oml_register_config_dirs(register: RegisterConfigDirCallback) -> None:
-    """Put the plugin's default configs (``configs/<kind>/<name>.yaml``) on hydra's search path, so that
-    ``oml train extractor@extractor=tiny_conv`` works."""
-    register("pkg://oml_plugin_example.configs")
+#: The declarations the registry reads (no hook function): the table, and the package of the default configs
+#: (``<kind>/<name>.yaml``).
+OML_COMPONENTS = COMPONENTS
+OML_CONFIG_DIRS = ("pkg://oml_plugin_example.configs",)

@@ -1,24 +1,18 @@
-"""Hook implementations of the ``oml_audio`` plugin (entry point ``oml_audio = "oml_audio.plugin"``).
+"""The plugin module of the ``oml_audio`` plugin (entry point ``oml_audio = "oml_audio.plugin"``).
 
-:data:`COMPONENTS` is the plugin's one table: the dataset component ``audios``, the extractor ``ecapa_tdnn`` and
-its pretrained checkpoint. The hooks register from it, and the package ``oml_audio`` takes its lazy exports and
-``__all__`` from it and from :data:`EXTRA_EXPORTS`. Factories are lazy ``"module:attr"`` strings (the checkpoint's
-is the ``PretrainedModel`` factory of :data:`oml_audio.zoo.PRETRAINED`, metadata only), so that loading the plugin
-imports neither torch, soundfile nor scipy. The default config of a component ``name`` of kind ``kind`` is
-``oml_audio/configs/<kind>/<name>.yaml``.
-"""
+:data:`COMPONENTS` is the plugin's one table: the dataset component ``audios``, the extractor ``ecapa_tdnn`` and its
+pretrained checkpoint. It is declared as ``OML_COMPONENTS`` (the registry registers it), and the package
+``oml_audio`` takes its lazy exports and ``__all__`` from it and from :data:`EXTRA_EXPORTS`. Factories are lazy
+``"module:attr"`` strings (the checkpoint's is the ``PretrainedModel`` factory of :data:`oml_audio.zoo.PRETRAINED`,
+metadata only), so that loading the plugin imports neither torch, soundfile nor scipy. The default config of a
+component ``name`` of kind ``kind`` is ``oml_audio/configs/<kind>/<name>.yaml``."""
 
 from __future__ import annotations
 
 from types import MappingProxyType
-from typing import TYPE_CHECKING
 
 from oml_audio.zoo import PRETRAINED
-from oml_core import hookimpl
-from oml_core.utils.lazy import Component, register_components
-
-if TYPE_CHECKING:
-    from oml_core.registry.hookspecs import RegisterCallback, RegisterConfigDirCallback
+from oml_core.utils.lazy import Component
 
 #: Every component of the plugin; the dataset component and the extractor are exported by ``oml_audio``.
 COMPONENTS: tuple[Component, ...] = (
@@ -55,26 +49,7 @@ EXTRA_EXPORTS: MappingProxyType[str, str] = MappingProxyType(
     }
 )
 
-
-@hookimpl
-def oml_register_datasets(register: RegisterCallback) -> None:
-    """Register the dataset component ``audios``."""
-    register_components(register, COMPONENTS, "dataset")
-
-
-@hookimpl
-def oml_register_extractors(register: RegisterCallback) -> None:
-    """Register the extractor ``ecapa_tdnn`` (OML's ``ECAPATDNNExtractor``)."""
-    register_components(register, COMPONENTS, "extractor")
-
-
-@hookimpl
-def oml_register_pretrained(register: RegisterCallback) -> None:
-    """Register the checkpoint ``ecapa_tdnn_taoruijie`` (metadata only: nothing is downloaded)."""
-    register_components(register, COMPONENTS, "pretrained")
-
-
-@hookimpl
-def oml_register_config_dirs(register: RegisterConfigDirCallback) -> None:
-    """The default configs: ``dataset/audios.yaml``, ``extractor/ecapa_tdnn.yaml``."""
-    register("pkg://oml_audio.configs")
+#: The declarations the registry reads (no hook function): the table, and the package of the default configs
+#: (``<kind>/<name>.yaml``).
+OML_COMPONENTS = COMPONENTS
+OML_CONFIG_DIRS = ("pkg://oml_audio.configs",)

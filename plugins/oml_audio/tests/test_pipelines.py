@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import struct
+from dataclasses import fields
 from pathlib import Path
 
 import pandas as pd
@@ -208,3 +209,29 @@ def test_a_sample_rate_of_0_in_the_config_is_refused_in_one_line(
         "positive integer (Hz), got 0"
     ]
     assert not (tmp_path / "logs").exists()
+
+
+def test_the_readmes_training_config_is_a_whole_config_of_the_mock_audio(audio_root, tmp_path):
+    """The README's ``train_audio.yaml`` as written, with ``logs_folder`` (a key it lacks) on the command line:
+    its config passes the checks before training, and its ArcFace has a class per training label of the mock."""
+    from oml_core.cli import check_before_lightning
+    from oml_core.config.compose import compose_config
+    from oml_core.config.schemas import schema_of
+    from oml_core.registry import Registry
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    (block,) = [b for b in readme.split("```yaml\n")[1:] if b.startswith("# train_audio.yaml")]
+    (tmp_path / "train_audio.yaml").write_text(block.split("```")[0])
+    registry = Registry()
+    pipeline = "extractor_training_pipeline"
+    cfg = compose_config(
+        "train_audio",
+        ["logs_folder=run1", f"dataset_root={audio_root}"],
+        str(tmp_path),
+        registry,
+        [field.name for field in fields(schema_of(pipeline))],
+    )
+    assert cfg.logs_folder == "run1"
+    check_before_lightning(pipeline, cfg, registry)
+    df = pd.read_csv(audio_root / "df.csv")
+    assert cfg.criterion.args.num_classes == df[df["split"] == "train"]["label"].nunique()

@@ -1,21 +1,15 @@
-"""Hook implementations of the ``oml_faiss`` plugin: the faiss kNN backends and their default configs.
+"""The plugin module of the ``oml_faiss`` plugin: the faiss kNN backends and their default configs.
 
-:data:`COMPONENTS` is the plugin's one table: the hooks register from it and the package ``oml_faiss`` takes
-its lazy exports and ``__all__`` from it and from :data:`EXTRA_EXPORTS`. Factories are lazy ``"module:attr"``
-strings: registering imports neither faiss nor torch. The default config of a backend ``name`` is
-``oml_faiss/configs/knn_backend/<name>.yaml``.
-"""
+:data:`COMPONENTS` is the plugin's one table: declared as ``OML_COMPONENTS``, the registry registers it, and the
+package ``oml_faiss`` takes its lazy exports and ``__all__`` from it and from :data:`EXTRA_EXPORTS`. Factories are
+lazy ``"module:attr"`` strings: registering imports neither faiss nor torch. The default config of a backend
+``name`` is ``oml_faiss/configs/knn_backend/<name>.yaml``."""
 
 from __future__ import annotations
 
 from types import MappingProxyType
-from typing import TYPE_CHECKING
 
-from oml_core import hookimpl
-from oml_core.utils.lazy import Component, register_components
-
-if TYPE_CHECKING:
-    from oml_core.registry.hookspecs import RegisterCallback, RegisterConfigDirCallback
+from oml_core.utils.lazy import Component
 
 #: Every backend of the plugin, each exported by ``oml_faiss`` under its class name.
 COMPONENTS: tuple[Component, ...] = (
@@ -48,14 +42,7 @@ COMPONENTS: tuple[Component, ...] = (
 #: The other public names of ``oml_faiss`` (the backends' base class): ``{name: module}``.
 EXTRA_EXPORTS: MappingProxyType[str, str] = MappingProxyType({"FaissKnnIndex": "oml_faiss.indexes"})
 
-
-@hookimpl
-def oml_register_knn_backends(register: RegisterCallback) -> None:
-    """Register ``faiss_flat``, ``faiss_ivf``, ``faiss_hnsw`` and ``faiss_ivfpq``."""
-    register_components(register, COMPONENTS, "knn_backend")
-
-
-@hookimpl
-def oml_register_config_dirs(register: RegisterConfigDirCallback) -> None:
-    """The default configs: ``knn_backend/<name>.yaml``."""
-    register("pkg://oml_faiss.configs")
+#: The declarations the registry reads (no hook function): the table, and the package of the default configs
+#: (``<kind>/<name>.yaml``).
+OML_COMPONENTS = COMPONENTS
+OML_CONFIG_DIRS = ("pkg://oml_faiss.configs",)

@@ -1,21 +1,15 @@
-"""Hook implementations of the ``oml_loggers`` plugin (entry point ``oml_loggers = "oml_loggers.plugin"``).
+"""The plugin module of the ``oml_loggers`` plugin (entry point ``oml_loggers = "oml_loggers.plugin"``).
 
-:data:`COMPONENTS` is the plugin's one table: the hooks register from it and the package ``oml_loggers`` takes
-its lazy exports and ``__all__`` from it and from :data:`EXTRA_EXPORTS`. Factories are lazy ``"module:attr"``
-strings: Lightning, TensorBoard and the optional client libraries (mlflow, wandb, neptune, clearml) are imported
-only when a logger is built.
-"""
+:data:`COMPONENTS` is the plugin's one table: declared as ``OML_COMPONENTS``, the registry registers it, and the
+package ``oml_loggers`` takes its lazy exports and ``__all__`` from it and from :data:`EXTRA_EXPORTS`. Factories are
+lazy ``"module:attr"`` strings: Lightning, TensorBoard and the optional client libraries (mlflow, wandb, neptune,
+clearml) are imported only when a logger is built."""
 
 from __future__ import annotations
 
 from types import MappingProxyType
-from typing import TYPE_CHECKING
 
-from oml_core import hookimpl
-from oml_core.utils.lazy import Component, register_components
-
-if TYPE_CHECKING:
-    from oml_core.registry.hookspecs import RegisterCallback, RegisterConfigDirCallback
+from oml_core.utils.lazy import Component
 
 #: Every logger of the plugin, each exported by ``oml_loggers`` under its class name.
 COMPONENTS: tuple[Component, ...] = (
@@ -61,14 +55,7 @@ EXTRA_EXPORTS: MappingProxyType[str, str] = MappingProxyType(
     }
 )
 
-
-@hookimpl
-def oml_register_loggers(register: RegisterCallback) -> None:
-    """Register the loggers ``tensorboard``, ``mlflow``, ``wandb``, ``neptune`` and ``clearml``."""
-    register_components(register, COMPONENTS, "logger")
-
-
-@hookimpl
-def oml_register_config_dirs(register: RegisterConfigDirCallback) -> None:
-    """The default configs of the loggers: ``logger/<name>.yaml``."""
-    register("pkg://oml_loggers.configs")
+#: The declarations the registry reads (no hook function): the table, and the package of the default configs
+#: (``<kind>/<name>.yaml``).
+OML_COMPONENTS = COMPONENTS
+OML_CONFIG_DIRS = ("pkg://oml_loggers.configs",)

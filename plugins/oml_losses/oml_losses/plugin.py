@@ -1,22 +1,16 @@
-"""Hook implementations of the ``oml_losses`` plugin: the losses, the triplet and pair miners and their default
+"""The plugin module of the ``oml_losses`` plugin: the losses, the triplet and pair miners and their default
 configs.
 
-:data:`COMPONENTS` is the plugin's one table: the hooks register from it and the package ``oml_losses`` takes
-its lazy exports and ``__all__`` from it and from :data:`EXTRA_EXPORTS`. Factories are lazy ``"module:attr"``
-strings: registering imports no torch module. The default config of a component ``name`` of kind ``kind`` is
-``oml_losses/configs/<kind>/<name>.yaml``.
-"""
+:data:`COMPONENTS` is the plugin's one table: declared as ``OML_COMPONENTS``, the registry registers it, and the
+package ``oml_losses`` takes its lazy exports and ``__all__`` from it and from :data:`EXTRA_EXPORTS`. Factories are
+lazy ``"module:attr"`` strings: registering imports no torch module. The default config of a component ``name`` of
+kind ``kind`` is ``oml_losses/configs/<kind>/<name>.yaml``."""
 
 from __future__ import annotations
 
 from types import MappingProxyType
-from typing import TYPE_CHECKING
 
-from oml_core import hookimpl
-from oml_core.utils.lazy import Component, register_components
-
-if TYPE_CHECKING:
-    from oml_core.registry.hookspecs import RegisterCallback, RegisterConfigDirCallback
+from oml_core.utils.lazy import Component
 
 #: Every component of the plugin, each exported by ``oml_losses`` under its class name.
 COMPONENTS: tuple[Component, ...] = (
@@ -130,26 +124,7 @@ EXTRA_EXPORTS: MappingProxyType[str, str] = MappingProxyType(
     }
 )
 
-
-@hookimpl
-def oml_register_losses(register: RegisterCallback) -> None:
-    """Register the losses of :data:`COMPONENTS` under OML's config names."""
-    register_components(register, COMPONENTS, "loss")
-
-
-@hookimpl
-def oml_register_miners(register: RegisterCallback) -> None:
-    """Register the miners of :data:`COMPONENTS` under OML's config names."""
-    register_components(register, COMPONENTS, "miner")
-
-
-@hookimpl
-def oml_register_pairs_miners(register: RegisterCallback) -> None:
-    """Register the pair miners of :data:`COMPONENTS` (OML's ``PairsMiner`` as ``pairs``)."""
-    register_components(register, COMPONENTS, "pairs_miner")
-
-
-@hookimpl
-def oml_register_config_dirs(register: RegisterConfigDirCallback) -> None:
-    """The default configs: ``loss/<name>.yaml``, ``miner/<name>.yaml`` and ``pairs_miner/<name>.yaml``."""
-    register("pkg://oml_losses.configs")
+#: The declarations the registry reads (no hook function): the table, and the package of the default configs
+#: (``<kind>/<name>.yaml``).
+OML_COMPONENTS = COMPONENTS
+OML_CONFIG_DIRS = ("pkg://oml_losses.configs",)

@@ -1,25 +1,19 @@
-"""Hook implementations of the ``oml_models`` plugin (entry point ``oml_models = "oml_models.plugin"``).
+"""The plugin module of the ``oml_models`` plugin (entry point ``oml_models = "oml_models.plugin"``).
 
-:data:`COMPONENTS` is the plugin's one table of extractors, pairwise models, transforms and pretrained
-checkpoints: the hooks register from it and the package ``oml_models`` takes its lazy exports and ``__all__`` from
-it and from :data:`EXTRA_EXPORTS`. Factories are lazy ``"module:attr"`` strings, but for the checkpoints, whose
-factories are the ``PretrainedModel`` factories of :data:`oml_models.zoo.PRETRAINED` (metadata only: the zoo
-imports no torch and calling them downloads nothing): torchvision, timm and open_clip are imported only when a
-model is built. The default config of a component ``name`` of kind ``kind`` is
-``oml_models/configs/<kind>/<name>.yaml``.
-"""
+:data:`COMPONENTS` is the plugin's one table of extractors, pairwise models, transforms and pretrained checkpoints:
+declared as ``OML_COMPONENTS``, the registry registers it, and the package ``oml_models`` takes its lazy exports and
+``__all__`` from it and from :data:`EXTRA_EXPORTS`. Factories are lazy ``"module:attr"`` strings, but for the
+checkpoints, whose factories are the ``PretrainedModel`` factories of :data:`oml_models.zoo.PRETRAINED` (metadata
+only: the zoo imports no torch and calling them downloads nothing): torchvision, timm and open_clip are imported
+only when a model is built. The default config of a component ``name`` of kind ``kind`` is
+``oml_models/configs/<kind>/<name>.yaml``."""
 
 from __future__ import annotations
 
 from types import MappingProxyType
-from typing import TYPE_CHECKING
 
-from oml_core import hookimpl
-from oml_core.utils.lazy import Component, register_components
+from oml_core.utils.lazy import Component
 from oml_models.zoo import ALIASES, PRETRAINED
-
-if TYPE_CHECKING:
-    from oml_core.registry.hookspecs import RegisterCallback, RegisterConfigDirCallback
 
 #: Every checkpoint of :data:`oml_models.zoo.PRETRAINED` (aliases: :data:`oml_models.zoo.ALIASES`), described as
 #: its ``PretrainedModel`` is; not exported (``oml_models.zoo`` is their home).
@@ -158,32 +152,7 @@ EXTRA_EXPORTS: MappingProxyType[str, str] = MappingProxyType(
     }
 )
 
-
-@hookimpl
-def oml_register_extractors(register: RegisterCallback) -> None:
-    """Register the extractors of :data:`COMPONENTS` under OML's names."""
-    register_components(register, COMPONENTS, "extractor")
-
-
-@hookimpl
-def oml_register_pairwise_models(register: RegisterCallback) -> None:
-    """Register the pairwise models of :data:`COMPONENTS` under OML's names."""
-    register_components(register, COMPONENTS, "pairwise_model")
-
-
-@hookimpl
-def oml_register_transforms(register: RegisterCallback) -> None:
-    """Register the image transforms of :data:`COMPONENTS` under OML's names."""
-    register_components(register, COMPONENTS, "transforms")
-
-
-@hookimpl
-def oml_register_pretrained(register: RegisterCallback) -> None:
-    """Register the checkpoints of :data:`COMPONENTS` (metadata only: nothing is downloaded)."""
-    register_components(register, COMPONENTS, "pretrained")
-
-
-@hookimpl
-def oml_register_config_dirs(register: RegisterConfigDirCallback) -> None:
-    """The default configs: ``extractor/<name>.yaml``, ``pairwise_model/<name>.yaml``, ``transforms/<name>.yaml``."""
-    register("pkg://oml_models.configs")
+#: The declarations the registry reads (no hook function): the table, and the package of the default configs
+#: (``<kind>/<name>.yaml``).
+OML_COMPONENTS = COMPONENTS
+OML_CONFIG_DIRS = ("pkg://oml_models.configs",)

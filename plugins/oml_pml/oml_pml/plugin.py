@@ -1,26 +1,20 @@
-"""Hook implementations of the ``oml_pml`` plugin: pytorch-metric-learning's losses and miners, and their default
+"""The plugin module of the ``oml_pml`` plugin: pytorch-metric-learning's losses and miners, and their default
 configs.
 
-:data:`COMPONENTS` is the plugin's one table, made from the static tables of :mod:`oml_pml.names`: the hooks
-register from it and the package ``oml_pml`` takes its lazy exports and ``__all__`` from it and from
-:data:`EXTRA_EXPORTS`. Factories are lazy ``"oml_pml.losses:<name>"`` / ``"oml_pml.miners:<name>"`` strings:
-registering imports neither torch nor PML. Every name has its PML class name as an alias, so a loss's config may
-name its miner as PML does (``miner: {name: MultiSimilarityMiner}``). The default config of a component ``name``
-of kind ``kind`` is ``oml_pml/configs/<kind>/<name>.yaml``.
-"""
+:data:`COMPONENTS` is the plugin's one table, made from the static tables of :mod:`oml_pml.names`, declared as
+``OML_COMPONENTS`` (the registry registers it), and the package ``oml_pml`` takes its lazy exports and ``__all__``
+from it and from :data:`EXTRA_EXPORTS`. Factories are lazy ``"oml_pml.losses:<name>"`` / ``"oml_pml.miners:<name>"``
+strings: registering imports neither torch nor PML. Every name has its PML class name as an alias, so a loss's
+config may name its miner as PML does (``miner: {name: MultiSimilarityMiner}``). The default config of a component
+``name`` of kind ``kind`` is ``oml_pml/configs/<kind>/<name>.yaml``."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from types import MappingProxyType
-from typing import TYPE_CHECKING
 
-from oml_core import hookimpl
-from oml_core.utils.lazy import Component, register_components
+from oml_core.utils.lazy import Component
 from oml_pml.names import LOSS_NAMES, LOSSES, MINER_NAMES, MINERS
-
-if TYPE_CHECKING:
-    from oml_core.registry.hookspecs import RegisterCallback, RegisterConfigDirCallback
 
 #: The one factory that is a function of the plugin, not built from a PML class: ``oml_pml`` exports it.
 _EXPORTED_FACTORIES = frozenset({"pml_cross_batch_memory"})
@@ -63,20 +57,7 @@ EXTRA_EXPORTS: MappingProxyType[str, str] = MappingProxyType(
     }
 )
 
-
-@hookimpl
-def oml_register_losses(register: RegisterCallback) -> None:
-    """Register every loss of :data:`oml_pml.names.LOSSES` as ``pml_<name>`` (alias: the PML class name)."""
-    register_components(register, COMPONENTS, "loss")
-
-
-@hookimpl
-def oml_register_miners(register: RegisterCallback) -> None:
-    """Register every miner of :data:`oml_pml.names.MINERS` as ``pml_<name>`` (alias: the PML class name)."""
-    register_components(register, COMPONENTS, "miner")
-
-
-@hookimpl
-def oml_register_config_dirs(register: RegisterConfigDirCallback) -> None:
-    """The default configs: ``loss/pml_<name>.yaml`` and ``miner/pml_<name>.yaml``."""
-    register("pkg://oml_pml.configs")
+#: The declarations the registry reads (no hook function): the table, and the package of the default configs
+#: (``<kind>/<name>.yaml``).
+OML_COMPONENTS = COMPONENTS
+OML_CONFIG_DIRS = ("pkg://oml_pml.configs",)

@@ -1,9 +1,9 @@
-"""Hook implementations of the ``oml_postprocessors`` plugin: the pairwise re-ranker and its default config.
+"""The plugin module of the ``oml_postprocessors`` plugin: the pairwise re-ranker and its default config.
 
-:data:`COMPONENTS` is the plugin's one table: the hooks register from it and the package ``oml_postprocessors``
-takes its lazy exports and ``__all__`` from it and from :data:`EXTRA_EXPORTS`. Factories are lazy
-``"module:attr"`` strings: registering imports no torch module. The default config of a post-processor ``name``
-is ``oml_postprocessors/configs/postprocessor/<name>.yaml``.
+:data:`COMPONENTS` is the plugin's one table: declared as ``OML_COMPONENTS``, the registry registers it, and the
+package ``oml_postprocessors`` takes its lazy exports and ``__all__`` from it and from :data:`EXTRA_EXPORTS`.
+Factories are lazy ``"module:attr"`` strings: registering imports no torch module. The default config of a
+post-processor ``name`` is ``oml_postprocessors/configs/postprocessor/<name>.yaml``.
 
 OML's registry maps ``pairwise_reranker``, and its older names ``pairwise_images`` and ``pairwise_embeddings``,
 to ``PairwiseReranker``; so do the aliases here. The distance-matrix classes of the manual
@@ -14,13 +14,8 @@ to ``PairwiseReranker``; so do the aliases here. The distance-matrix classes of 
 from __future__ import annotations
 
 from types import MappingProxyType
-from typing import TYPE_CHECKING
 
-from oml_core import hookimpl
-from oml_core.utils.lazy import Component, register_components
-
-if TYPE_CHECKING:
-    from oml_core.registry.hookspecs import RegisterCallback, RegisterConfigDirCallback
+from oml_core.utils.lazy import Component
 
 #: Every component of the plugin, each exported by ``oml_postprocessors`` under its class name.
 COMPONENTS: tuple[Component, ...] = (
@@ -48,14 +43,7 @@ EXTRA_EXPORTS: MappingProxyType[str, str] = MappingProxyType(
     }
 )
 
-
-@hookimpl
-def oml_register_postprocessors(register: RegisterCallback) -> None:
-    """Register ``pairwise_reranker`` (aliases ``pairwise_images``, ``pairwise_embeddings``)."""
-    register_components(register, COMPONENTS, "postprocessor")
-
-
-@hookimpl
-def oml_register_config_dirs(register: RegisterConfigDirCallback) -> None:
-    """The default configs: ``postprocessor/<name>.yaml``."""
-    register("pkg://oml_postprocessors.configs")
+#: The declarations the registry reads (no hook function): the table, and the package of the default configs
+#: (``<kind>/<name>.yaml``).
+OML_COMPONENTS = COMPONENTS
+OML_CONFIG_DIRS = ("pkg://oml_postprocessors.configs",)

@@ -1,22 +1,16 @@
-"""Hook implementations of the ``oml_samplers`` plugin.
+"""The plugin module of the ``oml_samplers`` plugin.
 
-:data:`COMPONENTS` is the plugin's one table: the hooks register from it and the package ``oml_samplers`` takes
-its lazy exports and ``__all__`` from it. Factories are lazy ``"module:attr"`` strings: registering imports no
-torch module. Pipelines call a sampler's factory with the runtime argument ``labels=`` (and
-``label2category=`` for the category samplers); the config gives the rest. The default config of every sampler
-is ``configs/sampler/<name>.yaml``, found through :func:`oml_register_config_dirs`.
-"""
+:data:`COMPONENTS` is the plugin's one table: declared as ``OML_COMPONENTS``, the registry registers it, and the
+package ``oml_samplers`` takes its lazy exports and ``__all__`` from it. Factories are lazy ``"module:attr"``
+strings: registering imports no torch module. Pipelines call a sampler's factory with the runtime argument
+``labels=`` (and ``label2category=`` for the category samplers); the config gives the rest. The default config of
+every sampler is ``configs/sampler/<name>.yaml``, found through ``OML_CONFIG_DIRS``."""
 
 from __future__ import annotations
 
 from types import MappingProxyType
-from typing import TYPE_CHECKING
 
-from oml_core import hookimpl
-from oml_core.utils.lazy import Component, register_components
-
-if TYPE_CHECKING:
-    from oml_core.registry.hookspecs import RegisterCallback, RegisterConfigDirCallback
+from oml_core.utils.lazy import Component
 
 #: Every component of the plugin, each exported by ``oml_samplers`` under its class name.
 COMPONENTS: tuple[Component, ...] = (
@@ -43,14 +37,7 @@ COMPONENTS: tuple[Component, ...] = (
 #: The other public names of ``oml_samplers``: none.
 EXTRA_EXPORTS: MappingProxyType[str, str] = MappingProxyType({})
 
-
-@hookimpl
-def oml_register_samplers(register: RegisterCallback) -> None:
-    """Register ``balance``, ``category_balance`` and ``distinct_category_balance``."""
-    register_components(register, COMPONENTS, "sampler")
-
-
-@hookimpl
-def oml_register_config_dirs(register: RegisterConfigDirCallback) -> None:
-    """Register the package ``oml_samplers.configs`` (``sampler/<name>.yaml``: the default configs)."""
-    register("pkg://oml_samplers.configs")
+#: The declarations the registry reads (no hook function): the table, and the package of the default configs
+#: (``<kind>/<name>.yaml``).
+OML_COMPONENTS = COMPONENTS
+OML_CONFIG_DIRS = ("pkg://oml_samplers.configs",)

@@ -1,4 +1,4 @@
-"""``oml serve INDEX``: the command line of the service (registered through ``oml_register_commands``).
+"""``oml serve INDEX``: the command line of the service (registered as a ``command`` row of ``OML_COMPONENTS``).
 
     oml serve INDEX [--host 127.0.0.1] [--port 8000] [--accelerator cpu|gpu|null] [--devices DEVICES]
         [--max-batch 32] [--max-wait-ms 2] [--max-request-bytes 16777216] [--max-top-k 100] [--token TOKEN]
@@ -6,7 +6,7 @@
 
 The settings are checked first (a host other than loopback needs a token: ``--token`` or ``OML_SERVE_TOKEN``),
 then, with ``--onnx DIR``, the export of ``oml export`` is read (the ``onnx`` extractor) and refused unless it was
-made from the index's weights (the ``weights_sha256`` of its ``export.json`` and of the index), then the index is
+made from the index's weights (the same file or the same tensors: see :func:`onnx_extractor`), then the index is
 loaded once (:meth:`GalleryIndex.load <oml_core.index.GalleryIndex.load>`: its digests, and its
 probe embedded by the extractor on the device), then uvicorn serves the application until Ctrl-C or SIGTERM.
 Each of these errors is one line (exit 2), before the service listens.
@@ -25,8 +25,9 @@ import uvicorn
 
 from oml_core.cli import add_one_device_arguments, device_of_arguments
 from oml_core.index import GalleryIndex
-from oml_core.index.storage import INDEX_FILE, read_json
+from oml_core.index.storage import INDEX_FILE, WEIGHTS_FILE, read_json, read_weights
 from oml_core.interfaces.models import IExtractor
+from oml_core.io.provenance import state_dict_sha256
 from oml_core.registry import ConfigError, Registry
 from oml_core.utils.logs import PACKAGE_LOGGER, get_logger
 from oml_serve.app import create_app
@@ -126,10 +127,11 @@ def run_serve(args: argparse.Namespace) -> int:
     )
     served = load_served_index(args.index, settings, device_of_arguments(args, "serve"), args.onnx)
     log.info(
-        "Serving %d items of %s on %s (the search page: %s/, the API: %s/docs)",
+        "Serving %d items of %s on %s%s (the search page: %s/, the API: %s/docs)",
         len(served.index),
         args.index,
         served.health()["device"],
+        "" if args.onnx is None else f", its queries embedded by the ONNX export {args.onnx}",
         settings.url,
         settings.url,
     )
@@ -161,26 +163,33 @@ def load_served_index(
 
 def onnx_extractor(folder: Path, export: Path, registry: Registry, device: torch.device) -> IExtractor:
     """The ``onnx`` extractor of the export folder ``export`` on ``device``, checked to come from the weights of the
-    index ``folder`` (the ``weights_sha256`` of both).
+    index ``folder``: the same file (the ``weights_sha256`` of both: an export of the index) or the same tensors
+    (the export's ``state_dict_sha256`` and the digest of the index's ``weights.pt``'s tensors: an export of the
+    checkpoint the index was built from).
 
     Raises:
         ConfigError: the export was made from other weights, or the index's digest is unknown.
-        GalleryIndexError: the index's ``index.json`` cannot be read.
+        GalleryIndexError: the index's ``index.json`` or weights cannot be read.
         ExportError: ``export`` is no export of ``oml export``, or onnxruntime is missing.
     """
     extractor = registry.build(
         "extractor", {"name": "onnx", "args": {"path": str(export), "device": str(device)}}
     )
+    manifest = extractor.manifest
     index_file = Path(folder) / INDEX_FILE
     meta = read_json(index_file)
     ours = meta.get("weights_sha256") if isinstance(meta, dict) else None
-    theirs = extractor.manifest.weights_sha256
-    if ours is None or theirs != ours:
-        raise ConfigError(
-            f"--onnx {export}: its export.json says it was made from weights of sha256 {theirs}, and {index_file} "
-            f"was built with {ours}: export this index's model (oml export {folder} --output DIR)"
-        )
-    return cast(IExtractor, extractor)
+    if ours is not None and manifest.weights_sha256 == ours:
+        return cast(IExtractor, extractor)
+    if ours is not None and manifest.state_dict_sha256 is not None:
+        tensors = state_dict_sha256(read_weights(Path(folder) / WEIGHTS_FILE, ours))
+        if tensors == manifest.state_dict_sha256:
+            return cast(IExtractor, extractor)
+    raise ConfigError(
+        f"--onnx {export}: its export.json says it was made from weights of sha256 {manifest.weights_sha256} "
+        f"(tensors {manifest.state_dict_sha256}), and {index_file} was built with {ours}: export this index's "
+        f"model (oml export {folder} --output DIR) or the checkpoint it was built from"
+    )
 
 
 def _int_at_least(minimum: int) -> Callable[[str], int]:

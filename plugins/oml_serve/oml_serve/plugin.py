@@ -1,20 +1,14 @@
-"""Hook implementations of the ``oml_serve`` plugin: the command ``oml serve``.
+"""The plugin module of the ``oml_serve`` plugin: the command ``oml serve``.
 
-:data:`COMPONENTS` is the plugin's one table: the hook registers from it and the package ``oml_serve`` takes its
-lazy exports and ``__all__`` from it and from :data:`EXTRA_EXPORTS`. The factory is a lazy ``"module:attr"``
-string: registering imports neither FastAPI nor torch.
-"""
+:data:`COMPONENTS` is the plugin's one table: declared as ``OML_COMPONENTS``, the registry registers it, and the
+package ``oml_serve`` takes its lazy exports and ``__all__`` from it and from :data:`EXTRA_EXPORTS`. The factory is
+a lazy ``"module:attr"`` string: registering imports neither FastAPI nor torch."""
 
 from __future__ import annotations
 
 from types import MappingProxyType
-from typing import TYPE_CHECKING
 
-from oml_core import hookimpl
-from oml_core.utils.lazy import Component, register_components
-
-if TYPE_CHECKING:
-    from oml_core.registry.hookspecs import RegisterCallback
+from oml_core.utils.lazy import Component
 
 #: The plugin's command.
 COMPONENTS: tuple[Component, ...] = (
@@ -36,8 +30,5 @@ EXTRA_EXPORTS: MappingProxyType[str, str] = MappingProxyType(
     }
 )
 
-
-@hookimpl
-def oml_register_commands(register: RegisterCallback) -> None:
-    """Register ``serve``."""
-    register_components(register, COMPONENTS, "command")
+#: The declarations the registry reads (no hook function): the table.
+OML_COMPONENTS = COMPONENTS

@@ -33,6 +33,8 @@ Read = TypeVar("Read")
 
 #: The kinds of media an item's file may be served as (``GET /items/{id}/content``).
 SERVED_MEDIA = frozenset({"image", "audio"})
+#: What starts the media fragment of an item's name (the audio items of a later start: ``voice.wav#t=0.5``).
+MEDIA_FRAGMENT = "#t="
 
 
 class Inputs(IBaseDataset):
@@ -230,7 +232,7 @@ class ServedIndex:
         media_type = _media_type(path) if self.names_files else None
         if path is None or media_type is None:
             raise RequestError(404, f"item {item_id} has no image or audio file to serve")
-        file = Path(path)
+        file = Path(served_file(path))
         if not file.is_file():
             raise RequestError(404, f"item {item_id}'s file {file} is missing")
         return file, media_type
@@ -267,11 +269,19 @@ def takes_texts(data: IDatasetComponent) -> bool:
     return type(data).text_query_dataset is not IDatasetComponent.text_query_dataset
 
 
+def served_file(path: str) -> str:
+    """The file of an item named ``path``: ``path`` without its media fragment (``/a/voice.wav#t=0.5``, an
+    audio item that starts 0.5 s in, is the file ``/a/voice.wav``), unless ``path`` is a file itself."""
+    file, fragment, _ = path.rpartition(MEDIA_FRAGMENT)
+    return file if fragment and not Path(path).is_file() else path
+
+
 def _media_type(path: str | None) -> str | None:
-    """The media type of the file ``path`` when it is served (an absolute path of an image or audio file)."""
+    """The media type of the file ``path`` when it is served (an absolute path of an image or audio file, or
+    such a path with a media fragment)."""
     if path is None or not Path(path).is_absolute():
         return None
-    media_type, _ = mimetypes.guess_type(Path(path).name)
+    media_type, _ = mimetypes.guess_type(Path(served_file(path)).name)
     return media_type if media_type is not None and media_type.split("/")[0] in SERVED_MEDIA else None
 
 

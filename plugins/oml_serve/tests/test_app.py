@@ -226,6 +226,27 @@ def test_an_audio_index_is_searched_by_an_uploaded_clip_and_serves_its_files(
     assert response.status_code == 422 and "noise.wav" in response.json()["error"]
 
 
+def test_an_audio_item_of_a_later_start_serves_its_file(audio_world, tmp_path, capsys):
+    """An item put in from a CSV row with a start time is named ``<file>#t=<start>`` (a media fragment): its
+    content type is its file's, ``/items/{id}/content`` serves that file (the page plays it from the start)."""
+    index = tmp_path / "index"
+    shutil.copytree(audio_world.index, index)
+    rows = tmp_path / "later.csv"
+    rows.write_text(f"path,start_time\n{audio_world.gallery_file},0.125\n")
+    assert main(["index", "add", str(index), str(rows), "--ids", "9"]) == 0
+    capsys.readouterr()
+    for client in client_of(index):
+        item = client.get("/items/9").json()
+        assert item == {
+            "id": 9,
+            "path": f"{audio_world.gallery_file}#t=0.125",
+            "label": None,
+            "content_type": "audio/x-wav",
+        }
+        content = client.get("/items/9/content")
+        assert content.status_code == 200 and content.content == audio_world.gallery_file.read_bytes()
+
+
 # ------------------------------------------------------------------------------------------------------- writes
 TOKEN = "s3cret"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
@@ -362,16 +383,30 @@ def test_the_onnx_export_gives_the_answers_of_the_pytorch_model(images, images_w
 
 
 def test_an_export_of_other_weights_is_refused_in_one_line(images_world, onnx_export, tmp_path, capsys):
-    other = tmp_path / "other"
-    shutil.copytree(onnx_export, other)
-    manifest = json.loads((other / "export.json").read_text())
-    (other / "export.json").write_text(json.dumps({**manifest, "weights_sha256": "0" * 64}))
+    """An export is the index's model when it came from the same weights file (``weights_sha256``) or from the same
+    tensors in another file (``state_dict_sha256``: an export of the checkpoint the index was built from, whose
+    file digest is the checkpoint's); neither: refused in one line."""
+    manifest = json.loads((onnx_export / "export.json").read_text())
+    assert len(manifest["state_dict_sha256"]) == 64
+
+    def export_with(name: str, **fields: str) -> Path:
+        folder = tmp_path / name
+        shutil.copytree(onnx_export, folder)
+        (folder / "export.json").write_text(json.dumps({**manifest, **fields}))
+        return folder
+
+    of_the_checkpoint = export_with("checkpoint", weights_sha256="1" * 64)
+    for client in client_of(images_world.index, onnx=of_the_checkpoint):
+        assert client.get("/health").json()["extractor"] == "onnx"
+    other = export_with("other", weights_sha256="0" * 64, state_dict_sha256="0" * 64)
     assert main(["serve", str(images_world.index), "--onnx", str(other)]) == 2
     (line,) = capsys.readouterr().err.splitlines()
-    assert line.startswith(
-        f"oml serve: error: --onnx {other}: its export.json says it was made from weights of "
+    assert line == (
+        f"oml serve: error: --onnx {other}: its export.json says it was made from weights of sha256 {'0' * 64} "
+        f"(tensors {'0' * 64}), and {images_world.index / 'index.json'} was built with "
+        f"{manifest['weights_sha256']}: export this index's model (oml export {images_world.index} --output DIR) "
+        f"or the checkpoint it was built from"
     )
-    assert line.endswith(f"export this index's model (oml export {images_world.index} --output DIR)")
 
 
 def test_a_text_put_into_an_index_of_texts_is_no_file_to_serve(texts_world, images_world, tmp_path):

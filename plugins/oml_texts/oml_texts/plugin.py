@@ -1,23 +1,17 @@
-"""Hook implementations of the ``oml_texts`` plugin (entry point ``oml_texts = "oml_texts.plugin"``).
+"""The plugin module of the ``oml_texts`` plugin (entry point ``oml_texts = "oml_texts.plugin"``).
 
 :data:`COMPONENTS` is the plugin's one table: the ``texts`` dataset component, the ``hf_text`` extractor and the
-text models of the zoo (:data:`oml_texts.zoo.PRETRAINED`); the hooks register from it and the package ``oml_texts``
-takes its lazy exports from it and from :data:`EXTRA_EXPORTS`. Factories are lazy ``"module:attr"`` strings (but
-the zoo's metadata factories): transformers is imported only when a model or tokenizer is read. The default
-config of a component is ``oml_texts/configs/<kind>/<name>.yaml``.
-"""
+text models of the zoo (:data:`oml_texts.zoo.PRETRAINED`); declared as ``OML_COMPONENTS``, the registry registers
+it, and the package ``oml_texts`` takes its lazy exports from it and from :data:`EXTRA_EXPORTS`. Factories are lazy
+``"module:attr"`` strings (but the zoo's metadata factories): transformers is imported only when a model or
+tokenizer is read. The default config of a component is ``oml_texts/configs/<kind>/<name>.yaml``."""
 
 from __future__ import annotations
 
 from types import MappingProxyType
-from typing import TYPE_CHECKING
 
-from oml_core import hookimpl
-from oml_core.utils.lazy import Component, register_components
+from oml_core.utils.lazy import Component
 from oml_texts.zoo import PRETRAINED
-
-if TYPE_CHECKING:
-    from oml_core.registry.hookspecs import RegisterCallback, RegisterConfigDirCallback
 
 COMPONENTS: tuple[Component, ...] = (
     Component(
@@ -54,26 +48,7 @@ EXTRA_EXPORTS: MappingProxyType[str, str] = MappingProxyType(
     }
 )
 
-
-@hookimpl
-def oml_register_datasets(register: RegisterCallback) -> None:
-    """Register the ``texts`` dataset component."""
-    register_components(register, COMPONENTS, "dataset")
-
-
-@hookimpl
-def oml_register_extractors(register: RegisterCallback) -> None:
-    """Register the ``hf_text`` extractor."""
-    register_components(register, COMPONENTS, "extractor")
-
-
-@hookimpl
-def oml_register_pretrained(register: RegisterCallback) -> None:
-    """Register the text models of the zoo (metadata only: nothing is read or downloaded)."""
-    register_components(register, COMPONENTS, "pretrained")
-
-
-@hookimpl
-def oml_register_config_dirs(register: RegisterConfigDirCallback) -> None:
-    """The default configs: ``dataset/texts.yaml``, ``extractor/hf_text.yaml``."""
-    register("pkg://oml_texts.configs")
+#: The declarations the registry reads (no hook function): the table, and the package of the default configs
+#: (``<kind>/<name>.yaml``).
+OML_COMPONENTS = COMPONENTS
+OML_CONFIG_DIRS = ("pkg://oml_texts.configs",)

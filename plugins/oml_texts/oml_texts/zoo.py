@@ -1,5 +1,5 @@
 """The text models of the zoo: a row per model, its Hugging Face name, the extractor's arguments and the sha256 of
-its weights file (that of the hub), registered by :mod:`oml_texts.plugin` under ``oml_register_pretrained``.
+its weights file (that of the hub), registered by :mod:`oml_texts.plugin` as ``pretrained`` rows of its table.
 
 A text model is a folder (config, tokenizer, weights), not one checkpoint file: the ``hf_text`` extractor given a
 zoo key as ``weights`` reads the model from its ``model`` folder, or from the Hugging Face cache under the row's

@@ -9,8 +9,10 @@ import torch
 from oml_texts.extractors import HFTextExtractor
 from transformers import AutoTokenizer
 
+from oml_core.config.compose import compose_config
 from oml_core.export import ExportSource, write_export
 from oml_core.export.extractor import OnnxExtractor
+from oml_core.lightning.pipelines import extractor_validation_pipeline
 from oml_core.registry import Registry
 
 TEXTS = [
@@ -31,7 +33,10 @@ def minilm_export(minilm_folder, tmp_path_factory) -> OnnxExtractor:
         "name": "hf_text",
         "args": {"model": str(minilm_folder), "pooling": "mean", "normalise_features": True},
     }
-    dataset = {"name": "texts", "args": {"max_length": 40}}
+    dataset = {
+        "name": "texts",
+        "args": {"tokenizer": str(minilm_folder), "max_length": 40, "download": False},
+    }
     folder = tmp_path_factory.mktemp("export") / "minilm"
     write_export(
         ExportSource("checkpoint", "minilm", extractor, spec, None, dataset, None), folder, Registry()
@@ -78,3 +83,20 @@ def test_a_batch_of_one_short_text_is_its_embedding_in_a_padded_batch(minilm_exp
     batch = minilm_export({key: tokens[key] for key in ("input_ids", "attention_mask")})
     one = minilm_export({key: alone[key] for key in ("input_ids", "attention_mask")})
     torch.testing.assert_close(one[0], batch[3], atol=1e-5, rtol=0)
+
+
+def test_the_overrides_oml_export_prints_validate_the_export_on_texts(minilm_export, tmp_path, monkeypatch):
+    """``Run it:`` of ``oml export`` names the texts dataset of the source (its tokenizer and ``max_length``):
+    run as printed, the export validates on the mock texts (zero-shot MiniLM finds every text's product)."""
+    monkeypatch.setenv("OML_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    manifest = minilm_export.manifest
+    overrides = manifest.validate_overrides(str(manifest.folder))
+    registry = Registry()
+    quiet = "lightning_trainer_extra_args={enable_progress_bar: false}"
+    cfg = compose_config(
+        "extractor_validation_pipeline", [*overrides, f"logs_root={tmp_path}", quiet], registry=registry
+    )
+    assert cfg.dataset == manifest.data["dataset"] and cfg.extractor.args.path == str(manifest.folder)
+    metrics = extractor_validation_pipeline(cfg, registry=registry).metrics
+    assert float(metrics["OVERALL/cmc/1"]) == 1.0
