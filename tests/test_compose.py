@@ -44,7 +44,7 @@ def test_hydra_alone_merges_the_option_into_the_old_component(registry):
 def test_a_selection_replaces_the_component_with_the_option_file(registry):
     cfg = compose_config(TRAIN, ["loss@criterion=arcface"], registry=registry)
     assert _plain(cfg, "criterion") == ARCFACE
-    assert _plain(cfg, "optimizer") == {"name": "adam", "args": {"lr": 0.001}}  # the rest untouched
+    assert _plain(cfg, "optimizer") == {"name": "adam", "args": {"lr": 0.0003}}  # the rest untouched
 
 
 @pytest.mark.parametrize(

@@ -140,3 +140,31 @@ def test_every_shell_command_runs_as_written(tmp_path, oml_cache_dir, monkeypatc
     assert out("oml --version").startswith("oml-core ")
     assert (tmp_path / "oml-acme" / "oml_acme" / "plugin.py").is_file()
     assert "Next: pip install -e" in out("oml plugin new oml-acme")
+
+
+#: The README's ```text block of the rows that ``make run`` prints: the final table's header and its cmc@1 row.
+FIGURES_BLOCK = re.compile(r"^```text\n(metric .*?)^```", re.MULTILINE | re.DOTALL)
+
+
+@pytest.mark.slow
+def test_make_runs_training_prints_the_readmes_figures_and_learns(run_oml, tmp_path):
+    """``make run``'s training (``oml train``, the default config, one thread as the Makefile runs it) prints the
+    README's rows of cmc@1 (start, best and last) as they stand there, the README's sentence rounds the same
+    figures, and the last epoch is at least 0.25 above the initial weights (issue 36)."""
+    (block,) = FIGURES_BLOCK.findall(README.read_text(encoding="utf-8"))
+    header, cmc_row = block.splitlines()
+    start, best, last = (float(value) for value in cmc_row.split()[1:])
+    prose = " ".join(README.read_text(encoding="utf-8").split())
+    assert (
+        f"goes from {start:.2f} with the initial weights to {best:.2f} at its best epoch and {last:.2f}"
+        in prose
+    )
+    assert last - start >= 0.25
+    make_run = "run: install\n\tOMP_NUM_THREADS=1 $(VENV)/bin/oml train\n"
+    assert make_run in (README.parent / "Makefile").read_text(encoding="utf-8")
+
+    done = run_oml("train", f"logs_root={tmp_path}", env={"OMP_NUM_THREADS": "1"}, timeout=600)
+
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    printed = done.stdout.splitlines()
+    assert header in printed and cmc_row in printed, done.stdout[-3000:]

@@ -97,9 +97,9 @@ def _table(stdout: str) -> dict[str, list[float]]:
 def test_one_epoch_with_a_longer_valid_period_validates_and_writes_best_ckpt(
     tmp_path, oml_cache_dir, monkeypatch, capsys
 ):
-    """The README's ``oml train max_epochs=1``: the default ``valid_period: 4`` would never validate."""
+    """``oml train max_epochs=1 valid_period=4``: a period longer than the run still validates its last epoch."""
     monkeypatch.setenv("OML_CACHE_DIR", str(oml_cache_dir))
-    assert main(["train", "max_epochs=1", f"logs_root={tmp_path}", *QUICK]) == 0
+    assert main(["train", "max_epochs=1", "valid_period=4", f"logs_root={tmp_path}", *QUICK]) == 0
     out = capsys.readouterr().out
     (run_dir,) = tmp_path.iterdir()
     best = run_dir / "checkpoints" / "best.ckpt"
