@@ -23,7 +23,7 @@ import time
 
 IN_ONE_PROCESS = (
     "from oml_core.registry import Registry\n"
-    "from oml_core.registry.report import plugins_report\n"
+    "from oml_core.registry.plugin_rows import plugins_report\n"
     "report = plugins_report(Registry(), include_builtins=True, check=True)\n"
     "assert not any(row['error'] or row['broken'] for row in report), report\n"
 )

@@ -125,8 +125,8 @@ from oml_core.lightning.quiet import silence_upstream_warnings
 from oml_core.registry import KINDS, ConfigError, Registry, RegistryError, UnknownNameError
 from oml_core.registry.isolation import DEFAULT_TIMEOUT, check_plugins
 from oml_core.registry.manager import allow_list_from_env, installed_distributions, strict_from_env
+from oml_core.registry.plugin_rows import plugins_report
 from oml_core.registry.registry import EVERY_RUN_KIND, FAILED_COMPONENT_ATTR, failed_component
-from oml_core.registry.report import plugins_report
 from oml_core.utils.text import one_line
 
 if TYPE_CHECKING:
@@ -973,8 +973,8 @@ def _cmd_pipeline(args: argparse.Namespace, overrides: list[str]) -> int:
 
 def check_before_lightning(pipeline: str, cfg: Any, registry: Registry) -> None:
     """The checks of ``pipeline``'s config that need no Lightning: its schema
-    (:func:`~oml_core.config.validate.validate_config`) and its components' arguments
-    (:func:`~oml_core.config.validate.check_component_arguments`), run before the pipeline's
+    (:func:`~oml_core.config.typed.validate_config`) and its components' arguments
+    (:func:`~oml_core.config.typed.check_component_arguments`), run before the pipeline's
     module, and Lightning with it (seconds of imports), is imported: a typo in a config is one line at once. The
     pipeline runs them again, and says then what they warn of (an ignored key).
 
@@ -982,7 +982,7 @@ def check_before_lightning(pipeline: str, cfg: Any, registry: Registry) -> None:
         ConfigError: a key of the config is unknown, missing or malformed, or a component's argument is.
         RegistryError: an unknown component name or argument.
     """
-    from oml_core.config.validate import check_component_arguments, validate_config
+    from oml_core.config.typed import check_component_arguments, validate_config
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # said once, by the pipeline
@@ -1050,7 +1050,7 @@ def config_yaml(cfg: Any, pipeline: str) -> str:
 
 # ---------------------------------------------------------------------------------------------- plugins
 def _cmd_plugins(args: argparse.Namespace, _: list[str]) -> int:
-    """List the plugins (:func:`~oml_core.registry.report.plugins_report`); with ``--check`` each one is loaded
+    """List the plugins (:func:`~oml_core.registry.plugin_rows.plugins_report`); with ``--check`` each one is loaded
     and its components imported in a process of its own, each step within ``--timeout`` seconds
     (:func:`~oml_core.registry.isolation.check_plugins`), and the verdict ends the output."""
     if args.check:

@@ -21,7 +21,7 @@ from PIL import Image
 from oml_core.cli import main
 from oml_core.config.compose import compose_config
 from oml_core.config.schemas import GALLERY_ROWS_OPTIONS, IndexBuildConfig
-from oml_core.config.validate import validate_config
+from oml_core.config.typed import validate_config
 from oml_core.datasets.mock import generate_mock_dataset, get_mock_dataset_root
 from oml_core.index import GalleryIndex, GalleryItem
 from oml_core.index.build import INDEX_BUILD, build_gallery_index

@@ -25,7 +25,7 @@ from oml_core.config.schemas import (
     optional_defaults,
     required_keys,
 )
-from oml_core.config.validate import check_component_arguments, validate_config
+from oml_core.config.typed import check_component_arguments, validate_config
 from oml_core.lightning.pipelines import extractor_training_pipeline, extractor_validation_pipeline
 from oml_core.registry import ConfigError, Registry
 

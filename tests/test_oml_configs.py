@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from oml_core.cli import main
-from oml_core.config.validate import validate_config
+from oml_core.config.typed import validate_config
 from oml_core.datasets.mock import get_mock_dataset_root
 from oml_core.registry import ConfigError
 

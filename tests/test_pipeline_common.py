@@ -60,7 +60,7 @@ def test_unknown_component_names_fail_before_anything_is_built():
     from omegaconf import OmegaConf
 
     from oml_core.config.compose import OML_CONFIGS_DIR
-    from oml_core.config.validate import check_component_arguments, validate_config
+    from oml_core.config.typed import check_component_arguments, validate_config
 
     cfg = OmegaConf.to_container(OmegaConf.load(OML_CONFIGS_DIR / "extractor_training_pipeline.yaml"))
     registry = Registry()

@@ -16,7 +16,7 @@ from oml_core import hookimpl
 from oml_core.cli import main
 from oml_core.config.compose import compose_config
 from oml_core.config.schemas import PostprocessorValidationConfig
-from oml_core.config.validate import validate_config
+from oml_core.config.typed import validate_config
 from oml_core.datasets import ImageQueryGalleryLabeledDataset
 from oml_core.datasets.dataframe_format import read_dataframe
 from oml_core.datasets.mock import get_mock_dataset_root

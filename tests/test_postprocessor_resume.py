@@ -12,7 +12,7 @@ from omegaconf import OmegaConf
 
 from oml_core.config.compose import compose_config
 from oml_core.config.schemas import PostprocessorTrainingConfig
-from oml_core.config.validate import validate_config
+from oml_core.config.typed import validate_config
 from oml_core.lightning.callbacks.run_record import plain
 from oml_core.lightning.pipelines.train_postprocessor import postprocessor_training_pipeline
 from oml_core.registry import ConfigError, Registry

@@ -20,7 +20,7 @@ from torch import Tensor, nn
 
 from oml_core import hookimpl
 from oml_core.cli import main
-from oml_core.config.validate import validate_config
+from oml_core.config.typed import validate_config
 from oml_core.datasets.image_data import resolve_dataset_root
 from oml_core.datasets.mock import get_mock_dataset_root
 from oml_core.lightning.callbacks.run_record import make_run_record

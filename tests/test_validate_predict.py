@@ -18,7 +18,7 @@ from PIL import Image
 from oml_core import hookimpl
 from oml_core.cli import compose_config
 from oml_core.config.schemas import ExtractorPredictionConfig, ExtractorValidationConfig
-from oml_core.config.validate import validate_config
+from oml_core.config.typed import validate_config
 from oml_core.datasets import pil_to_tensor
 from oml_core.datasets.mock import get_mock_dataset_root
 from oml_core.interfaces.knn import IKnnIndex, KnnSearchResult

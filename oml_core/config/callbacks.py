@@ -31,7 +31,7 @@ def plugin_callback_specs(
     Args:
         registry: Where the callbacks are registered.
         callbacks: The config's ``callbacks`` (checked specs: their names and arguments are
-            :func:`~oml_core.config.validate.check_component_arguments`'s business).
+            :func:`~oml_core.config.typed.check_component_arguments`'s business).
         disabled: The config's ``callbacks_disabled``: names (an alias, or ``plugin:name``) of every-run
             callbacks that the run does not add.
 

@@ -4,7 +4,7 @@ top-level key. A required key has no default (``MISSING``), an optional key the 
 field carries its :class:`~oml_core.config.rules.Rule` and the one text that documents the key.
 
 A run's config enters once: the pipeline converts its argument (a dict, a ``DictConfig`` or the schema's object
-itself) with :func:`~oml_core.config.validate.validate_config` at its door and from there reads only the typed
+itself) with :func:`~oml_core.config.typed.validate_config` at its door and from there reads only the typed
 config (``config.bs_val``).
 """
 
@@ -245,7 +245,7 @@ class ConfigSchema:
 
     def check_components(self, registry: Registry) -> None:
         """Raise a ``RegistryError`` when components that are right one by one do not go together in ``registry``
-        (none here); :func:`~oml_core.config.validate.check_component_arguments` calls it after checking each."""
+        (none here); :func:`~oml_core.config.typed.check_component_arguments` calls it after checking each."""
 
     def as_mapping(self) -> dict[str, Any]:
         """Every key of the config and its checked value (the values themselves, not copies)."""

@@ -13,7 +13,7 @@ from typing import Any, cast
 from oml_core.config.components import spec_of
 from oml_core.config.data import DEFAULT_DATASET
 from oml_core.config.schemas import IndexBuildConfig
-from oml_core.config.validate import check_component_arguments, validate_config
+from oml_core.config.typed import check_component_arguments, validate_config
 from oml_core.engine import one_device
 from oml_core.index.calibration import CalibrationError
 from oml_core.index.embeddings_io import add_embeddings_file, write_index_embeddings
@@ -59,7 +59,7 @@ def build_gallery_index(
     """Build the gallery index of ``cfg`` and save it to its new ``index_dir``.
 
     The config (a dict, a ``DictConfig`` or its schema's object, ``IndexBuildConfig``) enters once, at the door: checked
-    and converted into its typed config (:func:`~oml_core.config.validate.validate_config`), which is
+    and converted into its typed config (:func:`~oml_core.config.typed.validate_config`), which is
     all that is read after; then ``calibration`` and its components' arguments are checked.
 
     Each key of the config is documented on its field of :class:`~oml_core.config.schemas.IndexBuildConfig` (all of

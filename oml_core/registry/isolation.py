@@ -4,7 +4,7 @@ The calling process imports no plugin. It settles the entry-point names from the
 (:func:`~oml_core.registry.manager.discover_plugins`, which reports the refused claimants), then runs one child
 process per plugin, at most ``jobs`` at a time (forked from multiprocessing's fork server, which has imported
 oml_core and torch but no plugin: :func:`child_context`). A child imports the plugin, registers it beside the
-core's built-ins, calls its hooks, imports each of its components (:func:`~oml_core.registry.report.plugin_row`)
+core's built-ins, calls its hooks, imports each of its components (:func:`~oml_core.registry.plugin_rows.plugin_row`)
 and writes its report row as json. The child records each step as it begins (the
 :data:`~oml_core.registry.manager.LOADING_LOGGER` lines, ``<plugin>\\t<step>``, in a file), so that a child that
 fails says where:
@@ -54,8 +54,8 @@ from oml_core.registry.manager import (
     report_plugin_failure,
     slow_seconds_from_env,
 )
+from oml_core.registry.plugin_rows import failed_row, plugin_row
 from oml_core.registry.registry import Registry
-from oml_core.registry.report import failed_row, plugin_row
 
 #: The time limit of one step of loading a plugin (its import, one hook, one component's import), in seconds.
 DEFAULT_TIMEOUT = 60.0
@@ -100,7 +100,7 @@ def check_plugins(
     timeout: float = DEFAULT_TIMEOUT,
     jobs: int | None = None,
 ) -> list[dict[str, Any]]:
-    """The checked report rows (:func:`~oml_core.registry.report.plugins_report` with ``check``) of every plugin
+    """The checked report rows (:func:`~oml_core.registry.plugin_rows.plugins_report` with ``check``) of every plugin
     that ``allow`` admits (and of the built-ins with ``include_builtins``), each plugin loaded in its own child
     process (see the module's docstring), ``jobs`` (default: :func:`default_jobs`) at a time.
 

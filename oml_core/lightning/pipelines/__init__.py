@@ -1,6 +1,6 @@
 """Config-driven pipelines, run with PyTorch Lightning: functions of their typed config (the schemas of
 :mod:`~oml_core.config.schemas`), into which a dict or ``DictConfig`` is converted once, at the
-door (:func:`~oml_core.config.validate.validate_config`).
+door (:func:`~oml_core.config.typed.validate_config`).
 
 The pipelines are exported lazily (PEP 562): importing :mod:`oml_core.lightning.pipelines.shared` (the config
 schema the command line checks a config against before anything runs) imports no pipeline, hence no Lightning.

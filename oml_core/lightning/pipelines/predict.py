@@ -18,7 +18,7 @@ from torch.utils.data import DataLoader
 from oml_core.config.components import build_component, spec_of
 from oml_core.config.data import build_dataset_component, check_datasets, dataset_of
 from oml_core.config.schemas import ExtractorPredictionConfig
-from oml_core.config.validate import check_component_arguments, validate_config
+from oml_core.config.typed import check_component_arguments, validate_config
 from oml_core.engine import (
     is_ddp_child_process,
     is_ddp_engine,
@@ -76,7 +76,7 @@ def extractor_prediction_pipeline(
     """Save the features extracted by a feature extractor from every image of a folder or of a dataframe.
 
     The config (a dict, a ``DictConfig`` or its schema's object) enters once, at the door: checked and converted
-    into the pipeline's typed config (:func:`~oml_core.config.validate.validate_config`), which is all the pipeline
+    into the pipeline's typed config (:func:`~oml_core.config.typed.validate_config`), which is all the pipeline
     reads after. Its keys are OML's; each is documented on its field of
     :class:`~oml_core.config.schemas.ExtractorPredictionConfig` (all of them: ``docs/config.md``, ``oml predict
     --help``). Components are ``{name, args}`` specs built by ``registry`` (the default registry when None).

@@ -15,7 +15,7 @@ from torch.utils.data import DataLoader
 from oml_core.config.components import build_component
 from oml_core.config.data import build_dataset_component, check_datasets, dataset_of
 from oml_core.config.schemas import ExtractorTrainingConfig
-from oml_core.config.validate import check_component_arguments, validate_config
+from oml_core.config.typed import check_component_arguments, validate_config
 from oml_core.engine import (
     CHECKPOINTS_FOLDER,
     FIGURES_FOLDER,
@@ -120,7 +120,7 @@ def extractor_training_pipeline(
     """Train and validate a feature extractor which represents images as feature vectors.
 
     The config (a dict, a ``DictConfig`` or its schema's object) enters once, at the door: checked and converted
-    into the pipeline's typed config (:func:`~oml_core.config.validate.validate_config`), which is all the pipeline
+    into the pipeline's typed config (:func:`~oml_core.config.typed.validate_config`), which is all the pipeline
     reads after. Its keys are OML's; each is documented on its field of
     :class:`~oml_core.config.schemas.ExtractorTrainingConfig` (all of them: ``docs/config.md``, ``oml train
     --help``). Components are ``{name, args}`` specs built by ``registry`` (the default registry when None). The

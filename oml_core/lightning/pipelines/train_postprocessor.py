@@ -16,7 +16,7 @@ from oml_core.config.components import build_component
 from oml_core.config.data import build_dataset_component, dataset_of
 from oml_core.config.rules import ComponentSpec, component
 from oml_core.config.schemas import PostprocessorTrainingConfig
-from oml_core.config.validate import check_component_arguments, validate_config
+from oml_core.config.typed import check_component_arguments, validate_config
 from oml_core.datasets.extended import ExtendedLabeledDataset
 from oml_core.engine import (
     CHECKPOINTS_FOLDER,
@@ -103,7 +103,7 @@ def postprocessor_training_pipeline(
     setup (OML's STIR recipe).
 
     The config (a dict, a ``DictConfig`` or its schema's object) enters once, at the door: checked and converted
-    into the pipeline's typed config (:func:`~oml_core.config.validate.validate_config`), which is all the pipeline
+    into the pipeline's typed config (:func:`~oml_core.config.typed.validate_config`), which is all the pipeline
     reads after. Its keys are OML's; each is documented on its field of
     :class:`~oml_core.config.schemas.PostprocessorTrainingConfig` (all of them: ``docs/config.md``, ``oml
     train-postprocessor --help``). Components are ``{name, args}`` specs built by ``registry`` (the default registry

@@ -14,7 +14,7 @@ from torch.utils.data import DataLoader
 from oml_core.config.components import build_component
 from oml_core.config.data import build_dataset_component, check_datasets, dataset_of
 from oml_core.config.schemas import ExtractorValidationConfig
-from oml_core.config.validate import check_component_arguments, validate_config
+from oml_core.config.typed import check_component_arguments, validate_config
 from oml_core.engine import (
     FIGURES_FOLDER,
     is_ddp_child_process,
@@ -63,7 +63,7 @@ def extractor_validation_pipeline(
     """Validate a feature extractor which represents images as feature vectors.
 
     The config (a dict, a ``DictConfig`` or its schema's object) enters once, at the door: checked and converted
-    into the pipeline's typed config (:func:`~oml_core.config.validate.validate_config`), which is all the pipeline
+    into the pipeline's typed config (:func:`~oml_core.config.typed.validate_config`), which is all the pipeline
     reads after. Its keys are OML's; each is documented on its field of
     :class:`~oml_core.config.schemas.ExtractorValidationConfig` (all of them: ``docs/config.md``, ``oml validate
     --help``). Components are ``{name, args}`` specs built by ``registry`` (the default registry when None).

@@ -15,7 +15,7 @@ from oml_core.config.components import build_component
 from oml_core.config.data import build_dataset_component, check_datasets, dataset_of
 from oml_core.config.rules import ComponentSpec
 from oml_core.config.schemas import PostprocessorValidationConfig
-from oml_core.config.validate import check_component_arguments, validate_config
+from oml_core.config.typed import check_component_arguments, validate_config
 from oml_core.engine import FIGURES_FOLDER, make_run_dir
 from oml_core.lightning.callbacks.metric import MetricValCallback, save_figures
 from oml_core.lightning.callbacks.run_record import plain
@@ -72,7 +72,7 @@ def postprocessor_validation_pipeline(
     extractor's embeddings, then those of the results re-ranked by the post-processor.
 
     The config (a dict, a ``DictConfig`` or its schema's object) enters once, at the door: checked and converted
-    into the pipeline's typed config (:func:`~oml_core.config.validate.validate_config`), which is all the pipeline
+    into the pipeline's typed config (:func:`~oml_core.config.typed.validate_config`), which is all the pipeline
     reads after. Its keys are OML's; each is documented on its field of
     :class:`~oml_core.config.schemas.PostprocessorValidationConfig` (all of them: ``docs/config.md``, ``oml
     validate-postprocessor --help``). Components are ``{name, args}`` specs built by ``registry`` (the default
