@@ -36,6 +36,7 @@ from typing import Any
 
 from oml_core.export.errors import ExportError
 from oml_core.utils.atomic import atomic_write_bytes
+from oml_core.utils.documents import checked_header
 
 MODEL_FILE = "model.onnx"
 MANIFEST_FILE = "export.json"
@@ -148,13 +149,9 @@ def read_export_manifest(folder: str | Path) -> ExportManifest:
         raise ExportError(f"{path}: no such file; {folder} is not an ONNX export of oml export") from e
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
         raise ExportError(f"{path}: not a readable export manifest ({type(e).__name__}: {e})") from e
-    if not isinstance(data, dict) or data.get("format") != EXPORT_FORMAT:
-        found = data.get("format") if isinstance(data, dict) else type(data).__name__
-        raise ExportError(f"{path}: not the manifest of an oml export (format {found!r})")
-    if data.get("version") != EXPORT_VERSION:
-        raise ExportError(
-            f"{path}: an export of version {data.get('version')!r}; this oml reads version {EXPORT_VERSION}"
-        )
+    data = checked_header(
+        data, path, EXPORT_FORMAT, EXPORT_VERSION, "the manifest of an oml export", "an export", ExportError
+    )
     inputs = _inputs(data.get("inputs"), path)
     feat_dim = data.get("feat_dim")
     if not isinstance(feat_dim, int) or isinstance(feat_dim, bool) or feat_dim < 1:

@@ -22,6 +22,7 @@ from oml_core.io.embeddings_data import (
 )
 from oml_core.io.provenance import EmbeddingsProvenance
 from oml_core.utils.atomic import temporary_path_for
+from oml_core.utils.documents import checked_header
 
 #: What is appended to the name of the file to name its sidecar.
 SIDECAR_SUFFIX = ".meta.json"
@@ -129,13 +130,15 @@ def read_sidecar(path: Path, data_file: Path) -> Sidecar:
         data: Any = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
         raise EmbeddingsFileError(f"{path}: not a readable sidecar ({type(e).__name__}: {e})") from e
-    if not isinstance(data, dict) or data.get("format") != EMBEDDINGS_FORMAT:
-        found = data.get("format") if isinstance(data, dict) else type(data).__name__
-        raise EmbeddingsFileError(f"{path}: not a sidecar of oml embeddings (format {found!r})")
-    if data.get("version") != EMBEDDINGS_VERSION:
-        raise EmbeddingsFileError(
-            f"{path}: a sidecar of version {data.get('version')!r}; this oml reads version {EMBEDDINGS_VERSION}"
-        )
+    data = checked_header(
+        data,
+        path,
+        EMBEDDINGS_FORMAT,
+        EMBEDDINGS_VERSION,
+        "a sidecar of oml embeddings",
+        "a sidecar",
+        EmbeddingsFileError,
+    )
     n, dim = data.get("n_items"), data.get("dim")
     if not isinstance(n, int) or n < 0 or not isinstance(dim, int) or dim < 0:
         raise EmbeddingsFileError(f"{path}: n_items and dim must be integers >= 0, got {n!r} and {dim!r}")
