@@ -1,5 +1,5 @@
 """Gallery items grouped by an integer key without a ``Q x G`` comparison: the items a query ignores (its own
-item, its sequence: equal ignore keys) and its ground truth (equal labels)."""
+item, its sequence: equal ignore keys), their number (:func:`group_sizes`) and its ground truth (equal labels)."""
 
 from __future__ import annotations
 
