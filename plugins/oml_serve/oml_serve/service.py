@@ -1,6 +1,6 @@
 """The index behind ``oml serve``: loaded once, its queries embedded by a :class:`~oml_serve.batcher.MicroBatcher`
 (the items of concurrent requests in one forward pass), its searches answered as ``oml search --format json``
-answers them (:func:`~oml_core.index.answers.search_answer`), its items and their files looked up by id, and its
+answers them (:func:`~oml_core.reports.search.search_answer`), its items and their files looked up by id, and its
 changes (an item put or removed by id) written to its folder before they are acknowledged.
 
 Every search and change holds the service's lock: a search first takes what another process committed to the
@@ -21,10 +21,10 @@ from typing import Any, TypeVar
 from torch import Tensor, nn
 
 from oml_core.index import GalleryIndex
-from oml_core.index.answers import search_answer
 from oml_core.index.gallery import SearchHit
 from oml_core.index.items import ItemInput
 from oml_core.interfaces.datasets import IBaseDataset, IDatasetComponent
+from oml_core.reports.search import search_answer
 from oml_serve.batcher import MicroBatcher
 from oml_serve.queries import Query, RequestError
 from oml_serve.settings import ServeSettings
@@ -139,7 +139,7 @@ class ServedIndex:
         embedding = await self.embed(query)
         async with self.lock:
             hits, threshold, stale = await asyncio.to_thread(self._search, embedding, top_k)
-        return search_answer(self.name, threshold, [query.name], hits, calibration_stale=stale)
+        return search_answer(self.name, threshold, [query.name], hits, calibration_stale=stale).as_data()
 
     def _search(self, embedding: Tensor, top_k: int) -> tuple[list[list[SearchHit]], float | None, bool]:
         """The hits of ``embedding`` after taking another process's commit, with the threshold and whether it is
