@@ -32,6 +32,7 @@ from oml_core.utils.digest import (
     DigestStatus,
     SealingWriter,
     is_verified_checkpoint,
+    sealed_digest,
     verify_checkpoint,
 )
 
@@ -140,6 +141,22 @@ def test_the_digest_is_the_zip_comment_and_plain_torch_load_reads_the_file(last_
     assert verify_checkpoint(last_ckpt) is DigestStatus.VERIFIED and is_verified_checkpoint(last_ckpt)
     assert check_resume_checkpoint(last_ckpt) is DigestStatus.VERIFIED
     assert torch.equal(read_state_dict(last_ckpt)["model.w"], expected["state_dict"]["model.w"])
+
+
+def test_the_sealed_digest_is_read_from_the_record_without_hashing(tmp_path: Path) -> None:
+    sealed, foreign, tiny = tmp_path / "sealed.pt", tmp_path / "foreign.pt", tmp_path / "tiny"
+    atomic_torch_save({"x": torch.arange(10)}, sealed)
+    data = sealed.read_bytes()
+    assert sealed_digest(sealed) == hashlib.sha256(data[:-DIGEST_RECORD_SIZE]).hexdigest()
+    torch.save({"x": torch.arange(10)}, foreign)
+    tiny.write_bytes(b"PK")
+    assert sealed_digest(foreign) is None and sealed_digest(tiny) is None
+    damaged = bytearray(data)
+    damaged[len(data) // 2] ^= 0xFF  # the body changed, the record kept: verify_checkpoint's to tell
+    sealed.write_bytes(bytes(damaged))
+    assert sealed_digest(sealed) == hashlib.sha256(data[:-DIGEST_RECORD_SIZE]).hexdigest()
+    with pytest.raises(CorruptCheckpointError):
+        verify_checkpoint(sealed)
 
 
 def test_a_foreign_checkpoint_loads_as_before_and_is_never_called_verified(tmp_path: Path) -> None:

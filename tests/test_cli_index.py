@@ -555,6 +555,22 @@ def test_weights_tampered_with_in_the_index_are_one_line_and_no_hits(checkpoint_
     ]
 
 
+def test_embeddings_and_backend_of_another_index_are_one_line_and_no_hits(checkpoint_index, world, capsys):
+    """The issue's case: another index of the same items (another model), its embeddings and backend copied in."""
+    generation = checkpoint_index.folder / "gen-1"
+    shutil.copyfile(world.index / "gen-1" / "embeddings.pt", generation / "embeddings.pt")
+    shutil.rmtree(generation / "backend")
+    shutil.copytree(world.index / "gen-1" / "backend", generation / "backend")
+    status = main(["search", str(checkpoint_index.folder), *checkpoint_index.queries])
+    captured = capsys.readouterr()
+    assert status == 2 and captured.out == ""
+    assert captured.err.splitlines() == [
+        f"oml search: error: {generation / 'backend' / 'exact_index.pt'}, {generation / 'embeddings.pt'}: not this "
+        f"index's (their digests differ from {checkpoint_index.folder / 'index.json'}'s manifest); rebuild the index "
+        f"(oml index build)"
+    ]
+
+
 def test_an_index_of_version_1_is_one_line_asking_to_rebuild(checkpoint_index, capsys):
     edit_index_json(checkpoint_index.folder, lambda d: d.update(version=1))
     one_error_line(

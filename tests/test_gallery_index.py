@@ -23,6 +23,7 @@ from oml_core import hookimpl
 from oml_core.datasets import ImageQueryGalleryLabeledDataset
 from oml_core.index import CalibrationError, GalleryIndex, GalleryIndexError, calibrate_rr
 from oml_core.index.integrity import first_difference, rebuilt_spec
+from oml_core.index.manifest import file_digest
 from oml_core.index.queries import collect_queries
 from oml_core.interfaces.datasets import IDatasetComponent, ILabeledDataset
 from oml_core.interfaces.knn import IKnnIndex, KnnSearchResult
@@ -582,10 +583,11 @@ def test_an_index_saved_before_its_dataset_component_was_recorded_is_an_index_of
     registry, saved_with_weights, query
 ):
     """What oml wrote before the dataset kind: no ``dataset`` and ``data`` in index.json's config, no
-    ``probe_query`` and ``probe_input`` in embeddings.pt (its probe is ``probe.png``)."""
+    ``probe_query`` and ``probe_input`` in embeddings.pt (its probe is ``probe.png``), in version 3 (no manifest)."""
     expected = GalleryIndex.load(saved_with_weights, registry=registry).search([query], top_k=3)
     _edit_json(
-        saved_with_weights / "index.json", lambda d: (d["config"].pop("dataset"), d["config"].pop("data"))
+        saved_with_weights / "index.json",
+        lambda d: (d["config"].pop("dataset"), d["config"].pop("data"), as_version_3(d)),
     )
     stored = torch.load(saved_with_weights / "gen-1" / "embeddings.pt", weights_only=True)
     assert stored["probe_query"] == "probe.png" and stored["probe_input"] is None
@@ -596,6 +598,20 @@ def test_an_index_saved_before_its_dataset_component_was_recorded_is_an_index_of
     assert loaded.search([query], top_k=3) == expected
     with pytest.raises(GalleryIndexError, match="probe.png: the index's extractor and transforms embed it"):
         GalleryIndex.load(saved_with_weights, registry=registry, extractor=MeanColour(4)).search([query])
+
+
+def as_version_3(meta: dict) -> None:
+    """``index.json``'s content ``meta`` as version 3 wrote it: without the manifest."""
+    meta.update(version=3)
+    meta.pop("manifest")
+
+
+def record_in_manifest(folder: Path, name: str) -> None:
+    """Record the digest of the file ``name`` of the index ``folder`` as it is now in its manifest: as if the index
+    had been written with it."""
+    _edit_json(
+        folder / "index.json", lambda d: d["manifest"]["files"].update({name: file_digest(folder / name)})
+    )
 
 
 def flip_a_byte(path: Path, position: int) -> None:
@@ -755,7 +771,7 @@ def test_an_index_of_version_1_is_refused_with_rebuild(registry, saved_with_weig
         GalleryIndex.load(saved_with_weights, registry=registry)
     assert str(raised.value) == (
         f"{saved_with_weights / 'index.json'}: an index of version 1, which keeps only the path of its weights, so "
-        f"its model cannot be checked; this oml reads versions 2 and 3: rebuild the index (oml index build)"
+        f"its model cannot be checked; this oml reads versions 2 to 4: rebuild the index (oml index build)"
     )
 
 
@@ -954,6 +970,7 @@ def test_bad_dataset_arguments_of_an_index(tmp_path, registry):
 def test_a_bad_probe_record_is_one_line_naming_the_file(tmp_path, saved_with_weights, registry):
     stored = torch.load(saved_with_weights / "gen-1" / "embeddings.pt", weights_only=True)
     torch.save({**stored, "probe_query": "../probe.png"}, saved_with_weights / "gen-1" / "embeddings.pt")
+    record_in_manifest(saved_with_weights, "gen-1/embeddings.pt")  # as written so, not swapped
     with pytest.raises(GalleryIndexError) as raised:
         GalleryIndex.load(saved_with_weights, registry=registry)
     assert str(raised.value) == (

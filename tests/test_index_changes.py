@@ -394,7 +394,7 @@ def test_a_changed_or_missing_segment_is_refused_naming_it(tmp_path):
 
 def as_version_2(folder: Path) -> None:
     """Turn a saved index (of generation 1) into what version 2 wrote: the generation's files at the top,
-    ``n_items`` and ``dim`` in ``index.json``, no ``keys`` in ``items.json``."""
+    ``n_items`` and ``dim`` in ``index.json``, no ``keys`` in ``items.json``, no manifest nor uid."""
     generation = folder / "gen-1"
     info = json.loads((generation / "generation.json").read_text())
     for path in generation.iterdir():
@@ -402,11 +402,11 @@ def as_version_2(folder: Path) -> None:
             shutil.move(path, folder / path.name)
     shutil.rmtree(generation)
     meta = json.loads((folder / "index.json").read_text())
-    del meta["generation"]
+    del meta["generation"], meta["manifest"]
     meta.update(version=2, n_items=info["n_items"], dim=info["dim"])
     (folder / "index.json").write_text(json.dumps(meta))
     items = json.loads((folder / "items.json").read_text())
-    del items["keys"]
+    del items["keys"], items["uid"]
     (folder / "items.json").write_text(json.dumps(items))
 
 
@@ -425,9 +425,17 @@ def test_an_index_of_the_previous_format_loads_and_its_first_commit_converts_it(
 
     reader = GalleryIndex.load(folder)
     old.remove(12)
-    assert old.commit() == 1  # converted: gen-1, index.json of version 3; the old files kept one commit more
+    assert old.commit() == 1  # converted: gen-1, index.json of version 4; the old files kept one commit more
     meta = json.loads((folder / "index.json").read_text())
-    assert meta["version"] == 3 and meta["generation"] == 1 and "n_items" not in meta
+    assert meta["version"] == 4 and meta["generation"] == 1 and "n_items" not in meta
+    assert sorted(meta["manifest"]["files"]) == [
+        "gen-1/backend/exact_index.pt",
+        "gen-1/calibration.json",
+        "gen-1/calibration.png",
+        "gen-1/embeddings.pt",
+        "gen-1/generation.json",
+        "gen-1/items.json",
+    ]
     assert {"items.json", "embeddings.pt", "backend", "gen-1"} <= {p.name for p in folder.iterdir()}
     assert (folder / "gen-1" / "calibration.png").samefile(
         folder / "calibration.png"

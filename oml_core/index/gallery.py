@@ -67,6 +67,7 @@ from oml_core.index.generations import (
     current_generation,
     generation_folder,
     generation_info,
+    generation_names,
     pointer,
     read_layout,
     remove_generations,
@@ -75,6 +76,15 @@ from oml_core.index.generations import (
 )
 from oml_core.index.integrity import check_model, check_probe, model_json, rebuilt_spec
 from oml_core.index.items import ItemInput, OneInput, Probe, SomeItems, is_item_input, size_of
+from oml_core.index.manifest import (
+    MANIFEST_KEY,
+    UID_KEY,
+    Manifest,
+    check_files,
+    check_uid,
+    content_uid,
+    manifest_of,
+)
 from oml_core.index.segments import LoggedChange, log_items, read_segment, write_segment
 from oml_core.index.storage import (
     BACKEND_FOLDER,
@@ -907,8 +917,9 @@ class GalleryIndex:
         removed only: what it writes does not grow with the gallery), or as a whole generation (items,
         embeddings, backend, calibration) when the log would grow past :attr:`compact_fraction` of the base's
         items or :attr:`max_segments` segments, when they recalibrate, and at the first commit of a folder of
-        version 2 (converted even without changes); after a whole generation, the generations but the previous
-        base are removed.
+        version 2 or 3 (converted even without changes, so that it gains its manifest:
+        :mod:`oml_core.index.manifest`); after a whole generation, the generations but the previous base are
+        removed.
 
         Args:
             timeout: Seconds to wait for another writer's lock.
@@ -923,7 +934,7 @@ class GalleryIndex:
         folder = self._bound_folder()
         with writer_lock(folder, timeout):
             self.refresh()
-            if not self._changes and self._generation > 0:
+            if not self._changes and self._generation > 0 and MANIFEST_KEY in self._meta:
                 return self._generation
             generation = self._generation + 1
             if self._compacts():
@@ -936,6 +947,8 @@ class GalleryIndex:
     def _compacts(self) -> bool:
         """Whether :meth:`commit` writes its changes as a whole generation (see there) rather than a segment."""
         if self._generation == 0 or any(isinstance(change, Recalibration) for change in self._changes):
+            return True
+        if MANIFEST_KEY not in self._meta:  # a folder of version 3: its base's files have no manifest yet
             return True
         if len(self._segments) + 1 > self.max_segments:
             return True
@@ -956,20 +969,23 @@ class GalleryIndex:
 
     def _write_whole(self, folder: Path, generation: int) -> None:
         """Write the index as the whole generation ``generation`` (a new base without a log), then the pointer
-        that names it; then remove the generations but the previous base."""
+        that names it with the manifest of its files and of the probe query; then remove the generations but the
+        previous base."""
         data = generation_folder(folder, generation)
         if data.exists():
             shutil.rmtree(data)  # left by a commit that was killed before it switched
         data.mkdir()
         recalibrated = any(isinstance(change, Recalibration) for change in self._changes)
         plot = None if recalibrated else generation_folder(folder, self._base) / CALIBRATION_PLOT
+        stored = self._stored_template()
         try:
-            self._write_generation(data, generation, self._stored_template(), plot)
+            uid = self._write_generation(data, generation, stored, plot)
             fsync_directory(folder)
+            manifest = self._manifest(folder, generation, stored, uid)
         except BaseException:
             shutil.rmtree(data, ignore_errors=True)  # the folder is as before: index.json names the last one
             raise
-        meta = pointer(self._meta, generation, generation, ())
+        meta = pointer({**self._meta, MANIFEST_KEY: manifest.to_dict()}, generation, generation, ())
         write_json(folder / INDEX_FILE, meta)
         previous = self._base
         self._generation, self._base, self._base_items = generation, generation, len(self)
@@ -1279,7 +1295,7 @@ class GalleryIndex:
         any extractor a probe and its embedding are kept (the dataset component's probe query, e.g. the picture
         ``probe.png``; for a component without one, the input of the first gallery item), as is the model JSON
         of what defines the embeddings. A loaded index is checked against its probe before it is saved again
-        (and keeps it).
+        (and keeps it). ``index.json`` holds the manifest of the files (:mod:`oml_core.index.manifest`).
 
         Everything is written into a temporary folder beside it, which is renamed to ``folder`` when complete:
         ``folder`` appears whole or not at all.
@@ -1318,7 +1334,7 @@ class GalleryIndex:
                     )
             data = generation_folder(temporary, 1)
             data.mkdir()
-            self._write_generation(data, 1, stored)
+            uid = self._write_generation(data, 1, stored)
             write_json(
                 temporary / INDEX_FILE,
                 {
@@ -1328,25 +1344,35 @@ class GalleryIndex:
                     "config": self.config,
                     "weights_sha256": weights_sha256,
                     "generation": 1,
+                    MANIFEST_KEY: self._manifest(temporary, 1, stored, uid).to_dict(),
                 },
             )
         return folder
 
     def _write_generation(
         self, data: Path, generation: int, stored: StoredEmbeddings, plot: Path | None = None
-    ) -> None:
+    ) -> str:
         """Write the items, embeddings (with what ``stored`` holds beside them), backend and calibration of
         the index as ``generation`` into the new folder ``data``, each file fsync-ed, then the folder. ``plot``:
         the calibration's curve as a previous generation drew it, linked rather than drawn again (a copy where
-        the file system has no hard links; drawn when it does not exist)."""
+        the file system has no hard links; drawn when it does not exist).
+
+        Returns:
+            The uid of the generation's data (:func:`~oml_core.index.manifest.content_uid`), which its items and
+            embeddings files carry.
+        """
         from oml_core.index.plot import plot_calibration
 
         embeddings = self.embeddings
-        write_json(
-            data / ITEMS_FILE,
-            {"ids": self._ids, "paths": self._paths, "labels": self._labels, "keys": self._keys.tolist()},
-        )
-        write_embeddings(data / EMBEDDINGS_FILE, replace(stored, embeddings=embeddings))
+        items: dict[str, Any] = {
+            "ids": self._ids,
+            "paths": self._paths,
+            "labels": self._labels,
+            "keys": self._keys.tolist(),
+        }
+        uid = content_uid(items, embeddings)
+        write_json(data / ITEMS_FILE, {**items, UID_KEY: uid})
+        write_embeddings(data / EMBEDDINGS_FILE, replace(stored, embeddings=embeddings, uid=uid))
         self._backend.save(data / BACKEND_FOLDER)
         if self.calibration is not None:
             write_json(data / CALIBRATION_FILE, self.calibration.to_dict())
@@ -1359,6 +1385,14 @@ class GalleryIndex:
         )
         write_json(data / GENERATION_FILE, info)
         fsync_directory(data)
+        return uid
+
+    @staticmethod
+    def _manifest(folder: Path, generation: int, stored: StoredEmbeddings, uid: str) -> Manifest:
+        """The manifest of the index ``folder`` whose base is ``generation`` (written with ``uid``): its files and
+        the probe query that ``stored`` names."""
+        probe = [stored.probe_query] if stored.probe is not None and stored.probe_query is not None else []
+        return manifest_of(folder, [*probe, *generation_names(generation)], uid)
 
     def _stored_template(self) -> StoredEmbeddings:
         """What a loaded index's ``embeddings.pt`` holds beside its embeddings (model JSON, probe)."""
@@ -1415,7 +1449,9 @@ class GalleryIndex:
         A load that fails because another process committed twice meanwhile (its generation removed) is made
         again on the new generation.
 
-        Checked (:mod:`oml_core.index.integrity`): at load, the model JSON of ``index.json``'s config against
+        Checked: at load, the files against the manifest of ``index.json`` (:mod:`oml_core.index.manifest`: a file
+        or a set of files of another index is named in one line), then (:mod:`oml_core.index.integrity`) the model
+        JSON of ``index.json``'s config against
         the one its embeddings were built with (an edited extractor, transforms, distance or dataset component is
         refused, naming the key); when the extractor is built, the sha256 of ``weights.pt``; before the first
         query is embedded, the embedding of the probe by the extractor and transforms in use.
@@ -1492,9 +1528,17 @@ class GalleryIndex:
         Raises:
             GalleryIndexError: a file missing, foreign, corrupt or inconsistent (named).
         """
-        data, n_items, meta = layout.data, layout.n_items, layout.meta
-        ids, paths, labels, keys = _read_items(data / ITEMS_FILE, n_items, with_keys=layout.generation > 0)
+        data, n_items, meta, manifest = layout.data, layout.n_items, layout.meta, layout.manifest
+        if manifest is not None:
+            check_files(layout.meta_path.parent, manifest, generation_names(layout.base), layout.meta_path)
+        ids, paths, labels, keys, uid = _read_items(
+            data / ITEMS_FILE, n_items, with_keys=layout.generation > 0
+        )
         stored = read_embeddings(data / EMBEDDINGS_FILE, n_items, layout.dim)
+        if manifest is not None:
+            check_uid(
+                manifest, {data / ITEMS_FILE: uid, data / EMBEDDINGS_FILE: stored.uid}, layout.meta_path
+            )
         try:
             config = meta["config"]
             saved_model = model_json(
@@ -1590,8 +1634,9 @@ def _read_log(layout: Layout, after: int) -> list[LoggedChange]:
 
 def _read_items(
     path: Path, n_items: int, with_keys: bool
-) -> tuple[list[int], list[str | None], list[int | None], Tensor]:
-    """The ids, paths, labels and backend keys (version 2: the positions) of the ``items.json`` of ``path``.
+) -> tuple[list[int], list[str | None], list[int | None], Tensor, Any]:
+    """The ids, paths, labels, backend keys (version 2: the positions) and uid (None when absent: written before
+    the manifest) of the ``items.json`` of ``path``.
 
     Raises:
         GalleryIndexError: not ``n_items`` of each, ids not distinct integers, keys not increasing integers.
@@ -1606,7 +1651,8 @@ def _read_items(
             raise ValueError("ids must be distinct integers")
         if not all(_is_int(k) for k in keys) or any(a >= b for a, b in zip(keys, keys[1:])):
             raise ValueError("keys must be increasing integers")
-        return ids, paths, _labels(labels, n_items), torch.tensor(keys, dtype=torch.long)
+        uid = items.get(UID_KEY)
+        return ids, paths, _labels(labels, n_items), torch.tensor(keys, dtype=torch.long), uid
     except (KeyError, TypeError, ValueError) as e:
         raise GalleryIndexError(f"{path}: not valid gallery items ({type(e).__name__}: {e})") from e
 

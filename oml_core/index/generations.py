@@ -1,13 +1,13 @@
-"""The generations of a saved gallery index (format version 3): how an index changes in place, atomically, each
-commit costing what its changes cost.
+"""The generations of a saved gallery index (format version 4; 3 without the manifest): how an index changes in
+place, atomically, each commit costing what its changes cost.
 
 An index folder holds what never changes at its top and what changes in generation folders::
 
-    index.json        format tag, version 3, the config, the sha256 of weights.pt, and the pointer (written
+    index.json        format tag, version 4, the config, the sha256 of weights.pt, and the pointer (written
                       atomically: temporary file, fsync, os.replace, fsync of the folder): the number N of the
                       current generation, the base generation B whose folder holds the items, and the segments of
                       its log that make B + 1, ..., N, in order (each: its generation, its number of items, the
-                      sha256 of its file)
+                      sha256 of its file); and the manifest of B's files (:mod:`oml_core.index.manifest`)
     weights.pt        the extractor's weights, and the probe query (e.g. probe.png): as in version 2
     index.lock        the writers' lock (fcntl), made by the first change
     gen-B/            the base generation: generation.json (its number, n_items, dim, whether the calibration
@@ -31,8 +31,9 @@ same base takes new segments only.
 
 A version 2 folder (everything at the top, ``index.json`` with ``n_items`` and ``dim``) is read as generation 0;
 its first change writes ``gen-1/`` and turns it into version 3 (its top-level files of the generation are
-removed by the compaction after, like a previous generation). A version 3 ``index.json`` without ``base`` (written
-before the log) is its own base, without segments.
+removed by the compaction after, like a previous generation). A version 3 ``index.json`` (written before the
+manifest) is read as version 4 without a manifest, and its first change writes a whole generation with one; one
+without ``base`` (written before the log) is its own base, without segments.
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ from pathlib import Path
 from typing import Any
 
 from oml_core.index.errors import GalleryIndexError, IndexLockedError
+from oml_core.index.manifest import Manifest, read_manifest
 from oml_core.index.storage import (
     BACKEND_FOLDER,
     CALIBRATION_FILE,
@@ -63,6 +65,8 @@ from oml_core.index.storage import (
 
 #: The layout of version 2, read as generation 0.
 LEGACY_VERSION = 2
+#: The layout of version 3: version 4 without the manifest.
+UNBOUND_VERSION = 3
 #: A generation's own small file: its number, size, dimension, and the state of its calibration.
 GENERATION_FILE = "generation.json"
 #: Its format tag.
@@ -121,6 +125,7 @@ class Layout:
         calibration_args: The arguments the calibration was made with (None: unknown, or not calibrated).
         base: The base generation (``generation`` when the log is empty).
         segments: The segments that make ``base + 1, ..., generation``, in order.
+        manifest: The manifest of the index's files (None: an index of version 3 or 2, written before it).
     """
 
     meta: dict[str, Any]
@@ -133,6 +138,14 @@ class Layout:
     calibration_args: dict[str, Any] | None = None
     base: int = 0
     segments: tuple[Segment, ...] = ()
+    manifest: Manifest | None = None
+
+
+def generation_names(generation: int) -> list[str]:
+    """The paths, relative to the index's folder, of the files and folders of ``generation`` (those a version 2
+    index keeps at its top for generation 0), its :data:`GENERATION_FILE` first."""
+    prefix = "" if generation == 0 else f"gen-{generation}/"
+    return [f"{prefix}{name}" for name in (GENERATION_FILE, *GENERATION_FILES)]
 
 
 def current_generation(folder: Path) -> int | None:
@@ -149,7 +162,7 @@ def current_generation(folder: Path) -> int | None:
 
 
 def read_layout(folder: Path) -> Layout:
-    """The layout of the index ``folder``: its ``index.json`` (version 3 or 2) and its current generation.
+    """The layout of the index ``folder``: its ``index.json`` (version 4, 3 or 2) and its current generation.
 
     Raises:
         GalleryIndexError: no such folder, a foreign or corrupt ``index.json`` or ``generation.json``, another
@@ -166,7 +179,7 @@ def read_layout(folder: Path) -> Layout:
     if version == 1:
         raise GalleryIndexError(
             f"{meta_path}: an index of version 1, which keeps only the path of its weights, so its model cannot "
-            f"be checked; this oml reads versions {LEGACY_VERSION} and {INDEX_VERSION}: rebuild the index "
+            f"be checked; this oml reads versions {LEGACY_VERSION} to {INDEX_VERSION}: rebuild the index "
             f"(oml index build)"
         )
     if version == LEGACY_VERSION:
@@ -176,11 +189,12 @@ def read_layout(folder: Path) -> Layout:
             raise GalleryIndexError(
                 f"{meta_path}: not a valid gallery index ({type(e).__name__}: {e})"
             ) from e
-    if version != INDEX_VERSION:
+    if version not in (UNBOUND_VERSION, INDEX_VERSION):
         raise GalleryIndexError(
-            f"{meta_path}: an index of version {version!r}; this oml reads versions {LEGACY_VERSION} and "
+            f"{meta_path}: an index of version {version!r}; this oml reads versions {LEGACY_VERSION} to "
             f"{INDEX_VERSION}"
         )
+    manifest = read_manifest(meta, meta_path) if version == INDEX_VERSION else None
     generation = meta.get("generation")
     if not isinstance(generation, int) or isinstance(generation, bool) or generation < 1:
         raise GalleryIndexError(f"{meta_path}: its generation must be a positive integer, got {generation!r}")
@@ -197,7 +211,7 @@ def read_layout(folder: Path) -> Layout:
         n_items, dim = int(info["n_items"]), int(info["dim"])
     except (KeyError, TypeError, ValueError) as e:
         raise GalleryIndexError(f"{info_path}: not a valid generation ({type(e).__name__}: {e})") from e
-    return Layout(meta, meta_path, generation, data, n_items, dim, stale, args, base, segments)
+    return Layout(meta, meta_path, generation, data, n_items, dim, stale, args, base, segments, manifest)
 
 
 def _log_of(meta: dict[str, Any], meta_path: Path, generation: int) -> tuple[int, tuple[Segment, ...]]:
@@ -229,7 +243,8 @@ def pointer(
     meta: dict[str, Any], generation: int, base: int, segments: tuple[Segment, ...]
 ) -> dict[str, Any]:
     """The content of ``index.json`` that names ``generation``, made of the base generation ``base`` and the
-    ``segments`` of its log: ``meta`` (what never changes) with the pointer of version 3."""
+    ``segments`` of its log: ``meta`` (what never changes, the manifest of ``base`` among it) with the pointer of
+    version 4."""
     kept = {k: v for k, v in meta.items() if k not in ("n_items", "dim", "generation", "base", "segments")}
     return {
         **kept,
@@ -314,9 +329,11 @@ __all__ = [
     "SEGMENT_FILE",
     "Layout",
     "Segment",
+    "UNBOUND_VERSION",
     "current_generation",
     "generation_folder",
     "generation_info",
+    "generation_names",
     "pointer",
     "read_layout",
     "remove_generations",

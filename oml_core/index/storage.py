@@ -6,12 +6,15 @@ changes, see :mod:`oml_core.index.generations`; version 2 kept them at the top, 
 ``index.json``)::
 
     index.json        format tag, version, the config that built the index (its dataset component and data keys
-                      among it), the sha256 of weights.pt, the current generation, its base and log
+                      among it), the sha256 of weights.pt, the current generation, its base and log, and the
+                      manifest (version 4, :mod:`oml_core.index.manifest`): the uid of the base generation's data
+                      and the digest of every other file of the index, checked at load
     items.json        ids, paths (the items' names), labels and knn backend keys of the items, in the order of the
-                      embeddings
+                      embeddings, and the uid of the generation's data
     embeddings.pt     {format, version, embeddings [n, dim] float32, model: the canonical JSON of what defines
                       the embeddings, probe: the embedding [dim] of the probe, probe_query: the probe's file
-                      name, or probe_input: the probe's input tensor}: torch.load(weights_only=True)
+                      name, or probe_input: the probe's input tensor, uid: that of items.json}:
+                      torch.load(weights_only=True)
     weights.pt        {format, state_dict}: the extractor's weights as it embedded the gallery (only when the
                       index has an extractor spec)
     probe.png         the probe query that the dataset component wrote (images: a fixed picture), whose embedding
@@ -20,6 +23,10 @@ changes, see :mod:`oml_core.index.generations`; version 2 kept them at the top, 
     backend/          the knn backend's own save (IKnnIndex.save)
     calibration.json  the calibration (only when calibrated)
     calibration.png   its precision / recall curve (only when calibrated)
+
+A file, or a set of files, of another index (``embeddings.pt`` and ``backend/``, with or without ``weights.pt``
+and its digest) is refused at load in one line that names them: their digests differ from the manifest's, or,
+copied together with their digests, they carry another uid.
 """
 
 from __future__ import annotations
@@ -69,8 +76,8 @@ INDEX_FORMAT = "oml-gallery-index"
 EMBEDDINGS_FORMAT = "oml-gallery-embeddings"
 WEIGHTS_FORMAT = "oml-gallery-weights"
 #: The version of the layout this code writes (1: no weights.pt, probe.png nor model in embeddings.pt; 2: no
-#: generations, see :mod:`oml_core.index.generations`).
-INDEX_VERSION = 3
+#: generations, see :mod:`oml_core.index.generations`; 3: no manifest, see :mod:`oml_core.index.manifest`).
+INDEX_VERSION = 4
 
 
 @contextlib.contextmanager
@@ -134,6 +141,8 @@ class StoredEmbeddings:
         probe: ``[dim]`` embedding of the probe at build time (None: the index had no extractor).
         probe_query: The file name, in the index's folder, of the probe query (None: no probe, or a probe input).
         probe_input: The extractor's input of the probe, a gallery item's (None: no probe, or a probe query).
+        uid: The uid of the generation's data (:func:`oml_core.index.manifest.content_uid`; None: written before
+            the manifest, version 3 or 2).
     """
 
     embeddings: Tensor
@@ -141,6 +150,7 @@ class StoredEmbeddings:
     probe: Tensor | None = None
     probe_query: str | None = None
     probe_input: ItemInput | None = None
+    uid: str | None = None
 
 
 def write_embeddings(path: Path, stored: StoredEmbeddings) -> None:
@@ -154,16 +164,17 @@ def write_embeddings(path: Path, stored: StoredEmbeddings) -> None:
             "probe": stored.probe,
             "probe_query": stored.probe_query,
             "probe_input": stored.probe_input,
+            "uid": stored.uid,
         },
         path,
     )
 
 
 def read_embeddings(path: Path, n_items: int, dim: int) -> StoredEmbeddings:
-    """The embeddings of ``path``, checked to be ``[n_items, dim]`` finite floats, with the model JSON and the
-    probe they were saved with: its embedding (``[dim]`` finite floats (any length in an empty index), or None)
-    and either the file name of its query (a plain name; :data:`LEGACY_PROBE_FILE` in a file written before it was
-    recorded) or its input tensor.
+    """The embeddings of ``path``, checked to be ``[n_items, dim]`` finite floats, with the model JSON, the uid
+    (None when absent: an older version) and the probe they were saved with: its embedding (``[dim]`` finite
+    floats (any length in an empty index), or None) and either the file name of its query (a plain name;
+    :data:`LEGACY_PROBE_FILE` in a file written before it was recorded) or its input tensor.
 
     Raises:
         GalleryIndexError: no such file, not a torch file, another format, another shape, no model JSON, a probe
@@ -182,7 +193,7 @@ def read_embeddings(path: Path, n_items: int, dim: int) -> StoredEmbeddings:
         )
     if not bool(torch.isfinite(embeddings).all()):
         raise GalleryIndexError(f"{path}: the embeddings are not all finite")
-    model, probe = state.get("model"), state.get("probe")
+    model, probe, uid = state.get("model"), state.get("probe"), state.get("uid")
     if not isinstance(model, str):
         raise GalleryIndexError(f"{path}: holds no model JSON (what defined the embeddings)")
     if probe is not None and not (
@@ -193,8 +204,10 @@ def read_embeddings(path: Path, n_items: int, dim: int) -> StoredEmbeddings:
         and bool(torch.isfinite(probe).all())
     ):
         raise GalleryIndexError(f"{path}: its probe embedding is not a vector of {dim} finite floats")
+    if uid is not None and not isinstance(uid, str):
+        raise GalleryIndexError(f"{path}: its uid must be a string, got {type(uid).__name__}")
     if probe is None:
-        return StoredEmbeddings(embeddings.float(), model)
+        return StoredEmbeddings(embeddings.float(), model, uid=uid)
     query = state.get("probe_query") if "probe_query" in state else LEGACY_PROBE_FILE
     probe_input = state.get("probe_input")
     plain_name = isinstance(query, str) and query not in ("", ".", "..") and Path(query).name == query
@@ -202,7 +215,7 @@ def read_embeddings(path: Path, n_items: int, dim: int) -> StoredEmbeddings:
         raise GalleryIndexError(
             f"{path}: its probe needs either the file name of its query in the folder or its input tensor"
         )
-    return StoredEmbeddings(embeddings.float(), model, probe.float(), query, probe_input)
+    return StoredEmbeddings(embeddings.float(), model, probe.float(), query, probe_input, uid)
 
 
 def write_weights(path: Path, state_dict: Mapping[str, Tensor]) -> str:

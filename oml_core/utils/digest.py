@@ -195,6 +195,21 @@ def verify_checkpoint(path: str | os.PathLike[str]) -> DigestStatus:
     return DigestStatus.VERIFIED
 
 
+def sealed_digest(path: str | os.PathLike[str]) -> str | None:
+    """The sha256 that oml sealed the file ``path`` with (its digest record, see the module's docstring), read
+    from its last bytes without hashing the file; None when it carries no well-formed record. Whether its bytes
+    still have that digest is :func:`verify_checkpoint`'s to say (the loaders of oml's torch files call it).
+
+    Raises:
+        OSError: the file cannot be read.
+    """
+    with open(path, "rb") as file:
+        size = os.fstat(file.fileno()).st_size
+        file.seek(max(0, size - DIGEST_RECORD_SIZE))
+        found = _DIGEST_RECORD.fullmatch(file.read(DIGEST_RECORD_SIZE))
+    return None if found is None else found.group(1).decode("ascii")
+
+
 def is_verified_checkpoint(path: str | os.PathLike[str]) -> bool:
     """Whether ``path`` is a file that carries oml's digest and whose bytes have it (a "good" checkpoint).
 
@@ -225,5 +240,6 @@ __all__ = [
     "DigestStatus",
     "is_verified_checkpoint",
     "SealingWriter",
+    "sealed_digest",
     "verify_checkpoint",
 ]
