@@ -141,6 +141,7 @@ OML_MODULES: dict[str, OmlModule] = {
         _MODELS,
     ),
     "utils.audios": OmlModule(kinds=("dataset",)),
+    "lightning.pipelines.parser": OmlModule(core=("oml_core.compat.lightning_parser",)),
 }
 
 
@@ -209,19 +210,24 @@ def find_forwarded(module: str, source: OmlModule, name: str) -> Any:
 
 def forwarded_getattr(module: str) -> Callable[[str], Any]:
     """The module ``__getattr__`` (PEP 562) of the forwarding module ``module`` (``oml_core.losses.triplet``, a
-    path of :data:`OML_MODULES`): a public name is looked up by :func:`find_forwarded` and cached in the module;
-    a name starting with ``_`` raises ``AttributeError`` (so a forwarding module has no ``__all__`` or
-    ``__path__`` to find).
+    path of :data:`OML_MODULES`): a public name is looked up by :func:`find_forwarded` and cached in the module.
+    ``__all__`` is the core module's when the path is one core module under another name (``core`` one module,
+    no ``kinds``: ``from oml_core.lightning.pipelines.parser import *``); any other name starting with ``_``
+    raises ``AttributeError`` (so a forwarding module is no package: it has no ``__path__``).
 
     Raises:
         KeyError: ``module`` is not ``oml_core.<a path of OML_MODULES>``.
     """
     source = OML_MODULES[module.partition(".")[2]]
+    one_module = source.core[0] if len(source.core) == 1 and not source.kinds else None
 
     def __getattr__(name: str) -> Any:
-        if name.startswith("_"):
+        if name == "__all__" and one_module is not None:
+            value = list(importlib.import_module(one_module).__all__)
+        elif name.startswith("_"):
             raise AttributeError(f"module {module!r} has no attribute {name!r}")
-        value = find_forwarded(module, source, name)
+        else:
+            value = find_forwarded(module, source, name)
         setattr(sys.modules[module], name, value)
         return value
 
