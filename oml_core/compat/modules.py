@@ -67,7 +67,8 @@ _SAMPLERS = OmlModule(kinds=("sampler",))
 _TRANSFORMS = OmlModule(kinds=("transforms",))
 _OML_REGISTRIES = OmlModule(core=("oml_core.compat.registries",))
 
-#: OML 4.0's module paths (relative to the package) that the core provides as forwarding modules.
+#: OML 4.0's module paths (relative to the package) provided as forwarding modules: each is a file of the tree
+#: ``oml_paths/`` (:mod:`oml_core.compat.tree`; ``python -m tests.scripts.oml_paths`` writes them after a change here).
 OML_MODULES: dict[str, OmlModule] = {
     **_same(
         (

@@ -7,6 +7,7 @@ a forwarding file per OML path, and no other file. It is generated, never edited
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 from oml_core.compat.tree import oml_path_files
@@ -36,13 +37,11 @@ def write_tree() -> None:
         if not path.is_file() or path.read_text(encoding="utf-8") != text:
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(text, encoding="utf-8")
-    for folder in sorted((p for p in ROOT.rglob("*") if p.is_dir()), reverse=True):
-        if not any(p for p in folder.iterdir() if p.name != "__pycache__"):
-            for cache in folder.glob("__pycache__"):
-                for file in cache.iterdir():
-                    file.unlink()
-                cache.rmdir()
-            folder.rmdir()
+    for folder in sorted(
+        (p for p in ROOT.rglob("*") if p.is_dir() and p.name != "__pycache__"), reverse=True
+    ):
+        if all(entry.name == "__pycache__" for entry in folder.iterdir()):
+            shutil.rmtree(folder)  # a folder no path needs any more (its caches with it)
 
 
 if __name__ == "__main__":
