@@ -1,4 +1,4 @@
-"""Benchmark: kNN backends (``oml_core.retrieval.knn_backends.make_knn_index``): faiss against ``exact``.
+"""Benchmark: kNN backends (``oml_core.knn.backend_search.make_knn_index``): faiss against ``exact``.
 
 A synthetic clustered gallery of ``N`` items (``N / --items-per-cluster`` centres drawn from a standard normal in
 ``--dim`` dimensions, every item a centre plus Gaussian noise of std ``--noise`` per coordinate, L2-normalised, in a
@@ -44,7 +44,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from oml_core.retrieval.knn_backends import make_knn_index
+from oml_core.knn.backend_search import make_knn_index
 
 #: Default noise around the centres (per coordinate, centres being standard normal): at 1.0 an item is at
 #: cosine ~0.71 from its centre, ~0.5 from the other items of its cluster and ~0 (std ``1 / sqrt(dim)``, 0.05 at

@@ -8,13 +8,13 @@ Three paths depend on the environment and are computed each time they are read (
 MOCK_DATASET_PATH`` reads the environment of that moment), so that setting ``OML_CACHE_DIR`` or
 ``OML_WEIGHTS_DIR`` after the import is honoured; reading them creates no folder and generates nothing:
 
-- :data:`CACHE_PATH`: oml's cache folder, :func:`oml_core.utils.cache.get_cache_dir` (``$OML_CACHE_DIR``, else
+- :data:`CACHE_PATH`: oml's cache folder, :func:`oml_core.caches.folder.get_cache_dir` (``$OML_CACHE_DIR``, else
   ``$XDG_CACHE_HOME/oml``, else ``~/.cache/oml``).
 - :data:`MOCK_DATASET_PATH`: the folder of the mock "figures" dataset of seed 0 in that cache, the folder that
   :func:`oml_core.datasets.mock.get_mock_dataset_root` fills on first use (``download_mock_dataset(
   MOCK_DATASET_PATH)`` fills the same one).
 - :data:`CKPT_SAVE_ROOT`: the weights cache of the pretrained zoo,
-  :func:`oml_core.utils.cache.weights_cache_dir` (``$OML_WEIGHTS_DIR``, else ``<CACHE_PATH>/weights``).
+  :func:`oml_core.caches.folder.weights_cache_dir` (``$OML_WEIGHTS_DIR``, else ``<CACHE_PATH>/weights``).
 
 - :data:`MOCK_AUDIO_DATASET_PATH`: the folder of the mock audio dataset of seed 0 in that cache, the one that
   OML's ``get_mock_audios_dataset()`` (of the oml-audio plugin) fills on first use.
@@ -36,7 +36,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from oml_core.utils.cache import get_cache_dir, weights_cache_dir
+from oml_core.caches.folder import get_cache_dir, weights_cache_dir
 from oml_core.utils.imports import resolve
 from oml_core.utils.overlay_path import OverlayPath
 
@@ -85,7 +85,7 @@ def mock_audio_dataset_dirname(seed: int = 0) -> str:
 
 
 def get_cache_folder() -> Path:
-    """OML's name of oml's cache folder, :func:`oml_core.utils.cache.get_cache_dir` (``$OML_CACHE_DIR``, else
+    """OML's name of oml's cache folder, :func:`oml_core.caches.folder.get_cache_dir` (``$OML_CACHE_DIR``, else
     ``$XDG_CACHE_HOME/oml``, else ``~/.cache/oml``; not created). OML's own function reads no ``OML_CACHE_DIR``
     and uses ``~/Library/Caches/oml`` on macOS."""
     return get_cache_dir()

@@ -56,3 +56,18 @@ def tiny_trained_run(
     """One :data:`~tests.scripts.trained_run.TINY_TRAINING` run per test process, shared by the tests that need a
     trained checkpoint to validate, predict or re-rank from (they read its folder and never write to it)."""
     return train_tiny(oml_fork_server, oml_cache_dir, tmp_path_factory.mktemp("tiny_trained_run"))
+
+
+@pytest.fixture()
+def small_tmpfs(tmp_path):
+    """A real 1 MiB tmpfs (root can mount one here); tests that use it inject an OSError where
+    mounting is not permitted."""
+    mount_point = tmp_path / "tmpfs"
+    mount_point.mkdir()
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mount_point)], capture_output=True, check=False
+    )
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.decode().strip()}")
+    yield mount_point
+    subprocess.run(["umount", str(mount_point)], check=True)

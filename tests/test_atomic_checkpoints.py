@@ -74,21 +74,6 @@ def test_a_first_write_that_fails_says_that_no_file_was_written(tmp_path):
         atomic_write_bytes(path, b"x")
 
 
-@pytest.fixture()
-def small_tmpfs(tmp_path):
-    """A real 1 MiB tmpfs (root can mount one here); the injected-OSError test above covers machines where
-    mounting is not permitted."""
-    mount_point = tmp_path / "tmpfs"
-    mount_point.mkdir()
-    done = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mount_point)], capture_output=True, check=False
-    )
-    if done.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.decode().strip()}")
-    yield mount_point
-    subprocess.run(["umount", str(mount_point)], check=True)
-
-
 def test_a_full_tmpfs_keeps_the_previous_checkpoint_loadable(small_tmpfs):
     path = small_tmpfs / "last.ckpt"
     io = AtomicCheckpointIO()

@@ -15,14 +15,14 @@ import pytorch_lightning as pl
 import torch
 from torch import nn
 
+from oml_core.caches.embeddings import CACHE_MARKER, NotAnEmbeddingsCacheError, cached_embeddings
 from oml_core.config.components import build_component
 from oml_core.index.errors import GalleryIndexError
 from oml_core.index.storage import EMBEDDINGS_FORMAT, read_embeddings
-from oml_core.inference.cache import CACHE_MARKER, NotAnEmbeddingsCacheError, cached_embeddings
+from oml_core.knn.exact import ExactKnnIndex
 from oml_core.lightning.callbacks.checkpoint import AtomicCheckpointIO
 from oml_core.lightning.pipelines.shared.preflight import check_resume_checkpoint
 from oml_core.registry import ConfigError, Registry
-from oml_core.retrieval.knn_backends import ExactKnnIndex
 from oml_core.utils.atomic import atomic_torch_save
 from oml_core.utils.checkpoints import CheckpointError, read_state_dict
 from oml_core.utils.digest import (

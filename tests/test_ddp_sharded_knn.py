@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from oml_core.ddp.knn import ShardedExactKnnIndex, merge_top_k, search_sharded
-from oml_core.functional.knn import search_knn
+from oml_core.knn.exact import ExactKnnIndex
+from oml_core.knn.search import search_knn
+from oml_core.knn.sharded import ShardedExactKnnIndex, merge_top_k, search_sharded
 from oml_core.metrics import EmbeddingMetrics, EmbeddingMetricsDDP, flatten_metrics
-from oml_core.retrieval.knn_backends import ExactKnnIndex
 
 SCRIPTS = Path(__file__).parent / "scripts"
 sys.path.insert(0, str(SCRIPTS))

@@ -11,9 +11,9 @@ import torch
 from torch import LongTensor
 
 from oml_core import hookimpl
-from oml_core.functional.knn import NonFiniteDistanceError
 from oml_core.interfaces.datasets import IQueryGalleryLabeledDataset
 from oml_core.interfaces.metrics import IBasicMetric
+from oml_core.knn.distances import NonFiniteDistanceError
 from oml_core.metrics import EmbeddingMetrics, calc_retrieval_metrics_rr, flatten_metrics
 from oml_core.registry import Registry, UnknownNameError
 from oml_core.retrieval import RetrievalResults

@@ -228,3 +228,21 @@ def test_parquet_without_pyarrow_says_how_to_install_it(tmp_path, monkeypatch):
 
 def test_the_configs_formats_are_those_of_the_files():
     assert PREDICTIONS_FORMATS == FORMATS
+
+
+@pytest.mark.parametrize("suffix", [".parquet", ".npy", ".json"])
+def test_a_full_disk_raises_and_leaves_the_files_already_there_as_they_were(small_tmpfs, suffix):
+    """A real 1 MiB tmpfs: a file of ~2.4 MB of vectors fails with ENOSPC in its writes (or its close); its
+    temporaries are removed, nothing of it is published, and a file written there before reads back unchanged."""
+    kept = write(small_tmpfs / f"kept{suffix}", paths=[f"{i}.png" for i in IDS])
+    before = sorted(p.name for p in small_tmpfs.iterdir())
+    vectors = np.random.default_rng(1).standard_normal((2_000, 300)).astype(np.float32)  # incompressible
+    with pytest.raises(OSError, match="No space left on device"):
+        with EmbeddingsWriter(small_tmpfs / f"big{suffix}", PROVENANCE, row_group_size=500) as writer:
+            for start in range(0, len(vectors), 500):
+                ids = range(start, start + 500)
+                writer.write(vectors[start : start + 500], ids=list(ids), paths=[f"{i}.png" for i in ids])
+    assert sorted(p.name for p in small_tmpfs.iterdir()) == before
+    read = read_embeddings_file(kept)
+    assert read.ids == IDS and np.array_equal(read.embeddings, VECTORS)
+    del read  # an .npy file is read memory-mapped: the tmpfs is unmounted after the test

@@ -18,12 +18,8 @@ from oml_core.functional.fnmr import (
     lerp_quantile,
     quantile_ranks,
 )
-from oml_core.functional.knn import (
-    BLOCK_BYTES_PER_ELEMENT,
-    DistanceBlock,
-    get_distance_fn,
-    iter_distance_blocks,
-)
+from oml_core.knn.blocks import BLOCK_BYTES_PER_ELEMENT, DistanceBlock, iter_distance_blocks
+from oml_core.knn.distances import get_distance_fn
 from oml_core.retrieval import RetrievalResults
 
 FMR_VALS = (0.0, 0.001, 0.013, 0.1, 0.25, 0.5, 0.77, 0.999, 1.0)

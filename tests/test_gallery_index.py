@@ -27,9 +27,9 @@ from oml_core.index.queries import collect_queries
 from oml_core.interfaces.datasets import IDatasetComponent, ILabeledDataset
 from oml_core.interfaces.knn import IKnnIndex, KnnSearchResult
 from oml_core.interfaces.models import IExtractor
+from oml_core.knn.exact import ExactKnnIndex
 from oml_core.registry import Registry, UnknownNameError
 from oml_core.retrieval import RetrievalResults
-from oml_core.retrieval.knn_backends import ExactKnnIndex
 from oml_core.utils.atomic import TEMPORARY_PREFIX
 from oml_core.utils.checkpoints import load_checkpoint
 

@@ -14,6 +14,7 @@ from torch import Tensor, nn
 from torch.utils.data import Dataset
 
 from oml_core.builtins.transforms import get_normalisation_resize
+from oml_core.caches.embeddings import CACHE_FORMAT, CACHE_MARKER, NotAnEmbeddingsCacheError
 from oml_core.datasets import ImageBaseDataset, download_mock_dataset, get_mock_dataset_root
 from oml_core.inference import (
     batched_inference,
@@ -22,7 +23,6 @@ from oml_core.inference import (
     inference_on_images,
     model_device,
 )
-from oml_core.inference.cache import CACHE_FORMAT, CACHE_MARKER, NotAnEmbeddingsCacheError
 from oml_core.registry import ConfigError
 from oml_core.utils.images import imread_pil
 from oml_core.utils.misc_torch import pairwise_dist
@@ -348,7 +348,7 @@ def test_a_stale_cache_is_replaced_atomically(tmp_path, mock_root, extractor, tr
         real_save(obj, file, *args, **kwargs)  # written into the temporary file, not yet renamed
         raise KeyboardInterrupt
 
-    monkeypatch.setattr("oml_core.inference.cache.torch.save", crash)
+    monkeypatch.setattr("oml_core.caches.embeddings.torch.save", crash)
     with pytest.warns(UserWarning, match="another key"), pytest.raises(KeyboardInterrupt):
         inference_on_dataframe(
             mock_root, "df.csv", counting, get_normalisation_resize(40), output_cache_path=cache

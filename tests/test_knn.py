@@ -1,4 +1,4 @@
-"""The memory-bounded kNN (``oml_core.functional.knn``) against a naive full-matrix reference.
+"""The memory-bounded kNN (``oml_core.knn``) against a naive full-matrix reference.
 
 The reference computes every distance directly (``sqrt(sum((a - b)^2))`` in float64, no matrix multiply),
 drops the ignored pairs (same item, same sequence) and sorts each query's list by (distance, gallery
@@ -14,15 +14,12 @@ import numpy as np
 import pytest
 import torch
 
-import oml_core.functional.knn as knn
-from oml_core.functional.knn import (
-    DistanceBlock,
-    batched_knn,
-    get_distance_fn,
-    iter_distance_blocks,
-    search_knn,
-    search_knn_qg,
-)
+import oml_core.knn.blocks as knn_blocks
+import oml_core.knn.top_k as top_k
+from oml_core.knn.batched import batched_knn
+from oml_core.knn.blocks import DistanceBlock, iter_distance_blocks
+from oml_core.knn.distances import NonFiniteDistanceError, get_distance_fn
+from oml_core.knn.search import KnnResult, search_knn, search_knn_qg
 from oml_core.utils.misc_torch import cosine_dist_mm, l2_dist_mm, pairwise_dist
 
 Naive = tuple[list[list[float]], list[list[int]], list[list[int]], list[int]]
@@ -80,7 +77,7 @@ def naive_from_ids(
     return naive_knn(x.numpy()[q], x.numpy()[g], top_n, ignored, relevant, distance)
 
 
-def assert_matches(result: knn.KnnResult, naive: Naive, atol: float = 1e-5) -> None:
+def assert_matches(result: KnnResult, naive: Naive, atol: float = 1e-5) -> None:
     distances, retrieved, gts, n_gallery = naive
     assert [r.tolist() for r in result.retrieved_ids] == retrieved
     assert len(result.distances) == len(distances)
@@ -110,10 +107,10 @@ def scan_mode(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -
     of 8 rows by default (growing from 2 when symmetric) and groups of 4 rows, so that both candidate paths,
     the group remainders and many blocks are exercised on small data."""
     if request.param == "scan_always":
-        monkeypatch.setattr(knn, "SCAN_AFTER_SEEN", 0)
-    monkeypatch.setattr(knn, "STRIP_ROWS", 8)
-    monkeypatch.setattr(knn, "SYMMETRIC_FIRST_ROWS", 2)
-    monkeypatch.setattr(knn, "SCAN_GROUP", 4)
+        monkeypatch.setattr(top_k, "SCAN_AFTER_SEEN", 0)
+    monkeypatch.setattr(knn_blocks, "STRIP_ROWS", 8)
+    monkeypatch.setattr(knn_blocks, "SYMMETRIC_FIRST_ROWS", 2)
+    monkeypatch.setattr(top_k, "SCAN_GROUP", 4)
     return request.param
 
 
@@ -330,7 +327,7 @@ def test_distance_blocks_cover_every_pair_once(blocking: tuple[int | None, int |
         assert block.distances.shape == (len(range(30)[rows]), len(range(30)[cols]))
         assert block.distances.shape[0] <= (chunk_size or 30)
         if budget is not None:
-            assert block.distances.numel() * knn.BLOCK_BYTES_PER_ELEMENT <= budget
+            assert block.distances.numel() * knn_blocks.BLOCK_BYTES_PER_ELEMENT <= budget
         blocks.append((block, block.distances.clone(), block.ignore.clone()))  # buffers are reused
     dist, ignore, count = collect_blocks(blocks, 30, 30)
     assert torch.equal(count, torch.ones(30, 30, dtype=torch.long))
@@ -367,15 +364,15 @@ def test_memory_budget_bounds_every_block() -> None:
         for symmetric in (True, False):
             n_elements = 0
             for block in iter_distance_blocks(x, ids, ids, memory_budget=budget, symmetric=symmetric):
-                assert block.distances.numel() * knn.BLOCK_BYTES_PER_ELEMENT <= budget
+                assert block.distances.numel() * knn_blocks.BLOCK_BYTES_PER_ELEMENT <= budget
                 n_elements += block.distances.numel() * (2 if block.mirrored else 1)
             assert n_elements == 120 * 120
-    assert knn.block_shape(2**24) == (knn.STRIP_ROWS, 2**24 // (5 * knn.STRIP_ROWS))
-    assert knn.block_shape(10) == (2, 1)  # two rows fit, one column
-    assert knn.block_shape(1) == (1, 1)  # less than an element: blocks of one
-    assert knn.block_shape(5000, chunk_size=100) == (100, 10)
-    assert knn.default_memory_budget(torch.device("cpu")) == knn.KNN_MEMORY_BUDGET
-    assert knn.default_memory_budget(torch.device("meta")) == knn.KNN_MEMORY_BUDGET_ACCELERATOR
+    assert knn_blocks.block_shape(2**24) == (knn_blocks.STRIP_ROWS, 2**24 // (5 * knn_blocks.STRIP_ROWS))
+    assert knn_blocks.block_shape(10) == (2, 1)  # two rows fit, one column
+    assert knn_blocks.block_shape(1) == (1, 1)  # less than an element: blocks of one
+    assert knn_blocks.block_shape(5000, chunk_size=100) == (100, 10)
+    assert knn_blocks.default_memory_budget(torch.device("cpu")) == knn_blocks.KNN_MEMORY_BUDGET
+    assert knn_blocks.default_memory_budget(torch.device("meta")) == knn_blocks.KNN_MEMORY_BUDGET_ACCELERATOR
 
 
 # ------------------------------------------------------------------------------- precision, overflow
@@ -426,7 +423,7 @@ def test_distances_that_overflow_float32_name_the_query_and_the_gallery_item() -
         r"is not finite in float32 \(inf\): the embeddings are too large \(their largest entries are 1e\+19 "
         r"and [0-9.]+\); scale them down"
     )
-    with pytest.raises(knn.NonFiniteDistanceError, match=pattern):
+    with pytest.raises(NonFiniteDistanceError, match=pattern):
         search_knn(x, torch.tensor([3, 6, 8]), torch.tensor([0, 1, 2]), 2, labels)
     with pytest.raises(
         ValueError, match=r"between query 0 \(row 3 of embeddings\) and gallery item 1 \(row 6 of"
@@ -438,11 +435,11 @@ def test_distances_that_overflow_float32_name_the_query_and_the_gallery_item() -
         ValueError, match=r"query 0 \(row 0 of embeddings_query\) and gallery item 1 \(row 1 of "
     ):
         search_knn_qg(x[:2], x[5:8], 2)
-    with pytest.raises(knn.NonFiniteDistanceError, match="row 6 of embeddings"):  # all the pairs, for fnmr
+    with pytest.raises(NonFiniteDistanceError, match="row 6 of embeddings"):  # all the pairs, for fnmr
         list(iter_distance_blocks(x, torch.arange(10), torch.arange(10), chunk_size=3))
 
     big, _, _ = random_case(seed=23, n=40, dim=8)
-    with pytest.raises(knn.NonFiniteDistanceError, match="is not finite in float32"):
+    with pytest.raises(NonFiniteDistanceError, match="is not finite in float32"):
         search_knn(big * 1e19, torch.arange(40), torch.arange(40), 5)
     ids, big64 = (
         torch.arange(40),

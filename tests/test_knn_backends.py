@@ -9,12 +9,9 @@ import torch
 from torch import LongTensor, Tensor
 
 from oml_core.interfaces.knn import IKnnIndex
-from oml_core.retrieval.knn_backends import (
-    EXACT_INDEX_FILE,
-    ExactKnnIndex,
-    group_sizes,
-    search_excluding,
-)
+from oml_core.knn.exact import EXACT_INDEX_FILE, ExactKnnIndex
+from oml_core.knn.exclusion import search_excluding
+from oml_core.knn.groups import group_sizes
 
 
 def naive_search(

@@ -13,13 +13,13 @@ import pytest
 from PIL import Image
 
 import oml_core.datasets.mock as mock
+from oml_core.caches.folder import get_cache_dir
 from oml_core.datasets import (
     check_retrieval_dataframe_format,
     download_mock_dataset,
     generate_mock_dataset,
     get_mock_dataset_root,
 )
-from oml_core.utils.cache import get_cache_dir
 
 BASE_COLUMNS = ["label", "path", "split", "is_query", "is_gallery"]
 EXPECTED_COLUMNS = {

@@ -9,8 +9,8 @@ import pytest
 import torch
 from torch import Tensor, nn
 
+from oml_core.caches.embeddings import NotAnEmbeddingsCacheError
 from oml_core.datasets import EmbeddingsQueryGalleryLabeledDataset
-from oml_core.inference.cache import NotAnEmbeddingsCacheError
 from oml_core.interfaces.models import IPairwiseModel
 from oml_core.retrieval import RetrievalResults
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import pytest
 import torch
-
 from oml_core.functional.knn import batched_knn, batched_knn_qg
 
 # four points on a line: 0, 1, 3, 6

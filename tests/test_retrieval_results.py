@@ -13,7 +13,6 @@ import torch
 from torch import FloatTensor, LongTensor
 
 import oml_core.utils.ragged as ragged_module
-from oml_core.functional.knn import NonFiniteDistanceError
 from oml_core.functional.metrics import RetrievedIdsNotUniqueError
 from oml_core.interfaces.datasets import (
     IBaseDataset,
@@ -21,9 +20,10 @@ from oml_core.interfaces.datasets import (
     IQueryGalleryDataset,
     IQueryGalleryLabeledDataset,
 )
+from oml_core.knn.distances import NonFiniteDistanceError
+from oml_core.knn.exact import ExactKnnIndex
 from oml_core.metrics import EmbeddingMetrics
 from oml_core.retrieval import RetrievalResults
-from oml_core.retrieval.knn_backends import ExactKnnIndex
 
 
 class FakeQGDataset(IQueryGalleryLabeledDataset):

@@ -18,9 +18,11 @@ import torch
 from PIL import Image
 from torch import nn
 
+import oml_core.caches.digests as digests
 import oml_core.registry
 import oml_core.zoo.store as store
 from oml_core import hookimpl
+from oml_core.caches.digests import digests_sidecar
 from oml_core.interfaces.models import IExtractor
 from oml_core.registry import Registry, UnknownNameError
 from oml_core.utils.checkpoints import CheckpointError
@@ -37,7 +39,7 @@ from oml_core.zoo import (
     weights_cache_dir,
 )
 from oml_core.zoo.extractor import ZooExtractor
-from oml_core.zoo.store import check_cached_checkpoint, digests_sidecar
+from oml_core.zoo.store import check_cached_checkpoint
 
 
 class TinyExtractor(ZooExtractor):
@@ -311,15 +313,17 @@ def test_bad_entries_are_rejected() -> None:
 # ------------------------------------------------------------------- the digests of cached checkpoints
 @pytest.fixture()
 def hashing(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
-    """The files hashed by the zoo (every call of ``file_digests``), in order."""
+    """The files hashed by the zoo (every call of ``file_digests``: by its downloads, and by the digests it
+    remembers in :mod:`oml_core.caches.digests`), in order."""
     calls: list[Path] = []
-    original = store.file_digests
+    original = digests.file_digests
 
     def counted(path: Path) -> dict[str, str]:
         calls.append(Path(path))
         return original(path)
 
     monkeypatch.setattr(store, "file_digests", counted)
+    monkeypatch.setattr(digests, "file_digests", counted)
     return calls
 
 
@@ -458,8 +462,8 @@ def test_skip_variable_bad_sidecars_and_unwritable_sidecars(
     def read_only(*args: object, **kwargs: object) -> None:
         raise PermissionError(13, "Permission denied")
 
-    monkeypatch.setattr(store, "atomic_write_bytes", read_only)
-    with caplog.at_level(logging.WARNING, logger="oml_core.zoo.store"):
+    monkeypatch.setattr(digests, "atomic_write_bytes", read_only)
+    with caplog.at_level(logging.WARNING, logger="oml_core.caches.digests"):
         assert pretrained_checkpoint("tiny_v1", right) == path
         assert pretrained_checkpoint("tiny_v1", right) == path
     assert hashing == [path, path, path] and not digests_sidecar(path).exists()

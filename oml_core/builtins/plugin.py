@@ -181,7 +181,7 @@ COMPONENTS: tuple[Component, ...] = (
     Component(
         "knn_backend",
         "exact",
-        "oml_core.retrieval.knn_backends:ExactKnnIndex",
+        "oml_core.knn.exact:ExactKnnIndex",
         "exact search in memory-bounded blocks (the default)",
     ),
     Component(

@@ -131,6 +131,7 @@ OML_MODULES: dict[str, OmlModule] = {
     **_same(("datasets.audios", "datasets.texts"), OmlModule(kinds=("dataset",))),
     "models.utils": OmlModule(core=("oml_core.utils.state_dicts",)),
     "inference.abstract": OmlModule(core=("oml_core.inference",)),
+    "functional.knn": OmlModule(core=("oml_core.knn.batched",)),
     **_same(
         (
             "models.audio",

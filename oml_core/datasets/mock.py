@@ -36,6 +36,7 @@ import numpy as np
 import pandas as pd
 from PIL import Image, ImageDraw
 
+from oml_core.caches.folder import get_cache_dir
 from oml_core.const import (
     BBOXES_COLUMNS,
     CATEGORIES_COLUMN,
@@ -56,7 +57,6 @@ from oml_core.const import (
     mock_dataset_dirname,
 )
 from oml_core.datasets.generated import GeneratedDataset
-from oml_core.utils.cache import get_cache_dir
 
 MOCK_IMAGE_SIZE = 64
 MOCK_N_IMAGES_PER_LABEL = 8
@@ -228,7 +228,7 @@ def _write(root: Path, seed: int) -> list[str]:
 
 def get_mock_dataset_path(cache_dir: Path | str | None = None, seed: int = 0) -> Path:
     """The folder of the mock dataset of ``seed`` in the cache, ``<cache>/mock_figures_v<version>_seed<seed>``,
-    where ``<cache>`` is ``cache_dir`` or, when it is ``None``, :func:`~oml_core.utils.cache.get_cache_dir`.
+    where ``<cache>`` is ``cache_dir`` or, when it is ``None``, :func:`~oml_core.caches.folder.get_cache_dir`.
 
     Only the path: nothing is created or generated (see :func:`get_mock_dataset_root`). With the defaults it is
     :data:`oml_core.const.MOCK_DATASET_PATH`.

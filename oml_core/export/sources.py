@@ -24,15 +24,16 @@ from typing import Any
 import torch
 from torch import nn
 
+from oml_core.caches.digests import cached_file_digests, file_sha256
+from oml_core.caches.folder import weights_cache_dir
 from oml_core.export.errors import ExportError
 from oml_core.index import GalleryIndex
 from oml_core.index.integrity import rebuilt_spec
 from oml_core.index.storage import INDEX_FILE, read_json
 from oml_core.lightning.callbacks.run_record import RUN_RECORD_KEY
 from oml_core.registry import Registry
-from oml_core.utils.cache import weights_cache_dir
 from oml_core.utils.checkpoints import CheckpointError
-from oml_core.zoo.store import cached_file_digests, file_digests, get_pretrained
+from oml_core.zoo.store import get_pretrained
 from oml_core.zoo.weights import looks_like_path
 
 #: The keys of a pipeline's config that hold the transforms of its evaluation, in order of preference.
@@ -141,7 +142,7 @@ def _checkpoint_source(checkpoint: Path, config_file: Path | None, registry: Reg
         built,
         _spec_or_none(transforms),
         _spec_or_none(config.get("dataset")),
-        file_digests(checkpoint)["sha256"],
+        file_sha256(checkpoint),
     )
 
 

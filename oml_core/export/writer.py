@@ -16,6 +16,7 @@ from typing import Any
 
 import torch
 
+from oml_core.caches.digests import file_sha256
 from oml_core.export.errors import ExportError
 from oml_core.export.graph import OPSET, OUTPUT_NAME, trace_to_onnx
 from oml_core.export.manifest import (
@@ -35,7 +36,6 @@ from oml_core.interfaces.export import BATCH_AXIS, ExportContext, ExportSignatur
 from oml_core.io.provenance import state_dict_sha256
 from oml_core.registry import Registry, default_registry
 from oml_core.utils.logs import get_logger
-from oml_core.zoo.store import file_digests
 
 logger = get_logger(__name__)
 
@@ -180,7 +180,7 @@ def _manifest(
         "torch": torch.__version__,
         "opset": OPSET,
         "model": MODEL_FILE,
-        "model_sha256": file_digests(folder / MODEL_FILE)["sha256"],
+        "model_sha256": file_sha256(folder / MODEL_FILE),
         "source": {"kind": source.kind, "name": source.name},
         "extractor": source.extractor_spec,
         "weights_sha256": source.weights_sha256,

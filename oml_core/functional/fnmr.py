@@ -24,7 +24,7 @@ Three entry points:
 - :func:`calc_fnmr_at_fmr_rr`: over the items retrieved in a :class:`~oml_core.retrieval.RetrievalResults`
   (OML's ``calc_fnmr_at_fmr_rr``);
 - :func:`calc_fnmr_at_fmr_all_pairs`: over ALL the query-gallery pairs, exactly, in bounded memory: the
-  ``Q x G`` distances are computed block by block (:func:`~oml_core.functional.knn.iter_distance_blocks`) and
+  ``Q x G`` distances are computed block by block (:func:`~oml_core.knn.blocks.iter_distance_blocks`) and
   only counted, never stored.
 
 How the all-pairs version selects exact order statistics without holding the distances. A non-negative
@@ -57,8 +57,8 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from oml_core.functional.knn import DistanceBlock, iter_distance_blocks
 from oml_core.functional.ragged_tops import TMetricsDict, calc_gt_tops, cat_ragged
+from oml_core.knn.blocks import DistanceBlock, iter_distance_blocks
 from oml_core.utils.checks import as_int_tensor, check_in_range, check_indices
 from oml_core.utils.misc_torch import iter_chunks, squared_norms
 
@@ -373,7 +373,7 @@ def calc_fnmr_at_fmr_all_pairs(
     The pairs are ``(q, g)`` for every query ``q`` and gallery item ``g`` except the ignored ones, as in the
     kNN: ``g`` is the same dataset item as ``q``, or (given ``sequence_ids``) shares its sequence. A pair is
     positive when both items have the same label, negative otherwise. Distances are computed in float32 as
-    the kNN computes them (:func:`~oml_core.functional.knn.iter_distance_blocks`), and the result equals
+    the kNN computes them (:func:`~oml_core.knn.blocks.iter_distance_blocks`), and the result equals
     :func:`calc_fnmr_at_fmr` of the positive and negative distances, which are never held: see the module's
     docstring for the counting passes (two, rarely three, over the distance blocks).
 
@@ -390,7 +390,7 @@ def calc_fnmr_at_fmr_all_pairs(
         distance: ``"l2"`` or ``"cosine"``.
         chunk_size: Queries per block. ``None``: sized from ``memory_budget``.
         memory_budget: Bytes of one block (``KNN_MEMORY_BUDGET`` when ``None``); not with ``chunk_size``.
-        symmetric: See :func:`~oml_core.functional.knn.iter_distance_blocks` (``None``: automatic).
+        symmetric: See :func:`~oml_core.knn.blocks.iter_distance_blocks` (``None``: automatic).
         verbose: Set ``True`` to see progress bars over the blocks of every pass.
 
     Returns:
@@ -399,7 +399,7 @@ def calc_fnmr_at_fmr_all_pairs(
     Raises:
         ValueError: ``fmr_vals`` empty or outside ``[0, 1]``; ``labels`` or ids of the wrong length, not
             integers or out of range; no positive or no negative pair; embeddings not ``[n, dim]``, not finite
-            or too large for float32 l2 distances; see :func:`~oml_core.functional.knn.iter_distance_blocks`.
+            or too large for float32 l2 distances; see :func:`~oml_core.knn.blocks.iter_distance_blocks`.
     """
     fmr_vals = _check_fmr_vals(fmr_vals)
     embeddings = _check_embeddings(embeddings, distance)

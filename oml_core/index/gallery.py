@@ -104,14 +104,9 @@ from oml_core.interfaces.datasets import (
     IQueryGalleryLabeledDataset,
 )
 from oml_core.interfaces.knn import CannotRemoveError, IKnnIndex
+from oml_core.knn.backend_checks import check_added, check_distance, check_k
+from oml_core.knn.backend_search import make_knn_index, search_with_index
 from oml_core.registry import ConfigError, Registry, RegistryError, default_registry, to_plain
-from oml_core.retrieval.knn_backends import (
-    check_added,
-    check_distance,
-    check_k,
-    make_knn_index,
-    search_with_index,
-)
 from oml_core.retrieval.retrieval_results import RetrievalResults, factorize, get_sequence_ids
 from oml_core.utils.atomic import fsync_directory
 from oml_core.utils.precision import without_tf32
@@ -1227,7 +1222,7 @@ class GalleryIndex:
         """Calibrate the match threshold on a labelled validation split and keep it (:attr:`calibration`).
 
         The queries are searched among the split's gallery items through a new, empty index of this index's
-        knn backend, as oml's retrieval does (:func:`~oml_core.retrieval.knn_backends.search_with_index`): a
+        knn backend, as oml's retrieval does (:func:`~oml_core.knn.backend_search.search_with_index`): a
         query never retrieves itself nor an item of its sequence, and neither is its ground truth. The
         threshold is then chosen by :func:`~oml_core.index.calibration.calibrate_rr` (formulas and targets:
         :mod:`oml_core.index.calibration`).

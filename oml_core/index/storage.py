@@ -40,7 +40,7 @@ from torch import Tensor
 
 from oml_core.index.errors import GalleryIndexError
 from oml_core.index.items import ItemInput, is_item_input
-from oml_core.retrieval.knn_backends import load_index_state
+from oml_core.knn.backend_checks import load_index_state
 from oml_core.utils.atomic import TEMPORARY_PREFIX, atomic_torch_save, atomic_write_bytes
 
 INDEX_FILE = "index.json"

@@ -8,7 +8,7 @@ from pathlib import Path
 from torch import Tensor, nn
 from torch.utils.data import Dataset
 
-from oml_core.inference.cache import cached_embeddings, dataset_cache_key
+from oml_core.caches.embeddings import cached_embeddings, dataset_cache_key
 from oml_core.inference.flat import inference
 from oml_core.utils.logs import get_logger
 
@@ -29,10 +29,10 @@ def inference_cached(
     ``cache_path`` when it holds them, else computed and written there.
 
     Unlike OML's, which reads whatever the file holds, the cache file is written with the key of what the
-    outputs depend on (:func:`~oml_core.inference.cache.dataset_cache_key`: the model's weights, the dataset's
+    outputs depend on (:func:`~oml_core.caches.embeddings.dataset_cache_key`: the model's weights, the dataset's
     class, length, dataframe, root and transforms): a file written for another model or dataset is computed
     again and replaced, with a warning, never read as these outputs. See
-    :func:`~oml_core.inference.cache.cached_embeddings` for the file's format and safety.
+    :func:`~oml_core.caches.embeddings.cached_embeddings` for the file's format and safety.
 
     Args:
         model: The extractor: ``[B, ...]`` inputs to ``[B, feat_dim]`` features.
@@ -48,7 +48,7 @@ def inference_cached(
         ``[len(dataset), feat_dim]`` features (row ``i``: item ``i``); on the CPU when read from the cache.
 
     Raises:
-        ~oml_core.inference.cache.NotAnEmbeddingsCacheError: ``cache_path`` holds something that is not an
+        ~oml_core.caches.embeddings.NotAnEmbeddingsCacheError: ``cache_path`` holds something that is not an
             oml embeddings cache (it is left untouched), before anything is computed.
     """
     path = Path(cache_path)

@@ -20,10 +20,10 @@ import torch
 from torch import Tensor, nn
 from torch.utils.data import Dataset
 
+from oml_core.caches.embeddings import cached_embeddings, embeddings_cache_key
 from oml_core.datasets.dataframe_format import PATHS_COLUMN, SPLIT_COLUMN, parse_bboxes, read_dataframe
 from oml_core.datasets.images import ImageBaseDataset, TImReader
 from oml_core.inference.batches import TStep, batched_inference, check_batch_size
-from oml_core.inference.cache import cached_embeddings, embeddings_cache_key
 
 
 def _features_step(model: nn.Module, key: str) -> TStep:
@@ -175,7 +175,7 @@ def inference_on_dataframe(
     ``x_1, x_2, y_1, y_2``) goes through ``transforms`` and ``extractor`` (:func:`inference`).
 
     With ``output_cache_path``, an existing cache there is read back instead of running the extractor, when it
-    was written for the same key (:func:`~oml_core.inference.cache.embeddings_cache_key`: the dataframe file's
+    was written for the same key (:func:`~oml_core.caches.embeddings.embeddings_cache_key`: the dataframe file's
     path and bytes, the extractor's class and weights, ``repr(transforms)``); otherwise (no file, or a cache
     written for another key: with a warning naming the file) the embeddings are computed and written there
     atomically (a temporary file in the same folder, flushed to disk, renamed into place). A file there that is
@@ -202,7 +202,7 @@ def inference_on_dataframe(
         ValueError: ``batch_size`` is not an int >= 1.
         oml_core.registry.ConfigError: the dataframe does not exist or is not in OML's format (the message
             names the file, the column and the rows at fault).
-        oml_core.inference.cache.NotAnEmbeddingsCacheError: (a ``FileExistsError``) ``output_cache_path`` holds
+        oml_core.caches.embeddings.NotAnEmbeddingsCacheError: (a ``FileExistsError``) ``output_cache_path`` holds
             something that is not an oml embeddings cache (the message names it); it is left untouched.
         FileNotFoundError, OSError: an image cannot be read, or the cache file cannot be written.
     """

@@ -39,7 +39,7 @@ class IKnnIndex(ABC):
       *group*. :meth:`search` never returns, for query ``q``, an item whose group equals ``exclude[q]``: a
       query's own item (group = dataset index) and the items of its sequence (group = sequence id) are left out
       this way. A backend that cannot mask inside its search fetches more and filters (see
-      :func:`oml_core.retrieval.knn_backends.search_excluding`); either way up to ``k`` *retrievable* items are
+      :func:`oml_core.knn.exclusion.search_excluding`); either way up to ``k`` *retrievable* items are
       returned.
     - ``distance`` is ``"l2"`` or ``"cosine"`` and is fixed when the index is made; distances are returned in
       that metric whatever the backend computes internally (e.g. faiss's squared L2 or inner products).

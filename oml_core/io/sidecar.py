@@ -7,6 +7,7 @@ and the provenance of the embeddings, which the matrix (or OML's ``{path: [featu
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from dataclasses import dataclass
@@ -109,10 +110,15 @@ class SidecarFileWriter:
         return [(self.sidecar_temporary, sidecar_of(self.path)), (self.temporary, self.path)]
 
     def abort(self) -> None:
-        """Close and remove the temporary files."""
-        self._file.close()
-        for temporary in (self.temporary, self.sidecar_temporary):
-            temporary.unlink(missing_ok=True)
+        """Close and remove the temporary files. Closing flushes what the file still buffers: those bytes are
+        being thrown away, so failing to write them (a full disk, the usual reason to abort) is not an error
+        of its own; the temporaries are removed in any case."""
+        try:
+            with contextlib.suppress(OSError):
+                self._file.close()
+        finally:
+            for temporary in (self.temporary, self.sidecar_temporary):
+                temporary.unlink(missing_ok=True)
 
 
 def read_sidecar(path: Path, data_file: Path) -> Sidecar:

@@ -14,7 +14,6 @@ from torch import Tensor
 
 from oml_core.ddp.utils import comm_device, is_main_process
 from oml_core.functional.fnmr import calc_fnmr_at_fmr_all_pairs, calc_fnmr_at_fmr_rr
-from oml_core.functional.knn import KnnResult, get_distance_fn
 from oml_core.functional.metrics import (
     OVERALL_CATEGORIES_KEY,
     RETRIEVAL_METRIC_KIND,
@@ -30,6 +29,8 @@ from oml_core.functional.metrics import (
 from oml_core.interfaces.datasets import IQueryGalleryLabeledDataset
 from oml_core.interfaces.metrics import IMetricDDP, IMetricVisualisable
 from oml_core.interfaces.retrieval import IDistancesPostprocessor, IRetrievalPostprocessor
+from oml_core.knn.distances import get_distance_fn
+from oml_core.knn.search import KnnResult
 from oml_core.metrics.accumulation import INDICES_KEY, Accumulator
 from oml_core.retrieval.retrieval_results import (
     RetrievalResults,
@@ -447,7 +448,7 @@ class EmbeddingMetrics(IMetricDDP, IMetricVisualisable):
                 gallery items ("the validation split has no queries (is_query is False for every row)"); no
                 query has a ground truth in the gallery while retrieval metrics or ``fnmr@fmr`` are asked
                 for (:func:`check_ground_truth`); an embedding is not finite (the message names its row).
-            ~oml_core.functional.knn.NonFiniteDistanceError: (a ``ValueError``) the embeddings are so large
+            ~oml_core.knn.distances.NonFiniteDistanceError: (a ``ValueError``) the embeddings are so large
                 that a distance overflows float32; the message names the query and the gallery item.
         """
         if self.num_samples is None:
@@ -665,7 +666,7 @@ class EmbeddingMetricsDDP(EmbeddingMetrics):
     - ``False`` (the default): :meth:`sync` all-gathers the embeddings, so every process holds them all and
       computes every metric: exactly :class:`EmbeddingMetrics`.
     - ``True``: every process keeps only the embeddings it collected, and :meth:`sync` runs the exact search over
-      the gallery sharded across the processes (:func:`~oml_core.ddp.knn.search_sharded`): no process holds the
+      the gallery sharded across the processes (:func:`~oml_core.knn.sharded.search_sharded`): no process holds the
       whole gallery nor a ``Q x G`` block, and every process gets the retrieval results (``Q x k``) of all the
       queries, the single-process ones. ``fnmr@fmr`` and ``pcf`` need every embedding in one process and are
       refused, as is a ``knn_backend`` (the sharded search is exact); :attr:`embeddings` is ``None``.
@@ -714,7 +715,7 @@ class EmbeddingMetricsDDP(EmbeddingMetrics):
             self._synced = True
 
     def _sync_sharded(self) -> None:
-        from oml_core.ddp.knn import search_sharded
+        from oml_core.knn.sharded import search_sharded
 
         n_items = self._dataset_size()
         storage = self.acc.storage

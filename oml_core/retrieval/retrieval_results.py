@@ -25,10 +25,10 @@ from oml_core.const import (
     SEQUENCE_COLUMN,
     TColor,
 )
-from oml_core.functional.knn import KnnResult, search_knn, search_knn_qg
 from oml_core.functional.ragged_tops import check_unique_retrieved_ids
 from oml_core.interfaces.datasets import IBaseDataset, IQueryGalleryDataset, IQueryGalleryLabeledDataset
 from oml_core.interfaces.knn import IKnnIndex
+from oml_core.knn.search import KnnResult, search_knn, search_knn_qg
 from oml_core.utils.checks import check_int
 from oml_core.utils.logs import get_logger
 from oml_core.utils.ragged import Ragged
@@ -367,7 +367,7 @@ class RetrievalResults:
     ) -> RetrievalResults:
         """Retrieve the ``n_items`` closest gallery items of every query of ``dataset``.
 
-        Memory-bounded and exact (:func:`~oml_core.functional.knn.search_knn`): the distances are computed in
+        Memory-bounded and exact (:func:`~oml_core.knn.search.search_knn`): the distances are computed in
         blocks of at most ``memory_budget`` bytes, never as a whole ``[n_query, n_gallery]`` matrix; when the
         queries and the gallery are the same items ("1 vs rest") only half of the matrix is computed. A query
         never retrieves itself (the same dataset index) nor, when the dataset has a ``sequence`` column
@@ -383,12 +383,12 @@ class RetrievalResults:
             distance: ``"l2"`` or ``"cosine"`` (``1 - cosine similarity``).
             chunk_size: Queries per block (``None``: ``STRIP_ROWS``).
             memory_budget: Bytes of one block (``None``: 16 MiB on the CPU, where blocks then stay in the cache;
-                1 GiB on accelerators). See :func:`~oml_core.functional.knn.iter_distance_blocks`.
+                1 GiB on accelerators). See :func:`~oml_core.knn.blocks.iter_distance_blocks`.
             verbose: Set ``True`` to see a progress bar.
             knn_backend: Search through a registered kNN backend instead (kind ``knn_backend``): its name, a
                 ``{name, args}`` spec (``distance`` is filled in) or an empty ``IKnnIndex``; ``None``: the exact
                 blockwise search above. The exclusion rules are the same for every backend
-                (:func:`~oml_core.retrieval.knn_backends.search_with_index`); ``chunk_size``, ``memory_budget``
+                (:func:`~oml_core.knn.backend_search.search_with_index`); ``chunk_size``, ``memory_budget``
                 and ``verbose`` are the exact search's and are not passed on.
             registry: Where ``knn_backend`` is looked up (``default_registry()`` when ``None``).
 
@@ -402,8 +402,8 @@ class RetrievalResults:
         Raises:
             ValueError: the number of embeddings is not ``len(dataset)``, the dataset has no queries or no
                 gallery items (:func:`get_query_gallery_ids`), an embedding is not finite (the message names
-                its row), and the errors of :func:`~oml_core.functional.knn.search_knn`.
-            ~oml_core.functional.knn.NonFiniteDistanceError: (a ``ValueError``) the embeddings are so large
+                its row), and the errors of :func:`~oml_core.knn.search.search_knn`.
+            ~oml_core.knn.distances.NonFiniteDistanceError: (a ``ValueError``) the embeddings are so large
                 that a distance overflows float32 (or their own float dtype when wider); the message names the
                 query and the gallery item and their rows of ``embeddings``.
         """
@@ -412,7 +412,7 @@ class RetrievalResults:
         query_ids, gallery_ids = get_query_gallery_ids(dataset, f"the dataset ({type(dataset).__name__})")
         labels = labels_of(dataset)
         if knn_backend is not None:
-            from oml_core.retrieval.knn_backends import make_knn_index, search_with_index
+            from oml_core.knn.backend_search import make_knn_index, search_with_index
 
             result = search_with_index(
                 make_knn_index(knn_backend, distance, registry),
@@ -471,7 +471,7 @@ class RetrievalResults:
             memory_budget: Bytes of one block (``None``: as in :meth:`from_embeddings`).
             verbose: Set ``True`` to see a progress bar.
             knn_backend: Search through a registered kNN backend instead, as in :meth:`from_embeddings`
-                (:func:`~oml_core.retrieval.knn_backends.search_with_index_qg`).
+                (:func:`~oml_core.knn.backend_search.search_with_index_qg`).
             registry: Where ``knn_backend`` is looked up (``default_registry()`` when ``None``).
 
         Returns:
@@ -479,7 +479,7 @@ class RetrievalResults:
 
         Raises:
             ValueError: numbers of embeddings that are not the datasets' lengths, an empty dataset, and the
-                errors of :func:`~oml_core.functional.knn.search_knn_qg` (non-finite embeddings, distances
+                errors of :func:`~oml_core.knn.search.search_knn_qg` (non-finite embeddings, distances
                 that overflow: see :meth:`from_embeddings`).
         """
         for name, emb, ds in (
@@ -502,7 +502,7 @@ class RetrievalResults:
         labels_query, labels_gallery = _factorize_together(*labels) if has_labels else (None, None)
         seq_query, seq_gallery = _factorize_together(*sequences) if has_sequences else (None, None)
         if knn_backend is not None:
-            from oml_core.retrieval.knn_backends import make_knn_index, search_with_index_qg
+            from oml_core.knn.backend_search import make_knn_index, search_with_index_qg
 
             result = search_with_index_qg(
                 make_knn_index(knn_backend, distance, registry),

@@ -2,7 +2,7 @@
 
 The Euclidean distance is computed in one place, :func:`l2_dist_mm` (one matrix multiply of
 :func:`l2_factors`, then :func:`l2_from_squared_`): :func:`pairwise_dist`, the k-nearest-neighbour search
-(:mod:`oml_core.functional.knn`, block by block) and the differentiable :func:`pairwise_l2` of the losses
+(:mod:`oml_core.knn.blocks`, block by block) and the differentiable :func:`pairwise_l2` of the losses
 (:func:`pairwise_l2`, exported by oml-losses) all go through it. :func:`elementwise_dist` is the distance of paired rows
 (``[n]``, not a matrix).
 

@@ -1,4 +1,5 @@
-"""The pretrained zoo: looking checkpoints up in the registry, downloading them once to a cache, reading them.
+"""The pretrained zoo's download store: looking checkpoints up in the registry, downloading them once into the
+weights folder of the cache (:func:`~oml_core.caches.folder.weights_cache_dir`), checking and reading them.
 
 Offline first: a checkpoint in the cache is used without any network access. A download happens only when
 a zoo key is asked for and its file is missing; it is written to a temporary file, checked against the md5 of
@@ -7,19 +8,15 @@ network, the error says which url to fetch and where to put the file, within ``t
 ``HF_HUB_OFFLINE=1`` or ``OML_OFFLINE=1`` it says so at once.
 
 A file already in the cache (downloaded earlier, or put there by hand) is checked against the zoo's md5 and
-sha256 too, but hashed once only: its digests are remembered in a sidecar file next to it,
-``<file>.digests.json`` (:func:`digests_sidecar`), with the file's size, modification and change times and
-inode. As long as these are unchanged the remembered digests are used; when any differs (the file was
-replaced or modified) the file is hashed again. A file whose digest differs from the zoo's is refused with a
-:class:`PretrainedChecksumError` naming the file, both digests and what to do. ``OML_SKIP_WEIGHTS_CHECK=1``
-turns the check of cached files off (a file of one's own under a zoo key's name, tests with fake weights).
+sha256 too, but hashed once only: its digests are remembered in a sidecar file next to it while it is
+unchanged (:func:`~oml_core.caches.digests.cached_file_digests`). A file whose digest differs from the zoo's is
+refused with a :class:`PretrainedChecksumError` naming the file, both digests and what to do.
+``OML_SKIP_WEIGHTS_CHECK=1`` turns the check of cached files off (a file of one's own under a zoo key's name,
+tests with fake weights).
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
-import logging
 import os
 import shutil
 import tempfile
@@ -29,8 +26,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from oml_core.utils.atomic import atomic_write_bytes
-from oml_core.utils.cache import weights_cache_dir
+from oml_core.caches.digests import cached_file_digests, file_digests, remember_digests
+from oml_core.caches.folder import weights_cache_dir
 from oml_core.utils.imports import resolve
 from oml_core.zoo.entry import IMREADERS, PretrainedModel
 
@@ -48,12 +45,8 @@ OFFLINE_VARIABLES = ("OML_OFFLINE", "HF_HUB_OFFLINE")
 #: Environment variable that turns off the digest check of the files already in the cache (``1``, ``true``,
 #: ``yes``); downloads are always checked.
 SKIP_CHECK_VARIABLE = "OML_SKIP_WEIGHTS_CHECK"
-#: Suffix of the sidecar file that remembers the digests of a cached checkpoint (:func:`digests_sidecar`).
-DIGESTS_SUFFIX = ".digests.json"
-_SIDECAR_FORMAT = 1
+#: Bytes copied at a time from a download into its file.
 _CHUNK = 1 << 20
-
-logger = logging.getLogger(__name__)
 
 
 class PretrainedDownloadError(RuntimeError):
@@ -106,79 +99,6 @@ def is_offline() -> bool:
     return any(os.environ.get(name, "").lower() in ("1", "true", "yes") for name in OFFLINE_VARIABLES)
 
 
-def file_digests(path: Path) -> dict[str, str]:
-    """``{"md5": ..., "sha256": ...}`` hex digests of the file ``path``, read once in chunks."""
-    digests = {"md5": hashlib.md5(), "sha256": hashlib.sha256()}
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(_CHUNK), b""):
-            for digest in digests.values():
-                digest.update(chunk)
-    return {name: digest.hexdigest() for name, digest in digests.items()}
-
-
-def digests_sidecar(path: Path) -> Path:
-    """The sidecar file that remembers the digests of ``path``: ``<path>.digests.json`` next to it."""
-    return path.with_name(path.name + DIGESTS_SUFFIX)
-
-
-def _file_state(path: Path) -> dict[str, int]:
-    """What tells whether the file changed: its size, modification and change times (ns) and inode."""
-    st = path.stat()
-    return {"size": st.st_size, "mtime_ns": st.st_mtime_ns, "ctime_ns": st.st_ctime_ns, "inode": st.st_ino}
-
-
-def _remembered_digests(path: Path, state: dict[str, int]) -> dict[str, str] | None:
-    """The digests of the sidecar of ``path`` when it describes the file in ``state``, else ``None`` (no
-    sidecar, an unreadable one, or the file changed since it was written)."""
-    try:
-        record = json.loads(digests_sidecar(path).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    if not isinstance(record, dict) or record.get("format") != _SIDECAR_FORMAT:
-        return None
-    if record.get("file") != path.name or any(record.get(key) != value for key, value in state.items()):
-        return None
-    digests = {name: record.get(name) for name in ("md5", "sha256")}
-    if not all(isinstance(digest, str) and digest for digest in digests.values()):
-        return None
-    return digests  # type: ignore[return-value]
-
-
-def remember_digests(path: Path, digests: dict[str, str], state: dict[str, int] | None = None) -> None:
-    """Write the sidecar of ``path`` (:func:`digests_sidecar`) atomically: ``digests`` (``md5`` and
-    ``sha256``) and the file's ``state`` (its current one when ``None``). A sidecar that cannot be written (a
-    read-only cache) is logged and skipped: the file is then hashed again on its next use."""
-    sidecar = digests_sidecar(path)
-    try:
-        record = {
-            "format": _SIDECAR_FORMAT,
-            "file": path.name,
-            **(state if state is not None else _file_state(path)),
-            "md5": digests["md5"],
-            "sha256": digests["sha256"],
-        }
-        atomic_write_bytes(sidecar, (json.dumps(record, indent=1, sort_keys=True) + "\n").encode("utf-8"))
-    except OSError as error:
-        logger.warning(
-            "cannot remember the digests of %s in %s (%s): it will be hashed again", path, sidecar, error
-        )
-
-
-def cached_file_digests(path: Path) -> dict[str, str]:
-    """``{"md5": ..., "sha256": ...}`` of the file ``path``, hashed once: taken from its sidecar
-    (:func:`digests_sidecar`) while the file's size, modification and change times and inode are those the
-    sidecar records, else computed by :func:`file_digests` and remembered in the sidecar (unless the file
-    changed while it was read)."""
-    state = _file_state(path)
-    remembered = _remembered_digests(path, state)
-    if remembered is not None:
-        return remembered
-    digests = file_digests(path)
-    if _file_state(path) == state:
-        remember_digests(path, digests, state)
-    return digests
-
-
 def _skip_check() -> bool:
     return os.environ.get(SKIP_CHECK_VARIABLE, "").lower() in ("1", "true", "yes")
 
@@ -187,7 +107,8 @@ def check_cached_checkpoint(
     path: Path, md5: str | None = None, sha256: str | None = None, url: str | None = None
 ) -> Path:
     """Check the file ``path`` of the weights cache against ``md5`` and ``sha256`` (digests, or their first
-    characters; ``None``: not checked), hashing it only when it is new or changed (:func:`cached_file_digests`).
+    characters; ``None``: not checked), hashing it only when it is new or changed
+    (:func:`~oml_core.caches.digests.cached_file_digests`).
 
     Nothing is checked when both digests are ``None`` or ``OML_SKIP_WEIGHTS_CHECK`` is set.
 
@@ -223,7 +144,7 @@ def download_checkpoint(
 ) -> Path:
     """Download ``url`` to ``path`` (through a temporary file in its folder), checking ``md5`` and ``sha256``
     (digests, or their first characters) when given. The digests of a checked file are remembered in its
-    sidecar (:func:`digests_sidecar`), so that its next use does not hash it again.
+    sidecar (:func:`~oml_core.caches.digests.digests_sidecar`), so that its next use does not hash it again.
 
     Raises:
         PretrainedDownloadError: downloads are forbidden (:func:`is_offline`), the server cannot be reached
@@ -314,25 +235,19 @@ def get_transforms_for_pretrained(
 
 
 __all__ = [
-    "DIGESTS_SUFFIX",
     "DOWNLOAD_TIMEOUT",
     "PretrainedChecksumError",
     "SKIP_CHECK_VARIABLE",
-    "cached_file_digests",
     "check_cached_checkpoint",
-    "digests_sidecar",
-    "remember_digests",
     "registry_or_default",
     "OFFLINE_VARIABLES",
     "PRETRAINED_KIND",
     "PretrainedDownloadError",
     "download_checkpoint",
-    "file_digests",
     "get_pretrained",
     "get_transforms_for_pretrained",
     "is_offline",
     "load_pretrained_state_dict",
     "pretrained_checkpoint",
     "pretrained_keys",
-    "weights_cache_dir",
 ]

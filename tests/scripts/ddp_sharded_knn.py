@@ -18,9 +18,9 @@ import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 
-from oml_core.ddp.knn import ShardedExactKnnIndex, search_sharded
-from oml_core.functional.knn import KnnResult
 from oml_core.interfaces.datasets import IQueryGalleryLabeledDataset
+from oml_core.knn.search import KnnResult
+from oml_core.knn.sharded import ShardedExactKnnIndex, search_sharded
 from oml_core.metrics import EmbeddingMetricsDDP, flatten_metrics
 
 N_ITEMS = 61

@@ -15,7 +15,6 @@ A resumed run compares it with its own config before it trains
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Mapping
 from dataclasses import fields, is_dataclass
 from pathlib import Path
@@ -23,18 +22,10 @@ from typing import Any
 
 import pytorch_lightning as pl
 
+from oml_core.caches.digests import file_sha256
+
 #: The checkpoint entry of the run record.
 RUN_RECORD_KEY = "oml_run"
-_HASH_CHUNK = 1 << 22
-
-
-def file_sha256(path: str | Path) -> str:
-    """The sha256 of the bytes of ``path`` (hex): the fingerprint of a dataframe's content."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as file:
-        while chunk := file.read(_HASH_CHUNK):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def plain(value: Any) -> Any:
@@ -91,4 +82,4 @@ class RunRecordCallback(pl.Callback):
         }
 
 
-__all__ = ["RUN_RECORD_KEY", "RunRecordCallback", "file_sha256", "make_run_record", "plain"]
+__all__ = ["RUN_RECORD_KEY", "RunRecordCallback", "make_run_record", "plain"]

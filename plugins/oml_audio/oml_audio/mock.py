@@ -31,6 +31,7 @@ import pandas as pd
 import soundfile
 
 from oml_audio.waveform import START_TIME_COLUMN
+from oml_core.caches.folder import get_cache_dir
 from oml_core.const import (
     CATEGORIES_COLUMN,
     IS_GALLERY_COLUMN,
@@ -44,7 +45,6 @@ from oml_core.const import (
     mock_audio_dataset_dirname,
 )
 from oml_core.datasets.generated import GeneratedDataset
-from oml_core.utils.cache import get_cache_dir
 
 #: The name and version of the mock audio dataset: the core's constants, next to OML's ``MOCK_AUDIO_DATASET_PATH``
 #: (the folder of seed 0, :func:`get_mock_audios_path`), which OML's zoo example reads.

@@ -9,7 +9,7 @@ Common to every backend here:
   ``s``, returned as ``clamp(1 - s, 0, 2)``. Embeddings are searched in float32 (float64 inputs are cast).
 - **Ids and groups** are kept by position (the order items were added) as int64 tensors; faiss holds the vectors
   under their positions. Faiss cannot mask by group, so exclusion goes through the core's over-fetch-and-filter
-  :func:`~oml_core.retrieval.knn_backends.search_excluding`.
+  :func:`~oml_core.knn.exclusion.search_excluding`.
 - **Order.** Every row is sorted by ``(distance, position)``: equal distances come in the order the items were
   added, like the core's exact backend, and ties at the ``k``-th place are completed (faiss's heaps keep either
   end of a tie cut by ``k``; an inner-product heap keeps the highest positions): the search goes past ``k``
@@ -64,16 +64,16 @@ import torch
 from torch import LongTensor, Tensor
 
 from oml_core.interfaces.knn import CannotRemoveError, IKnnIndex, KnnSearchResult
-from oml_core.retrieval.knn_backends import (
-    AppendedRows,
+from oml_core.knn.appended_rows import AppendedRows
+from oml_core.knn.backend_checks import (
     check_added,
     check_distance,
     check_k,
     check_queries,
     kept_after_removal,
     load_index_state,
-    search_excluding,
 )
+from oml_core.knn.exclusion import search_excluding
 from oml_core.utils.atomic import atomic_torch_save, atomic_write
 from oml_core.utils.checks import is_int
 from oml_core.utils.misc_torch import inverse_norms
@@ -194,7 +194,7 @@ class FaissKnnIndex(IKnnIndex):
         (default: the ids). A training index buffers them until it is built (see the module's docstring).
 
         Raises:
-            ValueError: bad embeddings, ids or groups (:func:`~oml_core.retrieval.knn_backends.check_added`), or
+            ValueError: bad embeddings, ids or groups (:func:`~oml_core.knn.backend_checks.check_added`), or
                 a dimension that the arguments do not fit (``m`` must divide it).
         """
         embeddings, ids, groups = check_added(embeddings, ids, groups, len(self), self._dim)

@@ -17,7 +17,7 @@ from oml_faiss import FaissFlatIndex, FaissHNSWIndex, FaissIVFIndex, FaissIVFPQI
 from torch import LongTensor, Tensor
 
 from oml_core.interfaces.knn import IKnnIndex, KnnSearchResult
-from oml_core.retrieval.knn_backends import ExactKnnIndex
+from oml_core.knn.exact import ExactKnnIndex
 
 ANN = {"faiss_ivf": FaissIVFIndex, "faiss_hnsw": FaissHNSWIndex, "faiss_ivfpq": FaissIVFPQIndex}
 #: The recall@10 the defaults must reach against the exact search on the clustered data below.

@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from oml_core.caches.folder import get_cache_dir
 from oml_core.const import (
     CATEGORIES_COLUMN,
     IS_GALLERY_COLUMN,
@@ -29,7 +30,6 @@ from oml_core.const import (
     TEXTS_COLUMN,
 )
 from oml_core.datasets.generated import GeneratedDataset, train_and_validation
-from oml_core.utils.cache import get_cache_dir
 
 MOCK_TEXTS_VERSION = 1
 MOCK_TEXTS_PER_LABEL = 5
@@ -159,7 +159,7 @@ MOCK_TEXTS = GeneratedDataset(
 def get_mock_texts_dataset_root(cache_dir: Path | str | None = None, seed: int = 0) -> Path:
     """The folder ``<cache>/mock_texts_v<version>_seed<seed>`` holding ``df.csv`` of the mock texts, written
     there on first use, atomically (:meth:`~oml_core.datasets.generated.GeneratedDataset.materialise`).
-    ``<cache>`` is ``cache_dir`` or :func:`~oml_core.utils.cache.get_cache_dir`.
+    ``<cache>`` is ``cache_dir`` or :func:`~oml_core.caches.folder.get_cache_dir`.
 
     Raises:
         OSError: the cache cannot be written (the message names the folder).

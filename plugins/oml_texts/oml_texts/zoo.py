@@ -13,8 +13,8 @@ from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 
+from oml_core.caches.digests import file_digests
 from oml_core.zoo import PretrainedChecksumError, PretrainedModel
-from oml_core.zoo.store import file_digests
 
 MINILM = "sentence-transformers/all-MiniLM-L6-v2"
 

@@ -1,6 +1,7 @@
 """The extractor's embeddings of the post-processing pipelines: computed once and cached by a key of
-everything they depend on (:class:`CachedEmbeddings`), where they came from (:class:`EmbeddingsSource`), and
-the dataset that serves them as validation batches (:class:`EmbeddingsDataset`)."""
+everything they depend on (:class:`CachedEmbeddings`, in the cache files of :mod:`oml_core.caches.embeddings`),
+where they came from (:class:`EmbeddingsSource`), and the dataset that serves them as validation batches
+(:class:`EmbeddingsDataset`)."""
 
 from __future__ import annotations
 
@@ -16,8 +17,9 @@ import pytorch_lightning as pl
 from torch import Tensor
 from torch.utils.data import DataLoader, Dataset
 
+from oml_core.caches.digests import file_sha256, with_file_digests
+from oml_core.caches.embeddings import CACHE_FORMAT, cached_embeddings
 from oml_core.config.components import build_component, spec_of
-from oml_core.inference.cache import cached_embeddings
 from oml_core.lightning.pipelines.shared.inference import extract_embeddings
 from oml_core.lightning.progress import progress_bar_callbacks
 from oml_core.registry import Registry, to_plain
@@ -30,8 +32,6 @@ log = get_logger(__name__)
 
 #: The key of the cached embeddings in the items of the training dataset and in the validation batches.
 EMBEDDINGS_KEY = "embeddings"
-#: Bump when the cache files' content changes meaning, so that old files are never read.
-CACHE_FORMAT = 1
 
 
 @dataclass
@@ -66,7 +66,8 @@ class CachedEmbeddings:
       the same checkpoint under another path is not a new key), and the distribution and version that
       provides the extractor, and oml-core's version;
     - the transforms spec, the dataframe's path and the SHA-256 of its content, the split;
-    - ``precision`` and ``seed`` (random weights depend on it), and :data:`CACHE_FORMAT`.
+    - ``precision`` and ``seed`` (random weights depend on it), and the format of the cache files
+      (:data:`~oml_core.caches.embeddings.CACHE_FORMAT`).
 
     Not in the key: the content of the image files themselves (replacing images under the same paths needs a
     new cache dir, or deleting the files), and the batch size and device (the embeddings do not depend on
@@ -117,7 +118,7 @@ class CachedEmbeddings:
         entry = self.registry.get("extractor", self.extractor_spec["name"])
         return {
             "format": CACHE_FORMAT,
-            "extractor": _with_file_digests(self.extractor_spec),
+            "extractor": with_file_digests(self.extractor_spec),
             "extractor_provider": [entry.plugin.distribution, entry.plugin.version],
             "oml_core": __version__,
             "transforms": self.transforms_spec,
@@ -166,26 +167,6 @@ class CachedEmbeddings:
         return extract_embeddings(trainer, self._extractor, loader)
 
 
-def file_sha256(path: Path) -> str:
-    """The SHA-256 hex digest of the content of the file ``path``."""
-    digest = hashlib.sha256()
-    with Path(path).open("rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
-def _with_file_digests(value: Any) -> Any:
-    """``value`` (a spec) with every string that names an existing file replaced by ``{"sha256": digest}``."""
-    if isinstance(value, Mapping):
-        return {key: _with_file_digests(item) for key, item in value.items()}
-    if isinstance(value, list | tuple):
-        return [_with_file_digests(item) for item in value]
-    if isinstance(value, str) and value and Path(value).expanduser().is_file():
-        return {"sha256": file_sha256(Path(value).expanduser())}
-    return value
-
-
 class EmbeddingsDataset(Dataset):
     """Items ``{"embeddings": embeddings[i], "idx": i}``: the validation batches of the post-processing
     pipelines, which need no image (the post-processor reads the images it re-ranks itself)."""
@@ -200,11 +181,4 @@ class EmbeddingsDataset(Dataset):
         return {EMBEDDINGS_KEY: self.embeddings[item], "idx": item}
 
 
-__all__ = [
-    "CACHE_FORMAT",
-    "EMBEDDINGS_KEY",
-    "CachedEmbeddings",
-    "EmbeddingsDataset",
-    "EmbeddingsSource",
-    "file_sha256",
-]
+__all__ = ["EMBEDDINGS_KEY", "CachedEmbeddings", "EmbeddingsDataset", "EmbeddingsSource"]

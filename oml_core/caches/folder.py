@@ -1,4 +1,4 @@
-"""The user cache folder of oml (the mock dataset, the pretrained weights)."""
+"""The user cache folder of oml (the mock datasets, the pretrained weights)."""
 
 from __future__ import annotations
 

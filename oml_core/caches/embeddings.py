@@ -1,6 +1,6 @@
-"""Cache files of embeddings (of :func:`~oml_core.inference.flat.inference_on_dataframe` and of the
-post-processing pipelines): the embeddings stored with the key of everything they were computed from, so that a
-stale file is never read.
+"""Cache files of embeddings (of :func:`~oml_core.inference.flat.inference_on_dataframe`, of OML's
+:func:`~oml_core.inference.cached.inference_cached` and of the post-processing pipelines): the embeddings stored
+with the key of everything they were computed from, so that a stale file is never read.
 
 A cache file is a ``torch.save`` of ``{"format": CACHE_MARKER, "version": CACHE_FORMAT, "key": key,
 "embeddings": tensor}``. A file at the cache path that is not one (a checkpoint, a text file, anything that

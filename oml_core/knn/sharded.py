@@ -15,21 +15,17 @@ import torch
 import torch.distributed as dist
 from torch import Tensor
 
-from oml_core.ddp.utils import comm_device
-from oml_core.functional.knn import STRIP_ROWS, KnnResult
+from oml_core.ddp.utils import comm_device, get_rank_safe, get_world_size_safe
 from oml_core.interfaces.knn import IKnnIndex, KnnSearchResult
-from oml_core.retrieval.knn_backends import ExactKnnIndex, check_k, check_queries, knn_result
+from oml_core.knn.backend_checks import check_k, check_queries
+from oml_core.knn.backend_search import knn_result
+from oml_core.knn.blocks import STRIP_ROWS
+from oml_core.knn.exact import ExactKnnIndex
+from oml_core.knn.search import KnnResult
 from oml_core.utils.misc_torch import iter_chunks
 
 #: The folder :meth:`ShardedExactKnnIndex.save` writes the shard of process ``rank`` into.
 SHARD_FOLDER = "shard_{rank}"
-
-
-def _world() -> tuple[int, int]:
-    """``(rank, world size)`` of the default group; ``(0, 1)`` without one."""
-    if dist.is_available() and dist.is_initialized():
-        return dist.get_rank(), dist.get_world_size()
-    return 0, 1
 
 
 def merge_top_k(distances: Tensor, ids: Tensor, k: int) -> tuple[Tensor, Tensor]:
@@ -48,7 +44,7 @@ class ShardedExactKnnIndex(IKnnIndex):
     every process :meth:`add`-s its own shard, and :meth:`search` is a collective that every process calls with
     its own queries (possibly none) and that returns the exact ``k`` nearest over all the shards.
 
-    The result equals :class:`~oml_core.retrieval.knn_backends.ExactKnnIndex`'s over the union of the shards
+    The result equals :class:`~oml_core.knn.exact.ExactKnnIndex`'s over the union of the shards
     (ties: the smaller id first, which is the add order when the ids are positions), up to float rounding of
     the distances. Without a process group it is an ``ExactKnnIndex`` of its one shard.
 
@@ -84,7 +80,7 @@ class ShardedExactKnnIndex(IKnnIndex):
         """
         check_k(k)
         queries = check_queries(queries, None, exclude)
-        rank, world_size = _world()
+        rank, world_size = get_rank_safe(), get_world_size_safe()
         if world_size == 1:
             return self.local.search(queries, k, exclude)
         device = comm_device()
@@ -138,12 +134,12 @@ class ShardedExactKnnIndex(IKnnIndex):
 
     def save(self, folder: str | Path) -> None:
         """Write this process's shard into ``folder/shard_<rank>`` (an ``ExactKnnIndex``)."""
-        self.local.save(Path(folder) / SHARD_FOLDER.format(rank=_world()[0]))
+        self.local.save(Path(folder) / SHARD_FOLDER.format(rank=get_rank_safe()))
 
     @classmethod
     def load(cls, folder: str | Path) -> ShardedExactKnnIndex:
         """Read this process's shard from ``folder/shard_<rank>``."""
-        local = ExactKnnIndex.load(Path(folder) / SHARD_FOLDER.format(rank=_world()[0]))
+        local = ExactKnnIndex.load(Path(folder) / SHARD_FOLDER.format(rank=get_rank_safe()))
         index = cls(local.distance, local.chunk_size, local.memory_budget)
         index.local = local
         return index
@@ -160,7 +156,7 @@ def search_sharded(
     distance: str = "l2",
     chunk_size: int | None = None,
 ) -> KnnResult:
-    """:func:`~oml_core.functional.knn.search_knn` over embeddings spread across the processes, in every process.
+    """:func:`~oml_core.knn.search.search_knn` over embeddings spread across the processes, in every process.
 
     Every process gives the dataset indices ``local_ids`` it holds and their ``local_embeddings``; the processes'
     indices are disjoint and together cover the queries and the gallery. The gallery stays sharded
@@ -200,7 +196,7 @@ def search_sharded(
 
 def _all_gathered(positions: Tensor, found: KnnSearchResult) -> tuple[Tensor, Tensor, Tensor]:
     """Every process's ``(query positions, distances, ids)`` rows, concatenated in rank order, in every process."""
-    _, world_size = _world()
+    world_size = get_world_size_safe()
     if world_size == 1:
         return positions, found.distances, found.ids
     device = comm_device()

@@ -1,0 +1,45 @@
+"""The columns of a knn backend's items (embeddings, ids, groups), appended batch by batch."""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+
+class AppendedRows:
+    """Tensors appended batch by batch along their first dimension and concatenated once, when read: the
+    columns of an index's items (embeddings, ids, groups) in add order.
+
+    Args:
+        empty: What :attr:`rows` is before anything is appended (e.g. ``torch.empty(0, dtype=torch.long)``).
+    """
+
+    def __init__(self, empty: Tensor) -> None:
+        self._empty = empty
+        self._parts: list[Tensor] = []
+
+    def __len__(self) -> int:
+        return sum(len(part) for part in self._parts)
+
+    def append(self, rows: Tensor) -> None:
+        """Append a batch of rows."""
+        self._parts.append(rows)
+
+    def keep(self, kept: Tensor) -> None:
+        """Keep only the rows where the ``[len(self)]`` bool mask ``kept`` is true, in their order."""
+        self._parts = [self.rows[kept]]
+
+    @property
+    def width(self) -> int | None:
+        """The size of the second dimension of the rows (``None`` before any, or for 1-D rows)."""
+        return self._parts[0].shape[1] if self._parts and self._parts[0].ndim > 1 else None
+
+    @property
+    def rows(self) -> Tensor:
+        """Every row appended, in order (the batches are concatenated on the first read after an append)."""
+        if len(self._parts) > 1:
+            self._parts = [torch.cat(self._parts)]
+        return self._parts[0] if self._parts else self._empty
+
+
+__all__ = ["AppendedRows"]
