@@ -98,7 +98,11 @@ def test_the_check_sees_local_and_relative_imports():
         "def f():\n    from oml_core.cli import main\n    from ..index import gallery\n"
     )
     assert core_imports(source, "oml_core.utils") == {"oml_core.cli", "oml_core.index"}
-    assert part_of("oml_core.cli") == "cli.py" and part_of("oml_core.index.gallery") == "index"
+    assert (
+        part_of("oml_core.cli") == "cli"
+        and part_of("oml_core.const") == "const.py"
+        and part_of("oml_core.index.gallery") == "index"
+    )
 
 
 #: What a module of ``interfaces/`` may import at run time, at module level or in a function (a module or its

@@ -20,7 +20,8 @@ import pytest
 import yaml
 from omegaconf import OmegaConf
 
-from oml_core.cli import PIPELINE_CONFIGS, PIPELINE_EXAMPLES, main
+from oml_core.cli import main
+from oml_core.cli.pipelines import PIPELINE_CONFIGS, PIPELINE_EXAMPLES
 from oml_core.config.compose import OML_CONFIGS_DIR, compose_config
 from oml_core.registry import Registry
 from oml_core.registry.manager import BUILTINS_NAME

@@ -15,8 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from oml_core import cli
 from oml_core.cli import main
+from oml_core.cli import pipelines as pipeline_commands
+from oml_core.cli import registry as registry_command
 from oml_core.datasets import mock
 from oml_core.datasets.mock import generate_mock_dataset
 from oml_core.lightning import stops
@@ -39,7 +40,7 @@ class Case:
     def argv(self, tmp: Path) -> list[str]:
         """The command line's arguments, ``logs_root`` added for a pipeline."""
         args = [arg.format(tmp=tmp) for arg in self.args]
-        return [*args, f"logs_root={tmp / 'logs'}"] if args[0] in cli.PIPELINE_CONFIGS else args
+        return [*args, f"logs_root={tmp / 'logs'}"] if args[0] in pipeline_commands.PIPELINE_CONFIGS else args
 
 
 CASES = {
@@ -208,7 +209,7 @@ def _user_errors() -> dict[str, tuple[BaseException, str]]:
 def test_user_errors_exit_2_with_one_line(monkeypatch, capsys, name):
     error, text = _user_errors()[name]
     monkeypatch.delenv("OML_TRACEBACK", raising=False)
-    monkeypatch.setattr(cli, "_cmd_registry", _raising(error))
+    monkeypatch.setattr(registry_command, "run", _raising(error))
     assert main(["registry"]) == 2
     assert capsys.readouterr().err == f"oml registry: error: {text}\n"
 
@@ -230,14 +231,14 @@ def test_user_errors_exit_2_with_one_line(monkeypatch, capsys, name):
 )
 def test_a_bug_exits_1_with_one_internal_error_line(monkeypatch, capsys, error, line):
     monkeypatch.delenv("OML_TRACEBACK", raising=False)
-    monkeypatch.setattr(cli, "_cmd_registry", _raising(error))
+    monkeypatch.setattr(registry_command, "run", _raising(error))
     assert main(["registry"]) == 1
     assert capsys.readouterr().err == f"{line}\n"
 
 
 def test_ctrl_c_exits_130_with_one_line(monkeypatch, capsys):
     monkeypatch.delenv("OML_TRACEBACK", raising=False)
-    monkeypatch.setattr(cli, "_cmd_registry", _raising(KeyboardInterrupt()))
+    monkeypatch.setattr(registry_command, "run", _raising(KeyboardInterrupt()))
     assert main(["registry"]) == 130
     assert capsys.readouterr().err == "oml registry: interrupted\n"
 
@@ -248,7 +249,7 @@ def test_the_traceback_flag_or_variable_reraises(monkeypatch, argv):
         monkeypatch.setenv("OML_TRACEBACK", "1")
     else:
         monkeypatch.delenv("OML_TRACEBACK", raising=False)
-    monkeypatch.setattr(cli, "_cmd_registry", _raising(ConfigError("bad key")))
+    monkeypatch.setattr(registry_command, "run", _raising(ConfigError("bad key")))
     with pytest.raises(ConfigError, match="bad key"):
         main(argv)
 
@@ -256,7 +257,7 @@ def test_the_traceback_flag_or_variable_reraises(monkeypatch, argv):
 def test_a_stopped_run_names_the_command_that_resumes_it(monkeypatch, capsys):
     monkeypatch.delenv("OML_TRACEBACK", raising=False)
     stopped = stops.TrainingInterrupted(signal.SIGTERM, Path("/runs/a b/last.ckpt"), epoch=1, step=9)
-    monkeypatch.setattr(cli, "_cmd_pipeline", _raising(stopped))
+    monkeypatch.setattr(pipeline_commands, "run", _raising(stopped))
     assert main(["train", "--config-name", "tiny", "max_epochs=3", "resume=/old/last.ckpt"]) == 143
     assert capsys.readouterr().err == (
         "oml train: SIGTERM received: stopped after step 9 (epoch 1); to go on: "
@@ -269,7 +270,7 @@ def test_a_diverged_run_names_its_last_good_checkpoint_not_a_resume_command(monk
     stopped = stops.NonFiniteLossError(
         "at step 5 (epoch 0, batch 5) the loss is nan", Path("/runs/last.ckpt")
     )
-    monkeypatch.setattr(cli, "_cmd_pipeline", _raising(stopped))
+    monkeypatch.setattr(pipeline_commands, "run", _raising(stopped))
     assert main(["train", "optimizer.args.lr=1e30"]) == 1
     assert capsys.readouterr().err == (
         "oml train: at step 5 (epoch 0, batch 5) the loss is nan; last good checkpoint: /runs/last.ckpt\n"

@@ -171,7 +171,7 @@ def test_bad_configs_exit_2_with_one_line(
 def test_only_the_upstream_warnings_users_cannot_act_on_are_silenced():
     import warnings
 
-    from oml_core.cli import silence_upstream_warnings
+    from oml_core.lightning.quiet import silence_upstream_warnings
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")

@@ -14,7 +14,9 @@ import pytest
 import yaml
 from omegaconf import OmegaConf
 
-from oml_core.cli import INDEX_BUILD_CONFIG, PIPELINE_CONFIGS, main
+from oml_core.cli import main
+from oml_core.cli.index import INDEX_BUILD_CONFIG
+from oml_core.cli.pipelines import PIPELINE_CONFIGS
 from oml_core.config.compose import compose_config
 from oml_core.config.reference import KeyReference, commented_yaml, help_section, key_references
 from oml_core.config.rules import POSITIVE_INT, ComponentSpec, key_doc, setting
@@ -185,7 +187,7 @@ def test_building_the_parser_imports_no_schema():
     """The section is written when the help is shown: ``oml --version`` and every command that is no help do not
     pay for the schemas' imports (pandas among them)."""
     code = (
-        "import json, sys; from oml_core.cli import _parser; _parser(); "
+        "import json, sys; from oml_core.cli.commands import build_parser; build_parser(); "
         "print(json.dumps(['oml_core.config.schemas' in sys.modules, 'pandas' in sys.modules]))"
     )
     done = subprocess.run(

@@ -19,7 +19,7 @@ import pytest
 import torch
 from omegaconf import OmegaConf
 
-from oml_core.cli import compose_config
+from oml_core.config.compose import compose_config
 from oml_core.lightning.pipelines import extractor_prediction_pipeline
 from tests.scripts.oml_forkserver import OmlForkServer
 

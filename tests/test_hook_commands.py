@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from oml_core.cli import _parser, main
+from oml_core.cli import main
+from oml_core.cli.commands import build_parser
 from oml_core.registry import PluginLoadError, PluginWarning, Registry
 from oml_core.registry.kinds import BUILTIN_COMMANDS
 from tests.scripts.fake_plugins import fake_distribution
@@ -93,7 +94,7 @@ def installed(site: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def test_the_reserved_names_are_the_cli_commands():
-    assert BUILTIN_COMMANDS == set(_parser().commands)
+    assert BUILTIN_COMMANDS == set(build_parser().commands)
 
 
 def test_the_command_runs_from_oml_with_its_arguments(run_oml, tmp_path):
@@ -147,7 +148,7 @@ def test_a_bug_of_the_command_names_the_command_and_its_plugin(installed, capsys
 
 def test_an_unknown_command_lists_the_plugin_commands(installed, capsys):
     assert main(["gret", "world"]) == USAGE
-    commands = ", ".join(_parser().commands)
+    commands = ", ".join(build_parser().commands)
     assert capsys.readouterr().err == (
         f"oml: error: unknown command 'gret'; did you mean 'greet'? (commands: {commands}; plugin commands: "
         "greet)\n"

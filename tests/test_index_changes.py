@@ -31,10 +31,10 @@ from oml_core.index import (
     UnknownItemError,
     Upserted,
 )
-from oml_core.index.answers import search_answer, search_table
 from oml_core.index.changes import Removal, Upsert, net_change
 from oml_core.index.generations import writer_lock
 from oml_core.registry import Registry
+from oml_core.reports.search import search_answer
 from tests.scripts import index_writer
 from tests.test_gallery_index import (
     COLOURS,
@@ -170,8 +170,9 @@ def test_the_calibration_is_kept_reported_stale_and_calibrated_again(registry, t
 
     hits = index.search([root / "images" / "red2.png"], top_k=1)
     answer = search_answer("my_index", calibration.threshold, ["red2.png"], hits, calibration_stale=True)
-    assert answer["calibration_stale"] is True and json.loads(json.dumps(answer)) == answer
-    assert search_table(answer).splitlines()[0] == (
+    data = answer.as_data()
+    assert data["calibration_stale"] is True and json.loads(answer.as_json()) == data
+    assert answer.as_text().splitlines()[0] == (
         f"red2.png: match (threshold {calibration.threshold:.6g}) (calibration stale: oml index calibrate my_index)"
     )
     assert index.recalibrate() == calibration  # the same split and model: the same threshold

@@ -32,7 +32,7 @@ import yaml
 
 from oml_core.lightning.pipelines.train import extractor_training_pipeline
 from oml_core.registry import Registry
-from oml_core.reports import training_report
+from oml_core.reports.pipelines import training_report
 from tests.scripts.oml_forkserver import ForkedRun, OmlForkServer
 
 sys.path.insert(0, str(Path(__file__).parent / "scripts"))

@@ -36,7 +36,9 @@ import yaml
 from torch import Tensor, nn
 
 from oml_core import hookimpl
-from oml_core.cli import error_report, flags_as_overrides, main
+from oml_core.cli import main
+from oml_core.cli.errors import error_report
+from oml_core.cli.pipelines import flags_as_overrides
 from oml_core.config.components import build_component
 from oml_core.datasets.dataframe_format import DataFrameFormatError, read_csv_file
 from oml_core.datasets.mock import get_mock_dataset_root

@@ -22,8 +22,8 @@ sys.path.insert(0, str(Path(__file__).parent / "scripts"))
 from tiny_training import IMAGE_ARGS, tiny_config  # noqa: E402
 
 CORE = Path(oml_core.__file__).parent
-#: The modules whose job is to print: the command line.
-PRINTING_MODULES = {CORE / "cli.py"}
+#: The modules whose job is to print: the command line's.
+PRINTING_MODULES = set((CORE / "cli").rglob("*.py"))
 
 
 def print_calls(path: Path) -> list[int]:

@@ -25,7 +25,7 @@ from oml_core.engine import (
 )
 from oml_core.lightning.pipelines.shared.common import log_dir_of
 from oml_core.registry import ConfigError, Registry, UnknownNameError
-from oml_core.reports import format_metrics_table
+from oml_core.reports.pipelines import format_metrics_table
 
 
 def test_run_dirs_are_never_reused(tmp_path):

@@ -31,7 +31,7 @@ from oml_core.lightning.pipelines.train_postprocessor import (
 )
 from oml_core.lightning.pipelines.validate_postprocessor import postprocessor_validation_pipeline
 from oml_core.registry import Registry
-from oml_core.reports import AFTER_TITLE, BEFORE_TITLE
+from oml_core.reports.pipelines import AFTER_TITLE, BEFORE_TITLE
 
 NO_PROGRESS_BAR = "lightning_trainer_extra_args.enable_progress_bar=false"
 METRIC_ROW = re.compile(r"^(OVERALL/\S+)\s+(\d+\.\d{4})$", re.MULTILINE)

@@ -17,7 +17,8 @@ import pandas as pd
 import pytest
 from omegaconf import OmegaConf
 
-from oml_core.cli import compose_config, main
+from oml_core.cli import main
+from oml_core.config.compose import compose_config
 from oml_core.datasets.mock import get_mock_dataset_root
 from oml_core.index import GalleryIndex
 from oml_core.index.build import build_gallery_index

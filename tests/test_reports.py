@@ -1,5 +1,5 @@
 """The reports: each pipeline returns its result and neither prints nor logs a report; ``oml COMMAND`` prints the
-report of :mod:`oml_core.reports` of that result. The report functions on hand-made results (the exact text),
+report of :mod:`oml_core.reports.pipelines` of that result. The report functions on hand-made results (the exact text),
 then real runs: the pipelines called from Python (their log records at INFO and stdout hold no report line)
 and ``oml train`` / ``oml validate`` in process (their stdout holds the report, their log records do not)."""
 
@@ -21,7 +21,7 @@ from oml_core.lightning.pipelines.train import TrainingResult
 from oml_core.lightning.pipelines.train_postprocessor import PostprocessorTrainingResult
 from oml_core.lightning.pipelines.validate import ValidationResult
 from oml_core.lightning.pipelines.validate_postprocessor import PostprocessorValidationResult
-from oml_core.reports import (
+from oml_core.reports.pipelines import (
     REPORTS,
     format_metrics_table,
     postprocessor_training_report,
@@ -173,7 +173,7 @@ def test_the_postprocessing_reports_have_both_tables_and_the_paths():
 
 
 def test_every_pipeline_command_has_a_report():
-    from oml_core.cli import PIPELINE_CONFIGS
+    from oml_core.cli.pipelines import PIPELINE_CONFIGS
 
     assert set(REPORTS) == set(PIPELINE_CONFIGS.values())
 

@@ -11,7 +11,7 @@ import pytest
 import torch
 from omegaconf import OmegaConf
 
-from oml_core.cli import compose_config
+from oml_core.config.compose import compose_config
 from oml_core.config.schemas import ExtractorTrainingConfig
 from oml_core.config.typed import validate_config
 from oml_core.lightning.callbacks.run_record import plain

@@ -11,7 +11,7 @@ import torch
 
 from oml_core.cli import main
 from oml_core.lightning.callbacks.validation import ValidationHistory
-from oml_core.reports import format_training_table, regression_note, training_columns
+from oml_core.reports.pipelines import format_training_table, regression_note, training_columns
 
 EPOCHS = {
     0: {"OVERALL/cmc/1": 0.5, "OVERALL/map/5": 0.25},

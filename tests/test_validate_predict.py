@@ -16,7 +16,7 @@ from omegaconf import OmegaConf
 from PIL import Image
 
 from oml_core import hookimpl
-from oml_core.cli import compose_config
+from oml_core.config.compose import compose_config
 from oml_core.config.schemas import ExtractorPredictionConfig, ExtractorValidationConfig
 from oml_core.config.typed import validate_config
 from oml_core.datasets import pil_to_tensor

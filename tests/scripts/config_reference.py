@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from oml_core.cli import INDEX_BUILD_CONFIG, PIPELINE_CONFIGS
+from oml_core.cli.index import INDEX_BUILD_CONFIG
+from oml_core.cli.pipelines import PIPELINE_CONFIGS
 from oml_core.config.reference import markdown
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -91,7 +91,7 @@ def run(config_path: Path, *overrides: str) -> int:
     """Run the extractor's training pipeline on the yaml config ``config_path`` with top-level ``key=value``
     ``overrides`` (values read as yaml) and :class:`SignallingPlugin`; an error is reported as ``oml train``
     reports it (one line on stderr, its exit status)."""
-    from oml_core.cli import error_report
+    from oml_core.cli.errors import error_report
     from oml_core.lightning.pipelines.train import extractor_training_pipeline
     from oml_core.registry import Registry
 

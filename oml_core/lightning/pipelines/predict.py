@@ -96,8 +96,8 @@ def extractor_prediction_pipeline(
     :class:`~oml_core.lightning.pipelines.shared.inference.EmbeddingsStream`), and the process that started the
     run writes the file, the single-process file. Every process returns the result.
 
-    Prints nothing and logs no report: :func:`oml_core.reports.prediction_report` makes the line ``oml predict``
-    prints of the result (``<n> predictions have been saved to <file>``), in the main process
+    Prints nothing and logs no report: :func:`oml_core.reports.pipelines.prediction_report` makes the line ``oml
+    predict`` prints of the result (``<n> predictions have been saved to <file>``), in the main process
     (``is_main_process``). Logged meanwhile: the check of the data (``Checked N images``).
 
     Returns:

@@ -139,7 +139,7 @@ def extractor_training_pipeline(
 
     Prints nothing and logs no report: the result carries the metrics of every validated epoch (start, best and
     last among them), the checkpointing metric and where the logs and checkpoints were written;
-    :func:`oml_core.reports.training_report` makes the report of it that ``oml train`` prints (in the main
+    :func:`oml_core.reports.pipelines.training_report` makes the report of it that ``oml train`` prints (in the main
     process, ``is_main_process``). Logged meanwhile: the check of the data (``Checked N images``) and a line per
     epoch when there is no progress bar.
 

@@ -125,7 +125,7 @@ def postprocessor_training_pipeline(
     :mod:`~oml_core.lightning.pipelines.shared.resume`). The run is quiet (see
     :func:`~oml_core.lightning.quiet.quiet_lightning`).
 
-    Prints nothing and logs no report: :func:`oml_core.reports.postprocessor_training_report` makes the report
+    Prints nothing and logs no report: :func:`oml_core.reports.pipelines.postprocessor_training_report` makes the report
     of the result (both metric tables and the paths) that ``oml train-postprocessor`` prints. Logged meanwhile:
     where the embeddings came from (computed, cached, loaded) and a line per epoch when there is no progress bar.
 

@@ -79,8 +79,8 @@ def extractor_validation_pipeline(
     whole split, the single-process metrics. The process that started the run checks the images, makes the run
     directory and writes the figures; every process returns the result.
 
-    Prints nothing and logs no report: :func:`oml_core.reports.validation_report` makes the report of the result
-    (the metrics table and the paths) that ``oml validate`` prints, in the main process (``is_main_process``).
+    Prints nothing and logs no report: :func:`oml_core.reports.pipelines.validation_report` makes the report of the
+    result (the metrics table and the paths) that ``oml validate`` prints, in the main process (``is_main_process``).
     Logged meanwhile: the check of the data (``Checked N images``).
 
     Returns:

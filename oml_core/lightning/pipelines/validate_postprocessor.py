@@ -85,9 +85,9 @@ def postprocessor_validation_pipeline(
     ``before_postprocessing/``. With ``log_images``, the worst queries after post-processing are
     drawn to ``<run_dir>/figures/`` as PNG files and logged.
 
-    Prints nothing and logs no report: :func:`oml_core.reports.postprocessor_validation_report` makes the report
-    of the result (both metric tables and the paths) that ``oml validate-postprocessor`` prints. Logged meanwhile:
-    the check of the data (``Checked N images``) and where the embeddings came from.
+    Prints nothing and logs no report: :func:`oml_core.reports.pipelines.postprocessor_validation_report` makes the
+    report of the result (both metric tables and the paths) that ``oml validate-postprocessor`` prints. Logged
+    meanwhile: the check of the data (``Checked N images``) and where the embeddings came from.
 
     Returns:
         A :class:`PostprocessorValidationResult`.

@@ -214,7 +214,7 @@ def test_a_sample_rate_of_0_in_the_config_is_refused_in_one_line(
 def test_the_readmes_training_config_is_a_whole_config_of_the_mock_audio(audio_root, tmp_path):
     """The README's ``train_audio.yaml`` as written, with ``logs_folder`` (a key it lacks) on the command line:
     its config passes the checks before training, and its ArcFace has a class per training label of the mock."""
-    from oml_core.cli import check_before_lightning
+    from oml_core.cli.pipelines import check_before_lightning
     from oml_core.config.compose import compose_config
     from oml_core.config.schemas import schema_of
     from oml_core.registry import Registry

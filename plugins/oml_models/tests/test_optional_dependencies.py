@@ -40,7 +40,7 @@ SCRIPT = textwrap.dedent(
     import torch
     import oml_models
     import oml_models.plugin
-    from oml_core.cli import error_report
+    from oml_core.cli.errors import error_report
     from oml_core.config.components import build_component
     from oml_core.registry import Registry
 

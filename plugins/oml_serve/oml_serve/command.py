@@ -23,7 +23,7 @@ from typing import cast
 import torch
 import uvicorn
 
-from oml_core.cli import add_one_device_arguments, device_of_arguments
+from oml_core.cli.arguments import add_one_device_arguments, device_of_arguments
 from oml_core.index import GalleryIndex
 from oml_core.index.storage import INDEX_FILE, WEIGHTS_FILE, read_json, read_weights
 from oml_core.interfaces.models import IExtractor

@@ -1,6 +1,6 @@
 """The index behind ``oml serve``: loaded once, its queries embedded by a :class:`~oml_serve.batcher.MicroBatcher`
 (the items of concurrent requests in one forward pass), its searches answered as ``oml search --format json``
-answers them (:func:`~oml_core.index.answers.search_answer`), its items and their files looked up by id, and its
+answers them (:func:`~oml_core.reports.search.search_answer`), its items and their files looked up by id, and its
 changes (an item put or removed by id) written to its folder before they are acknowledged.
 
 Every search and change holds the service's lock: a search first takes what another process committed to the
@@ -20,16 +20,18 @@ from typing import Any, TypeVar
 
 from torch import Tensor, nn
 
-from oml_core.index import GalleryIndex
-from oml_core.index.answers import search_answer
+from oml_core.index import GalleryIndex, Upserted
 from oml_core.index.gallery import SearchHit
 from oml_core.index.items import ItemInput
 from oml_core.interfaces.datasets import IBaseDataset, IDatasetComponent
+from oml_core.reports.index import ItemsAdded, ItemsRemoved
+from oml_core.reports.search import search_answer
 from oml_serve.batcher import MicroBatcher
 from oml_serve.queries import Query, RequestError
 from oml_serve.settings import ServeSettings
 
 Read = TypeVar("Read")
+Done = TypeVar("Done")
 
 #: The kinds of media an item's file may be served as (``GET /items/{id}/content``).
 SERVED_MEDIA = frozenset({"image", "audio"})
@@ -139,7 +141,7 @@ class ServedIndex:
         embedding = await self.embed(query)
         async with self.lock:
             hits, threshold, stale = await asyncio.to_thread(self._search, embedding, top_k)
-        return search_answer(self.name, threshold, [query.name], hits, calibration_stale=stale)
+        return search_answer(self.name, threshold, [query.name], hits, calibration_stale=stale).as_data()
 
     def _search(self, embedding: Tensor, top_k: int) -> tuple[list[list[SearchHit]], float | None, bool]:
         """The hits of ``embedding`` after taking another process's commit, with the threshold and whether it is
@@ -153,7 +155,8 @@ class ServedIndex:
         embedding: no name), and commit it.
 
         Returns:
-            ``{"id", "added", "updated", "generation"}``.
+            ``{"id", "added", "updated", "generation"}``: the id and the answer of ``oml index add``
+            (:class:`~oml_core.reports.index.ItemsAdded`).
 
         Raises:
             GalleryIndexError: the commit failed (e.g. another writer held the folder's lock); see
@@ -162,33 +165,35 @@ class ServedIndex:
         embedding = await self.embed(query)
         path = None if query.embedding is not None else query.name
 
-        def upsert(index: GalleryIndex) -> dict[str, Any]:
+        def upsert(index: GalleryIndex) -> tuple[int, Upserted]:
             new_id = item_id if item_id is not None else index.next_id  # the id the index gives it
             ids = None if item_id is None else [item_id]  # given by the index: never another writer's item
-            done = index.upsert(embedding[None], ids=ids, labels=[label], paths=[path])
-            return {"id": new_id, "added": done.added, "updated": done.updated}
+            return new_id, index.upsert(embedding[None], ids=ids, labels=[label], paths=[path])
 
-        return await self._change(upsert)
+        (new_id, done), generation = await self._change(upsert)
+        return {"id": new_id, **ItemsAdded(done.added, done.updated, generation).as_data()}
 
     async def remove(self, item_id: int) -> dict[str, Any]:
         """Remove the item ``item_id`` and commit it.
 
         Returns:
-            ``{"id", "removed", "generation"}``.
+            ``{"id", "removed", "generation"}``: the id and the answer of ``oml index remove``
+            (:class:`~oml_core.reports.index.ItemsRemoved`).
 
         Raises:
             UnknownItemError: no item has ``item_id`` (nothing changed).
             GalleryIndexError: the commit failed.
         """
-        return await self._change(lambda index: {"id": item_id, "removed": index.remove([item_id])})
+        removed, generation = await self._change(lambda index: index.remove([item_id]))
+        return {"id": item_id, **ItemsRemoved(removed, generation).as_data()}
 
-    async def _change(self, change: Callable[[GalleryIndex], dict[str, Any]]) -> dict[str, Any]:
+    async def _change(self, change: Callable[[GalleryIndex], Done]) -> tuple[Done, int]:
         async with self.lock:
             return await asyncio.to_thread(self._committed, change)
 
-    def _committed(self, change: Callable[[GalleryIndex], dict[str, Any]]) -> dict[str, Any]:
-        """``change(index)`` on the index as its folder holds it, committed; when the commit fails, the index is
-        read again from its folder (the change is not kept) and the error raised."""
+    def _committed(self, change: Callable[[GalleryIndex], Done]) -> tuple[Done, int]:
+        """``change(index)``'s result on the index as its folder holds it, and the generation that commits it; when
+        the commit fails, the index is read again from its folder (the change is not kept) and the error raised."""
         index = self.index
         index.refresh()
         done = change(index)
@@ -197,7 +202,7 @@ class ServedIndex:
         except Exception:
             self.index = self._reloaded()
             raise
-        return {**done, "generation": generation}
+        return done, generation
 
     def _reloaded(self) -> GalleryIndex:
         """The index read again from its folder, its extractor built and checked (as at the start)."""

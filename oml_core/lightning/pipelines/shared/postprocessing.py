@@ -1,6 +1,6 @@
 """Pieces shared by the post-processing pipelines (training and validation of a pairwise post-processor): the
 post-processor built around a given pairwise model, and the metrics of the extractor's embeddings alone (the
-"before" of their reports, :mod:`oml_core.reports`)."""
+"before" of their reports, :mod:`oml_core.reports.pipelines`)."""
 
 from __future__ import annotations
 

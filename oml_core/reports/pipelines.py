@@ -1,13 +1,14 @@
 """What ``oml train|validate|predict|train-postprocessor|validate-postprocessor`` print at the end of a run: one
 function per pipeline, from the result the pipeline returned to the text of its report, pure (nothing is printed,
-logged or read here). The pipelines return their results and report nothing; :mod:`oml_core.cli` prints these
-reports, in the main process of a run only (``result.is_main_process``). A Python user prints them the same way::
+logged or read here). The result is the answer's data (a dataclass of the pipeline's module); this is its text.
+The pipelines return their results and report nothing; :mod:`oml_core.cli.pipelines` prints these reports, in the
+main process of a run only (``result.is_main_process``). A Python user prints them the same way::
 
     result = extractor_training_pipeline(cfg)
     if result.is_main_process:
         print(training_report(result))
 
-Only ``cli.py`` (and a user's own program) imports this module.
+The one module of :mod:`oml_core.reports` that imports the pipelines (and Lightning with them).
 """
 
 from __future__ import annotations
