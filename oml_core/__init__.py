@@ -9,16 +9,16 @@ Plugins implement the hooks of :mod:`oml_core.registry.hookspecs` with :data:`ho
         register("my_loss", "my_pkg.losses:MyLoss")
 
 OML's import paths work with ``oml_core`` for ``oml``, also for the classes that live in plugins here
-(``from oml_core.losses.triplet import TripletLossWithMiner``; see :mod:`oml_core.compat.modules`).
+(``from oml_core.losses.triplet import TripletLossWithMiner``): the paths without a module of their own in the core
+are files of ``oml_core/compat/oml_paths/``, whose folder is on this package's ``__path__`` after its own (see
+:mod:`oml_core.compat.modules`). Importing ``oml_core`` imports nothing of :mod:`oml_core.compat`.
 """
 
-from oml_core.compat.configs import install_plugin_config_dirs
-from oml_core.compat.modules import install_oml_module_finder
 from oml_core.markers import PROJECT_NAME, hookimpl, hookspec
+from oml_core.utils.oml_path_folders import oml_paths_folder
 
 __version__ = "0.1.0"
 
-install_oml_module_finder()  # OML's module paths for what lives in plugins: oml_core.losses.triplet, ...
-install_plugin_config_dirs()  # OML's CONFIGS_PATH / "extractor" / "vit.yaml" finds the plugins' configs too
+__path__.append(oml_paths_folder(__name__))  # OML's paths that live elsewhere: oml_core.losses.triplet, ...
 
 __all__ = ["PROJECT_NAME", "__version__", "hookimpl", "hookspec"]

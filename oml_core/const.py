@@ -20,7 +20,9 @@ MOCK_DATASET_PATH`` reads the environment of that moment), so that setting ``OML
   OML's ``get_mock_audios_dataset()`` (of the oml-audio plugin) fills on first use.
 
 :data:`TCfg` (OML's type of a config: a dict or an omegaconf ``DictConfig``) is also made when read, so that
-importing this module does not import omegaconf.
+importing this module does not import omegaconf. So is :data:`CONFIGS_PATH`, OML's folder of every default config
+(``CONFIGS_PATH / "extractor" / "vit.yaml"``), which reads the plugins' config dirs too: it is OML's
+compatibility package's (:data:`oml_core.compat.configs.CONFIGS_PATH`), imported when the name is first read.
 
 OML's urls of its download server and of its mock datasets on Google Drive, and their md5 sums, are kept under
 OML's names for code that reads them; oml downloads no mock dataset (it generates them locally, see
@@ -35,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from oml_core.caches.folder import get_cache_dir, weights_cache_dir
+from oml_core.utils.imports import resolve
 from oml_core.utils.overlay_path import OverlayPath
 
 # ----------------------------------------------------------------------------------------------- folders
@@ -42,11 +45,6 @@ from oml_core.utils.overlay_path import OverlayPath
 OML_PATH = Path(__file__).parent
 #: The folder that holds the ``oml_core`` package (the repository root in a source checkout).
 PROJECT_ROOT = OML_PATH.parent
-#: OML's folder of every default config, ``CONFIGS_PATH / <group> / "<name>.yaml"``: the core's folder
-#: ``oml_core/configs`` (its ``os.fspath`` and ``str``, and the core's own files) read through the plugins' config
-#: dirs, OML's group ``criterion`` naming oml's ``loss`` (an :class:`~oml_core.utils.overlay_path.OverlayPath`;
-#: ``import oml_core`` adds the plugins' dirs, :func:`oml_core.compat.configs.install_plugin_config_dirs`).
-CONFIGS_PATH = OverlayPath(OML_PATH / "configs")
 #: The system's temporary folder.
 TMP_PATH = Path(tempfile.gettempdir())
 #: The ``.env`` file that OML's pipelines read, at the project root.
@@ -202,7 +200,10 @@ HYDRA_BEHAVIOUR = "1.1"
 
 # ------------------------------------------------------------------- paths read from the environment
 _DYNAMIC_PATHS = ("CACHE_PATH", "MOCK_DATASET_PATH", "MOCK_AUDIO_DATASET_PATH", "CKPT_SAVE_ROOT")
-_DYNAMIC_NAMES = (*_DYNAMIC_PATHS, "TCfg")
+#: OML's names of this module that OML's compatibility package makes, imported on first read: ``{name: its
+#: "module:attr"}``.
+_FROM_COMPAT = {"CONFIGS_PATH": "oml_core.compat.configs:CONFIGS_PATH"}
+_DYNAMIC_NAMES = (*_DYNAMIC_PATHS, "TCfg", *_FROM_COMPAT)
 # declared (for readers and type checkers) but not assigned, so that reading them goes to ``__getattr__``
 #: oml's cache folder (see the module's docstring).
 CACHE_PATH: Path
@@ -214,11 +215,15 @@ MOCK_AUDIO_DATASET_PATH: Path
 CKPT_SAVE_ROOT: Path
 #: OML's type of a config: ``Union[Dict[str, Any], omegaconf.DictConfig]`` (made when read).
 TCfg: Any
+#: OML's folder of every default config, the core's read through the plugins' config dirs (see the module's
+#: docstring; an :class:`~oml_core.utils.overlay_path.OverlayPath`).
+CONFIGS_PATH: OverlayPath
 
 
 def __getattr__(name: str) -> Any:
     """The paths of :data:`_DYNAMIC_PATHS`, computed from the environment when read (PEP 562), no folder
-    created and nothing generated; and :data:`TCfg`, made on first read."""
+    created and nothing generated; :data:`TCfg`, made on first read; and the names of :data:`_FROM_COMPAT`,
+    imported on first read."""
     if name == "CACHE_PATH":
         return get_cache_dir()
     if name == "MOCK_DATASET_PATH":
@@ -232,6 +237,9 @@ def __getattr__(name: str) -> Any:
 
         globals()["TCfg"] = dict[str, Any] | DictConfig
         return globals()["TCfg"]
+    if name in _FROM_COMPAT:
+        globals()[name] = resolve(_FROM_COMPAT[name])
+        return globals()[name]
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

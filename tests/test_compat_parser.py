@@ -10,12 +10,6 @@ import numpy as np
 import pytest
 import torch
 from omegaconf import OmegaConf
-from pytorch_lightning.callbacks import ModelCheckpoint
-from pytorch_lightning.strategies import DDPStrategy
-
-from oml_core.datasets.embeddings import EmbeddingsQueryGalleryLabeledDataset
-from oml_core.interfaces.datasets import ILabeledDataset
-from oml_core.lightning.pipelines import parser
 from oml_core.lightning.pipelines.parser import (
     check_is_config_for_ddp,
     needs_categories,
@@ -25,6 +19,12 @@ from oml_core.lightning.pipelines.parser import (
     parse_sampler_from_config,
     parse_scheduler_from_config,
 )
+from pytorch_lightning.callbacks import ModelCheckpoint
+from pytorch_lightning.strategies import DDPStrategy
+
+from oml_core.datasets.embeddings import EmbeddingsQueryGalleryLabeledDataset
+from oml_core.interfaces.datasets import ILabeledDataset
+from oml_core.lightning.pipelines import parser
 from oml_core.registry import ConfigError, UnknownNameError, default_registry
 
 OML_ALL = {

@@ -1,6 +1,7 @@
 """The built wheels of the core, of every plugin and of the example plugin ship what an installed distribution
 needs: every default config (``<package>/configs/**/*.yaml``), the ``py.typed`` marker, the license metadata (an SPDX
-expression; and the license file where the project has one), and no tests.
+expression; and the license file where the project has one), and no tests; the core's, the files of OML's module
+paths (``oml_core/compat/oml_paths/``).
 
 Each wheel is built offline (``pip wheel --no-deps --no-build-isolation --no-index``) from a copy of its project
 in a temporary directory, so that the build leaves nothing in the working tree.
@@ -17,6 +18,8 @@ from pathlib import Path, PurePosixPath
 
 import pytest
 import tomllib
+
+from oml_core.compat.tree import oml_path_files
 
 ROOT = Path(__file__).parents[1]
 #: Every distribution of the repository: its project directory.
@@ -127,6 +130,10 @@ def test_the_wheel_ships_configs_and_py_typed_and_no_tests(project_dir: Path, tm
             "hydra_plugins/oml_configs/search_path.py",
             "hydra_plugins/oml_configs/config_source.py",
         } <= names
+
+    if package == "oml_core":  # OML's module paths: the files of compat's tree (folders without __init__.py)
+        tree = {f"oml_core/compat/oml_paths/{file}" for file in oml_path_files()}
+        assert sorted(tree - names) == [] and "oml_core/utils/oml_path_folders.py" in names
 
     assert f"Name: {project['name']}\n" in metadata_text
     assert project["license"] == "Apache-2.0"  # an SPDX expression (PEP 639), not the deprecated table

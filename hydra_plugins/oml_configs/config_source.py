@@ -15,14 +15,11 @@ def oml_configs_folder() -> Any:
     order (the first folder that has ``<group>/<option>.yaml`` gives it), with OML's group names read as oml's
     (:data:`~oml_core.compat.configs.OML_CONFIG_GROUPS`: ``criterion/arcface`` is ``loss/arcface.yaml``). The
     plugins' folders are found once, when it is called."""
-    from oml_core.compat.configs import OML_CONFIG_GROUPS, plugin_config_folders
+    from oml_core.compat.configs import configs_path, plugin_config_folders
     from oml_core.config.compose import OML_CONFIGS_DIR
-    from oml_core.utils.overlay_path import OverlayPath
 
     folders = plugin_config_folders()
-    folder = OverlayPath(OML_CONFIGS_DIR)
-    folder.search_also(lambda: folders, aliases=OML_CONFIG_GROUPS)
-    return folder
+    return configs_path(OML_CONFIGS_DIR, lambda: folders)
 
 
 class OmlConfigSource(ConfigSource):

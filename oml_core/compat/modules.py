@@ -4,17 +4,19 @@ oml's import paths mirror OML's with ``oml_core`` for ``oml``. Most of OML's mod
 core. The rest name things that live in plugins here (OML's ``oml.losses``, ``oml.miners``, ``oml.samplers``,
 ``oml.models``, ``oml.transforms``, ``oml.lightning.pipelines.logging``, ``oml.retrieval.postprocessors.pairwise``)
 or in a core module of another name (``oml.utils.download_mock_dataset``, ``oml.registry.models``, ...). For
-these paths the core provides *forwarding modules*, so that code written for OML runs with only the
+these paths this package provides *forwarding modules*, so that code written for OML runs with only the
 ``oml`` -> ``oml_core`` change::
 
     from oml_core.losses.triplet import TripletLossWithMiner      # the class of the oml-losses plugin
     from oml_core.models import ViTExtractor                       # the class of the oml-models plugin
     from oml_core.utils.download_mock_dataset import download_mock_dataset
 
-Each path of :data:`OML_MODULES` is a :class:`ForwardingModule` created on first import by
-:class:`OmlModuleFinder` (a ``sys.meta_path`` finder installed by ``import oml_core``, consulted after the
-regular finders, so a real module always wins). A forwarding module imports nothing when it is imported. Its
-attribute ``name`` is looked up, on first access, in this order:
+Each path of :data:`OML_MODULES` is a file of the tree ``oml_core/compat/oml_paths/`` (``losses/triplet.py``,
+written from the table by :mod:`oml_core.compat.tree`), found by Python's own import system: ``oml_core`` and the
+core packages with such paths under them put the tree's folder on their ``__path__``, after their own
+(:mod:`oml_core.utils.oml_path_folders`), so a real module always wins and nothing is installed on ``sys.meta_path``.
+The file only sets the module's ``__getattr__`` (PEP 562) to :func:`forwarded_getattr`'s, so a forwarding module
+imports nothing else when it is imported. Its attribute ``name`` is looked up, on first access, in this order:
 
 1. the core modules listed for the path (``core``);
 2. the components of the path's registry kinds (``kinds``) in :func:`~oml_core.registry.default_registry`, whose
@@ -32,12 +34,8 @@ shows its message) naming the packages searched; a name starting with ``_`` rais
 from __future__ import annotations
 
 import importlib
-import importlib.abc
-import importlib.machinery
-import importlib.util
 import sys
-import types
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -69,7 +67,8 @@ _SAMPLERS = OmlModule(kinds=("sampler",))
 _TRANSFORMS = OmlModule(kinds=("transforms",))
 _OML_REGISTRIES = OmlModule(core=("oml_core.compat.registries",))
 
-#: OML 4.0's module paths (relative to the package) that the core provides as forwarding modules.
+#: OML 4.0's module paths (relative to the package) provided as forwarding modules: each is a file of the tree
+#: ``oml_paths/`` (:mod:`oml_core.compat.tree`; ``python -m tests.scripts.oml_paths`` writes them after a change here).
 OML_MODULES: dict[str, OmlModule] = {
     **_same(
         (
@@ -144,6 +143,7 @@ OML_MODULES: dict[str, OmlModule] = {
         _MODELS,
     ),
     "utils.audios": OmlModule(kinds=("dataset",)),
+    "lightning.pipelines.parser": OmlModule(core=("oml_core.compat.lightning_parser",)),
 }
 
 
@@ -210,53 +210,30 @@ def find_forwarded(module: str, source: OmlModule, name: str) -> Any:
     )
 
 
-class ForwardingModule(types.ModuleType):
-    """A module of :data:`OML_MODULES`: its attributes are looked up by :func:`find_forwarded` and cached."""
+def forwarded_getattr(module: str) -> Callable[[str], Any]:
+    """The module ``__getattr__`` (PEP 562) of the forwarding module ``module`` (``oml_core.losses.triplet``, a
+    path of :data:`OML_MODULES`): a public name is looked up by :func:`find_forwarded` and cached in the module.
+    ``__all__`` is the core module's when the path is one core module under another name (``core`` one module,
+    no ``kinds``: ``from oml_core.lightning.pipelines.parser import *``); any other name starting with ``_``
+    raises ``AttributeError`` (so a forwarding module is no package: it has no ``__path__``).
 
-    def __init__(self, name: str, source: OmlModule) -> None:
-        super().__init__(
-            name, f"OML's {name.replace(CORE_PACKAGE, 'oml', 1)}, forwarded (oml_core.compat.modules)"
-        )
-        self.__oml_source__ = source
+    Raises:
+        KeyError: ``module`` is not ``oml_core.<a path of OML_MODULES>``.
+    """
+    source = OML_MODULES[module.partition(".")[2]]
+    one_module = source.core[0] if len(source.core) == 1 and not source.kinds else None
 
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("_"):
-            raise AttributeError(f"module {self.__name__!r} has no attribute {name!r}")
-        value = find_forwarded(self.__name__, self.__oml_source__, name)
-        setattr(self, name, value)
+    def __getattr__(name: str) -> Any:
+        if name == "__all__" and one_module is not None:
+            value = list(importlib.import_module(one_module).__all__)
+        elif name.startswith("_"):
+            raise AttributeError(f"module {module!r} has no attribute {name!r}")
+        else:
+            value = find_forwarded(module, source, name)
+        setattr(sys.modules[module], name, value)
         return value
 
-
-class OmlModuleFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-    """Creates the forwarding modules of :data:`OML_MODULES` (``oml_core.<path>``) when they are imported."""
-
-    def find_spec(
-        self, fullname: str, path: Sequence[str] | None, target: types.ModuleType | None = None
-    ) -> importlib.machinery.ModuleSpec | None:
-        package, _, relative = fullname.partition(".")
-        if package != CORE_PACKAGE or relative not in OML_MODULES:
-            return None
-        return importlib.util.spec_from_loader(fullname, self, is_package=True)
-
-    def create_module(self, spec: importlib.machinery.ModuleSpec) -> types.ModuleType:
-        return ForwardingModule(spec.name, OML_MODULES[spec.name.partition(".")[2]])
-
-    def exec_module(self, module: types.ModuleType) -> None:
-        """Nothing to run: a forwarding module finds its names on access."""
+    return __getattr__
 
 
-def install_oml_module_finder() -> None:
-    """Append an :class:`OmlModuleFinder` to ``sys.meta_path`` unless one is there (called by ``import oml_core``)."""
-    if not any(isinstance(finder, OmlModuleFinder) for finder in sys.meta_path):
-        sys.meta_path.append(OmlModuleFinder())
-
-
-__all__ = [
-    "OML_MODULES",
-    "ForwardingModule",
-    "OmlModule",
-    "OmlModuleFinder",
-    "OmlNameError",
-    "find_forwarded",
-    "install_oml_module_finder",
-]
+__all__ = ["OML_MODULES", "OmlModule", "OmlNameError", "find_forwarded", "forwarded_getattr"]

@@ -16,6 +16,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from oml_core.utils.lazy import lazy_exports
+from oml_core.utils.oml_path_folders import oml_paths_folder
+
+# OML's module paths here that live elsewhere (oml_core.datasets.texts): the folder of compat's tree
+__path__.append(oml_paths_folder(__name__))
 
 if TYPE_CHECKING:
     from oml_core.datasets.base import DatasetQueryGallery, DatasetWithLabels, get_retrieval_datasets

@@ -3,13 +3,12 @@
 Items are dicts ``{pairs_1st_key: first, pairs_2nd_key: second, index_key: i}``.
 
 OML's ``PairDataset(base_dataset, pair_ids, ...)`` (pairs of items of one dataset, what a re-ranker scores) is
-oml-postprocessors' class, found on first access through the installed post-processor plugins
-(:func:`oml_core.compat.modules.find_forwarded`): the core imports no plugin.
+oml-postprocessors' class, found on first access through the installed post-processor plugins by
+:mod:`oml_core.compat.postprocessor_names`: the core imports no plugin.
 """
 
 from __future__ import annotations
 
-import sys
 from abc import abstractmethod
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -17,10 +16,10 @@ from typing import Any
 
 from torch import Tensor
 
-from oml_core.compat.modules import OmlModule, find_forwarded
 from oml_core.datasets.dataframe_format import TBBox
 from oml_core.datasets.images import ImageBaseDataset, TImReader
 from oml_core.interfaces.datasets import IPairDataset
+from oml_core.utils.lazy import lazy_exports
 
 
 class _PairsKeys(IPairDataset):
@@ -183,16 +182,8 @@ class ImagePairsDataset(_PairsKeys):
         return len(self._first)
 
 
-#: OML's names of this module that live in plugins, and where to look for them.
-_FORWARDED = {"PairDataset": OmlModule(kinds=("postprocessor",))}
-
-
-def __getattr__(name: str) -> Any:
-    if name not in _FORWARDED:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = find_forwarded(__name__, _FORWARDED[name], name)
-    setattr(sys.modules[__name__], name, value)
-    return value
+# OML's name that lives in a plugin, from OML's compatibility package when it is asked for
+__getattr__, __dir__ = lazy_exports(__name__, {"PairDataset": "oml_core.compat.postprocessor_names"})
 
 
 __all__ = ["EmbeddingPairsDataset", "ImagePairsDataset"]  # and PairDataset, found by __getattr__

@@ -17,6 +17,10 @@ from oml_core.registry.kinds import KINDS, Kind
 from oml_core.registry.registry import Registry, default_registry
 from oml_core.registry.specs import SELF_BUILT_ARGS_ATTR, is_spec, to_plain
 from oml_core.utils.lazy import lazy_exports
+from oml_core.utils.oml_path_folders import oml_paths_folder
+
+# OML's module paths here that live elsewhere (oml_core.registry.models): the folder of compat's tree
+__path__.append(oml_paths_folder(__name__))
 
 #: OML's names that ``oml_core.registry`` exports too (``from oml.registry import TRANSFORMS_REGISTRY``).
 OML_REGISTRY_NAMES = (

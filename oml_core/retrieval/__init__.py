@@ -6,23 +6,14 @@ installed post-processor plugin (oml-postprocessors), found on first access thro
 ``oml_core.retrieval.postprocessors.pairwise`` (:mod:`oml_core.compat.modules`): the core imports no plugin.
 """
 
-import importlib
-import sys
-from typing import Any
-
 from oml_core.retrieval.postprocessors.thresholding import AdaptiveThresholding, ConstantThresholding
 from oml_core.retrieval.retrieval_results import RetrievalResults
+from oml_core.utils.lazy import lazy_exports
 
-#: OML's names of this package that live in plugins: ``{name: the OML module that forwards them}``.
-_FORWARDED = {"PairwiseReranker": "oml_core.retrieval.postprocessors.pairwise"}
-
-
-def __getattr__(name: str) -> Any:
-    if name not in _FORWARDED:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(_FORWARDED[name]), name)
-    setattr(sys.modules[__name__], name, value)
-    return value
+# OML's name that lives in a plugin, from OML's module path that forwards it, when it is asked for
+__getattr__, __dir__ = lazy_exports(
+    __name__, {"PairwiseReranker": "oml_core.retrieval.postprocessors.pairwise"}
+)
 
 
 __all__ = ["AdaptiveThresholding", "ConstantThresholding", "PairwiseReranker", "RetrievalResults"]

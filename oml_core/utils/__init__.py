@@ -15,6 +15,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from oml_core.utils.lazy import lazy_exports
+from oml_core.utils.oml_path_folders import oml_paths_folder
+
+# OML's module paths here that live elsewhere (oml_core.utils.download_mock_dataset): the folder of compat's tree
+__path__.append(oml_paths_folder(__name__))
 
 if TYPE_CHECKING:
     from oml_core.datasets.mock import get_mock_images_dataset

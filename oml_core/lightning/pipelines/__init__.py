@@ -9,6 +9,10 @@ schema the command line checks a config against before anything runs) imports no
 from typing import TYPE_CHECKING
 
 from oml_core.utils.lazy import lazy_exports
+from oml_core.utils.oml_path_folders import oml_paths_folder
+
+# OML's module paths here that live elsewhere (oml_core.lightning.pipelines.logging): the folder of compat's tree
+__path__.append(oml_paths_folder(__name__))
 
 if TYPE_CHECKING:  # the same names for static type checkers and IDEs, as explicit re-exports
     from oml_core.lightning.pipelines.predict import PredictionResult as PredictionResult

@@ -1,6 +1,8 @@
 """OML 4.0's ``oml.lightning.pipelines.parser``: the helpers with which OML's pipelines turn a config (a dict or an
 omegaconf ``DictConfig``) into the arguments of Lightning's ``Trainer`` and of the training modules, for code
-written for OML that builds its own training loop::
+written for OML that builds its own training loop. They exist for OML's code only (oml's pipelines take the typed
+config instead), so they live here; OML's path ``oml_core.lightning.pipelines.parser`` forwards to this module
+(:data:`~oml_core.compat.modules.OML_MODULES`)::
 
     from oml_core.lightning.pipelines.parser import parse_engine_params_from_config, parse_scheduler_from_config
 
@@ -39,7 +41,7 @@ from oml_core.registry import default_registry, to_plain
 from oml_core.registry.registry import CATEGORIES_ARGUMENT, needs_categories
 from oml_core.utils.misc import dictconfig_to_dict
 
-#: How the messages of the components built here name their caller.
+#: How the messages of the components built here name their caller: OML's path of these helpers.
 _CALLER = "oml_core.lightning.pipelines.parser"
 
 
