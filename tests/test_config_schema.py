@@ -26,6 +26,7 @@ from oml_core.config.schemas import (
     required_keys,
 )
 from oml_core.config.typed import check_component_arguments, validate_config
+from oml_core.lightning.callbacks.run_record import plain as as_plain
 from oml_core.lightning.pipelines import extractor_training_pipeline, extractor_validation_pipeline
 from oml_core.registry import ConfigError, Registry
 
@@ -79,6 +80,8 @@ def test_the_default_config_of_every_pipeline_is_valid(pipeline, registry):
     plain = OmegaConf.to_container(cfg, resolve=True)
     for f in fields(config):
         value = getattr(config, f.name)
+        if isinstance(value, SchedulingConfig):  # a nested section compares as the mapping it was given as
+            value = as_plain(value)
         assert value == plain.get(f.name, optional_defaults(pipeline).get(f.name)), f.name
     again = validate_config(config, pipeline)  # the typed config enters as the dict does
     assert again == config and again is not config

@@ -83,6 +83,24 @@ def test_the_typed_config_trains_as_the_dict_does(tmp_path, oml_cache_dir, monke
     assert logged(from_object) == plain(config) and logged(from_dict)["callbacks_disabled"] == []
 
 
+@pytest.mark.slow
+def test_validating_changes_nothing_of_training(tmp_path, oml_cache_dir, monkeypatch):
+    """Validation iterates its loaders on a generator of their own: a run that validates every epoch trains to
+    the same weights as one that validates only at its last, although the training augmentations (random
+    flips) draw from the global RNG."""
+    monkeypatch.setenv("OML_CACHE_DIR", str(oml_cache_dir))
+    weights = []
+    for period in (1, 2):
+        result = extractor_training_pipeline(
+            tiny_config(tmp_path, logs_folder=f"every_{period}", valid_period=period)
+        )
+        assert sorted(result.epochs) == ([0, 1, 2] if period == 1 else [0, 2])
+        last = torch.load(result.run_dir / "checkpoints" / "last.ckpt", weights_only=True)
+        weights.append(last["state_dict"])
+    assert weights[0].keys() == weights[1].keys()
+    assert all(torch.equal(weights[0][k], weights[1][k]) for k in weights[0])
+
+
 def test_config_with_the_example_plugins_components_trains(tmp_path, oml_cache_dir, monkeypatch):
     monkeypatch.setenv("OML_CACHE_DIR", str(oml_cache_dir))
     registry = Registry()

@@ -24,6 +24,22 @@ def model_device(model: nn.Module) -> torch.device:
     return torch.device("cpu") if first is None else first.device
 
 
+def evaluation_loader(dataset: Dataset, batch_size: int, num_workers: int = 0) -> DataLoader:
+    """A ``DataLoader`` over ``dataset`` in order, for inference and validation, that draws nothing from the
+    global RNG.
+
+    Every iterator of a ``DataLoader`` draws its workers' base seed from the loader's generator, the global RNG
+    when it has none, even with ``num_workers=0``. A training run's augmentations draw from the global RNG too,
+    so an evaluation loader without a generator of its own would make a run's training depend on how often it
+    validates. This loader draws from its own generator (seeded 0: the order is fixed and the workers' seeds
+    are the same at every pass).
+    """
+    generator = torch.Generator().manual_seed(0)
+    return DataLoader(
+        dataset, batch_size=batch_size, num_workers=num_workers, shuffle=False, generator=generator
+    )
+
+
 def check_batch_size(batch_size: Any) -> int:
     """``batch_size`` if it is an int >= 1 (bools refused).
 
@@ -91,9 +107,7 @@ def batched_inference(
     Raises:
         ValueError: ``batch_size`` is not an int >= 1; ``num_workers`` is negative (from the ``DataLoader``).
     """
-    loader = DataLoader(
-        dataset, batch_size=check_batch_size(batch_size), num_workers=num_workers, shuffle=False
-    )
+    loader = evaluation_loader(dataset, check_batch_size(batch_size), num_workers)
     device = model_device(model)
     outputs = []
     with eval_mode(model), torch.no_grad(), _precision(device, use_fp16):
@@ -103,4 +117,4 @@ def batched_inference(
     return outputs
 
 
-__all__ = ["TStep", "batched_inference", "check_batch_size", "eval_mode", "model_device"]
+__all__ = ["TStep", "batched_inference", "check_batch_size", "eval_mode", "evaluation_loader", "model_device"]

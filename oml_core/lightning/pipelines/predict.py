@@ -13,7 +13,6 @@ from typing import Any, cast
 
 import pytorch_lightning as pl
 from torch import Tensor
-from torch.utils.data import DataLoader
 
 from oml_core.config.components import build_component, spec_of
 from oml_core.config.data import build_dataset_component, check_datasets, dataset_of
@@ -27,6 +26,7 @@ from oml_core.engine import (
     run_dir_for_ddp_processes,
     shared_run_dir,
 )
+from oml_core.inference.batches import evaluation_loader
 from oml_core.interfaces.datasets import IBaseDataset, IDatasetComponent, ILabeledDataset
 from oml_core.io import (
     EmbeddingsFileError,
@@ -140,7 +140,7 @@ def extractor_prediction_pipeline(
         callbacks=[*progress_bar_callbacks(trainer_args), stream],
         default_root_dir=str(save_dir),
     )
-    loader = DataLoader(dataset, batch_size=config.bs, num_workers=config.num_workers, shuffle=False)
+    loader = evaluation_loader(dataset, config.bs, config.num_workers)
     try:
         with run_dir_for_ddp_processes(save_dir) if is_ddp_engine(trainer_args) else nullcontext():
             stream_embeddings(trainer, extractor, loader, stream)

@@ -10,7 +10,6 @@ from typing import Any, cast
 
 import pytorch_lightning as pl
 from pytorch_lightning.utilities import rank_zero_only
-from torch.utils.data import DataLoader
 
 from oml_core.config.components import build_component
 from oml_core.config.data import build_dataset_component, check_datasets, dataset_of
@@ -27,6 +26,7 @@ from oml_core.engine import (
     run_dir_for_ddp_processes,
     shared_run_dir,
 )
+from oml_core.inference.batches import evaluation_loader
 from oml_core.interfaces.datasets import IDatasetComponent
 from oml_core.interfaces.models import IFreezable
 from oml_core.lightning.callbacks.metric import MetricValCallback, MetricValCallbackDDP
@@ -173,7 +173,7 @@ def extractor_training_pipeline(
     if launching:
         _check_data(config, data, train_dataset, val_dataset)
     train_loader, generators, resumable = build_train_loader(config, registry, train_dataset, PIPELINE)
-    val_loader = DataLoader(val_dataset, batch_size=config.bs_val, num_workers=config.num_workers)
+    val_loader = evaluation_loader(val_dataset, config.bs_val, config.num_workers)
     module_args = _module_args(config, registry, train_dataset)
     metric = embedding_metrics(val_dataset, config.metric_args, registry, None, PIPELINE, ddp=is_ddp)
     if launching:

@@ -10,7 +10,6 @@ from typing import Any, cast
 
 import pytorch_lightning as pl
 import torch
-from torch.utils.data import DataLoader
 
 from oml_core.config.components import build_component
 from oml_core.config.data import build_dataset_component, dataset_of
@@ -25,6 +24,7 @@ from oml_core.engine import (
     make_run_dir,
     parse_engine_params,
 )
+from oml_core.inference.batches import evaluation_loader
 from oml_core.interfaces.datasets import ILabeledDataset
 from oml_core.interfaces.models import IFreezable
 from oml_core.lightning.callbacks.metric import MetricValCallback
@@ -177,7 +177,7 @@ def postprocessor_training_pipeline(
     train_dataset = ExtendedLabeledDataset(train_items, {EMBEDDINGS_KEY: extraction(train_to_embed, "train")})
     emb_val = extraction(val_dataset, "validation")
     train_loader, generators, resumable = build_train_loader(config, registry, train_dataset, PIPELINE)
-    val_loader = DataLoader(EmbeddingsDataset(emb_val), batch_size=config.batch_size_inference)
+    val_loader = evaluation_loader(EmbeddingsDataset(emb_val), config.batch_size_inference)
     metrics_before = metrics_of_embeddings(
         embedding_metrics(val_dataset, config.metric_args, registry, None, PIPELINE), emb_val
     )

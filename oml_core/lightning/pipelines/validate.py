@@ -9,7 +9,6 @@ from typing import Any, cast
 
 import pytorch_lightning as pl
 from pytorch_lightning.utilities import rank_zero_only
-from torch.utils.data import DataLoader
 
 from oml_core.config.components import build_component
 from oml_core.config.data import build_dataset_component, check_datasets, dataset_of
@@ -24,6 +23,7 @@ from oml_core.engine import (
     run_dir_for_ddp_processes,
     shared_run_dir,
 )
+from oml_core.inference.batches import evaluation_loader
 from oml_core.lightning.callbacks.metric import MetricValCallback, MetricValCallbackDDP, save_figures
 from oml_core.lightning.callbacks.run_record import plain
 from oml_core.lightning.modules.extractor import ExtractorModule, ExtractorModuleDDP
@@ -125,7 +125,7 @@ def extractor_validation_pipeline(
         callbacks=[metric_callback, *progress_bar_callbacks(trainer_args)],
         default_root_dir=str(run_dir),
     )
-    loader = DataLoader(dataset, batch_size=config.bs_val, num_workers=config.num_workers, shuffle=False)
+    loader = evaluation_loader(dataset, config.bs_val, config.num_workers)
     if is_ddp:
         with run_dir_for_ddp_processes(run_dir):  # the module serves its loader, patched in every process
             trainer.validate(ExtractorModuleDDP(extractor=extractor, loaders_val=loader), verbose=False)

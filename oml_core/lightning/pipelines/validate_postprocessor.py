@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any, cast
 
 import pytorch_lightning as pl
-from torch.utils.data import DataLoader
 
 from oml_core.config.components import build_component
 from oml_core.config.data import build_dataset_component, check_datasets, dataset_of
@@ -17,6 +16,7 @@ from oml_core.config.rules import ComponentSpec
 from oml_core.config.schemas import PostprocessorValidationConfig
 from oml_core.config.typed import check_component_arguments, validate_config
 from oml_core.engine import FIGURES_FOLDER, make_run_dir
+from oml_core.inference.batches import evaluation_loader
 from oml_core.lightning.callbacks.metric import MetricValCallback, save_figures
 from oml_core.lightning.callbacks.run_record import plain
 from oml_core.lightning.modules.pairwise_postprocessing import PairwiseModule
@@ -142,7 +142,7 @@ def postprocessor_validation_pipeline(
         callbacks=[metric_callback, *progress_bar_callbacks(trainer_args)],
         default_root_dir=str(run_dir),
     )
-    loader = DataLoader(EmbeddingsDataset(embeddings), batch_size=config.bs_val)
+    loader = evaluation_loader(EmbeddingsDataset(embeddings), config.bs_val)
     # the module holds the pairwise model, so that Lightning moves it to the device the re-ranking runs on
     trainer.validate(PairwiseModule(pairwise_model=pairwise_model), dataloaders=loader, verbose=False)
 

@@ -15,11 +15,12 @@ from typing import TYPE_CHECKING, Any
 
 import pytorch_lightning as pl
 from torch import Tensor
-from torch.utils.data import DataLoader, Dataset
+from torch.utils.data import Dataset
 
 from oml_core.caches.digests import file_sha256, with_file_digests
 from oml_core.caches.embeddings import CACHE_FORMAT, cached_embeddings
 from oml_core.config.components import build_component, spec_of
+from oml_core.inference.batches import evaluation_loader
 from oml_core.lightning.pipelines.shared.inference import extract_embeddings
 from oml_core.lightning.progress import progress_bar_callbacks
 from oml_core.registry import Registry, to_plain
@@ -163,7 +164,7 @@ class CachedEmbeddings:
         trainer = pl.Trainer(
             **self.trainer_args, logger=False, callbacks=progress_bar_callbacks(self.trainer_args)
         )
-        loader = DataLoader(dataset, batch_size=self.batch_size, num_workers=self.num_workers, shuffle=False)
+        loader = evaluation_loader(dataset, self.batch_size, self.num_workers)
         return extract_embeddings(trainer, self._extractor, loader)
 
 
