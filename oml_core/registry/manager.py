@@ -68,7 +68,7 @@ BUILTINS_NAME = "oml_core"
 BUILTINS_DISTRIBUTION = "oml-core"
 
 
-def _normalized(name: str) -> str:
+def normalized_name(name: str) -> str:
     """``name`` lower-cased with ``-`` and ``.`` as ``_`` (how a distribution's name maps to a module's)."""
     return name.lower().replace("-", "_").replace(".", "_")
 
@@ -79,11 +79,19 @@ def _normalized(name: str) -> str:
 FIRST_PARTY_PLUGINS: MappingProxyType[str, str] = MappingProxyType(
     {
         BUILTINS_NAME: BUILTINS_DISTRIBUTION,
-        **{_normalized(d): d for d in sorted(set(FIRST_PARTY_PROVIDERS.values()))},
+        **{normalized_name(d): d for d in sorted(set(FIRST_PARTY_PROVIDERS.values()))},
     }
 )
 
 _loading_log = logging.getLogger(LOADING_LOGGER)
+
+
+def is_first_party(info: PluginInfo) -> bool:
+    """Whether ``info`` is a first-party plugin: the core's built-ins or a distribution of this repository, loaded
+    under its own entry-point name (:data:`FIRST_PARTY_PLUGINS`). A name that a first-party plugin and another
+    give resolves to the first party's (see :meth:`~oml_core.registry.registry.Registry.get`)."""
+    owner = FIRST_PARTY_PLUGINS.get(info.name)
+    return owner is not None and normalized_name(info.distribution or "") == normalized_name(owner)
 
 
 @dataclass
@@ -175,7 +183,7 @@ def iter_entry_points() -> Iterator[EntryPoint]:
     seen: set[tuple[str, str]] = set()
     for ep in sorted(entry_points(group=PROJECT_NAME), key=lambda e: e.name):
         dist = getattr(ep, "dist", None)
-        key = (ep.name, _normalized(dist.metadata["Name"]) if dist is not None else ep.value)
+        key = (ep.name, normalized_name(dist.metadata["Name"]) if dist is not None else ep.value)
         if key not in seen:
             seen.add(key)
             yield ep
@@ -290,7 +298,7 @@ def discover_plugins(allow: Collection[str] | None, strict: bool) -> list[FoundP
     for ep in installed:  # sorted by name, then by distribution: the same order wherever they are installed
         claims.setdefault(ep.name, []).append((ep, plugin_info_for(ep)))
     for claimants in claims.values():
-        claimants.sort(key=lambda claim: _normalized(claim[1].distribution or ""))
+        claimants.sort(key=lambda claim: normalized_name(claim[1].distribution or ""))
     found = []
     for name, claimants in claims.items():
         refusals = refused_claimants(name, [info for _, info in claimants])
@@ -318,7 +326,7 @@ def refused_claimants(name: str, claimants: list[PluginInfo]) -> dict[PluginInfo
             f"none of them is loaded: uninstall all but one"
         )
         return dict.fromkeys(claimants, reason)
-    own = [info for info in claimants if _normalized(info.distribution or "") == _normalized(owner)]
+    own = [info for info in claimants if normalized_name(info.distribution or "") == normalized_name(owner)]
     if name == BUILTINS_NAME:
         holder = "oml-core's built-in plugin"
     else:
@@ -540,8 +548,8 @@ def report_unknown_allowed(allow: Collection[str], installed: Collection[EntryPo
     distributions = {info.distribution for info in map(plugin_info_for, installed) if info.distribution}
     known = {BUILTINS_NAME, BUILTINS_DISTRIBUTION, *ep_names, *distributions}
     # suggested: the entry-point names, and the distributions not spelled like one (oml-losses ~ oml_losses)
-    spelled = {_normalized(n) for n in ep_names}
-    suggestions = sorted({*ep_names, *(d for d in distributions if _normalized(d) not in spelled)})
+    spelled = {normalized_name(n) for n in ep_names}
+    suggestions = sorted({*ep_names, *(d for d in distributions if normalized_name(d) not in spelled)})
     for name in sorted(set(allow) - known):
         close = difflib.get_close_matches(name, suggestions, n=3, cutoff=0.6)
         hint = f" Did you mean: {', '.join(close)}?" if close else ""
