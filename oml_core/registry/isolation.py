@@ -120,8 +120,10 @@ def check_plugins(
     targets = [f.info for f in found if f.refused is None]
     if include_builtins:
         targets.insert(0, builtins_info())
-    rows = dict(zip(targets, run_children(targets, timeout, jobs or default_jobs(), components=True)))
-    store_verdicts(verdicts_path(), {f: rows[f.info]["error"] for f in found if f.refused is None})
+    checked = run_children(targets, timeout, jobs or default_jobs(), components=True)
+    rows = {target: row for target, (row, _) in zip(targets, checked)}
+    ran = {target for target, (_, plugin_ran) in zip(targets, checked) if plugin_ran}
+    store_verdicts(verdicts_path(), {f: rows[f.info]["error"] for f in found if f.info in ran})
     report = [rows[targets[0]]] if include_builtins else []
     for plugin in found:
         if plugin.refused is not None:
@@ -141,10 +143,11 @@ def builtins_info() -> PluginInfo:
 
 def run_children(
     targets: Sequence[PluginInfo], timeout: float, jobs: int, components: bool
-) -> list[dict[str, Any]]:
+) -> list[tuple[dict[str, Any], bool]]:
     """The row of each plugin of ``targets``, each from its own child process, ``jobs`` at a time, with its
     components imported and checked (``broken``) when ``components``; a failed child's row says how it failed
-    (:func:`outcome_row`). A ``KeyboardInterrupt`` kills every child."""
+    (:func:`outcome_row`). With each row: whether the plugin's code ran (a child that failed in its start-up
+    says nothing of its plugin: its row is no verdict to keep). A ``KeyboardInterrupt`` kills every child."""
     cancel = threading.Event()
     with tempfile.TemporaryDirectory(prefix="oml-plugins-check-") as tmp:
         folders = [Path(tmp) / str(i) for i in range(len(targets))]
@@ -158,7 +161,10 @@ def run_children(
             except BaseException:
                 cancel.set()
                 raise
-    return [outcome_row(target, outcome, timeout) for target, outcome in zip(targets, outcomes)]
+    return [
+        (outcome_row(target, outcome, timeout), outcome.row is not None or outcome.step != START_STEP)
+        for target, outcome in zip(targets, outcomes)
+    ]
 
 
 def outcome_row(target: PluginInfo, outcome: ChildOutcome, timeout: float) -> dict[str, Any]:

@@ -26,7 +26,7 @@ from typing import NoReturn
 
 from oml_core.registry.entry import PluginInfo
 from oml_core.registry.isolation import default_jobs, run_children
-from oml_core.registry.manager import FoundPlugin
+from oml_core.registry.manager import FoundPlugin, slow_seconds_from_env
 from oml_core.registry.verdicts import fingerprint, read_verdicts, store_verdicts, verdicts_path
 
 
@@ -49,20 +49,28 @@ class PluginVetting:
 
     def vet(self, plugins: Sequence[FoundPlugin]) -> Mapping[PluginInfo, str | None]:
         """The verdict of each of ``plugins``: the kept one, else the one its check in a child process gives now
-        (then kept). ``None``: import it; else the one-line failure for which it is skipped."""
+        (then kept, unless the child failed before the plugin's code ran). ``None``: import it; else the one-line
+        failure for which it is skipped.
+
+        Raises:
+            ConfigError: ``OML_PLUGIN_SLOW_SECONDS`` is malformed (before any check).
+        """
         keys = {plugin: fingerprint(plugin) for plugin in plugins}
         if any(key not in self._verdicts for key in keys.values()):
             self._verdicts.update(read_verdicts(verdicts_path()))
         unchecked = [plugin for plugin, key in keys.items() if key not in self._verdicts]
+        verdicts = {plugin.info: self._verdicts.get(key) for plugin, key in keys.items()}
         if unchecked:
-            rows = run_children(
+            slow_seconds_from_env()  # a malformed value is the command's error, not every plugin's verdict
+            checked = run_children(
                 [plugin.info for plugin in unchecked], self.timeout, self.jobs or default_jobs(), components=False
             )
-            checked = {plugin: row["error"] for plugin, row in zip(unchecked, rows)}
-            store_verdicts(verdicts_path(), checked)
-            self._verdicts.update({keys[plugin]: error for plugin, error in checked.items()})
+            kept = {plugin: row["error"] for plugin, (row, ran) in zip(unchecked, checked) if ran}
+            store_verdicts(verdicts_path(), kept)
+            self._verdicts.update({keys[plugin]: error for plugin, error in kept.items()})
+            verdicts.update({plugin.info: row["error"] for plugin, (row, _) in zip(unchecked, checked)})
         self._vetted.update({plugin.info: plugin for plugin in plugins})
-        return {plugin.info: self._verdicts[key] for plugin, key in keys.items()}
+        return verdicts
 
     def hung(self, plugin: PluginInfo, step: str) -> None:
         """End the command (:attr:`end`): ``plugin`` has been in ``step`` for :attr:`timeout` seconds in this
