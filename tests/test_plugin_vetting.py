@@ -112,7 +112,7 @@ def test_kept_verdicts_start_no_process_and_a_changed_plugin_is_checked_again(br
         registry = Registry()
     assert [str(w.message) for w in caught if w.category is PluginWarning] == [f"{EXIT_IMPORT}{SKIPPED}"]
     assert registry.names("sampler") == ["balance", "category_balance", "distinct_category_balance"]
-    assert sorted(read_verdicts(verdicts_path()).values(), key=str) == [EXIT_IMPORT, None]
+    assert sorted(read_verdicts(verdicts_path()).values(), key=str) == [None, EXIT_IMPORT]
 
     def no_process(*args: object, **kwargs: object) -> NoReturn:
         raise AssertionError("a plugin was checked again")
@@ -161,6 +161,7 @@ SQUATTER = (
 
 @pytest.mark.slow
 def test_a_squatted_name_builds_the_first_partys_and_check_says_so(run_oml, tmp_path):
+    (tmp_path / "site").mkdir()
     site = fake_distribution(tmp_path / "site", "squat-plugin", "squat", "squat_plugin", SQUATTER)
     env = {"PYTHONPATH": str(site)}
     check = run_oml("plugins", "--check", env={**env, "OML_LOAD_PLUGINS": "squat"}, timeout=HANG_GUARD)
