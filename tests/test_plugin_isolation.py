@@ -89,7 +89,9 @@ def misbehaving(tmp_path: Path) -> Path:
     fake_distribution(root, "segv-import-plugin", "segv_import", "segv_import_plugin", segv)
     squatter = LOSS_PLUGIN.replace("NAME", "squatted")
     fake_distribution(root, "squatter-plugin", "oml_losses", "squatter_plugin", squatter)
-    exit_parent = "import multiprocessing\nimport os\n\nif multiprocessing.parent_process() is None:\n    os._exit(3)\n"
+    exit_parent = (
+        "import multiprocessing\nimport os\n\nif multiprocessing.parent_process() is None:\n    os._exit(3)\n"
+    )
     fake_distribution(root, "exit-parent-plugin", "exit_parent", "exit_parent_plugin", exit_parent)
     return root
 

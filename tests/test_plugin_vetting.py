@@ -33,12 +33,16 @@ from tests.scripts.trained_run import TINY_TRAINING
 HANG_GUARD = 240
 SKIPPED = " (skipped; set OML_STRICT_PLUGINS=1 to raise)"
 EXIT_IMPORT = "oml plugin exit_import (exit-import-plugin 0.3): exited with status 3 during import"
-EXIT_HOOK = "oml plugin exit_hook (exit-hook-plugin 0.3): exited with status 4 during hook oml_register_losses"
+EXIT_HOOK = (
+    "oml plugin exit_hook (exit-hook-plugin 0.3): exited with status 4 during hook oml_register_losses"
+)
 HANG_HOOK = (
-    "oml plugin hang_hook (hang-hook-plugin 0.3): hung for more than 2 s while loading (hook oml_register_losses)"
+    "oml plugin hang_hook (hang-hook-plugin 0.3): hung for more than 2 s while loading "
+    "(hook oml_register_losses)"
 )
 RAISE_HOOK = (
-    "oml plugin raise_hook (raise-hook-plugin 0.3): hook oml_register_losses failed: RuntimeError: no losses today"
+    "oml plugin raise_hook (raise-hook-plugin 0.3): hook oml_register_losses failed: "
+    "RuntimeError: no losses today"
 )
 
 
@@ -62,7 +66,9 @@ def broken(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (``os._exit(4)`` in its hook), ``hang_hook`` (sleeps for an hour in its hook), ``raise_hook`` (raises in its
     hook)."""
     root = tmp_path_factory.mktemp("broken_site")
-    fake_distribution(root, "exit-import-plugin", "exit_import", "exit_import_plugin", "import os\n\nos._exit(3)\n")
+    fake_distribution(
+        root, "exit-import-plugin", "exit_import", "exit_import_plugin", "import os\n\nos._exit(3)\n"
+    )
     exit_hook = hook_plugin("os._exit(4)", "import os\n\n")
     fake_distribution(root, "exit-hook-plugin", "exit_hook", "exit_hook_plugin", exit_hook)
     hang_hook = hook_plugin("time.sleep(3600)", "import time\n\n")
@@ -74,7 +80,13 @@ def broken(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(autouse=True)
 def _plain_environment(monkeypatch):
     """Every installed plugin, loaded leniently."""
-    for name in ("OML_LOAD_PLUGINS", "OML_STRICT_PLUGINS", "OML_TRACEBACK", "OML_PLUGIN_TRACE", "OML_PLUGIN_TIMEOUT"):
+    for name in (
+        "OML_LOAD_PLUGINS",
+        "OML_STRICT_PLUGINS",
+        "OML_TRACEBACK",
+        "OML_PLUGIN_TRACE",
+        "OML_PLUGIN_TIMEOUT",
+    ):
         monkeypatch.delenv(name, raising=False)
 
 
@@ -89,7 +101,9 @@ def test_commands_skip_plugins_that_exit_hang_or_raise_and_go_on(run_oml, broken
         if args == ["plugins"]:
             for failure in (EXIT_HOOK, EXIT_IMPORT, HANG_HOOK, RAISE_HOOK):
                 assert f"    FAILED: {failure}" in result.stdout.splitlines()
-            assert "    sampler          balance, category_balance, distinct_category_balance" in result.stdout
+            assert (
+                "    sampler          balance, category_balance, distinct_category_balance" in result.stdout
+            )
         elif args == ["registry", "sampler"]:
             assert "    balance " in result.stdout
         else:
@@ -123,7 +137,10 @@ def test_kept_verdicts_start_no_process_and_a_changed_plugin_is_checked_again(br
     module = broken / "exit_import_plugin.py"
     stat = module.stat()
     os.utime(module, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000_000))
-    with guarded_loading(PluginVetting(timeout=30, end=never)), pytest.raises(AssertionError, match="checked again"):
+    with (
+        guarded_loading(PluginVetting(timeout=30, end=never)),
+        pytest.raises(AssertionError, match="checked again"),
+    ):
         Registry()
     assert "exit_import_plugin" not in sys.modules  # this process never imported it
 
@@ -139,7 +156,8 @@ def test_a_plugin_that_hangs_in_the_command_ends_it_with_one_line_and_is_skipped
         "oml plugin hang_parent (hang-parent-plugin 0.3): hung for more than 2 s while loading "
         "(hook oml_register_losses)"
     )
-    first = run_oml("registry", "sampler", env=env, timeout=HANG_GUARD)  # its check passed: it hangs here only
+    # its check passed: it hangs in the command's process only
+    first = run_oml("registry", "sampler", env=env, timeout=HANG_GUARD)
     assert first.returncode == 1
     assert first.stderr.splitlines()[-1] == (
         f"oml registry: {hung}; ended: a running import or hook cannot be stopped. The next commands skip it "
@@ -174,7 +192,10 @@ def test_a_squatted_name_builds_the_first_partys_and_check_says_so(run_oml, tmp_
         "    SHADOWED: optimizer 'adam' builds oml-core's; this plugin's is squat:adam",
         "OK: 1 plugin, 2 components load",
     ]
-    for name, provider in (("adam", "plugin oml_core, distribution oml-core"), ("squat:adam", "plugin squat,")):
+    for name, provider in (
+        ("adam", "plugin oml_core, distribution oml-core"),
+        ("squat:adam", "plugin squat,"),
+    ):
         shown = run_oml("registry", "optimizer", name, env=env, timeout=HANG_GUARD)
         assert shown.returncode == 0, shown.stderr
         assert f"provider:    {provider}" in shown.stdout

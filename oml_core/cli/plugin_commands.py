@@ -22,7 +22,7 @@ def run_plugin_command(name: str, argv: Sequence[str], commands: Sequence[str]) 
     arguments parsed (those before ``NAME`` too); its status (None: 0) is the exit status. Errors are reported as
     every command's are (:func:`~oml_core.cli.errors.error_report`); a name no plugin registered is the one-line
     ``unknown command`` error, listing the plugins' commands. The plugins are loaded under the vetting of
-:mod:`~oml_core.cli.guard`."""
+    :mod:`~oml_core.cli.guard`."""
     args = argparse.Namespace()
     position = list(argv).index(name)
     arguments = [*argv[:position], *argv[position + 1 :]]

@@ -6,8 +6,9 @@ The calling process imports no plugin. It settles the entry-point names from the
 (:func:`~oml_core.registry.manager.discover_plugins`, which reports the refused claimants), then runs one child
 process per plugin, at most ``jobs`` at a time (forked from multiprocessing's fork server, which has imported
 oml_core and torch but no plugin: :func:`child_context`). A child imports the plugin, registers it beside the
-core's built-ins, calls its hooks, imports each of its components (:func:`~oml_core.registry.plugin_rows.plugin_row`;
-not when vetting, whose children need neither torch nor the components) and writes its report row as json. The child records each step as it begins (the
+core's built-ins, calls its hooks, imports each of its components
+(:func:`~oml_core.registry.plugin_rows.plugin_row`; not when vetting, whose children need neither torch nor the
+components) and writes its report row as json. The child records each step as it begins (the
 :data:`~oml_core.registry.manager.LOADING_LOGGER` lines, ``<plugin>\\t<step>``, in a file), so that a child that
 fails says where:
 
@@ -61,6 +62,7 @@ from oml_core.registry.manager import (
 from oml_core.registry.plugin_rows import failed_row, plugin_row
 from oml_core.registry.registry import Registry
 from oml_core.registry.verdicts import store_verdicts, verdicts_path
+
 #: How often a child's steps and status are looked at, in seconds.
 POLL_SECONDS = 0.05
 #: The step of a child before it records its first: starting (forked, or Python and oml_core imported anew).
@@ -198,7 +200,8 @@ def child_context(
     if "forkserver" not in multiprocessing.get_all_start_methods():
         return multiprocessing.get_context("spawn")
     context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload([__name__, "torch"] if components else [__name__])  # a failed import is skipped
+    # a module that does not import is skipped
+    context.set_forkserver_preload([__name__, "torch"] if components else [__name__])
     return context
 
 

@@ -286,7 +286,9 @@ class LoadingGuard(Protocol):
         ...
 
 
-_guard: contextvars.ContextVar[LoadingGuard | None] = contextvars.ContextVar("oml_loading_guard", default=None)
+_guard: contextvars.ContextVar[LoadingGuard | None] = contextvars.ContextVar(
+    "oml_loading_guard", default=None
+)
 
 
 @contextlib.contextmanager

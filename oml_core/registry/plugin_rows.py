@@ -95,7 +95,9 @@ def shadowed_names(registry: Registry, info: PluginInfo) -> list[dict[str, str]]
             for name in (entry.name, *entry.aliases):
                 by = _first_party_owner(entries, kind, name, installed)
                 if by is not None:
-                    shadowed.append({"kind": kind, "name": name, "by": by, "qualified": f"{info.name}:{name}"})
+                    shadowed.append(
+                        {"kind": kind, "name": name, "by": by, "qualified": f"{info.name}:{name}"}
+                    )
     return shadowed
 
 

@@ -63,7 +63,10 @@ class PluginVetting:
         if unchecked:
             slow_seconds_from_env()  # a malformed value is the command's error, not every plugin's verdict
             checked = run_children(
-                [plugin.info for plugin in unchecked], self.timeout, self.jobs or default_jobs(), components=False
+                [plugin.info for plugin in unchecked],
+                self.timeout,
+                self.jobs or default_jobs(),
+                components=False,
             )
             kept = {plugin: row["error"] for plugin, (row, ran) in zip(unchecked, checked) if ran}
             store_verdicts(verdicts_path(), kept)
