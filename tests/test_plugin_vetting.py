@@ -6,7 +6,8 @@ in a command's own process, run through the real ``oml`` program:
 
 - ``oml plugins``, ``oml registry`` and ``oml train --show-config`` skip each broken plugin with one warning
   naming it, its distribution and what happened, and go on; ``OML_STRICT_PLUGINS=1`` makes it the one error line;
-- the verdicts are kept: a command whose plugins all have one starts no process, a changed plugin is checked again;
+- the verdicts are kept: a command whose plugins all have one starts no process; a plugin edited, or one beside
+  which a distribution was installed, is checked again;
 - a plugin that hangs in the command's own process ends the command with one line, and the next command skips it;
 - a name that a first-party plugin gives builds the first party's (``oml train`` with its default config), the
   other is reachable by its qualified name, and ``oml plugins --check`` says so.
@@ -134,13 +135,17 @@ def test_kept_verdicts_start_no_process_and_a_changed_plugin_is_checked_again(br
     monkeypatch.setattr(vetting_module, "run_children", no_process)
     with guarded_loading(PluginVetting(timeout=30, end=never)), pytest.warns(PluginWarning, match="status 3"):
         Registry()  # a new command: the kept verdicts, no process
-    module = broken / "exit_import_plugin.py"
-    stat = module.stat()
-    os.utime(module, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000_000))
-    with (
-        guarded_loading(PluginVetting(timeout=30, end=never)),
-        pytest.raises(AssertionError, match="checked again"),
-    ):
+    # an edit of the plugin, or an install beside it (its site folder changes), and it is checked again
+    for changed in (broken / "exit_import_plugin.py", broken):
+        stat = changed.stat()
+        os.utime(changed, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000_000))
+        with (
+            guarded_loading(PluginVetting(timeout=30, end=never)),
+            pytest.raises(AssertionError, match="checked again"),
+        ):
+            Registry()
+        os.utime(changed, ns=(stat.st_atime_ns, stat.st_mtime_ns))  # as it was: its verdict holds again
+    with guarded_loading(PluginVetting(timeout=30, end=never)), pytest.warns(PluginWarning, match="status 3"):
         Registry()
     assert "exit_import_plugin" not in sys.modules  # this process never imported it
 

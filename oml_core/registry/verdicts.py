@@ -3,11 +3,13 @@
 A verdict is what loading a plugin in a process of its own gave (:mod:`oml_core.registry.isolation`): ``None``
 when it imported and its hooks ran, else the one-line failure (``oml plugin x (x-plugin 0.3): exited with status 3
 during import``). It holds for one state of the plugin, its :func:`fingerprint`: the entry point (name, value),
-its distribution's name, version and the files of its ``*.dist-info`` folder, and the files of the plugin's
-top-level package (each file's path, modification time and size), read from the metadata and the file system
-alone, nothing imported. A reinstall, an upgrade or an edit of the plugin's files changes it, and the plugin is
-checked again; what a plugin's behaviour depends on beyond its own files (another package, the environment) does
-not: ``oml plugins --check`` checks every plugin again and replaces the verdicts.
+its distribution's name, version and the files of its ``*.dist-info`` folder, the folder that holds that one (the
+site-packages: installing or removing any distribution there changes its modification time), and the files of the
+plugin's top-level package (each file's path, modification time and size), read from the metadata and the file
+system alone, nothing imported. A reinstall, an upgrade or an edit of the plugin's files, or an install beside it
+(a dependency it lacked) changes it, and the plugin is checked again; what a plugin's behaviour depends on beyond
+those (the environment variables, a package installed elsewhere) does not: ``oml plugins --check`` checks every
+plugin again and replaces the verdicts.
 
 The file ``<cache folder>/plugin-verdicts.json`` (:func:`~oml_core.caches.folder.get_cache_dir`) keeps the verdicts
 of each Python environment (its prefix, Python's and oml-core's versions) apart: ``{"format": 1, "environments":
@@ -64,11 +66,12 @@ def fingerprint(plugin: FoundPlugin) -> str:
 
 
 def _metadata_files(ep: Any) -> list[Path]:
-    """The files of the ``*.dist-info`` folder of the entry point's distribution (none when it has no folder)."""
+    """The folder that holds the ``*.dist-info`` folder of the entry point's distribution, and that folder's files
+    (none when it has no folder)."""
     folder = getattr(getattr(ep, "dist", None), "_path", None)  # importlib.metadata.PathDistribution's
     if folder is None or not Path(folder).is_dir():
         return []
-    return sorted(path for path in Path(folder).iterdir() if path.is_file())
+    return [Path(folder).parent, *sorted(path for path in Path(folder).iterdir() if path.is_file())]
 
 
 def module_files(module: str) -> list[Path]:
