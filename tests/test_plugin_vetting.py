@@ -23,6 +23,7 @@ from typing import NoReturn
 import pytest
 
 import oml_core.registry.vetting as vetting_module
+from oml_core.cli import main
 from oml_core.registry import PluginWarning, Registry
 from oml_core.registry.manager import guarded_loading
 from oml_core.registry.verdicts import read_verdicts, verdicts_path
@@ -209,3 +210,12 @@ def test_a_squatted_name_builds_the_first_partys_and_check_says_so(run_oml, tmp_
     assert trained.returncode == 0, trained.stdout[-2000:] + trained.stderr[-2000:]
     assert "the squatter was built" not in trained.stdout + trained.stderr
     assert "OVERALL/cmc/1" in trained.stdout
+
+
+@pytest.mark.parametrize("value", ["soon", "0", "-1", "nan", "inf"])
+def test_malformed_timeout_is_a_one_line_error(value, monkeypatch, capsys):
+    monkeypatch.setenv("OML_PLUGIN_TIMEOUT", value)
+    assert main(["registry", "loss"]) == 2
+    assert capsys.readouterr().err == (
+        f"oml registry: error: OML_PLUGIN_TIMEOUT must be a number of seconds > 0, got {value!r}\n"
+    )
