@@ -65,7 +65,8 @@ def misbehaving(tmp_path: Path) -> Path:
     - ``hang_hook``: in ``oml_register_losses``, starts ``sleep 3600`` (its pid written), then sleeps for an hour;
     - ``exit_import``: ``os._exit(3)`` at import;
     - ``segv_import``: sends itself SIGSEGV at import;
-    - ``oml_losses`` of ``squatter-plugin``: oml-losses' entry-point name, registering the loss ``squatted``.
+    - ``oml_losses`` of ``squatter-plugin``: oml-losses' entry-point name, registering the loss ``squatted``;
+    - ``exit_parent``: ``os._exit(3)`` at import in a command's own process, not in a check's child process.
     """
     root = tmp_path / "site"
     root.mkdir()
@@ -88,6 +89,10 @@ def misbehaving(tmp_path: Path) -> Path:
     fake_distribution(root, "segv-import-plugin", "segv_import", "segv_import_plugin", segv)
     squatter = LOSS_PLUGIN.replace("NAME", "squatted")
     fake_distribution(root, "squatter-plugin", "oml_losses", "squatter_plugin", squatter)
+    exit_parent = (
+        "import multiprocessing\nimport os\n\nif multiprocessing.parent_process() is None:\n    os._exit(3)\n"
+    )
+    fake_distribution(root, "exit-parent-plugin", "exit_parent", "exit_parent_plugin", exit_parent)
     return root
 
 
@@ -150,6 +155,7 @@ def test_check_in_process_sees_plugins_put_on_sys_path_and_keeps_json_pure(misbe
         "hooks": [],
         "provides": {},
         "every_run": [],
+        "shadowed": [],
         "error": exited,
         "broken": [],
     }
@@ -291,10 +297,11 @@ def test_malformed_slow_seconds_is_a_one_line_error(value, monkeypatch, capsys):
 
 
 def test_trace_names_the_plugin_that_ends_the_process(run_oml, misbehaving):
-    """``os._exit`` in a normal command cannot be prevented; ``OML_PLUGIN_TRACE=1`` names the step it ended in."""
+    """``os._exit`` in a command's own process, by a plugin that passed its check in a process of its own, cannot
+    be prevented; ``OML_PLUGIN_TRACE=1`` names the step it ended in."""
     env = {
         "PYTHONPATH": str(misbehaving),
-        "OML_LOAD_PLUGINS": "oml_samplers,exit_import",
+        "OML_LOAD_PLUGINS": "oml_samplers,exit_parent",
         "OML_PLUGIN_TRACE": "1",
     }
     result = run_oml("registry", "sampler", env=env, timeout=HANG_GUARD)
@@ -302,8 +309,8 @@ def test_trace_names_the_plugin_that_ends_the_process(run_oml, misbehaving):
     traced = [
         line.partition("PluginWarning: ")[2] for line in result.stderr.splitlines() if "PluginWarning" in line
     ]
-    # the first step traced is the last: exit_import comes first in the order of the entry points' names
-    assert traced == ["loading plugin exit_import (exit-import-plugin 0.3): import"]
+    # the first step traced is the last: exit_parent comes first in the order of the entry points' names
+    assert traced == ["loading plugin exit_parent (exit-parent-plugin 0.3): import"]
 
 
 # ------------------------------------------------------------------------------------------ entry-point names

@@ -22,8 +22,9 @@ answer as data, with its text and JSON renderings, shared with the service and P
 (:mod:`~oml_core.cli.pipelines`, :mod:`~oml_core.cli.plugins`, :mod:`~oml_core.cli.registry`,
 :mod:`~oml_core.cli.datasets`, :mod:`~oml_core.cli.index`, :mod:`~oml_core.cli.search`, :mod:`~oml_core.cli.export`,
 :mod:`~oml_core.cli.version`) parses its arguments (``add_parser``) and prints its answer (``run``), the top parser
-assembles them (:mod:`~oml_core.cli.commands`), a plugin's command is run by :mod:`~oml_core.cli.plugin_commands`
-and errors are reported by :mod:`~oml_core.cli.errors`. A pipeline's command runs the pipeline and prints the
+assembles them (:mod:`~oml_core.cli.commands`), a plugin's command is run by :mod:`~oml_core.cli.plugin_commands`,
+errors are reported by :mod:`~oml_core.cli.errors`, and every command but ``--version`` loads plugins under the
+vetting of :mod:`~oml_core.cli.guard`. A pipeline's command runs the pipeline and prints the
 report of its result (:mod:`oml_core.reports.pipelines`: the metrics, where the run wrote) in the run's main
 process; the pipelines themselves print no report.
 
@@ -37,7 +38,13 @@ the overrides and its interpolations resolved, as yaml, each key's doc a ``#`` c
 flag in argparse's style that names a key of the pipeline's config schema is that key's override (``--max-epochs
 3``, ``--max_epochs=3``: ``max_epochs=3``); any other flag is an error that says how to write it. ``oml registry
 KIND NAME`` shows one component: its provider, its factory's arguments with their defaults and its default config.
-``oml plugins --check`` loads each plugin and imports its components in a process of its own (a plugin that hangs
+Every command imports only the plugins that passed a check in a process of their own (each plugin's verdict is
+kept in the user cache folder until the plugin changes; the first command after a change checks it, see
+:mod:`oml_core.registry.vetting`): a plugin that exits, hangs for more than ``OML_PLUGIN_TIMEOUT`` seconds (default
+60) or fails at import or in a hook is skipped with one warning naming it and its distribution, and the command goes
+on (``OML_STRICT_PLUGINS=1``: that line is the command's error); one that hangs in the command itself ends it with
+that line (status 1), and the next commands skip it. ``oml plugins --check`` loads each plugin and imports its
+components in a process of its own (a plugin that hangs
 for more than ``--timeout`` seconds in one step, exits or crashes is named, see :mod:`oml_core.registry.isolation`)
 and ends with a verdict, ``OK: <n> plugins, <m> components load`` or ``FAILED: <p> problems in <q> plugins (see
 above)``, on stdout; with ``--format json`` stdout is the json report alone and the verdict goes to stderr.
@@ -111,6 +118,7 @@ from collections.abc import Sequence
 from oml_core.cli import version
 from oml_core.cli.commands import build_parser
 from oml_core.cli.errors import EXIT_USAGE, flushed, reporting_errors, stdout_closed
+from oml_core.cli.guard import vetted
 from oml_core.cli.parser import command_name
 from oml_core.cli.plugin_commands import run_plugin_command
 from oml_core.lightning.quiet import silence_upstream_warnings
@@ -140,8 +148,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     elif rest and not getattr(args, "takes_overrides", False):
         print(f"oml {args.command}: error: unrecognized arguments: {' '.join(rest)}", file=sys.stderr)
         return EXIT_USAGE
-    command = "oml" if args.command is None else f"oml {args.command}"
-    return reporting_errors(command, lambda: args.handler(args, rest), args, argv)
+    if args.command is None:  # --version: the distributions' metadata, no plugin
+        return reporting_errors("oml", lambda: args.handler(args, rest), args, argv)
+    command = f"oml {args.command}"
+    return reporting_errors(command, vetted(command, lambda: args.handler(args, rest)), args, argv)
 
 
 __all__ = ["main"]

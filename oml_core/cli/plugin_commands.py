@@ -9,6 +9,7 @@ import sys
 from collections.abc import Sequence
 
 from oml_core.cli.errors import EXIT_USAGE, flushed, is_user_error, reporting_errors, unknown_command
+from oml_core.cli.guard import vetted
 from oml_core.cli.parser import CommandParser, common_parser
 from oml_core.registry import Registry, UnknownNameError
 from oml_core.registry.registry import FAILED_COMPONENT_ATTR, failed_component
@@ -20,7 +21,8 @@ def run_plugin_command(name: str, argv: Sequence[str], commands: Sequence[str]) 
     parser (``oml NAME``, with ``--traceback``) from its factory, which returns the handler, called with the
     arguments parsed (those before ``NAME`` too); its status (None: 0) is the exit status. Errors are reported as
     every command's are (:func:`~oml_core.cli.errors.error_report`); a name no plugin registered is the one-line
-    ``unknown command`` error, listing the plugins' commands."""
+    ``unknown command`` error, listing the plugins' commands. The plugins are loaded under the vetting of
+    :mod:`~oml_core.cli.guard`."""
     args = argparse.Namespace()
     position = list(argv).index(name)
     arguments = [*argv[:position], *argv[position + 1 :]]
@@ -52,7 +54,7 @@ def run_plugin_command(name: str, argv: Sequence[str], commands: Sequence[str]) 
             raise
         return 0 if status is None else int(status)
 
-    return reporting_errors(f"oml {name}", run, args, argv)
+    return reporting_errors(f"oml {name}", vetted(f"oml {name}", run), args, argv)
 
 
 __all__ = ["run_plugin_command"]

@@ -11,8 +11,8 @@ from pathlib import Path
 from oml_core.cli.arguments import positive_seconds
 from oml_core.cli.parser import Subparsers, common_parser
 from oml_core.registry import ConfigError, Registry
-from oml_core.registry.isolation import DEFAULT_TIMEOUT, check_plugins
-from oml_core.registry.manager import allow_list_from_env, strict_from_env
+from oml_core.registry.isolation import check_plugins
+from oml_core.registry.manager import ENV_TIMEOUT, allow_list_from_env, strict_from_env, timeout_from_env
 from oml_core.registry.plugin_rows import plugins_report
 from oml_core.reports.plugins import PluginsAnswer, plugin_written
 
@@ -36,7 +36,7 @@ def add_parser(subparsers: Subparsers) -> None:
         type=positive_seconds,
         metavar="SECONDS",
         help=f"with --check: the time one step of loading a plugin (its import, a hook, a component's import) may "
-        f"take before the plugin is reported as hung (default: {DEFAULT_TIMEOUT:g})",
+        f"take before the plugin is reported as hung (default: ${ENV_TIMEOUT}, else 60)",
     )
     plugins.set_defaults(handler=run)
 
@@ -71,10 +71,11 @@ def add_parser(subparsers: Subparsers) -> None:
 def run(args: argparse.Namespace, _: list[str]) -> int:
     """List the plugins (:func:`~oml_core.registry.plugin_rows.plugins_report`); with ``--check`` each one is
     loaded and its components imported in a process of its own, each step within ``--timeout`` seconds
-    (:func:`~oml_core.registry.isolation.check_plugins`), and the verdict ends the output (with ``--format json``
+    (:func:`~oml_core.registry.isolation.check_plugins`, which keeps each plugin's verdict for the next commands), and
+    the verdict ends the output (with ``--format json``
     on stderr, so that stdout is the json alone); exit 1 when the check fails."""
     if args.check:
-        timeout = DEFAULT_TIMEOUT if args.timeout is None else args.timeout
+        timeout = timeout_from_env() if args.timeout is None else args.timeout
         rows = check_plugins(
             include_builtins=args.all, allow=allow_list_from_env(), strict=strict_from_env(), timeout=timeout
         )

@@ -1,11 +1,14 @@
-"""``oml plugins --check``: each plugin loaded and checked in a process of its own, with a time limit.
+"""Each plugin loaded and checked in a process of its own, with a time limit: ``oml plugins --check``
+(:func:`check_plugins`), and the vetting of the plugins before a command imports them
+(:mod:`oml_core.registry.vetting`, :func:`run_children` without the components).
 
 The calling process imports no plugin. It settles the entry-point names from the metadata
 (:func:`~oml_core.registry.manager.discover_plugins`, which reports the refused claimants), then runs one child
 process per plugin, at most ``jobs`` at a time (forked from multiprocessing's fork server, which has imported
 oml_core and torch but no plugin: :func:`child_context`). A child imports the plugin, registers it beside the
-core's built-ins, calls its hooks, imports each of its components (:func:`~oml_core.registry.plugin_rows.plugin_row`)
-and writes its report row as json. The child records each step as it begins (the
+core's built-ins, calls its hooks, imports each of its components
+(:func:`~oml_core.registry.plugin_rows.plugin_row`; not when vetting, whose children need neither torch nor the
+components) and writes its report row as json. The child records each step as it begins (the
 :data:`~oml_core.registry.manager.LOADING_LOGGER` lines, ``<plugin>\\t<step>``, in a file), so that a child that
 fails says where:
 
@@ -17,7 +20,8 @@ fails says where:
 
 Each such failure, like a plugin that fails to load in its child, is reported as a broken plugin is (a
 :class:`~oml_core.registry.errors.PluginWarning`, or a :class:`~oml_core.registry.errors.PluginLoadError` when
-strict) and is its row's ``error``: ``oml plugin slow (slow-oml-plugin 0.3): hung for more than ...``.
+strict) and is its row's ``error``: ``oml plugin slow (slow-oml-plugin 0.3): hung for more than ...``. The
+rows' errors are kept as the plugins' verdicts (:mod:`oml_core.registry.verdicts`), which the next commands go by.
 """
 
 from __future__ import annotations
@@ -46,6 +50,7 @@ from oml_core.registry.entry import PluginInfo
 from oml_core.registry.manager import (
     BUILTINS_DISTRIBUTION,
     BUILTINS_NAME,
+    DEFAULT_TIMEOUT,
     LOADING_LOGGER,
     discover_plugins,
     import_plugin,
@@ -56,9 +61,8 @@ from oml_core.registry.manager import (
 )
 from oml_core.registry.plugin_rows import failed_row, plugin_row
 from oml_core.registry.registry import Registry
+from oml_core.registry.verdicts import store_verdicts, verdicts_path
 
-#: The time limit of one step of loading a plugin (its import, one hook, one component's import), in seconds.
-DEFAULT_TIMEOUT = 60.0
 #: How often a child's steps and status are looked at, in seconds.
 POLL_SECONDS = 0.05
 #: The step of a child before it records its first: starting (forked, or Python and oml_core imported anew).
@@ -106,7 +110,8 @@ def check_plugins(
 
     Returns:
         The rows in the order of the entry points' names, the built-ins first; a refused plugin's row has its
-        refusal as ``error``, a failed child's the failure.
+        refusal as ``error``, a failed child's the failure. Each checked plugin's ``error`` is kept as its verdict
+        (:func:`~oml_core.registry.verdicts.store_verdicts`).
 
     Raises:
         PluginLoadError: ``strict`` and a plugin is refused, fails to load or its child fails.
@@ -117,7 +122,10 @@ def check_plugins(
     targets = [f.info for f in found if f.refused is None]
     if include_builtins:
         targets.insert(0, builtins_info())
-    rows = dict(zip(targets, run_children(targets, timeout, jobs or default_jobs())))
+    checked = run_children(targets, timeout, jobs or default_jobs(), components=True)
+    rows = {target: row for target, (row, _) in zip(targets, checked)}
+    ran = {target for target, (_, plugin_ran) in zip(targets, checked) if plugin_ran}
+    store_verdicts(verdicts_path(), {f: rows[f.info]["error"] for f in found if f.info in ran})
     report = [rows[targets[0]]] if include_builtins else []
     for plugin in found:
         if plugin.refused is not None:
@@ -135,15 +143,19 @@ def builtins_info() -> PluginInfo:
     return PluginInfo(BUILTINS_NAME, BUILTINS_DISTRIBUTION, __version__)
 
 
-def run_children(targets: Sequence[PluginInfo], timeout: float, jobs: int) -> list[dict[str, Any]]:
-    """The checked row of each plugin of ``targets``, each from its own child process, ``jobs`` at a time; a
-    failed child's row says how it failed (:func:`outcome_row`). A ``KeyboardInterrupt`` kills every child."""
+def run_children(
+    targets: Sequence[PluginInfo], timeout: float, jobs: int, components: bool
+) -> list[tuple[dict[str, Any], bool]]:
+    """The row of each plugin of ``targets``, each from its own child process, ``jobs`` at a time, with its
+    components imported and checked (``broken``) when ``components``; a failed child's row says how it failed
+    (:func:`outcome_row`). With each row: whether the plugin's code ran (a child that failed in its start-up
+    says nothing of its plugin: its row is no verdict to keep). A ``KeyboardInterrupt`` kills every child."""
     cancel = threading.Event()
     with tempfile.TemporaryDirectory(prefix="oml-plugins-check-") as tmp:
         folders = [Path(tmp) / str(i) for i in range(len(targets))]
         with ThreadPoolExecutor(max_workers=jobs) as pool:
             futures = [
-                pool.submit(run_child, target, folder, timeout, cancel)
+                pool.submit(run_child, target, folder, timeout, cancel, components)
                 for target, folder in zip(targets, folders)
             ]
             try:
@@ -151,7 +163,10 @@ def run_children(targets: Sequence[PluginInfo], timeout: float, jobs: int) -> li
             except BaseException:
                 cancel.set()
                 raise
-    return [outcome_row(target, outcome, timeout) for target, outcome in zip(targets, outcomes)]
+    return [
+        (outcome_row(target, outcome, timeout), outcome.row is not None or outcome.step != START_STEP)
+        for target, outcome in zip(targets, outcomes)
+    ]
 
 
 def outcome_row(target: PluginInfo, outcome: ChildOutcome, timeout: float) -> dict[str, Any]:
@@ -176,21 +191,26 @@ def _signal_name(number: int) -> str:
         return f"signal {number}"
 
 
-def child_context() -> multiprocessing.context.ForkServerContext | multiprocessing.context.SpawnContext:
-    """How the children start: forked from multiprocessing's fork server, which has imported oml_core and torch
-    once (each child would spend seconds importing torch anew) and no plugin; spawned where there is no fork
-    server."""
+def child_context(
+    components: bool,
+) -> multiprocessing.context.ForkServerContext | multiprocessing.context.SpawnContext:
+    """How the children start: forked from multiprocessing's fork server, which has imported oml_core (and torch
+    when the children import ``components``: each would spend seconds importing it anew) and no plugin; spawned
+    where there is no fork server. The fork server is the process's: the first call's preload is the one."""
     if "forkserver" not in multiprocessing.get_all_start_methods():
         return multiprocessing.get_context("spawn")
     context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload([__name__, "torch"])  # a module that does not import is skipped
+    # a module that does not import is skipped
+    context.set_forkserver_preload([__name__, "torch"] if components else [__name__])
     return context
 
 
-def run_child(target: PluginInfo, folder: Path, timeout: float, cancel: threading.Event) -> ChildOutcome:
-    """Run the child that checks ``target``, its files in the new folder ``folder``; kill it (its whole process
-    group) when one step of the plugin runs longer than ``timeout`` seconds (its start-up: longer than
-    :data:`START_TIMEOUT`) or ``cancel`` is set (not started if set before)."""
+def run_child(
+    target: PluginInfo, folder: Path, timeout: float, cancel: threading.Event, components: bool
+) -> ChildOutcome:
+    """Run the child that loads ``target`` (and imports its ``components``), its files in the new folder
+    ``folder``; kill it (its whole process group) when one step of the plugin runs longer than ``timeout`` seconds
+    (its start-up: longer than :data:`START_TIMEOUT`) or ``cancel`` is set (not started if set before)."""
     if cancel.is_set():
         return ChildOutcome(None, START_STEP, None)
     folder.mkdir()
@@ -198,6 +218,7 @@ def run_child(target: PluginInfo, folder: Path, timeout: float, cancel: threadin
     job = {
         "plugin": target.name,
         "distribution": target.distribution,
+        "components": components,
         "sys_path": sys.path,
         "environ": dict(os.environ),  # the fork server has the environment of when it started
         "steps": str(steps),
@@ -206,7 +227,7 @@ def run_child(target: PluginInfo, folder: Path, timeout: float, cancel: threadin
     }
     job_file = folder / "job.json"
     job_file.write_text(json.dumps(job))
-    child = child_context().Process(
+    child = child_context(components).Process(
         target=_child_main, args=(str(job_file),), name=f"oml-check-{target.name}"
     )
     child.start()
@@ -287,9 +308,10 @@ def find_entry_point(name: str, distribution: str | None) -> tuple[EntryPoint, P
     raise LookupError(f"no oml entry point {name!r} of the distribution {distribution!r} is installed")
 
 
-def check_in_child(name: str, distribution: str | None) -> dict[str, Any]:
-    """In a child process: the checked row of the plugin ``name`` of ``distribution`` (``oml_core``: the
-    built-ins), loaded beside the built-ins only, leniently (a failure is the row's ``error``)."""
+def check_in_child(name: str, distribution: str | None, components: bool) -> dict[str, Any]:
+    """In a child process: the row of the plugin ``name`` of ``distribution`` (``oml_core``: the built-ins),
+    loaded beside the built-ins only, leniently (a failure is the row's ``error``), its components imported and
+    checked when ``components``."""
     registry = Registry(load_entrypoints=False, strict=False)
     if name != BUILTINS_NAME:
         ep, info = find_entry_point(name, distribution)
@@ -298,7 +320,7 @@ def check_in_child(name: str, distribution: str | None) -> dict[str, Any]:
             return {**failed_row(info, error), "broken": []}
         registry.add_plugin(plugin, name=info.name, distribution=info.distribution, version=info.version)
     record = next(r for r in registry.plugins() if r.info.name == name)
-    return plugin_row(registry, record, check=True)
+    return plugin_row(registry, record, check=components)
 
 
 def _child_main(job_file: str) -> None:
@@ -321,7 +343,7 @@ def _child_main(job_file: str) -> None:
     steps.addHandler(handler)
     steps.setLevel(logging.DEBUG)
     steps.propagate = False
-    row = check_in_child(job["plugin"], job["distribution"])
+    row = check_in_child(job["plugin"], job["distribution"], job["components"])
     result = Path(job["result"])
     partial = result.with_suffix(".partial")
     partial.write_text(json.dumps(row))

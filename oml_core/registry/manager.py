@@ -18,25 +18,32 @@ distributions.
 
 Every plugin's import and hook runs under :func:`watch_loading`: a watchdog thread warns, once, when it has been
 running for ``OML_PLUGIN_SLOW_SECONDS`` (default 5; 0: never), naming the plugin, where it is stuck and the
-allow-list that skips it; the plugin is never stopped (``oml plugins --check`` runs each plugin in a process of
-its own, with a time limit: :mod:`oml_core.registry.isolation`). ``OML_PLUGIN_TRACE=1`` warns before each step
-("loading plugin X (dist 1.2): import"), so that the last such line names a plugin that ends the process.
+allow-list that skips it. ``OML_PLUGIN_TRACE=1`` warns before each step ("loading plugin X (dist 1.2): import"),
+so that the last such line names a plugin that ends the process.
+
+Under a :class:`LoadingGuard` (:func:`guarded_loading`; every ``oml`` command has one,
+:mod:`oml_core.registry.vetting`), a plugin is imported only once it has passed a check in a process of its own:
+the guard's verdicts (:meth:`LoadingGuard.vet`) name the plugins to skip, each reported as a broken plugin is; and
+a step that still runs after ``OML_PLUGIN_TIMEOUT`` seconds (default 60) is handed to the guard
+(:meth:`LoadingGuard.hung`), which ends the command with one line: a thread cannot stop a hung import or hook.
+Without a guard (library use) every allowed plugin is imported in the process and never stopped.
 """
 
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import difflib
 import logging
 import math
 import os
 import threading
 import warnings
-from collections.abc import Collection, Iterator
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib.metadata import EntryPoint, entry_points
 from types import MappingProxyType
-from typing import Any
+from typing import Any, Protocol
 
 import pluggy
 
@@ -59,6 +66,10 @@ ENV_STRICT = "OML_STRICT_PLUGINS"
 #: Seconds after which a plugin's import or hook still running is reported (0: never).
 ENV_SLOW = "OML_PLUGIN_SLOW_SECONDS"
 DEFAULT_SLOW_SECONDS = 5.0
+#: Seconds that one step of loading a plugin (its import, a hook) may take before it counts as hung: in the
+#: isolated checks (:mod:`oml_core.registry.isolation`) and, under a :class:`LoadingGuard`, in the command itself.
+ENV_TIMEOUT = "OML_PLUGIN_TIMEOUT"
+DEFAULT_TIMEOUT = 60.0
 #: Set to 1 (true, yes, on), a warning names each plugin's import and hook before it runs.
 ENV_TRACE = "OML_PLUGIN_TRACE"
 #: The logger that records, at ``DEBUG``, each step of loading a plugin (``<plugin name>\t<step>``) as it begins;
@@ -68,7 +79,7 @@ BUILTINS_NAME = "oml_core"
 BUILTINS_DISTRIBUTION = "oml-core"
 
 
-def _normalized(name: str) -> str:
+def normalized_name(name: str) -> str:
     """``name`` lower-cased with ``-`` and ``.`` as ``_`` (how a distribution's name maps to a module's)."""
     return name.lower().replace("-", "_").replace(".", "_")
 
@@ -79,11 +90,19 @@ def _normalized(name: str) -> str:
 FIRST_PARTY_PLUGINS: MappingProxyType[str, str] = MappingProxyType(
     {
         BUILTINS_NAME: BUILTINS_DISTRIBUTION,
-        **{_normalized(d): d for d in sorted(set(FIRST_PARTY_PROVIDERS.values()))},
+        **{normalized_name(d): d for d in sorted(set(FIRST_PARTY_PROVIDERS.values()))},
     }
 )
 
 _loading_log = logging.getLogger(LOADING_LOGGER)
+
+
+def is_first_party(info: PluginInfo) -> bool:
+    """Whether ``info`` is a first-party plugin: the core's built-ins or a distribution of this repository, loaded
+    under its own entry-point name (:data:`FIRST_PARTY_PLUGINS`). A name that a first-party plugin and another
+    give resolves to the first party's (see :meth:`~oml_core.registry.registry.Registry.get`)."""
+    owner = FIRST_PARTY_PLUGINS.get(info.name)
+    return owner is not None and normalized_name(info.distribution or "") == normalized_name(owner)
 
 
 @dataclass
@@ -152,16 +171,40 @@ def slow_seconds_from_env() -> float:
     Raises:
         ConfigError: the value is not a finite number >= 0.
     """
-    raw = os.environ.get(ENV_SLOW, "").strip()
+    seconds = _seconds_from_env(ENV_SLOW, DEFAULT_SLOW_SECONDS)
+    if not seconds >= 0:  # NaN too
+        raise ConfigError(
+            f"{ENV_SLOW} must be a number of seconds >= 0 (0: never warn), got {os.environ[ENV_SLOW].strip()!r}"
+        )
+    return seconds
+
+
+def timeout_from_env() -> float:
+    """``OML_PLUGIN_TIMEOUT``: the seconds one step of loading a plugin may take before it counts as hung
+    (:data:`DEFAULT_TIMEOUT` when unset or empty).
+
+    Raises:
+        ConfigError: the value is not a finite number > 0.
+    """
+    seconds = _seconds_from_env(ENV_TIMEOUT, DEFAULT_TIMEOUT)
+    if not seconds > 0:  # NaN too
+        raise ConfigError(
+            f"{ENV_TIMEOUT} must be a number of seconds > 0, got {os.environ[ENV_TIMEOUT].strip()!r}"
+        )
+    return seconds
+
+
+def _seconds_from_env(name: str, default: float) -> float:
+    """The number of seconds of the variable ``name`` (``default`` when unset or empty; NaN when it is no finite
+    number, which its caller refuses)."""
+    raw = os.environ.get(name, "").strip()
     if not raw:
-        return DEFAULT_SLOW_SECONDS
+        return default
     try:
         seconds = float(raw)
     except ValueError:
-        seconds = math.nan
-    if not math.isfinite(seconds) or seconds < 0:
-        raise ConfigError(f"{ENV_SLOW} must be a number of seconds >= 0 (0: never warn), got {raw!r}")
-    return seconds
+        return math.nan
+    return seconds if math.isfinite(seconds) else math.nan
 
 
 def is_allowed(info: PluginInfo, allow: Collection[str] | None) -> bool:
@@ -175,7 +218,7 @@ def iter_entry_points() -> Iterator[EntryPoint]:
     seen: set[tuple[str, str]] = set()
     for ep in sorted(entry_points(group=PROJECT_NAME), key=lambda e: e.name):
         dist = getattr(ep, "dist", None)
-        key = (ep.name, _normalized(dist.metadata["Name"]) if dist is not None else ep.value)
+        key = (ep.name, normalized_name(dist.metadata["Name"]) if dist is not None else ep.value)
         if key not in seen:
             seen.add(key)
             yield ep
@@ -225,6 +268,40 @@ def report_plugin_error(info: PluginInfo, what: str, error: BaseException, stric
     )
 
 
+# ---------------------------------------------------------------------------------------------- guard
+class LoadingGuard(Protocol):
+    """What keeps a command safe from its plugins (see the module's docstring; the CLI's is
+    :class:`oml_core.registry.vetting.PluginVetting`)."""
+
+    timeout: float
+
+    def vet(self, plugins: Sequence[FoundPlugin]) -> Mapping[PluginInfo, str | None]:
+        """The verdict of each of ``plugins`` (none of them imported here): ``None`` to import it, or the one-line
+        failure (``oml plugin x (x-plugin 0.3): exited with status 3 during import``) for which it is skipped."""
+        ...
+
+    def hung(self, plugin: PluginInfo, step: str) -> None:
+        """Called from a watchdog's thread when ``step`` of loading ``plugin`` has run for ``timeout`` seconds in
+        this process; it may end the process."""
+        ...
+
+
+_guard: contextvars.ContextVar[LoadingGuard | None] = contextvars.ContextVar(
+    "oml_loading_guard", default=None
+)
+
+
+@contextlib.contextmanager
+def guarded_loading(guard: LoadingGuard) -> Iterator[None]:
+    """Load the plugins under ``guard`` in the block: every registry that loads entry points imports only the
+    plugins that it passes, and a step that hangs is handed to it (see the module's docstring)."""
+    token = _guard.set(guard)
+    try:
+        yield
+    finally:
+        _guard.reset(token)
+
+
 # ------------------------------------------------------------------------------------------- watching
 def skip_hint(plugin: PluginInfo) -> str:
     """``; OML_LOAD_PLUGINS=<every other allowed entry point> skips it`` (empty for the core's built-ins, which
@@ -252,7 +329,8 @@ def watch_loading(plugin: PluginInfo, step: str) -> Iterator[None]:
     The step is logged to :data:`LOADING_LOGGER` (``DEBUG``) as it begins, and warned when ``OML_PLUGIN_TRACE``
     is set; a ``threading.Timer`` warns (a :class:`PluginWarning`) if it still runs after
     ``OML_PLUGIN_SLOW_SECONDS``: ``still loading plugin X (dist 1.2) in hook oml_register_losses after 5 s;
-    OML_LOAD_PLUGINS=<the other plugins> skips it``. The step is never interrupted.
+    OML_LOAD_PLUGINS=<the other plugins> skips it``. Under a :class:`LoadingGuard`, a second one hands the step
+    to the guard after its ``timeout`` (:meth:`LoadingGuard.hung`); without one, the step is never stopped.
 
     Raises:
         ConfigError: ``OML_PLUGIN_SLOW_SECONDS`` is not a number of seconds >= 0 (before the step runs).
@@ -261,15 +339,19 @@ def watch_loading(plugin: PluginInfo, step: str) -> Iterator[None]:
     _loading_log.debug("%s\t%s", plugin.name, step)
     if _flag_from_env(ENV_TRACE):
         warnings.warn(f"loading plugin {plugin.provider}: {step}", PluginWarning, stacklevel=3)
-    timer = None
+    timers = []
     if seconds > 0:
-        timer = threading.Timer(seconds, _warn_still_loading, args=(plugin, step, seconds))
+        timers.append(threading.Timer(seconds, _warn_still_loading, args=(plugin, step, seconds)))
+    guard = _guard.get()
+    if guard is not None:
+        timers.append(threading.Timer(guard.timeout, guard.hung, args=(plugin, step)))
+    for timer in timers:
         timer.daemon = True  # a plugin stuck for good must not keep the process alive at exit
         timer.start()
     try:
         yield
     finally:
-        if timer is not None:
+        for timer in timers:
             timer.cancel()
 
 
@@ -290,7 +372,7 @@ def discover_plugins(allow: Collection[str] | None, strict: bool) -> list[FoundP
     for ep in installed:  # sorted by name, then by distribution: the same order wherever they are installed
         claims.setdefault(ep.name, []).append((ep, plugin_info_for(ep)))
     for claimants in claims.values():
-        claimants.sort(key=lambda claim: _normalized(claim[1].distribution or ""))
+        claimants.sort(key=lambda claim: normalized_name(claim[1].distribution or ""))
     found = []
     for name, claimants in claims.items():
         refusals = refused_claimants(name, [info for _, info in claimants])
@@ -318,7 +400,7 @@ def refused_claimants(name: str, claimants: list[PluginInfo]) -> dict[PluginInfo
             f"none of them is loaded: uninstall all but one"
         )
         return dict.fromkeys(claimants, reason)
-    own = [info for info in claimants if _normalized(info.distribution or "") == _normalized(owner)]
+    own = [info for info in claimants if normalized_name(info.distribution or "") == normalized_name(owner)]
     if name == BUILTINS_NAME:
         holder = "oml-core's built-in plugin"
     else:
@@ -516,12 +598,21 @@ def load_entry_point_plugins(
     """Import and register every allowed ``oml`` entry point (:func:`discover_plugins`), each guarded on its own.
 
     A refused plugin's record is keyed by its ``provider`` (``oml_losses (squatter 0.3)``), as its name is another
-    plugin's; every other record by the plugin's name.
+    plugin's; every other record by the plugin's name. Under a :class:`LoadingGuard`, a plugin that it does not
+    pass is not imported: its failure is reported (a :class:`PluginWarning`, or a :class:`PluginLoadError` when
+    ``strict``) and is its record's error.
     """
-    for found in discover_plugins(allow, strict):
+    discovered = discover_plugins(allow, strict)
+    guard = _guard.get()
+    verdicts = guard.vet([f for f in discovered if f.refused is None]) if guard is not None else {}
+    for found in discovered:
         info = found.info
         if found.refused is not None:
             records[info.provider] = PluginRecord(info=info, error=found.refused)
+            continue
+        failure = verdicts.get(info)
+        if failure is not None:
+            records[info.name] = PluginRecord(info=info, error=report_plugin_failure(failure, strict))
             continue
         plugin, error = import_plugin(found.entry_point, info, strict)
         if error is not None:
@@ -540,8 +631,8 @@ def report_unknown_allowed(allow: Collection[str], installed: Collection[EntryPo
     distributions = {info.distribution for info in map(plugin_info_for, installed) if info.distribution}
     known = {BUILTINS_NAME, BUILTINS_DISTRIBUTION, *ep_names, *distributions}
     # suggested: the entry-point names, and the distributions not spelled like one (oml-losses ~ oml_losses)
-    spelled = {_normalized(n) for n in ep_names}
-    suggestions = sorted({*ep_names, *(d for d in distributions if _normalized(d) not in spelled)})
+    spelled = {normalized_name(n) for n in ep_names}
+    suggestions = sorted({*ep_names, *(d for d in distributions if normalized_name(d) not in spelled)})
     for name in sorted(set(allow) - known):
         close = difflib.get_close_matches(name, suggestions, n=3, cutoff=0.6)
         hint = f" Did you mean: {', '.join(close)}?" if close else ""

@@ -39,6 +39,7 @@ from oml_core.registry.manager import (
     PluginRecord,
     allow_list_from_env,
     create_plugin_manager,
+    is_first_party,
     load_entry_point_plugins,
     register_plugin,
     report_plugin_error,
@@ -342,10 +343,16 @@ class Registry:
     def get(self, kind: str, name: str) -> Entry:
         """Return the entry of ``kind`` called ``name`` (an alias, or ``plugin:name``).
 
+        A name that a first-party plugin (the core's built-ins, a distribution of this repository:
+        :func:`~oml_core.registry.manager.is_first_party`) and other plugins give is the first party's: another
+        plugin cannot change what ``{name: adam}`` builds; its own is reachable by its qualified name, and ``oml
+        plugins`` lists it as shadowed.
+
         Raises:
             UnknownNameError: nothing of that name; the message has close matches, the known names, the
                 distribution that would provide it (for first-party names) and a hint to run ``oml plugins``.
-            AmbiguousNameError: two plugins give the name; the message names both and the qualified forms.
+            AmbiguousNameError: two plugins, none or both first-party, give the name; the message names both and
+                the qualified forms.
         """
         entries = self.entries(kind)
         plugin_name, sep, short = name.rpartition(":")
@@ -353,6 +360,9 @@ class Registry:
             found = [e for e in entries if e.plugin.name == plugin_name and short in (e.name, *e.aliases)]
         else:
             found = [e for e in entries if name in (e.name, *e.aliases)]
+        first_party = [e for e in found if is_first_party(e.plugin)]
+        if len(found) > 1 and len(first_party) == 1:
+            return first_party[0]
         if len(found) == 1:
             return found[0]
         if found:

@@ -18,10 +18,10 @@ NO_PLUGINS = "No oml plugins installed (see `pip install oml-models oml-losses .
 
 @dataclass(frozen=True)
 class PluginsAnswer(Answer):
-    """The plugins' rows (``{"name", "distribution", "version", "hooks", "provides", "every_run", "error"}``, and
-    ``"broken"`` when checked: see :mod:`oml_core.registry.plugin_rows`), in load order; ``checked``: whether each
-    plugin was loaded and its components imported (``oml plugins --check``), which gives the answer a
-    :meth:`verdict`. Its JSON is the list of rows."""
+    """The plugins' rows (``{"name", "distribution", "version", "hooks", "provides", "every_run", "shadowed",
+    "error"}``, and ``"broken"`` when checked: see :mod:`oml_core.registry.plugin_rows`), in load order;
+    ``checked``: whether each plugin was loaded and its components imported (``oml plugins --check``), which gives
+    the answer a :meth:`verdict` (a shadowed name is no problem). Its JSON is the list of rows."""
 
     rows: list[dict[str, Any]]
     checked: bool = False
@@ -33,7 +33,8 @@ class PluginsAnswer(Answer):
     def as_text(self) -> str:
         """The table: per plugin a line ``name  [distribution version]``, its error (``FAILED: ...``), a line per
         kind it provides (callbacks added to every run marked ``(every run)``), its broken components
-        (``BROKEN: ...``)."""
+        (``BROKEN: ...``), the names of it that a first-party plugin gives too (``SHADOWED: optimizer 'adam'
+        builds oml-core's; this plugin's is acme:adam``)."""
         if not self.rows:
             return NO_PLUGINS
         lines = []
@@ -48,6 +49,11 @@ class PluginsAnswer(Answer):
                     f"{n} (every run)" if kind == EVERY_RUN_KIND and n in every_run else n for n in names
                 ]
                 lines.append(f"    {kind:<16} {', '.join(shown)}")
+            for name in row.get("shadowed", []):
+                lines.append(
+                    f"    SHADOWED: {name['kind']} {name['name']!r} builds {name['by']}'s; this plugin's is "
+                    f"{name['qualified']}"
+                )
             for problem in row.get("broken", []):
                 lines.append(f"    BROKEN: {problem}")
         return "\n".join(lines)
