@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import fields, is_dataclass
 from typing import Any, cast
 
+from oml_core.config.bounds import check_value_bounds
 from oml_core.config.compose import resolved_config, unresolvable_config_error
 from oml_core.config.rules import KIND, ComponentSpec, check_keys, validated
 from oml_core.config.schemas import ConfigSchema, schema_of
@@ -77,6 +78,7 @@ def validate_config(cfg: Mapping[str, Any] | ConfigSchema | Any, pipeline: str) 
         values = without_user_variables(cfg, [f.name for f in fields(schema)], pipeline)
     else:
         values = as_config(cfg)
+    check_value_bounds(values, pipeline)
     config = validated(schema, values)
     config.check_combination()
     return config
