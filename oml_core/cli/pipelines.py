@@ -301,8 +301,8 @@ config:
   --config-path DIR --config-name NAME
                          your own yaml instead (DIR/NAME.yaml)
   --show-config          print the config as composed with the overrides (interpolations resolved)
-                         and exit without running, e.g. oml {command} --show-config {ex["value"]};
-                         what a run would refuse of it follows (one line, exit status 2)
+                         and exit without running, e.g. oml {command} --show-config {ex["value"]}
+                         (then what a run would refuse of it, in one line: exit status 2)
 """
 
 

@@ -230,7 +230,7 @@ def _bracket_depth(text: str) -> int:
     return deepest
 
 
-def _shortened(text: str, width: int = 60) -> str:
+def _shortened(text: str, width: int = 80) -> str:
     """``text`` cut to ``width`` characters, its middle elided (``x[0][0]...[0][0]``)."""
     if len(text) <= width:
         return text
