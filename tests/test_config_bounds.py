@@ -174,7 +174,10 @@ def test_compose_checks_the_folders_of_the_configs_own_search_path(tmp_path):
             f"tags=[{','.join(['1'] * (MAX_OVERRIDE_ITEMS + 1))}]",
             f"an override of {MAX_OVERRIDE_ITEMS + 1:,} items is past the limit of {MAX_OVERRIDE_ITEMS:,}",
         ),
-        (f"tags={'[' * 3000}{']' * 3000}", f"nested 3,000 levels deep, past the limit of {MAX_CONFIG_DEPTH} levels"),
+        (
+            f"tags={'[' * 3000}{']' * 3000}",
+            f"nested 3,000 levels deep, past the limit of {MAX_CONFIG_DEPTH} levels",
+        ),
     ],
     ids=["long", "many_items", "deep"],
 )
@@ -233,11 +236,16 @@ def test_counts_past_their_bounds_are_refused_naming_the_key_and_the_limit(key, 
 def test_counts_at_their_bounds_are_accepted():
     overrides = [f"max_epochs={MAX_EPOCHS}", f"bs_val={MAX_BATCH_SIZE}", f"freeze_n_epochs={MAX_EPOCHS}"]
     config = validate_config(compose_config(TRAIN, overrides), TRAIN)
-    assert (config.max_epochs, config.bs_val, config.freeze_n_epochs) == (MAX_EPOCHS, MAX_BATCH_SIZE, MAX_EPOCHS)
+    assert (config.max_epochs, config.bs_val, config.freeze_n_epochs) == (
+        MAX_EPOCHS,
+        MAX_BATCH_SIZE,
+        MAX_EPOCHS,
+    )
 
 
 @pytest.mark.parametrize(
-    "pipeline, key", [("extractor_prediction_pipeline", "bs"), ("postprocessor_training_pipeline", "batch_size_inference")]
+    "pipeline, key",
+    [("extractor_prediction_pipeline", "bs"), ("postprocessor_training_pipeline", "batch_size_inference")],
 )
 def test_the_batch_sizes_of_the_other_pipelines_are_bounded(pipeline, key):
     with pytest.raises(ConfigError, match=f"^{key}: 100000 is past the limit of {MAX_BATCH_SIZE:,}$"):
@@ -301,7 +309,9 @@ def test_show_config_of_the_index_build_says_what_a_build_would_refuse(capsys):
 
 def test_oml_refuses_a_billion_laughs_config_in_one_line(run_oml, tmp_path):
     bomb = billion_laughs(tmp_path / "bomb.yaml")
-    result = run_oml("train", "--config-path", str(tmp_path), "--config-name", "bomb", "--show-config", timeout=120)
+    result = run_oml(
+        "train", "--config-path", str(tmp_path), "--config-name", "bomb", "--show-config", timeout=120
+    )
     assert result.returncode == 2
     assert result.stdout == ""
     assert result.stderr.startswith(f"oml train: error: {str(bomb)!r}, line 5: lol4[")

@@ -201,12 +201,13 @@ def check_before_lightning(pipeline: str, cfg: Any, registry: Registry) -> None:
 
 
 def show_config(cfg: Any, pipeline: str) -> int:
-    """``--show-config``: print the composed config ``cfg`` of ``pipeline`` (:func:`~oml_core.reports.config.config_yaml`),
-    then run the typed check that a run makes at its door (:func:`~oml_core.config.typed.validate_config`: every key,
-    type, range and bound): a config it refuses is shown all the same, and the refusal follows it as the command's
-    error (exit status 2), so that ``oml COMMAND --show-config ... && oml COMMAND ...`` runs only a config that the
-    typed check accepts. The components' arguments are left to the run (:func:`check_before_lightning`): checking
-    them imports every component's code, seconds that showing a config does not take.
+    """``--show-config``: print the composed config ``cfg`` of ``pipeline``
+    (:func:`~oml_core.reports.config.config_yaml`), then run the typed check that a run makes at its door
+    (:func:`~oml_core.config.typed.validate_config`: every key, type, range and bound): a config it refuses is shown
+    all the same, and the refusal follows it as the command's error (exit status 2), so that ``oml COMMAND
+    --show-config ... && oml COMMAND ...`` runs only a config that the typed check accepts. The components'
+    arguments are left to the run (:func:`check_before_lightning`): checking them imports every component's code,
+    seconds that showing a config does not take.
 
     Raises:
         ConfigError: ``a run would refuse this config: <the first problem>`` (one line).

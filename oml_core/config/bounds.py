@@ -187,14 +187,20 @@ def _scan_events(events: Iterable[Any], file: str) -> None:
             levels += isinstance(event, yaml.CollectionStartEvent)
         where = f"{file!r}, line {event.start_mark.line + 1}: {_shortened(key) or 'the document'}"
         if values > MAX_CONFIG_VALUES:
-            what = f"{aliases:,} YAML aliases expand" if aliases else f"more than {MAX_CONFIG_VALUES:,} values go"
+            what = (
+                f"{aliases:,} YAML aliases expand"
+                if aliases
+                else f"more than {MAX_CONFIG_VALUES:,} values go"
+            )
             raise ConfigError(f"{where}: {what} past the limit of {MAX_CONFIG_VALUES:,} values of a config")
         if parent is not None and parent.is_list and parent.nodes > MAX_LIST_ITEMS:
             raise ConfigError(
                 f"{where}: a list of more than {MAX_LIST_ITEMS:,} items is past the limit of {MAX_LIST_ITEMS:,} items"
             )
         if levels > MAX_CONFIG_DEPTH:
-            raise ConfigError(f"{where}: nested deeper than the limit of {MAX_CONFIG_DEPTH} levels of a config")
+            raise ConfigError(
+                f"{where}: nested deeper than the limit of {MAX_CONFIG_DEPTH} levels of a config"
+            )
         if isinstance(event, yaml.CollectionStartEvent):
             is_list = isinstance(event, yaml.SequenceStartEvent)
             open_collections.append(_Collection(is_list, key, event.anchor, values - 1))

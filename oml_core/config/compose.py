@@ -201,8 +201,9 @@ def _superseded(override: str, overrides: Sequence[str], selections: Sequence[Co
     module's docstring)."""
     key = _overridden_key(override)
     return any(
-        selection.key == key and not selection.name_switch and _last_place(overrides, selection.override)
-        > _last_place(overrides, override)
+        selection.key == key
+        and not selection.name_switch
+        and _last_place(overrides, selection.override) > _last_place(overrides, override)
         for selection in selections
     )
 

@@ -3,9 +3,8 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import math
+from typing import Any
 
 from oml_core.config.bounds import MAX_BATCH_SIZE
 from oml_core.utils.errors import OmlValueError

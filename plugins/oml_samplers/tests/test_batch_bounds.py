@@ -37,5 +37,7 @@ def test_a_balance_batch_at_the_limit_is_accepted():
     ids=["category_balance", "distinct_category_balance"],
 )
 def test_a_category_batch_past_the_limit_is_refused(make):
-    with pytest.raises(OmlValueError, match=r"^n_categories x n_labels x n_instances = 2 x 2 x 1000000000 = "):
+    with pytest.raises(
+        OmlValueError, match=r"^n_categories x n_labels x n_instances = 2 x 2 x 1000000000 = "
+    ):
         make()
