@@ -16,7 +16,7 @@ the limit: ``'bomb.yaml', line 4: a9: 9 YAML aliases expand past the limit of 10
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -151,7 +151,7 @@ class _Collection:
     values_before: int
     nodes: int = 0
     height: int = 1
-    current_key: str = field(default="")
+    current_key: str = ""
 
 
 def _scan_events(events: Iterable[Any], file: str) -> None:
