@@ -209,6 +209,7 @@ def _superseded(override: str, overrides: Sequence[str], selections: Sequence[Co
 
 
 def _last_place(overrides: Sequence[str], override: str) -> int:
+    """The index of the last occurrence of ``override`` in ``overrides``."""
     return len(overrides) - 1 - list(reversed(overrides)).index(override)
 
 
