@@ -224,8 +224,13 @@ def test_show_config_resolves_interpolations(capsys):
 def test_show_config_of_a_users_config(tmp_path, capsys):
     (tmp_path / "mine.yaml").write_text("a: 1\nb: ${a}\nc: {d: [1, 2]}\n")
     argv = ["train", "--config-path", str(tmp_path), "--config-name", "mine", "--show-config", "c.d=[3]"]
-    assert main(argv) == 0
-    assert yaml.safe_load(capsys.readouterr().out) == {"a": 1, "b": 1, "c": {"d": [3]}}
+    assert main(argv) == 2  # shown, and what a run would refuse of it said after it
+    captured = capsys.readouterr()
+    assert yaml.safe_load(captured.out) == {"a": 1, "b": 1, "c": {"d": [3]}}
+    assert captured.err.startswith(
+        "oml train: error: a run would refuse this config: extractor_training_pipeline: the config lacks the key(s) "
+    )
+    assert captured.err.count("\n") == 1
 
 
 def test_show_config_with_an_interpolation_that_does_not_resolve(tmp_path, capsys):

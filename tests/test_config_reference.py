@@ -37,7 +37,9 @@ ROOT = Path(__file__).resolve().parents[1]
 COMMANDS = [*(([command], pipeline) for command, pipeline in PIPELINE_CONFIGS.items())] + [
     (["index", "build"], INDEX_BUILD_CONFIG)
 ]
-MAX_EPOCHS_DOC = "The number of epochs to train (a resumed run goes on up to that many epochs in all)."
+MAX_EPOCHS_DOC = (
+    "The number of epochs to train (a resumed run goes on up to that many epochs in all; at most 100,000)."
+)
 
 
 def _as_one_line(lines: list[str]) -> str:
@@ -225,8 +227,8 @@ def test_show_config_comment_of_max_epochs(capsys):
     assert main(["train", "--show-config", "max_epochs=7"]) == 0
     out = capsys.readouterr().out
     assert (
-        "\n# The number of epochs to train (a resumed run goes on up to that many epochs in all).\nmax_epochs: 7\n"
-        in out
+        "\n# The number of epochs to train (a resumed run goes on up to that many epochs in all; at most 100,000).\n"
+        "max_epochs: 7\n" in out
     )
     assert _comment_above(out, "max_epochs") == MAX_EPOCHS_DOC
 
@@ -240,7 +242,7 @@ def test_a_key_of_the_users_own_has_no_comment():
     text = commented_yaml(config, "extractor_training_pipeline", width=60)
     assert text == (
         "# The number of epochs to train (a resumed run goes on up to\n"
-        "# that many epochs in all).\n"
+        "# that many epochs in all; at most 100,000).\n"
         "max_epochs: 2\n"
         "\n"
         "my_weights: a.ckpt\n"
@@ -267,7 +269,7 @@ def test_the_config_page_has_a_section_and_a_row_per_key():
     for command in [*PIPELINE_CONFIGS, "index build"]:
         assert f"\n## oml {command}\n" in page
     assert f"| `max_epochs` | a positive int | required | {MAX_EPOCHS_DOC} |" in page
-    assert "| `bs` | an integer >= 1 | required | The batch size of the embedding. |" in page
+    assert "| `bs` | an integer >= 1 | required | The batch size of the embedding (at most 65,536). |" in page
     assert "| `scheduling.scheduler_frequency` | a positive int | `1` | " in page
     rows = [line for line in page.splitlines() if line.startswith("| `")]
     assert len(rows) == sum(

@@ -16,9 +16,9 @@ from pathlib import Path
 
 from oml_core.cli.arguments import add_one_device_arguments, device_of_arguments, positive_seconds
 from oml_core.cli.parser import Subparsers, common_parser
+from oml_core.cli.pipelines import show_config
 from oml_core.config.compose import OML_CONFIGS_DIR, compose_config
 from oml_core.registry import Registry
-from oml_core.reports.config import config_yaml
 from oml_core.reports.index import ItemsAdded, ItemsRemoved, Recalibrated, index_built
 
 #: The default config of ``oml index build`` (in :data:`~oml_core.config.compose.OML_CONFIGS_DIR`).
@@ -56,7 +56,8 @@ def add_parser(subparsers: Subparsers) -> None:
     build.add_argument(
         "--show-config",
         action="store_true",
-        help="print the config composed with the overrides (interpolations resolved) as yaml; build nothing",
+        help="print the config composed with the overrides (interpolations resolved) as yaml, then what a build "
+        "would refuse of it (exit status 2); build nothing",
     )
     build.set_defaults(handler=run_build, command="index build", takes_overrides=True)
     add = index_subparsers.add_parser(
@@ -124,12 +125,12 @@ def add_parser(subparsers: Subparsers) -> None:
 
 def run_build(args: argparse.Namespace, overrides: list[str]) -> int:
     """Build the index of the config composed with ``overrides`` (composed first, so that a bad override fails
-    before anything is read); with ``--show-config`` print that config instead and build nothing."""
+    before anything is read); with ``--show-config`` print that config and what a build would refuse of it
+    instead (:func:`~oml_core.cli.pipelines.show_config`), and build nothing."""
     registry = Registry()
     cfg = compose_config(args.config_name, overrides, args.config_path, registry)
     if args.show_config:
-        print(config_yaml(cfg, INDEX_BUILD_CONFIG), end="")
-        return 0
+        return show_config(cfg, INDEX_BUILD_CONFIG)
     from oml_core.index.build import build_gallery_index
 
     result = build_gallery_index(cfg, registry=registry)

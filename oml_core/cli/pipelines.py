@@ -5,7 +5,8 @@ A pipeline's command composes its config with the overrides (an argparse-style f
 pipeline's schema is that key's override, :func:`flags_as_overrides`), checks it before Lightning is imported
 (:func:`check_before_lightning`), runs the pipeline and prints the report of its result
 (:mod:`oml_core.reports.pipelines`) in the run's main process; ``--show-config`` prints the config
-(:func:`~oml_core.reports.config.config_yaml`) and runs nothing. ``--help`` explains the overrides
+(:func:`~oml_core.reports.config.config_yaml`), then what the checks of a run would refuse (exit status 2), and
+runs nothing. ``--help`` explains the overrides
 (:func:`pipeline_epilog`) and ends with the pipeline's config keys.
 """
 
@@ -136,7 +137,8 @@ def add_parser(subparsers: Subparsers) -> None:
         pipeline.add_argument(
             "--show-config",
             action="store_true",
-            help="print the config composed with the overrides (interpolations resolved) as yaml; run nothing",
+            help="print the config composed with the overrides (interpolations resolved) as yaml, then what a run "
+            "would refuse of it (exit status 2); run nothing",
         )
         pipeline.add_argument(
             "--cfg",
@@ -168,8 +170,7 @@ def run(args: argparse.Namespace, overrides: list[str]) -> int:
     schema_keys = [field.name for field in fields(schema_of(pipeline))]
     cfg = compose_config(args.config_name, overrides, args.config_path, registry, schema_keys)
     if args.show_config or args.cfg == "job":
-        print(config_yaml(cfg, pipeline), end="")
-        return 0
+        return show_config(cfg, pipeline)
     check_before_lightning(pipeline, cfg, registry)
     from oml_core.lightning import pipelines
     from oml_core.reports.pipelines import REPORTS  # imports the pipelines, and Lightning with them
@@ -197,6 +198,30 @@ def check_before_lightning(pipeline: str, cfg: Any, registry: Registry) -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # said once, by the pipeline
         check_component_arguments(validate_config(cfg, pipeline), registry)
+
+
+def show_config(cfg: Any, pipeline: str) -> int:
+    """``--show-config``: print the composed config ``cfg`` of ``pipeline``
+    (:func:`~oml_core.reports.config.config_yaml`), then run the typed check that a run makes at its door
+    (:func:`~oml_core.config.typed.validate_config`: every key, type, range and bound): a config it refuses is shown
+    all the same, and the refusal follows it as the command's error (exit status 2), so that ``oml COMMAND
+    --show-config ... && oml COMMAND ...`` runs only a config that the typed check accepts. The components'
+    arguments are left to the run (:func:`check_before_lightning`): checking them imports every component's code,
+    seconds that showing a config does not take.
+
+    Raises:
+        ConfigError: ``a run would refuse this config: <the first problem>`` (one line).
+    """
+    from oml_core.config.typed import validate_config
+
+    print(config_yaml(cfg, pipeline), end="", flush=True)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # an ignored key is said by the run
+            validate_config(cfg, pipeline)
+    except ConfigError as e:
+        raise ConfigError(f"a run would refuse this config: {e}") from e
+    return 0
 
 
 def flags_as_overrides(command: str, arguments: Sequence[str]) -> list[str]:
@@ -278,6 +303,7 @@ config:
                          your own yaml instead (DIR/NAME.yaml)
   --show-config          print the config as composed with the overrides (interpolations resolved)
                          and exit without running, e.g. oml {command} --show-config {ex["value"]}
+                         (then what a run would refuse of it, in one line: exit status 2)
 """
 
 
@@ -296,4 +322,5 @@ __all__ = [
     "flags_as_overrides",
     "pipeline_epilog",
     "run",
+    "show_config",
 ]

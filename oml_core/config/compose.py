@@ -11,7 +11,9 @@ value of ``KEY`` becomes the option ``GROUP/OPTION.yaml`` of the config search p
     oml train miner@criterion.args.miner=hard_triplets
 
 The replacements are made first, then the overrides of the replaced keys (``criterion.args.num_classes=4``),
-in their order on the command line, whatever their place among the replacements. Where the primary config
+in their order on the command line, whatever their place among the replacements. An override of a replaced key
+itself follows hydra's order, the last one wins: ``max_epochs=3 'max_epochs={a: 1}'`` sets the mapping (which the
+typed check refuses), ``'max_epochs={a: 1}' max_epochs=3`` sets 3. Where the primary config
 selects ``GROUP@KEY`` in its own defaults list, the override is hydra's own (it switches that option).
 
 ``KEY=null`` is a replacement too (by null): hydra takes ``sampler=null`` for a choice in the config group
@@ -47,6 +49,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from oml_core.config.bounds import check_config_files, check_override_bounds
 from oml_core.registry import ConfigError, Registry, RegistryError, to_plain
 from oml_core.utils.text import one_line, undecodable_position
 
@@ -116,7 +119,9 @@ def compose_config(
         know the variables it uses (OML's ``hydra_dir``), and ignore it.
 
     Raises:
-        ConfigError: ``config_path`` is not a directory; an override that does not parse; a config or option
+        ConfigError: an override, or a yaml file of ``config_path`` or of its config's own search path, past
+            the bounds of :mod:`~oml_core.config.bounds` (checked before hydra reads them); ``config_path`` is
+            not a directory; an override that does not parse; a config or option
             that does not exist; a yaml file that does not parse; an override of a key that the config does not
             have (with the close matches); a replacement of a key that the config does not have;
             ``KEY.name=OTHER`` for an ``OTHER`` without a default config. The message is one line (see the
@@ -124,6 +129,9 @@ def compose_config(
         RegistryError: ``KEY.name=OTHER`` names no registered component (with the close matches).
     """
     registry = registry or Registry()
+    check_override_bounds(overrides)
+    if config_path is not None:  # oml's and the plugins' configs are installed files
+        check_config_files([Path(config_path).expanduser().resolve()])
     if schema_keys and config_path is not None:
         own_file = _primary_yaml(Path(config_path).expanduser().resolve(), config_name)
         overrides = _adding_schema_keys(overrides, schema_keys, own_file)
@@ -171,7 +179,7 @@ def _compose_pipeline_config(
         return _compose(primary, config_name, [*overrides, search_path])
 
     own = {s.override for s in selections}
-    rest = [o for o in overrides if o not in own]
+    rest = [o for o in overrides if o not in own and not _superseded(o, overrides, selections)]
     replaced = {s.key for s in selections}
     later = [o for o in rest if _is_under(_overridden_key(o), replaced)]
     cfg = _compose(primary, config_name, [o for o in rest if o not in later] + [search_path])
@@ -184,6 +192,25 @@ def _compose_pipeline_config(
     if not later:
         return cfg
     return _compose_on(cfg, [*later, search_path])
+
+
+def _superseded(override: str, overrides: Sequence[str], selections: Sequence[ComponentSelection]) -> bool:
+    """Whether ``override`` sets a key (that key itself, not one below it) that a replacement later on the command
+    line sets whole: as in hydra, the last override of a key wins (``max_epochs=3 'max_epochs={a: 1}'`` gives the
+    mapping, which the typed check then refuses; the overrides below a replaced key apply after it, see the
+    module's docstring)."""
+    key = _overridden_key(override)
+    return any(
+        selection.key == key
+        and not selection.name_switch
+        and _last_place(overrides, selection.override) > _last_place(overrides, override)
+        for selection in selections
+    )
+
+
+def _last_place(overrides: Sequence[str], override: str) -> int:
+    """The index of the last occurrence of ``override`` in ``overrides``."""
+    return len(overrides) - 1 - list(reversed(overrides)).index(override)
 
 
 def _adding_schema_keys(
@@ -229,6 +256,7 @@ def _search_path(primary: Path, config_name: str | None, registry: Registry) -> 
     if isinstance(entries, list):
         own = [str(e).replace("pkg://oml.configs", "pkg://oml_core.configs") for e in entries]
     plugin_dirs = registry.config_dirs()
+    check_config_files(Path(entry.removeprefix("file://")) for entry in own if entry.startswith("file://"))
     for entry in own:
         if entry.startswith("pkg://") and entry not in plugin_dirs:  # hydra would import the package
             raise ConfigError(

@@ -19,6 +19,16 @@ from typing import Any, NamedTuple
 
 import yaml
 
+from oml_core.config.bounds import (
+    MAX_BATCH_SIZE,
+    MAX_CONFIG_DEPTH,
+    MAX_CONFIG_FILE_BYTES,
+    MAX_CONFIG_VALUES,
+    MAX_EPOCHS,
+    MAX_LIST_ITEMS,
+    MAX_OVERRIDE_CHARS,
+    MAX_OVERRIDE_ITEMS,
+)
 from oml_core.config.rules import RULE, ComponentSpec, default_of, is_required, key_doc
 from oml_core.config.schemas import schema_of
 
@@ -151,6 +161,13 @@ def markdown(sections: Sequence[tuple[str, str]]) -> str:
         "A default is the key's value when the config lacks it; a required key has none (the default config of "
         "each command, `oml_core/configs/<pipeline>.yaml`, gives every one). A component is a `{name, args}` spec "
         "(or just its name) of a registered component: `oml registry KIND` lists the names.",
+        "",
+        "A config is bounded (`oml_core/config/bounds.py`), and what passes a bound is refused in one line naming the "
+        f"file or key and the limit, before hydra reads it: a config file of at most {MAX_CONFIG_FILE_BYTES:,} "
+        f"bytes, {MAX_CONFIG_VALUES:,} values (its yaml aliases expanded), {MAX_CONFIG_DEPTH} levels of nesting and "
+        f"{MAX_LIST_ITEMS:,} items in a list; an override of at most {MAX_OVERRIDE_CHARS:,} characters and "
+        f"{MAX_OVERRIDE_ITEMS:,} items. Counts have plausibility bounds, said in their rows: epochs at most "
+        f"{MAX_EPOCHS:,}, batch sizes at most {MAX_BATCH_SIZE:,} (a sampler's batch too).",
         "",
     ]
     for command, pipeline in sections:

@@ -96,6 +96,20 @@ def integer(low: int | None = None, high: int | None = None) -> Rule:
     )
 
 
+def count(low: int, limit: int) -> Rule:
+    """An int (never a bool) of at least ``low`` (said as ``integer(low)`` says it; the field's doc says the limit)
+    and at most ``limit``, a plausibility bound (:mod:`~oml_core.config.bounds`): a larger one is refused as
+    ``max_epochs: 1000000000000 is past the limit of 100,000``."""
+    bounded = integer(low)
+
+    def convert(value: Any, key: str) -> Any:
+        if value > limit:
+            raise ConfigError(f"{key}: {value} is past the limit of {limit:,}")
+        return value
+
+    return replace(bounded, convert=convert)
+
+
 def number(low: float, high: float) -> Rule:
     """A number (an int or a float, never a bool) in ``[low, high]``."""
     return Rule(
@@ -338,6 +352,7 @@ __all__ = [
     "TAGS",
     "check_keys",
     "component",
+    "count",
     "default_of",
     "either",
     "integer",

@@ -17,6 +17,7 @@ from dataclasses import dataclass, fields
 from types import MappingProxyType
 from typing import Any, ClassVar
 
+from oml_core.config.bounds import MAX_BATCH_SIZE, MAX_EPOCHS
 from oml_core.config.callbacks import plugin_callback_specs
 from oml_core.config.options import NAN_POLICIES, PREDICTIONS_FORMATS, SCHEDULER_INTERVALS
 from oml_core.config.rules import (
@@ -32,6 +33,7 @@ from oml_core.config.rules import (
     ComponentSpec,
     Rule,
     check_keys,
+    count,
     default_of,
     integer,
     is_required,
@@ -94,6 +96,10 @@ SEED = integer(*SEED_RANGE)
 PRECISION = one_of(*PRECISION_OPTIONS)
 #: ``devices``: null (every GPU, or 1 on the CPU), a number of devices or a list of device indices.
 DEVICES = nullable(POSITIVE_INT, list_of(NON_NEGATIVE_INT, non_empty=True))
+#: A batch size (:data:`~oml_core.config.bounds.MAX_BATCH_SIZE` at most).
+BATCH_SIZE = count(1, MAX_BATCH_SIZE)
+#: A number of epochs (:data:`~oml_core.config.bounds.MAX_EPOCHS` at most).
+EPOCHS = count(1, MAX_EPOCHS)
 
 
 @dataclass
@@ -194,7 +200,7 @@ _TRANSFORMS_VAL_DOC = (
     "The transforms of the validation images (`oml registry transforms`); with a pairwise post-processor, also "
     "those of the images it compares. Null: the images are only normalised and cast to a tensor."
 )
-_BS_VAL_DOC = "The batch size of the validation."
+_BS_VAL_DOC = f"The batch size of the validation (at most {MAX_BATCH_SIZE:,})."
 _METRIC_ARGS_DOC = (
     "The arguments of `EmbeddingMetrics`: `cmc_top_k`, `precision_top_k`, `map_top_k` (lists of positive ints), "
     "`fmr_vals`, `pcf_variance` (lists of numbers in [0, 1]), `return_only_overall_category`, `knn_backend` "
@@ -337,7 +343,7 @@ class ExtractorValidationConfig(PipelineConfig):
     )
     cache_size: int = setting(NON_NEGATIVE_INT, 0, doc=_CACHE_SIZE_DOC)
     transforms_val: ComponentSpec | None = spec("transforms", optional=True, doc=_TRANSFORMS_VAL_DOC)
-    bs_val: int = setting(POSITIVE_INT, doc=_BS_VAL_DOC)
+    bs_val: int = setting(BATCH_SIZE, doc=_BS_VAL_DOC)
     metric_args: dict[str, Any] = setting(METRIC_ARGS, {}, doc=_METRIC_ARGS_DOC)
     postprocessor: ComponentSpec | None = spec(
         "postprocessor",
@@ -406,7 +412,7 @@ class ExtractorPredictionConfig(PipelineConfig):
         "transforms, so that `oml index build embeddings=<file>` builds an index from them without embedding "
         "again.",
     )
-    bs: int = setting(POSITIVE_INT, doc="The batch size of the prediction.")
+    bs: int = setting(BATCH_SIZE, doc=f"The batch size of the prediction (at most {MAX_BATCH_SIZE:,}).")
     transforms_predict: ComponentSpec | None = spec(
         "transforms",
         optional=True,
@@ -446,19 +452,21 @@ class TrainingConfig(PipelineConfig):
         "dropped.",
     )
     bs_train: int | None = setting(
-        nullable(POSITIVE_INT),
+        nullable(BATCH_SIZE),
         None,
         doc="The batch size when `sampler` is null (required then); with DDP the global batch, split among the "
-        "processes.",
+        f"processes (at most {MAX_BATCH_SIZE:,}).",
     )
     max_epochs: int = setting(
-        POSITIVE_INT,
-        doc="The number of epochs to train (a resumed run goes on up to that many epochs in all).",
+        EPOCHS,
+        doc="The number of epochs to train (a resumed run goes on up to that many epochs in all; at most "
+        f"{MAX_EPOCHS:,}).",
     )
     valid_period: int = setting(
-        POSITIVE_INT,
+        EPOCHS,
         1,
-        doc="Validate every that many epochs, and always after the last one (so that `best.ckpt` exists).",
+        doc="Validate every that many epochs, and always after the last one (so that `best.ckpt` exists; at most "
+        f"{MAX_EPOCHS:,}).",
     )
     metric_args: dict[str, Any] = setting(METRIC_ARGS, {}, doc=_METRIC_ARGS_DOC)
     log_images: bool = setting(BOOL, False, doc=_LOG_IMAGES_DOC)
@@ -505,10 +513,10 @@ class TrainingConfig(PipelineConfig):
         "`{}`): none.",
     )
     freeze_n_epochs: int = setting(
-        NON_NEGATIVE_INT,
+        count(0, MAX_EPOCHS),
         0,
         doc="Keep an `IFreezable` extractor frozen for the first that many epochs (the post-processor's training: "
-        "train only the pairwise model's head, which e.g. `concat_siamese` has).",
+        f"train only the pairwise model's head, which e.g. `concat_siamese` has; at most {MAX_EPOCHS:,}).",
     )
     logger: ComponentSpec | None = spec("logger", optional=True, doc=_LOGGER_DOC)
     tags: list[Any] = setting(TAGS, [], doc=_TAGS_DOC)
@@ -564,7 +572,7 @@ class ExtractorTrainingConfig(TrainingConfig):
     devices: Any = setting(DEVICES, None)
     find_unused_parameters: bool = setting(BOOL, False, doc=_FIND_UNUSED_PARAMETERS_DOC)
     transforms_val: ComponentSpec | None = spec("transforms", optional=True, doc=_TRANSFORMS_VAL_DOC)
-    bs_val: int = setting(POSITIVE_INT, doc=_BS_VAL_DOC)
+    bs_val: int = setting(BATCH_SIZE, doc=_BS_VAL_DOC)
     check_images: bool = setting(
         BOOL,
         True,
@@ -605,7 +613,8 @@ class PostprocessorTrainingConfig(TrainingConfig):
         doc="The transforms of the extraction, and of the images of the validation's re-ranking.",
     )
     batch_size_inference: int = setting(
-        POSITIVE_INT, doc="The batch size of the extraction and of the validation batches."
+        BATCH_SIZE,
+        doc=f"The batch size of the extraction and of the validation batches (at most {MAX_BATCH_SIZE:,}).",
     )
     pairwise_model: ComponentSpec = spec(
         "pairwise_model",
@@ -674,7 +683,10 @@ class IndexBuildConfig(ConfigSchema):
         "`<logs_root>/<date>_<time>_index`.",
     )
     logs_root: str = setting(PATH, doc="The folder of the new index folder when `index_dir` is null.")
-    bs: int = setting(must_be(POSITIVE_INT, "an integer >= 1"), doc="The batch size of the embedding.")
+    bs: int = setting(
+        must_be(BATCH_SIZE, "an integer >= 1"),
+        doc=f"The batch size of the embedding (at most {MAX_BATCH_SIZE:,}).",
+    )
     num_workers: int = setting(
         must_be(NON_NEGATIVE_INT, "an integer >= 0"),
         doc="The data loader's worker processes; 0: loading in the main process.",
@@ -802,10 +814,12 @@ def store_schemas() -> None:
 store_schemas()
 
 __all__ = [
+    "BATCH_SIZE",
     "CALIBRATION",
     "ConfigSchema",
     "DEVICES",
     "ENCODING",
+    "EPOCHS",
     "ExtractorPredictionConfig",
     "ExtractorTrainingConfig",
     "ExtractorValidationConfig",

@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import fields, is_dataclass
 from typing import Any, cast
 
+from oml_core.config.bounds import check_value_bounds
 from oml_core.config.compose import resolved_config, unresolvable_config_error
 from oml_core.config.rules import KIND, ComponentSpec, check_keys, validated
 from oml_core.config.schemas import ConfigSchema, schema_of
@@ -54,8 +55,9 @@ def validate_config(cfg: Mapping[str, Any] | ConfigSchema | Any, pipeline: str) 
     ``cfg`` is a dict, a ``DictConfig`` (its interpolations resolved, hydra's section left out) or a typed config
     (a :class:`ConfigSchema`, e.g. this function's result), whose values are checked again like a dict's (an
     object built by hand is checked too). In order: every top-level key is one the pipeline knows (or, where the
-    schema allows them, a variable of the user's, see :func:`without_user_variables`), every required key is
-    there (the messages of :func:`~oml_core.config.rules.check_keys` and
+    schema allows them, a variable of the user's, see :func:`without_user_variables`), the config is within the
+    bounds of a config (:func:`~oml_core.config.bounds.check_value_bounds`: values, nesting, lists), every
+    required key is there (the messages of :func:`~oml_core.config.rules.check_keys` and
     :func:`~oml_core.config.rules.require`), every value fits its field's rule (in the
     schema's order; inside a mapping value, its keys likewise), then the rules across keys
     (``check_combination``; for a pipeline, that the run's folder lies inside ``logs_root``). Component arguments
@@ -77,6 +79,7 @@ def validate_config(cfg: Mapping[str, Any] | ConfigSchema | Any, pipeline: str) 
         values = without_user_variables(cfg, [f.name for f in fields(schema)], pipeline)
     else:
         values = as_config(cfg)
+    check_value_bounds(values, pipeline)
     config = validated(schema, values)
     config.check_combination()
     return config

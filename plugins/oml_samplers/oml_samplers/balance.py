@@ -9,7 +9,7 @@ import torch
 
 from oml_core.interfaces.samplers import IBatchSampler
 from oml_core.utils.errors import OmlValueError
-from oml_samplers.checks import check_int
+from oml_samplers.checks import check_batch_size, check_int
 from oml_samplers.generators import make_generator
 from oml_samplers.labels import as_labels_tensor, group_indices_by_label
 from oml_samplers.sampling import sample_with_fill
@@ -47,8 +47,9 @@ class BalanceSampler(IBatchSampler):
 
     Raises:
         ValueError: ``labels`` are not a non-empty 1-D sequence of ints, ``n_labels < 2``,
-            ``n_instances < 2``, ``n_labels`` exceeds the number of unique labels, or both ``generator``
-            and ``seed`` are given.
+            ``n_instances < 2``, a batch (``n_labels x n_instances``) of more than ``MAX_BATCH_SIZE`` items
+            (:mod:`oml_core.config.bounds`), ``n_labels`` exceeds the number of unique labels, or both
+            ``generator`` and ``seed`` are given.
     """
 
     def __init__(
@@ -62,6 +63,7 @@ class BalanceSampler(IBatchSampler):
         labels_t = as_labels_tensor(labels)
         self.n_labels = check_int(n_labels, "n_labels", "the number of labels in a batch", 2)
         self.n_instances = check_int(n_instances, "n_instances", "the number of instances of each label", 2)
+        check_batch_size(n_labels=self.n_labels, n_instances=self.n_instances)
         self._unique_labels, self._ids_by_label = group_indices_by_label(labels_t)
         if n_labels > len(self._unique_labels):
             raise OmlValueError(

@@ -3,8 +3,10 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
+from oml_core.config.bounds import MAX_BATCH_SIZE
 from oml_core.utils.errors import OmlValueError
 
 
@@ -21,6 +23,24 @@ def check_int(value: Any, name: str, meaning: str, minimum: int) -> int:
         relation = f"> {minimum - 1}" if minimum > 1 else f">= {minimum}"
         raise OmlValueError(f"{name} ({meaning}) should be {relation}, got {value}")
     return value
+
+
+def check_batch_size(**counts: int) -> None:
+    """Refuse a batch of more than :data:`~oml_core.config.bounds.MAX_BATCH_SIZE` items: the product of ``counts``
+    (checked ints, e.g. ``n_labels=8, n_instances=4``), a plausibility bound (``n_instances=10**9`` would draw
+    batches that no memory holds).
+
+    Raises:
+        OmlValueError: ``n_labels x n_instances = 8 x 1000000000 = 8,000,000,000 items per batch, past the limit
+            of 65,536``.
+    """
+    size = math.prod(counts.values())
+    if size > MAX_BATCH_SIZE:
+        names = " x ".join(counts)
+        values = " x ".join(str(value) for value in counts.values())
+        raise OmlValueError(
+            f"{names} = {values} = {size:,} items per batch, past the limit of {MAX_BATCH_SIZE:,}"
+        )
 
 
 def check_bool(value: Any, name: str) -> bool:

@@ -9,7 +9,7 @@ import torch
 
 from oml_core.interfaces.samplers import IBatchSampler
 from oml_samplers.categories import Category, check_category_sizes, index_categories
-from oml_samplers.checks import check_int
+from oml_samplers.checks import check_batch_size, check_int
 from oml_samplers.generators import make_generator
 from oml_samplers.labels import as_labels_tensor
 from oml_samplers.sampling import choose, sample_with_fill
@@ -103,7 +103,9 @@ class DistinctCategoryBalanceSampler(IBatchSampler):
     Raises:
         ValueError: ``labels`` are not a non-empty 1-D sequence of ints; ``label2category`` is not a mapping
             of int labels to str or int categories for exactly those labels; ``n_categories < 1`` or larger
-            than the number of categories; ``n_labels < 2``; ``n_instances < 2``; ``epoch_size < 1``; a
+            than the number of categories; ``n_labels < 2``; ``n_instances < 2``; a batch (``n_categories x
+            n_labels x n_instances``) of more than ``MAX_BATCH_SIZE`` items (:mod:`oml_core.config.bounds`);
+            ``epoch_size < 1``; a
             category has fewer than ``n_labels`` labels (the error names it and its label count); both
             ``generator`` and ``seed`` are given.
     """
@@ -123,6 +125,7 @@ class DistinctCategoryBalanceSampler(IBatchSampler):
         self.n_categories = check_int(n_categories, "n_categories", "the number of categories in a batch", 1)
         self.n_labels = check_int(n_labels, "n_labels", "the number of labels of each category in a batch", 2)
         self.n_instances = check_int(n_instances, "n_instances", "the number of instances of each label", 2)
+        check_batch_size(n_categories=self.n_categories, n_labels=self.n_labels, n_instances=self.n_instances)
         self.epoch_size = check_int(epoch_size, "epoch_size", "the number of batches in an epoch", 1)
         self._index = index_categories(labels_t, label2category)
         n_found = len(self._index.categories)
