@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, cast
 
 from oml_core.registry import RegistryError
 from oml_core.registry.registry import failed_component
-from oml_core.utils.text import one_line
+from oml_core.utils.text import one_line, printable
 
 if TYPE_CHECKING:
     from oml_core.lightning.stops import TrainingStopped
@@ -55,7 +55,9 @@ def reporting_errors(
     command: str, run: Callable[[], int], args: argparse.Namespace, argv: Sequence[str]
 ) -> int:
     """``run()``'s exit status, its errors reported on one line of stderr after ``command`` (``oml train``), see
-    :func:`error_report` (re-raised when ``args`` ask for the traceback, :func:`wants_traceback`)."""
+    :func:`error_report`, their control characters escaped (:func:`~oml_core.utils.text.printable`: a path
+    or a value read from a file may hold them); re-raised when ``args`` ask for the traceback
+    (:func:`wants_traceback`)."""
     try:
         status = run()
         sys.stdout.flush()  # a closed stdout shows here, not at exit
@@ -71,7 +73,7 @@ def reporting_errors(
         if wants_traceback(args):
             raise
         message, status = error_report(e, argv)
-        print(f"{command}: {message}", file=sys.stderr)
+        print(f"{command}: {printable(message)}", file=sys.stderr)
         return status
 
 
