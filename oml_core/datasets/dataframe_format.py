@@ -48,6 +48,7 @@ from oml_core.const import (
 )
 from oml_core.registry.errors import ConfigError
 from oml_core.utils.errors import OmlValueError
+from oml_core.utils.files import not_a_file
 from oml_core.utils.logs import get_logger
 from oml_core.utils.text import is_text_encoding, undecodable_position
 
@@ -248,13 +249,17 @@ def read_csv_file(path: Path | str, sep: str = ",", encoding: str = DEFAULT_ENCO
 
     Raises:
         FileNotFoundError: no such file.
-        DataFrameFormatError: ``encoding`` is no text encoding; the file is not text in ``encoding`` (the message
+        DataFrameFormatError: ``path`` is no file (a symbolic link loop, a directory: :func:`~oml_core.utils.files
+            .not_a_file`); ``encoding`` is no text encoding; the file is not text in ``encoding`` (the message
             names the line and the data row of its first undecodable byte, and how to give the encoding); it does
             not parse as a csv.
     """
     path = Path(path)
-    if not path.is_file():
+    problem = not_a_file(path)
+    if problem == "does not exist":
         raise FileNotFoundError(f"the dataframe file '{path}' does not exist")
+    if problem is not None:
+        raise DataFrameFormatError(f"the dataframe file '{path}' {problem}")
     if not is_text_encoding(encoding):
         raise DataFrameFormatError(f"'{path}': unknown encoding {encoding!r} (e.g. utf-8, latin-1, cp1252)")
     try:
@@ -273,11 +278,13 @@ def read_csv_with_column(
     the column holds (paths, texts); ``empty`` is how the message names an empty cell (``an empty text``).
 
     Raises:
-        DataFrameFormatError: no such file; not text in ``encoding`` or not a csv (:func:`read_csv_file`); no
+        DataFrameFormatError: no such file (or a symbolic link loop, a directory ...); not text in ``encoding``
+            or not a csv (:func:`read_csv_file`); no
             column ``column`` (naming the columns there are); an empty cell (naming the rows).
     """
-    if not path.is_file():
-        raise DataFrameFormatError(f"the dataframe file '{path}' does not exist")
+    problem = not_a_file(path)
+    if problem is not None:
+        raise DataFrameFormatError(f"the dataframe file '{path}' {problem}")
     df = read_csv_file(path, encoding=encoding)
     if column not in df.columns:
         raise DataFrameFormatError(
@@ -409,12 +416,16 @@ def _paths(df: pd.DataFrame, dataset_root: Path | None, problems: list[str]) -> 
     root = "" if dataset_root is None else str(dataset_root)
     full_paths = [os.path.join(root, str(p)) for p in column.tolist()]
     exists = np.array([m or os.path.isfile(p) for p, m in zip(full_paths, missing)])
-    directories = np.array([not e and os.path.isdir(p) for p, e in zip(full_paths, exists)])
+    faults = pd.Series([None if e else not_a_file(p) for p, e in zip(full_paths, exists)], dtype=object)
+    directories = (faults == "is a directory, not a file").to_numpy()
     if directories.any():
         problems.append(
             row_problem(f"column {PATHS_COLUMN!r}", "a directory, not an image file", directories, column)
         )
-    absent = ~exists & ~directories
+    loops = (faults == "is a symbolic link loop").to_numpy()
+    if loops.any():
+        problems.append(row_problem(f"column {PATHS_COLUMN!r}", "a symbolic link loop", loops, column))
+    absent = ~exists & ~directories & ~loops
     if absent.any():
         where = (
             f"under the dataset_root '{dataset_root}'" if dataset_root is not None else "(no dataset_root)"
@@ -677,13 +688,14 @@ def read_dataframe(
     query/gallery flags, boxes, existing image paths; no summary printed).
 
     Raises:
-        ConfigError: the file does not exist, is not text in ``encoding`` (the message names the line and row of
-            its first undecodable byte), or is not in OML's format (the message names the file, the column and the
-            first offending rows).
+        ConfigError: the file does not exist (or is a symbolic link loop, a directory ...), is not text in
+            ``encoding`` (the message names the line and row of its first undecodable byte), or is not in OML's
+            format (the message names the file, the column and the first offending rows).
     """
     path = Path(dataset_root) / dataframe_name
-    if not path.is_file():
-        raise ConfigError(f"dataframe {str(path)!r} (dataset_root + dataframe_name) does not exist")
+    problem = not_a_file(path)
+    if problem is not None:
+        raise ConfigError(f"dataframe {str(path)!r} (dataset_root + dataframe_name) {problem}")
     try:
         df, source = _read(path, ",", encoding)
         _check(df, source, dataset_root, verbose=False)
