@@ -6,9 +6,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 import shlex
 import shutil
+import subprocess
+import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -237,6 +240,50 @@ def test_an_error_line_naming_a_path_with_control_characters_escapes_them(world,
     assert "a\\x1b[2Jb\\x9bc.png" in line
     assert not re.search("[\x00-\x1f\x7f-\x9f]", line)
     assert text_file.read_text() == "not an image"
+
+
+#: ``oml ARGV`` under a file-size limit of 4 MB (``ulimit -f``), SIGXFSZ ignored so that a write past it fails
+#: with EFBIG (as in a shell that ignores it) instead of killing the process.
+UNDER_A_FILE_SIZE_LIMIT = """
+import resource, signal, sys
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+resource.setrlimit(resource.RLIMIT_FSIZE, (4_000_000, resource.getrlimit(resource.RLIMIT_FSIZE)[1]))
+from oml_core.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_a_file_size_limit_is_one_line_naming_the_file_and_nothing_is_lost(world, tmp_path, oml_cache_dir):
+    """A real limit: the index's weights (a ResNet18, 45 MB) cannot be written; one user error naming the file
+    (not an internal error), the dataset untouched and no half-written file or folder left."""
+    dataset = {p: p.read_bytes() for p in world.root.rglob("*") if p.is_file()}
+    index = tmp_path / "index"
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            UNDER_A_FILE_SIZE_LIMIT,
+            "index",
+            "build",
+            f"dataset_root={world.root}",
+            f"index_dir={index}",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "OML_CACHE_DIR": str(oml_cache_dir)},
+    )
+    assert done.returncode == 2, done.stderr[-3000:]
+    (line,) = [line for line in done.stderr.splitlines() if line.startswith("oml index build: ")]
+    written = (
+        rf"{re.escape(str(tmp_path))}/(index|\.tmp-index\.\d+)/weights\.pt"  # the index is renamed whole
+    )
+    assert re.fullmatch(
+        rf"oml index build: error: cannot write '{written}': File too large \(no file was written\)", line
+    ), line
+    assert {p: p.read_bytes() for p in world.root.rglob("*") if p.is_file()} == dataset
+    assert not [p for p in tmp_path.rglob("*") if p.is_file() and p.stat().st_size >= 4_000_000]
+    assert not list(tmp_path.rglob(".tmp-*")) and not index.exists()
 
 
 def test_index_add_remove_and_calibrate_change_the_index_in_one_line_each(world, tmp_path, capsys):

@@ -30,9 +30,10 @@ EXIT_INTERRUPTED = 130
 #: Set to 1 (or true, yes, on), the CLI shows the traceback of every error, as ``--traceback`` does.
 TRACEBACK_ENV = "OML_TRACEBACK"
 #: ``OSError`` types that mean a user's path is wrong (the message names the path), and the error numbers of
-#: other ``OSError`` s that the user can fix: a full disk or quota, a read-only file system, a too long name.
+#: other ``OSError`` s that the user can fix: a full disk or quota, a file-size limit (``ulimit -f``), a read-only
+#: file system, a too long name.
 USER_OS_ERRORS = (FileNotFoundError, FileExistsError, PermissionError, NotADirectoryError, IsADirectoryError)
-USER_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.ENAMETOOLONG})
+USER_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS, errno.ENAMETOOLONG})
 #: oml's exceptions that are user errors, beside ``RegistryError``: ``(module, class name)``. They are looked
 #: up among the modules already imported (an error of a module never imported was never raised), so that the
 #: CLI imports neither torch nor pandas to tell them apart.
