@@ -31,3 +31,22 @@ def test_unreadable_files_name_the_file(tmp_path: Path) -> None:
         read_state_dict(tmp_path / "list.pth")
     with pytest.raises(FileNotFoundError, match="missing.pth"):
         read_state_dict(tmp_path / "missing.pth")
+
+
+def test_a_text_file_a_directory_and_a_link_loop_are_named_as_what_they_are(tmp_path: Path) -> None:
+    (tmp_path / "notes.pth").write_text("epoch 101\n")
+    (tmp_path / "loop.pth").symlink_to("loop.pth")
+    (tmp_path / "folder.pth").mkdir()
+    expected = {
+        "notes.pth": f"'{tmp_path / 'notes.pth'}' is not a checkpoint written by torch.save (neither a zip archive "
+        "nor a pickle): it begins with b'epoch 101\\n'",
+        "loop.pth": f"the checkpoint '{tmp_path / 'loop.pth'}' is a symbolic link loop",
+        "folder.pth": f"the checkpoint '{tmp_path / 'folder.pth'}' is a directory, not a file",
+    }
+    for name, message in expected.items():
+        with pytest.raises(CheckpointError) as caught:
+            read_state_dict(tmp_path / name)
+        assert str(caught.value) == message
+    tensors = {"w": torch.ones(2)}
+    torch.save(tensors, tmp_path / "legacy.pth", _use_new_zipfile_serialization=False)  # a pickle, not a zip
+    assert torch.equal(read_state_dict(tmp_path / "legacy.pth")["w"], tensors["w"])

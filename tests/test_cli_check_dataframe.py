@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
@@ -113,3 +114,35 @@ def test_repeated_images_and_shared_labels_are_warnings(
         f"oml check-dataframe: warning: '{csv}': 1 label(s) are in both the train and the validation split "
         f"(labels {label}): the validation measures the retrieval of classes seen in training\n"
     )
+
+
+def test_a_path_out_of_the_root_a_repeated_validation_row_and_a_one_row_train_label_are_warnings(
+    run_oml: RunOml, mock_root: Path, tmp_path: Path
+) -> None:
+    """Real files: a row whose path climbs out of the dataset folder to an image beside it, a validation row
+    written twice, a train label given to one row only; each one warning line naming the count and the rows."""
+    root = tmp_path / "root"
+    shutil.copytree(mock_root / "images", root / "images")
+    shutil.copyfile(mock_root / "images" / "circle_1.jpg", tmp_path / "outside.jpg")
+    df = pd.read_csv(mock_root / "df.csv")
+    df.loc[2, "path"] = "images/../../outside.jpg"
+    df.loc[5, "label"] = 1000
+    last_val = df[df["split"] == "validation"].iloc[[-1]]
+    df = pd.concat([df, last_val], ignore_index=True)
+    csv = root / "df.csv"
+    df.to_csv(csv, index=False)
+    before = csv.read_bytes()
+
+    result = run_oml("check-dataframe", str(csv))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith(f"'{csv}': OK, in OML's retrieval format\n")
+    repeated, first = len(df) - 1, int(last_val.index[0])
+    assert result.stderr.splitlines() == [
+        f"oml check-dataframe: warning: '{csv}': column 'path': a path already on an earlier row at row "
+        f"{repeated} ('{df.loc[first, 'path']}', as row {first})",
+        f"oml check-dataframe: warning: '{csv}': column 'path': a path that leaves the dataset folder (..) at "
+        "row 2 ('images/../../outside.jpg')",
+        f"oml check-dataframe: warning: '{csv}': column 'label': a train label of one row only (no positive "
+        "pair) at row 5 (1000)",
+    ]
+    assert csv.read_bytes() == before

@@ -195,6 +195,7 @@ def _user_errors() -> dict[str, tuple[BaseException, str]]:
             OSError(errno.ENOSPC, "No space left on device", "/logs/x"),
             "No space left on device: '/logs/x'",
         ),
+        "file-size limit": (OSError(errno.EFBIG, "File too large", "/logs/x"), "File too large: '/logs/x'"),
         "read-only": (OSError(errno.EROFS, "Read-only file system", "/ro"), "Read-only file system: '/ro'"),
         "config": (ConfigError("bad\nkey"), "bad key"),
         "checkpoint": (

@@ -6,9 +6,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 import shlex
 import shutil
+import subprocess
+import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -27,6 +30,7 @@ from oml_core.index import GalleryIndex, GalleryItem
 from oml_core.index.build import INDEX_BUILD, build_gallery_index
 from oml_core.index.gallery import GALLERY_ROWS
 from oml_core.index.generations import writer_lock
+from oml_core.index.manifest import file_digest
 from oml_core.registry import ConfigError, Registry
 
 README = Path(__file__).resolve().parents[1] / "README.md"
@@ -142,6 +146,36 @@ def test_the_table_shows_match_and_no_match(world, capsys):
     assert lines[6].split()[2] == "match" and lines[6].split()[-1] == str(world.gallery_image)
 
 
+def test_control_characters_of_a_tampered_items_json_are_escaped_in_the_table_not_in_the_json(
+    world, tmp_path, capsys
+):
+    """An ``items.json`` whose paths were given ESC sequences (colour, window title), a C1 CSI, a DEL and a bidi
+    override, its manifest entry made to agree: the table shows them escaped, the JSON exactly; nothing in the
+    index changes."""
+    index = Path(shutil.copytree(world.index, tmp_path / "index"))
+    items_file = index / "gen-1" / "items.json"
+    items = json.loads(items_file.read_text())
+    tampered = "\x1b]0;title\x07\x1b[31mred\x1b[0m\x9b2J\x7f\u202etxt.exe 日本"
+    items["paths"] = [tampered] * len(items["paths"])
+    items_file.write_text(json.dumps(items))
+    meta = json.loads((index / "index.json").read_text())
+    meta["manifest"]["files"]["gen-1/items.json"] = file_digest(items_file)
+    (index / "index.json").write_text(json.dumps(meta))
+    before = {p: p.read_bytes() for p in index.rglob("*") if p.is_file()}
+
+    assert main(["search", str(index), str(world.gallery_image), "--top-k", "1"]) == 0
+    out = capsys.readouterr().out
+    assert not re.search("[\x00-\x09\x0b-\x1f\x7f-\x9f\u202e]", out)
+    assert out.splitlines()[2].endswith(
+        "  \\x1b]0;title\\x07\\x1b[31mred\\x1b[0m\\x9b2J\\x7f\\u202etxt.exe 日本"
+    )
+    hit = search_json(str(index), str(world.gallery_image), "--top-k", "1", capsys=capsys)["queries"][0][
+        "results"
+    ][0]
+    assert hit["path"] == tampered
+    assert {p: p.read_bytes() for p in index.rglob("*") if p.is_file()} == before
+
+
 def test_a_folder_of_images_builds_an_index_without_calibration(world, tmp_path, capsys):
     index = tmp_path / "folder_index"
     assert main(["index", "build", f"data_dir={world.root / 'images'}", f"index_dir={index}"]) == 0
@@ -198,6 +232,60 @@ def test_bad_search_input_is_one_line(world, tmp_path, capsys):
 
 
 # ------------------------------------------------------------------------------ an index that changes
+def test_an_error_line_naming_a_path_with_control_characters_escapes_them(world, tmp_path, capsys):
+    """A query file whose name holds an ESC sequence and a C1 CSI is named in the error line escaped."""
+    text_file = tmp_path / "a\x1b[2Jb\x9bc.png"
+    text_file.write_text("not an image")
+    line = one_error_line(capsys, ["search", str(world.index), str(text_file)], "cannot read the image file")
+    assert "a\\x1b[2Jb\\x9bc.png" in line
+    assert not re.search("[\x00-\x1f\x7f-\x9f]", line)
+    assert text_file.read_text() == "not an image"
+
+
+#: ``oml ARGV`` under a file-size limit of 4 MB (``ulimit -f``), SIGXFSZ ignored so that a write past it fails
+#: with EFBIG (as in a shell that ignores it) instead of killing the process.
+UNDER_A_FILE_SIZE_LIMIT = """
+import resource, signal, sys
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+resource.setrlimit(resource.RLIMIT_FSIZE, (4_000_000, resource.getrlimit(resource.RLIMIT_FSIZE)[1]))
+from oml_core.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_a_file_size_limit_is_one_line_naming_the_file_and_nothing_is_lost(world, tmp_path, oml_cache_dir):
+    """A real limit: the index's weights (a ResNet18, 45 MB) cannot be written; one user error naming the file
+    (not an internal error), the dataset untouched and no half-written file or folder left."""
+    dataset = {p: p.read_bytes() for p in world.root.rglob("*") if p.is_file()}
+    index = tmp_path / "index"
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            UNDER_A_FILE_SIZE_LIMIT,
+            "index",
+            "build",
+            f"dataset_root={world.root}",
+            f"index_dir={index}",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "OML_CACHE_DIR": str(oml_cache_dir)},
+    )
+    assert done.returncode == 2, done.stderr[-3000:]
+    (line,) = [line for line in done.stderr.splitlines() if line.startswith("oml index build: ")]
+    written = (
+        rf"{re.escape(str(tmp_path))}/(index|\.tmp-index\.\d+)/weights\.pt"  # the index is renamed whole
+    )
+    assert re.fullmatch(
+        rf"oml index build: error: cannot write '{written}': File too large \(no file was written\)", line
+    ), line
+    assert {p: p.read_bytes() for p in world.root.rglob("*") if p.is_file()} == dataset
+    assert not [p for p in tmp_path.rglob("*") if p.is_file() and p.stat().st_size >= 4_000_000]
+    assert not list(tmp_path.rglob(".tmp-*")) and not index.exists()
+
+
 def test_index_add_remove_and_calibrate_change_the_index_in_one_line_each(world, tmp_path, capsys):
     """``oml index add`` (new ids, then an id it has: updated), ``oml index remove`` and ``oml index calibrate``
     each print one line; ``oml search`` then finds what was added, never what was removed, and says when the

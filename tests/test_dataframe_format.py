@@ -14,7 +14,9 @@ import pytest
 
 from oml_core.datasets import DataFrameFormatError, check_retrieval_dataframe_format
 from oml_core.datasets.dataframe_format import (
-    check_duplicated_paths,
+    check_duplicated_items,
+    check_paths_outside_root,
+    check_single_item_train_labels,
     check_train_validation_overlap,
     dataframe_warnings,
     format_rows,
@@ -328,16 +330,54 @@ def test_a_label_with_several_categories_warns_when_verbose(
 def test_repeated_images_are_a_warning_naming_the_rows(root: Path) -> None:
     paths = ["images/a.png", "images/b.png", "images/c.png", "images/d.png", "images/c.png", "images/./a.png"]
     df = good_df(path=paths)
-    assert check_duplicated_paths(df) == [
+    assert check_duplicated_items(df) == [
         "column 'path': a path already on an earlier row in 2 rows: rows 4 ('images/c.png', as row 2), "
         "5 ('images/./a.png', as row 0)"
     ]
-    assert check_duplicated_paths(good_df()) == []
+    assert check_duplicated_items(good_df()) == []
     # several boxes of one image are fine; the same box twice is not
     with_boxes = good_df(path=paths, x_1=[0, 0, 0, 0, 1, 0], x_2=[5] * 6, y_1=[0] * 6, y_2=[5] * 6)
-    assert check_duplicated_paths(with_boxes) == [
+    assert check_duplicated_items(with_boxes) == [
         "columns 'path', 'x_1', 'x_2', 'y_1', 'y_2': a path and box already on an earlier row at row 5 "
         "('images/./a.png', as row 0)"
+    ]
+
+
+def test_repeated_texts_and_clips_are_warnings_and_clips_at_other_start_times_are_not() -> None:
+    texts = good_df(path=None, text=["a cat", "a dog", "a cat", "a fox", "a cow", "a fox"])
+    assert check_duplicated_items(texts) == [
+        "column 'text': a text already on an earlier row in 2 rows: rows 2 ('a cat', as row 0), 5 ('a fox', as "
+        "row 3)"
+    ]
+    clips = good_df(path=["a.wav"] * 6, start_time=[0.0, 1.0, 2.0, 0.0, 3.0, 4.0])
+    assert check_duplicated_items(clips) == [
+        "columns 'path', 'start_time': a path and start_time already on an earlier row at row 3 ('a.wav', as "
+        "row 0)"
+    ]
+    assert check_duplicated_items(good_df(path=["a.wav"] * 6, start_time=[0, 1, 2, 3, 4, 5])) == []
+
+
+def test_paths_that_leave_the_dataset_folder_are_a_warning_naming_the_rows() -> None:
+    paths = ["images/a.png", "../a.png", "images/../b.png", "images/../../c.png", "/abs/d.png", "..x/e.png"]
+    assert check_paths_outside_root(good_df(path=paths)) == [
+        "column 'path': a path that leaves the dataset folder (..) in 2 rows: rows 1 ('../a.png'), 3 "
+        "('images/../../c.png')"
+    ]
+    assert check_paths_outside_root(good_df()) == []
+
+
+def test_train_labels_of_one_row_are_a_warning_naming_the_count_and_first_rows() -> None:
+    assert check_single_item_train_labels(good_df()) == []  # validation labels may have one row per split
+    many = good_df(
+        label=[3, 4, 5, 6, 7, 8, 9, 9, 1, 1],
+        split=["train"] * 8 + ["validation"] * 2,
+        path=[f"{i}.png" for i in range(10)],
+        is_query=[None] * 8 + [True, True],
+        is_gallery=[None] * 8 + [True, True],
+    )
+    assert check_single_item_train_labels(many) == [
+        "column 'label': a train label of one row only (no positive pair) in 6 rows: rows 0 (3), 1 (4), 2 (5), "
+        "3 (6), 4 (7) and 1 more"
     ]
 
 

@@ -188,6 +188,28 @@ class RunsCode:
         return os.system, (f"touch {self.marker}",)
 
 
+def test_resume_names_a_directory_a_link_loop_a_dangling_link_and_a_text_file_as_what_they_are(tmp_path):
+    (tmp_path / "loop.ckpt").symlink_to(tmp_path / "loop.ckpt")
+    (tmp_path / "dangling.ckpt").symlink_to(tmp_path / "gone.ckpt")
+    (tmp_path / "notes.ckpt").write_text("101 epochs\n")
+    expected = {
+        tmp_path: f"resume: the checkpoint {str(tmp_path)!r} is a directory, not a file (resume takes a run's "
+        "checkpoints/last.ckpt)",
+        tmp_path
+        / "loop.ckpt": f"resume: the checkpoint {str(tmp_path / 'loop.ckpt')!r} is a symbolic link loop",
+        tmp_path
+        / "dangling.ckpt": f"resume: the checkpoint {str(tmp_path / 'dangling.ckpt')!r} is a symbolic "
+        f"link to {str(tmp_path / 'gone.ckpt')!r}, which does not exist",
+        tmp_path / "notes.ckpt": f"resume: {str(tmp_path / 'notes.ckpt')!r} is not a checkpoint written by "
+        "torch.save (neither a zip archive nor a pickle): it begins with b'101 epochs\\n'",
+    }
+    for path, message in expected.items():
+        with pytest.raises(ConfigError) as caught:
+            check_resume_checkpoint(path)
+        assert str(caught.value) == message
+    assert (tmp_path / "notes.ckpt").read_text() == "101 epochs\n"
+
+
 def test_resume_needs_a_whole_training_checkpoint_of_tensors_and_plain_data(tmp_path):
     good = tmp_path / "last.ckpt"
     torch.save({"state_dict": {"w": torch.ones(2)}, "optimizer_states": [], "loops": {}, "epoch": 0}, good)

@@ -2,7 +2,8 @@
 script in a subprocess): every case ends before any epoch (in seconds, nothing trained, no checkpoint
 written) with exactly one line on stderr naming the file, row or key at fault and a non-zero exit, never a
 traceback. The data are copies of the mock dataset with real damage: broken image files in the validation
-split, a box outside its image, no queries; and bad checkpoints given to resume."""
+split, a box outside its image, no queries, a symbolic link loop; and bad checkpoints given to resume (a text file,
+a directory, a symbolic link loop among them)."""
 
 from __future__ import annotations
 
@@ -88,6 +89,36 @@ def truncated_checkpoint(root: Path) -> str:
     return f"resume: cannot read the checkpoint {str(root / 't.ckpt')!r}: RuntimeError: "
 
 
+def damage_link_loop(root: Path) -> str:
+    """The validation row's image replaced by a symbolic link to itself."""
+    image = _val_image(root)
+    image.unlink()
+    image.symlink_to(image.name)
+    path = pd.read_csv(root / "df.csv")["path"][FIRST_VALIDATION_ROW]
+    return f"column 'path': a symbolic link loop at row {FIRST_VALIDATION_ROW} ({path!r})"
+
+
+def text_file_checkpoint(root: Path) -> str:
+    (root / "notes.txt").write_text("hello, this is not a checkpoint\n")
+    return (
+        f"resume: {str(root / 'notes.txt')!r} is not a checkpoint written by torch.save (neither a zip archive "
+        "nor a pickle): it begins with b'hello, this is not a che'"
+    )
+
+
+def directory_checkpoint(root: Path) -> str:
+    return (
+        f"resume: the checkpoint {str(root)!r} is a directory, not a file (resume takes a run's "
+        "checkpoints/last.ckpt)"
+    )
+
+
+def link_loop_checkpoint(root: Path) -> str:
+    (root / "last.ckpt").symlink_to(root / "loop.ckpt")
+    (root / "loop.ckpt").symlink_to(root / "last.ckpt")
+    return f"resume: the checkpoint {str(root / 'last.ckpt')!r} is a symbolic link loop"
+
+
 CASES: dict[str, tuple[Callable[[Path], str] | None, tuple[str, ...]]] = {
     "truncated image": (damage_truncated, ()),
     "empty image": (damage_empty, ()),
@@ -99,6 +130,10 @@ CASES: dict[str, tuple[Callable[[Path], str] | None, tuple[str, ...]]] = {
     "gpu without a gpu": (None, tuple(no_gpu_case()[0])),
     "malicious pickle to resume": (malicious_checkpoint, ("resume={root}/malicious.ckpt",)),
     "truncated checkpoint to resume": (truncated_checkpoint, ("resume={root}/t.ckpt",)),
+    "symbolic link loop in the dataframe": (damage_link_loop, ()),
+    "text file to resume": (text_file_checkpoint, ("resume={root}/notes.txt",)),
+    "directory to resume": (directory_checkpoint, ("resume={root}",)),
+    "symbolic link loop to resume": (link_loop_checkpoint, ("resume={root}/last.ckpt",)),
     "logs_root in /proc": (None, ("logs_root=/proc/forbidden",)),
     "max_epochs=abc": (None, ("max_epochs=abc",)),
     "max_epochs=-3": (None, ("max_epochs=-3",)),

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, cast
 
 from oml_core.registry import RegistryError
 from oml_core.registry.registry import failed_component
-from oml_core.utils.text import one_line
+from oml_core.utils.text import one_line, printable
 
 if TYPE_CHECKING:
     from oml_core.lightning.stops import TrainingStopped
@@ -30,9 +30,10 @@ EXIT_INTERRUPTED = 130
 #: Set to 1 (or true, yes, on), the CLI shows the traceback of every error, as ``--traceback`` does.
 TRACEBACK_ENV = "OML_TRACEBACK"
 #: ``OSError`` types that mean a user's path is wrong (the message names the path), and the error numbers of
-#: other ``OSError`` s that the user can fix: a full disk or quota, a read-only file system, a too long name.
+#: other ``OSError`` s that the user can fix: a full disk or quota, a file-size limit (``ulimit -f``), a read-only
+#: file system, a too long name.
 USER_OS_ERRORS = (FileNotFoundError, FileExistsError, PermissionError, NotADirectoryError, IsADirectoryError)
-USER_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.ENAMETOOLONG})
+USER_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS, errno.ENAMETOOLONG})
 #: oml's exceptions that are user errors, beside ``RegistryError``: ``(module, class name)``. They are looked
 #: up among the modules already imported (an error of a module never imported was never raised), so that the
 #: CLI imports neither torch nor pandas to tell them apart.
@@ -55,7 +56,9 @@ def reporting_errors(
     command: str, run: Callable[[], int], args: argparse.Namespace, argv: Sequence[str]
 ) -> int:
     """``run()``'s exit status, its errors reported on one line of stderr after ``command`` (``oml train``), see
-    :func:`error_report` (re-raised when ``args`` ask for the traceback, :func:`wants_traceback`)."""
+    :func:`error_report`, their control characters escaped (:func:`~oml_core.utils.text.printable`: a path
+    or a value read from a file may hold them); re-raised when ``args`` ask for the traceback
+    (:func:`wants_traceback`)."""
     try:
         status = run()
         sys.stdout.flush()  # a closed stdout shows here, not at exit
@@ -71,7 +74,7 @@ def reporting_errors(
         if wants_traceback(args):
             raise
         message, status = error_report(e, argv)
-        print(f"{command}: {message}", file=sys.stderr)
+        print(f"{command}: {printable(message)}", file=sys.stderr)
         return status
 
 

@@ -11,8 +11,10 @@ Rows are named by their 0-based position in the dataframe (for a csv file: the d
 counted).
 
 Besides the errors of :func:`check_retrieval_dataframe_format`, :func:`dataframe_warnings` tells what is
-allowed but likely a mistake: a label with several categories, an image (and box) on several rows
-(:func:`check_duplicated_paths`), labels in both splits (:func:`check_train_validation_overlap`).
+allowed but likely a mistake: a label with several categories, an item (and box or start time) on several rows
+(:func:`check_duplicated_items`), a path that leaves the dataset folder (:func:`check_paths_outside_root`), a
+train label of one row (:func:`check_single_item_train_labels`), labels in both splits
+(:func:`check_train_validation_overlap`).
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from oml_core.const import (
     PATHS_COLUMN,
     SEQUENCE_COLUMN,
     SPLIT_COLUMN,
+    START_TIME_COLUMN,
     TEXTS_COLUMN,
     X1_COLUMN,
     X2_COLUMN,
@@ -45,6 +48,7 @@ from oml_core.const import (
 )
 from oml_core.registry.errors import ConfigError
 from oml_core.utils.errors import OmlValueError
+from oml_core.utils.files import not_a_file
 from oml_core.utils.logs import get_logger
 from oml_core.utils.text import is_text_encoding, undecodable_position
 
@@ -245,13 +249,17 @@ def read_csv_file(path: Path | str, sep: str = ",", encoding: str = DEFAULT_ENCO
 
     Raises:
         FileNotFoundError: no such file.
-        DataFrameFormatError: ``encoding`` is no text encoding; the file is not text in ``encoding`` (the message
+        DataFrameFormatError: ``path`` is no file (a symbolic link loop, a directory: :func:`~oml_core.utils.files
+            .not_a_file`); ``encoding`` is no text encoding; the file is not text in ``encoding`` (the message
             names the line and the data row of its first undecodable byte, and how to give the encoding); it does
             not parse as a csv.
     """
     path = Path(path)
-    if not path.is_file():
+    problem = not_a_file(path)
+    if problem == "does not exist":
         raise FileNotFoundError(f"the dataframe file '{path}' does not exist")
+    if problem is not None:
+        raise DataFrameFormatError(f"the dataframe file '{path}' {problem}")
     if not is_text_encoding(encoding):
         raise DataFrameFormatError(f"'{path}': unknown encoding {encoding!r} (e.g. utf-8, latin-1, cp1252)")
     try:
@@ -270,11 +278,13 @@ def read_csv_with_column(
     the column holds (paths, texts); ``empty`` is how the message names an empty cell (``an empty text``).
 
     Raises:
-        DataFrameFormatError: no such file; not text in ``encoding`` or not a csv (:func:`read_csv_file`); no
+        DataFrameFormatError: no such file (or a symbolic link loop, a directory ...); not text in ``encoding``
+            or not a csv (:func:`read_csv_file`); no
             column ``column`` (naming the columns there are); an empty cell (naming the rows).
     """
-    if not path.is_file():
-        raise DataFrameFormatError(f"the dataframe file '{path}' does not exist")
+    problem = not_a_file(path)
+    if problem is not None:
+        raise DataFrameFormatError(f"the dataframe file '{path}' {problem}")
     df = read_csv_file(path, encoding=encoding)
     if column not in df.columns:
         raise DataFrameFormatError(
@@ -406,12 +416,16 @@ def _paths(df: pd.DataFrame, dataset_root: Path | None, problems: list[str]) -> 
     root = "" if dataset_root is None else str(dataset_root)
     full_paths = [os.path.join(root, str(p)) for p in column.tolist()]
     exists = np.array([m or os.path.isfile(p) for p, m in zip(full_paths, missing)])
-    directories = np.array([not e and os.path.isdir(p) for p, e in zip(full_paths, exists)])
+    faults = pd.Series([None if e else not_a_file(p) for p, e in zip(full_paths, exists)], dtype=object)
+    directories = (faults == "is a directory, not a file").to_numpy()
     if directories.any():
         problems.append(
             row_problem(f"column {PATHS_COLUMN!r}", "a directory, not an image file", directories, column)
         )
-    absent = ~exists & ~directories
+    loops = (faults == "is a symbolic link loop").to_numpy()
+    if loops.any():
+        problems.append(row_problem(f"column {PATHS_COLUMN!r}", "a symbolic link loop", loops, column))
+    absent = ~exists & ~directories & ~loops
     if absent.any():
         where = (
             f"under the dataset_root '{dataset_root}'" if dataset_root is not None else "(no dataset_root)"
@@ -447,34 +461,95 @@ def _label_categories_warnings(df: pd.DataFrame) -> list[str]:
     ]
 
 
-def check_duplicated_paths(df: pd.DataFrame) -> list[str]:
-    """Warnings (not errors) about rows that repeat the image of an earlier row: the same ``path`` (compared
-    after ``os.path.normpath``) and, when the dataframe has boxes, the same box (several boxes of one image are
-    fine). Such an image counts twice: in the validation split, as its own closest match.
+def check_duplicated_items(df: pd.DataFrame) -> list[str]:
+    """Warnings (not errors) about rows that repeat the item of an earlier row: the same ``path`` (compared after
+    ``os.path.normpath``; a dataframe of texts: the same ``text``) and, when the dataframe has them, the same box
+    (several boxes of one image are fine) or the same ``start_time`` (several clips of one audio file are fine).
+    Such an item counts twice: in the validation split, as its own closest match.
 
     Args:
-        df: A dataframe in OML's format (checked by :func:`check_retrieval_dataframe_format`).
+        df: A dataframe in OML's format (checked by :func:`check_retrieval_dataframe_format`) with a ``path`` or a
+            ``text`` column.
 
     Returns:
         ``[]``, or one message naming the repeated rows (0-based, see the module's docstring), each with its
-        path and the earlier row it repeats: ``"column 'path': a path already on an earlier row at row 5
+        item and the earlier row it repeats: ``"column 'path': a path already on an earlier row at row 5
         ('a.jpg', as row 2)"``.
     """
-    paths = df[PATHS_COLUMN].map(lambda p: os.path.normpath(str(p)))
-    columns = [PATHS_COLUMN] + [c for c in BBOXES_COLUMNS if c in df.columns]
-    keys = pd.concat([paths, df[columns[1:]].astype(str)], axis=1)
+    if PATHS_COLUMN in df.columns:
+        column, what = PATHS_COLUMN, "path"
+        items = df[PATHS_COLUMN].map(lambda p: os.path.normpath(str(p)))
+    else:
+        column, what = TEXTS_COLUMN, "text"
+        items = df[TEXTS_COLUMN].astype(str)
+    within = [c for c in BBOXES_COLUMNS if c in df.columns] or [
+        c for c in (START_TIME_COLUMN,) if c in df.columns
+    ]
+    columns = [column, *within]
+    keys = pd.concat([items, df[within].astype(str)], axis=1)
     repeated = keys.duplicated(keep="first").to_numpy()
     if not repeated.any():
         return []
     codes = keys.groupby(columns, sort=False, dropna=False).ngroup().to_numpy()
     _, first_row = np.unique(codes, return_index=True)
     shown = _raw_series(
-        [f"{_value_text(path)}, as row {first_row[code]}" for path, code in zip(df[PATHS_COLUMN], codes)]
+        [f"{_value_text(item)}, as row {first_row[code]}" for item, code in zip(df[column], codes)]
     )
-    if len(columns) == 1:
-        return [row_problem(f"column {PATHS_COLUMN!r}", "a path already on an earlier row", repeated, shown)]
+    if not within:
+        return [row_problem(f"column {column!r}", f"a {what} already on an earlier row", repeated, shown)]
     names = ", ".join(f"'{c}'" for c in columns)
-    return [row_problem(f"columns {names}", "a path and box already on an earlier row", repeated, shown)]
+    part = "box" if within == list(BBOXES_COLUMNS) else START_TIME_COLUMN
+    return [
+        row_problem(f"columns {names}", f"a {what} and {part} already on an earlier row", repeated, shown)
+    ]
+
+
+def check_paths_outside_root(df: pd.DataFrame) -> list[str]:
+    """Warnings (not errors) about relative paths that leave the dataset folder (``../x.jpg``,
+    ``images/../../x.jpg``): a dataframe is read relative to its ``dataset_root``, and such a path reads a file
+    elsewhere (a deliberate one can be written absolute).
+
+    Args:
+        df: A dataframe in OML's format with a ``path`` column.
+
+    Returns:
+        ``[]``, or one message with how many rows and the first few: ``"column 'path': a path that leaves the
+        dataset folder (..) at row 3 ('../a.jpg')"``.
+    """
+    paths = df[PATHS_COLUMN].astype(str)
+    leaves = np.array(
+        [not os.path.isabs(p) and os.path.normpath(p).split(os.sep)[0] == os.pardir for p in paths.tolist()],
+        dtype=bool,
+    )
+    if not leaves.any():
+        return []
+    return [
+        row_problem(f"column {PATHS_COLUMN!r}", "a path that leaves the dataset folder (..)", leaves, paths)
+    ]
+
+
+def check_single_item_train_labels(df: pd.DataFrame) -> list[str]:
+    """Warnings (not errors) about train labels of one row only: such an item has no positive pair to learn
+    from (a triplet or a balanced batch needs two of a label).
+
+    Args:
+        df: A dataframe in OML's format (checked by :func:`check_retrieval_dataframe_format`).
+
+    Returns:
+        ``[]``, or one message with how many rows and the first few, each with its label: ``"column 'label': a
+        train label of one row only (no positive pair) in 2 rows: rows 0 (7), 3 (9)"``.
+    """
+    is_train = (df[SPLIT_COLUMN] == "train").to_numpy()
+    labels = df[LABELS_COLUMN]
+    counts = labels[is_train].value_counts()
+    single = is_train & labels.isin(counts[counts == 1].index).to_numpy()
+    if not single.any():
+        return []
+    return [
+        row_problem(
+            f"column {LABELS_COLUMN!r}", "a train label of one row only (no positive pair)", single, labels
+        )
+    ]
 
 
 def check_train_validation_overlap(df: pd.DataFrame) -> list[str]:
@@ -501,8 +576,10 @@ def check_train_validation_overlap(df: pd.DataFrame) -> list[str]:
 
 def dataframe_warnings(df: pd.DataFrame, source: str = "the dataframe") -> list[str]:
     """Everything about a dataframe in OML's format that is allowed but likely a mistake, as messages that
-    start with ``source``: a label with several categories, repeated images (:func:`check_duplicated_paths`),
-    labels in both splits (:func:`check_train_validation_overlap`). The pipelines warn or log them;
+    start with ``source``: a label with several categories, repeated items (:func:`check_duplicated_items`),
+    paths that leave the dataset folder (:func:`check_paths_outside_root`), train labels of one row
+    (:func:`check_single_item_train_labels`), labels in both splits (:func:`check_train_validation_overlap`).
+    The pipelines warn or log them;
     :func:`check_retrieval_dataframe_format` warns them (``verbose=True``).
 
     Args:
@@ -511,7 +588,9 @@ def dataframe_warnings(df: pd.DataFrame, source: str = "the dataframe") -> list[
     """
     found = [
         *_label_categories_warnings(df),
-        *(check_duplicated_paths(df) if PATHS_COLUMN in df.columns else []),
+        *(check_duplicated_items(df) if PATHS_COLUMN in df.columns or TEXTS_COLUMN in df.columns else []),
+        *(check_paths_outside_root(df) if PATHS_COLUMN in df.columns else []),
+        *check_single_item_train_labels(df),
         *check_train_validation_overlap(df),
     ]
     return [f"{source}: {message}" for message in found]
@@ -609,13 +688,14 @@ def read_dataframe(
     query/gallery flags, boxes, existing image paths; no summary printed).
 
     Raises:
-        ConfigError: the file does not exist, is not text in ``encoding`` (the message names the line and row of
-            its first undecodable byte), or is not in OML's format (the message names the file, the column and the
-            first offending rows).
+        ConfigError: the file does not exist (or is a symbolic link loop, a directory ...), is not text in
+            ``encoding`` (the message names the line and row of its first undecodable byte), or is not in OML's
+            format (the message names the file, the column and the first offending rows).
     """
     path = Path(dataset_root) / dataframe_name
-    if not path.is_file():
-        raise ConfigError(f"dataframe {str(path)!r} (dataset_root + dataframe_name) does not exist")
+    problem = not_a_file(path)
+    if problem is not None:
+        raise ConfigError(f"dataframe {str(path)!r} (dataset_root + dataframe_name) {problem}")
     try:
         df, source = _read(path, ",", encoding)
         _check(df, source, dataset_root, verbose=False)
@@ -690,7 +770,9 @@ __all__ = [
     "X2_COLUMN",
     "Y1_COLUMN",
     "Y2_COLUMN",
-    "check_duplicated_paths",
+    "check_duplicated_items",
+    "check_paths_outside_root",
+    "check_single_item_train_labels",
     "check_retrieval_dataframe_format",
     "check_train_validation_overlap",
     "dataframe_warnings",

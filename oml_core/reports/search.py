@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from oml_core.reports.answer import Answer
+from oml_core.utils.text import printable
 
 if TYPE_CHECKING:  # the hits' class, for annotations: the answers import no torch
     from oml_core.index.gallery import SearchHit
@@ -48,16 +49,21 @@ class SearchAnswer(Answer):
     def as_text(self) -> str:
         """The table form: per query a line (its name and verdict), then one line per gallery item (rank, distance,
         match when calibrated, label, id, path), columns aligned. A stale calibration is said on each verdict,
-        with the command that calibrates it again."""
+        with the command that calibrates it again. Names, labels, ids and paths come from the index's files and the
+        queries: their control characters are escaped (:func:`~oml_core.utils.text.printable`)."""
         threshold = self.threshold
-        stale = f" (calibration stale: oml index calibrate {self.index})" if self.calibration_stale else ""
+        stale = (
+            f" (calibration stale: oml index calibrate {printable(self.index)})"
+            if self.calibration_stale
+            else ""
+        )
         lines = []
         for query in self.queries:
             if threshold is None:
                 verdict = "(the index is not calibrated: distances only)"
             else:
                 verdict = f"{'match' if query.match else 'no match'} (threshold {threshold:.6g}){stale}"
-            lines.append(f"{query.query}: {verdict}")
+            lines.append(f"{printable(query.query)}: {verdict}")
             header = [
                 "rank",
                 "distance",
@@ -71,9 +77,9 @@ class SearchAnswer(Answer):
                     str(hit["rank"]),
                     f"{hit['distance']:.6f}",
                     *(["match" if hit["match"] else "no match"] if threshold is not None else []),
-                    "-" if hit["label"] is None else str(hit["label"]),
-                    str(hit["id"]),
-                    hit["path"] or "-",
+                    "-" if hit["label"] is None else printable(hit["label"]),
+                    printable(hit["id"]),
+                    printable(hit["path"]) if hit["path"] else "-",
                 ]
                 for hit in query.results
             ]

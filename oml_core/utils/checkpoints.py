@@ -15,6 +15,7 @@ import torch
 from torch import Tensor, nn
 
 from oml_core.utils.digest import CorruptCheckpointError, verify_checkpoint
+from oml_core.utils.files import not_a_file
 from oml_core.utils.misc_torch import first_non_finite
 
 #: Prefixes that wrappers add to the keys of a model's state dict: a Lightning module's ``model.``,
@@ -28,6 +29,29 @@ class CheckpointError(RuntimeError):
     """A checkpoint that cannot be read or does not fit the model; the message names the file."""
 
 
+#: How the files ``torch.save`` writes begin: a zip archive (since torch 1.6) or a pickle of protocol 2 to 5.
+_TORCH_FILE_STARTS = (b"PK\x03\x04", b"\x80\x02", b"\x80\x03", b"\x80\x04", b"\x80\x05")
+_SHOWN_BYTES = 24
+
+
+def torch_file_problem(path: Path) -> str | None:
+    """None when the file ``path`` begins as the files of ``torch.save`` do (a zip archive, a pickle), else why
+    it is not a checkpoint, to follow its path in a message: ``"is empty"`` or ``"is not a checkpoint written by
+    torch.save (neither a zip archive nor a pickle): it begins with b'hello'"``, so that a text file is not
+    reported as torch's ``KeyError: 101``.
+
+    Raises:
+        OSError: the file cannot be read.
+    """
+    with open(path, "rb") as file:
+        head = file.read(_SHOWN_BYTES)
+    if not head:
+        return "is empty (0 bytes), not a checkpoint"
+    if head.startswith(_TORCH_FILE_STARTS):
+        return None
+    return f"is not a checkpoint written by torch.save (neither a zip archive nor a pickle): it begins with {head!r}"
+
+
 def read_state_dict(path: str | Path) -> dict[str, Tensor]:
     """Read the state dict stored in the local file ``path``.
 
@@ -37,20 +61,28 @@ def read_state_dict(path: str | Path) -> dict[str, Tensor]:
     entry) is unwrapped to its ``state_dict``; else the file must hold a ``{str: Tensor}`` mapping itself.
 
     Raises:
-        FileNotFoundError: ``path`` is not an existing file.
-        CheckpointError: the file is corrupt (its sha256 is not the one written with it: "... is corrupt: its
-            sha256 ... differs from the one written with it"), cannot be loaded with ``weights_only=True`` or
-            holds no state dict.
+        FileNotFoundError: ``path`` does not exist.
+        CheckpointError: ``path`` is no file (a symbolic link loop, a directory:
+            :func:`~oml_core.utils.files.not_a_file`); the file is not one ``torch.save`` writes
+            (:func:`torch_file_problem`: a text file ...); it is corrupt (its sha256 is not the one written with
+            it: "... is corrupt: its sha256 ... differs from the one written with it"), cannot be loaded with
+            ``weights_only=True`` or holds no state dict.
     """
     path = Path(path)
-    if not path.is_file():
+    problem = not_a_file(path)
+    if problem == "does not exist":
         raise FileNotFoundError(f"Checkpoint file not found: {str(path)!r}")
+    if problem is not None:
+        raise CheckpointError(f"the checkpoint {str(path)!r} {problem}")
     if path.suffix == ".safetensors":
         return _read_safetensors(path)
     try:
         verify_checkpoint(path)
     except CorruptCheckpointError as e:
         raise CheckpointError(str(e)) from e
+    problem = torch_file_problem(path)
+    if problem is not None:
+        raise CheckpointError(f"{str(path)!r} {problem}")
     try:
         obj = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as e:
@@ -184,4 +216,5 @@ __all__ = [
     "load_state_dict_strict",
     "read_state_dict",
     "strip_prefixes",
+    "torch_file_problem",
 ]

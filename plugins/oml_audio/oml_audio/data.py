@@ -27,7 +27,15 @@ from oml_audio.datasets import (
 )
 from oml_audio.mock import MOCK_AUDIOS, get_mock_audios_path
 from oml_audio.visualisation import wav_bytes
-from oml_audio.waveform import AUDIO_EXTENSIONS, DEFAULT_CONVERT_TO_MONO, DEFAULT_SAMPLE_RATE, MAX_AUDIO_LEN
+from oml_audio.waveform import (
+    AUDIO_EXTENSIONS,
+    DEFAULT_CONVERT_TO_MONO,
+    DEFAULT_SAMPLE_RATE,
+    FLOAT_SUBTYPES,
+    MAX_AUDIO_LEN,
+    AudioReadError,
+    read_audio,
+)
 from oml_core.const import IS_GALLERY_COLUMN, PATHS_COLUMN
 from oml_core.datasets.dataframe_format import (
     DEFAULT_ENCODING,
@@ -69,7 +77,8 @@ def find_audios(folder: Path) -> list[Path]:
 
 def audio_problem(path: Path, start_time: float) -> str | None:
     """Why the audio file ``path`` cannot give an item starting at ``start_time`` s (read by libsndfile's header:
-    no such file, not audio, a sample rate of 0, no samples, a start past its end), or None."""
+    no such file, not audio, a sample rate of 0, no samples, a start past its end; a file of float samples is
+    read whole: NaN or infinite samples), or None."""
     try:
         info = soundfile.info(str(path))
     except (soundfile.LibsndfileError, RuntimeError) as e:
@@ -79,6 +88,11 @@ def audio_problem(path: Path, start_time: float) -> str | None:
     duration = info.frames / info.samplerate
     if start_time >= duration:
         return f"'{path}': start_time {start_time:g} s is past its end ({duration:.3f} s)"
+    if info.subtype in FLOAT_SUBTYPES:  # integer samples are always finite
+        try:
+            read_audio(path)
+        except AudioReadError as e:
+            return str(e)
     return None
 
 

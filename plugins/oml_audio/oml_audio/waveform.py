@@ -27,7 +27,12 @@ from oml_core.const import (
 
 
 class AudioReadError(OSError):
-    """A file that libsndfile cannot read as audio (not audio, truncated, a header with a sample rate of 0)."""
+    """A file that libsndfile cannot read as audio (not audio, truncated, a header with a sample rate of 0), or
+    whose samples are not all finite numbers (a float WAV can hold NaN and infinities)."""
+
+
+#: libsndfile's sample formats of floating point numbers: the only ones that can hold NaN or an infinity.
+FLOAT_SUBTYPES = frozenset({"FLOAT", "DOUBLE"})
 
 
 def read_audio(path: str | Path) -> tuple[Tensor, int]:
@@ -35,12 +40,20 @@ def read_audio(path: str | Path) -> tuple[Tensor, int]:
     ``[-1, 1)``) and its sample rate.
 
     Raises:
-        AudioReadError: libsndfile cannot read the file; the message names it and says why.
+        AudioReadError: libsndfile cannot read the file, or a sample is NaN or infinite; the message names the
+            file and says why (for NaN or infinite samples: how many, and the time and channel of the first).
     """
     try:
         samples, sample_rate = soundfile.read(str(path), dtype="float32", always_2d=True)
     except (soundfile.LibsndfileError, RuntimeError, TypeError) as e:
         raise AudioReadError(f"'{path}' cannot be read as audio: {e}") from e
+    not_finite = ~np.isfinite(samples)
+    if not_finite.any():
+        frame, channel = np.argwhere(not_finite)[0].tolist()
+        raise AudioReadError(
+            f"'{path}' has {int(not_finite.sum())} NaN or infinite samples, the first at "
+            f"{frame / sample_rate:.3f} s (sample {frame}, channel {channel})"
+        )
     return torch.from_numpy(np.ascontiguousarray(samples.T)), int(sample_rate)
 
 
@@ -90,6 +103,7 @@ __all__ = [
     "AudioReadError",
     "DEFAULT_CONVERT_TO_MONO",
     "DEFAULT_SAMPLE_RATE",
+    "FLOAT_SUBTYPES",
     "MAX_AUDIO_LEN",
     "START_TIME_COLUMN",
     "downmix",

@@ -17,6 +17,7 @@ from oml_audio import (
     AudioQueryGalleryLabeledDataset,
     get_mock_audios_dataset,
 )
+from oml_audio.data import audio_problem
 from oml_audio.waveform import AudioReadError, resample
 
 
@@ -120,6 +121,20 @@ def test_bad_arguments_and_unreadable_files_are_named(tmp_path: Path) -> None:
         AudioLabeledDataset(df, dataset_root=tmp_path)[0]
     with pytest.raises(ValueError, match=r"column 'start_time': not a number of seconds >= 0 at row"):
         AudioLabeledDataset(df.assign(start_time=["soon"]), dataset_root=tmp_path)
+
+
+def test_nan_and_infinite_samples_of_a_float_wav_are_refused_naming_the_file(tmp_path: Path) -> None:
+    stereo = np.zeros((1600, 2), dtype=np.float32)
+    stereo[400, 1] = np.inf
+    soundfile.write(str(tmp_path / "inf.wav"), stereo, 16_000, subtype="DOUBLE")
+    with pytest.raises(AudioReadError) as raised:
+        AudioBaseDataset([tmp_path / "inf.wav"])[0]
+    assert str(raised.value) == (
+        f"'{tmp_path / 'inf.wav'}' has 1 NaN or infinite samples, the first at 0.025 s (sample 400, channel 1)"
+    )
+    assert audio_problem(tmp_path / "inf.wav", 0.0) == str(raised.value)
+    soundfile.write(str(tmp_path / "fine.wav"), stereo[:, :1] * 0, 16_000, subtype="FLOAT")
+    assert audio_problem(tmp_path / "fine.wav", 0.0) is None
 
 
 def test_items_are_drawn_as_framed_spectrograms_and_html_players(tmp_path: Path) -> None:

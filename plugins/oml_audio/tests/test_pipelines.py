@@ -175,6 +175,27 @@ def test_a_non_audio_file_is_refused_in_one_line_before_work(
     assert not (tmp_path / "logs").exists()
 
 
+def test_a_float_wav_with_nan_and_infinite_samples_is_refused_in_one_line_naming_the_file_and_row(
+    audio_root: Path, tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    df = pd.read_csv(audio_root / "df.csv")
+    path = audio_root / df["path"][12]
+    samples, rate = soundfile.read(str(path), dtype="float32")
+    samples[[800, 801, 900]] = [float("nan"), float("inf"), float("-inf")]
+    soundfile.write(str(path), samples, rate, subtype="FLOAT")  # a real float WAV: libsndfile keeps the NaN
+    assert soundfile.info(str(path)).subtype == "FLOAT"
+    written = path.read_bytes()
+    assert (
+        main(["train", *write_config(tmp_path, "train", train_config(audio_root, tmp_path / "logs"))])
+        == USAGE
+    )
+    assert capsys.readouterr().err.splitlines() == [
+        f"oml train: error: extractor_training_pipeline: '{audio_root / 'df.csv'}': 1 unusable audio: row 12: "
+        f"'{path}' has 3 NaN or infinite samples, the first at {800 / rate:.3f} s (sample 800, channel 0)"
+    ]
+    assert not (tmp_path / "logs").exists() and path.read_bytes() == written
+
+
 def test_a_file_with_a_sample_rate_of_0_is_refused_in_one_line_before_work(
     audio_root: Path, tmp_path: Path, capsys: pytest.CaptureFixture
 ) -> None:

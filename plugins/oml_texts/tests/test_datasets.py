@@ -11,6 +11,7 @@ import pytest
 import torch
 from oml_texts import (
     TextBaseDataset,
+    TextData,
     TextLabeledDataset,
     TextQueryGalleryDataset,
     TextQueryGalleryLabeledDataset,
@@ -99,3 +100,29 @@ def test_the_mock_texts_are_in_omls_format_with_disjoint_labels():
     assert df_val["is_query"].all() and df_val["is_gallery"].all()
     assert df_train["text"].nunique() == 90 and df_val["category"].nunique() == 6
     assert get_mock_texts_dataset()[0].equals(df_train)  # deterministic
+
+
+def test_a_repeated_validation_text_and_a_one_row_train_label_are_one_warning_each(minilm_folder, tmp_path):
+    """The texts dataset component's check (``show_dataset_warnings``) on a real CSV: a validation row written
+    twice and a train label of one row are warned, one line each with the rows; the CSV is left as it was."""
+    df = pd.DataFrame(
+        {
+            "label": [0, 0, 1, 2, 2, 3, 3],
+            "text": ["a red car", "a red truck", "a lone fox", "a cat", "a kitten", "a dog", "a cat"],
+            "split": ["train"] * 3 + ["validation"] * 4,
+            "is_query": [None] * 3 + [True] * 4,
+            "is_gallery": [None] * 3 + [True] * 4,
+        }
+    )
+    df = pd.concat([df, df.iloc[[4]]], ignore_index=True)  # the validation row 4 again, as row 7
+    df.to_csv(tmp_path / "df.csv", index=False)
+    written = (tmp_path / "df.csv").read_bytes()
+    data = TextData(str(minilm_folder), tmp_path, "df.csv", show_dataset_warnings=True)
+    found = data.check([data.train_dataset(), data.validation_dataset()], 0, False)
+    source = repr(str(tmp_path / "df.csv"))
+    assert found == [
+        f"{source}: column 'text': a text already on an earlier row in 2 rows: rows 6 ('a cat', as row 3), 7 "
+        "('a kitten', as row 4)",
+        f"{source}: column 'label': a train label of one row only (no positive pair) at row 2 (1)",
+    ]
+    assert (tmp_path / "df.csv").read_bytes() == written

@@ -18,10 +18,12 @@ from typing import Any
 
 import numpy as np
 
-from oml_core.engine import check_cuda_devices
+from oml_core.engine import CHECKPOINTS_FOLDER, check_cuda_devices
 from oml_core.registry import ConfigError
 from oml_core.registry.arg_types import check_argument_types
+from oml_core.utils.checkpoints import torch_file_problem
 from oml_core.utils.digest import CorruptCheckpointError, DigestStatus, verify_checkpoint
+from oml_core.utils.files import not_a_file
 from oml_core.utils.text import one_line
 
 #: How many checkpoints of the trained model ``logs_root`` must have room for: ``best.ckpt``, ``last.ckpt`` and
@@ -81,12 +83,17 @@ def check_resume_checkpoint(path: str | Path) -> DigestStatus:
     import torch
 
     path = Path(path)
-    if not path.is_file():
-        raise ConfigError(f"resume: the checkpoint {str(path)!r} does not exist")
+    problem = not_a_file(path)
+    if problem is not None:
+        hint = f" (resume takes a run's {CHECKPOINTS_FOLDER}/last.ckpt)" if path.is_dir() else ""
+        raise ConfigError(f"resume: the checkpoint {str(path)!r} {problem}{hint}")
     try:
         status = verify_checkpoint(path)
     except CorruptCheckpointError as e:
         raise ConfigError(f"resume: {e}") from None
+    problem = torch_file_problem(path)
+    if problem is not None:
+        raise ConfigError(f"resume: {str(path)!r} {problem}")
     try:
         checkpoint = torch.load(path, map_location="cpu", weights_only=True)
     except pickle.UnpicklingError:

@@ -174,9 +174,12 @@ def plan_resume(record: Mapping[str, Any], config: TrainingConfig) -> Resume:
             on), another pipeline's checkpoint, or a checkpoint without a run record.
     """
     assert config.resume is not None
-    checkpoint = Path(config.resume).expanduser().resolve()
+    given = Path(config.resume).expanduser()
+    verified = (
+        check_resume_checkpoint(given) is DigestStatus.VERIFIED
+    )  # a link loop is named before resolving it
+    checkpoint = given.resolve()
     max_epochs = config.max_epochs
-    verified = check_resume_checkpoint(checkpoint) is DigestStatus.VERIFIED
     run_dir = run_dir_of(checkpoint)
     earlier = read_run_record(checkpoint)
     pipeline = record["pipeline"]
