@@ -436,7 +436,10 @@ class TrainingConfig(PipelineConfig):
     show_dataset_warnings: bool = setting(
         BOOL,
         True,
-        doc="Warn about doubtful rows of the dataframe (duplicated paths, labels in both splits).",
+        doc=(
+            "Warn about doubtful rows of the dataframe (duplicated items, labels in both splits, paths that climb "
+            "out of the dataset folder with .., train labels of one row)."
+        ),
     )
     transforms_train: ComponentSpec | None = spec(
         "transforms",
