@@ -378,8 +378,10 @@ def test_the_onnx_export_gives_the_answers_of_the_pytorch_model(images, images_w
             answer = upload(onnx, file).json()["queries"][0]
             assert answer["match"] == expected["match"]
             assert [hit["id"] for hit in answer["results"]] == [hit["id"] for hit in expected["results"]]
+            # squared: a distance near 0 is the square root of a float32 rounding error (1e-8 -> 1e-4), which
+            # differs between the CPU kernels of onnxruntime and torch
             for hit, pytorch in zip(answer["results"], expected["results"]):
-                assert hit["distance"] == pytest.approx(pytorch["distance"], abs=1e-4)
+                assert hit["distance"] ** 2 == pytest.approx(pytorch["distance"] ** 2, abs=1e-4)
 
 
 def test_an_export_of_other_weights_is_refused_in_one_line(images_world, onnx_export, tmp_path, capsys):
