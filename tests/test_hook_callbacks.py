@@ -61,12 +61,19 @@ def oml_register_callbacks(register):
 USAGE = 2
 
 
-@pytest.fixture()
-def installed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, oml_cache_dir: Path) -> Path:
-    """The plugin ``epoch_logger`` installed in this process (with every other plugin); returns its folder."""
-    site = tmp_path / "site"
-    site.mkdir()
+@pytest.fixture(scope="module")
+def epoch_logger_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The folder of the distribution of ``epoch_logger``, made once: its files unchanged, the commands' plugin
+    vetting checks it once (its verdict holds for its fingerprint) instead of once per test."""
+    site = tmp_path_factory.mktemp("epoch_logger_site")
     fake_distribution(site, "epoch-logger-plugin", "epoch_logger", "epoch_logger_cb", EPOCH_LOGGER)
+    return site
+
+
+@pytest.fixture()
+def installed(monkeypatch: pytest.MonkeyPatch, oml_cache_dir: Path, epoch_logger_site: Path) -> Path:
+    """The plugin ``epoch_logger`` installed in this process (with every other plugin); returns its folder."""
+    site = epoch_logger_site
     monkeypatch.syspath_prepend(str(site))
     monkeypatch.setenv("OML_CACHE_DIR", str(oml_cache_dir))
     # its import of Lightning may be slow on a busy machine: no warning about it

@@ -95,14 +95,20 @@ def oml_register_losses(register):
 USAGE = 2
 
 
+@pytest.fixture(scope="module")
+def marks_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The folder of the distribution of ``marks``, made once: its files unchanged, the commands' plugin vetting
+    checks it once (its verdict holds for its fingerprint) instead of once per test."""
+    site = tmp_path_factory.mktemp("marks_site")
+    fake_distribution(site, "marks-plugin", "marks", "marks_cb", MARKS_PLUGIN)
+    return site
+
+
 @pytest.fixture()
-def installed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, oml_cache_dir: Path) -> Path:
+def installed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, oml_cache_dir: Path, marks_site: Path) -> Path:
     """The plugin ``marks`` installed in this process (with every other plugin), the working directory a fresh
     folder; returns that folder (where ``every_run_marks/marks.txt`` is written by default)."""
-    site = tmp_path / "site"
-    site.mkdir()
-    fake_distribution(site, "marks-plugin", "marks", "marks_cb", MARKS_PLUGIN)
-    monkeypatch.syspath_prepend(str(site))
+    monkeypatch.syspath_prepend(str(marks_site))
     monkeypatch.setenv("OML_CACHE_DIR", str(oml_cache_dir))
     monkeypatch.setenv(
         "OML_PLUGIN_SLOW_SECONDS", "0"
