@@ -14,13 +14,6 @@ from tests.scripts.trained_run import TrainedRun, train_tiny
 
 
 @pytest.fixture(scope="session")
-def oml_cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A cache dir shared by the session's tests, so that the mock dataset is generated once and the user's
-    own cache is never touched."""
-    return tmp_path_factory.mktemp("oml_cache")
-
-
-@pytest.fixture(scope="session")
 def oml_fork_server() -> Iterator[OmlForkServer]:
     """The fork server of this test process (:mod:`tests.scripts.oml_forkserver`), stopped at the session's end."""
     server = OmlForkServer()

@@ -101,7 +101,6 @@ def isolated_clients(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     clearml_conf.write_text("sdk {\n  development {\n    report_use_subprocess: false\n  }\n}\n")
     monkeypatch.setenv("CLEARML_CONFIG_FILE", str(clearml_conf))
     monkeypatch.setenv("CLEARML_OFFLINE_MODE", "")  # Task.set_offline sets it: restored after the test
-    monkeypatch.setenv("OML_CACHE_DIR", str(clients / "oml_cache"))
     work = tmp_path / "work"
     work.mkdir()
     monkeypatch.chdir(work)
@@ -239,12 +238,6 @@ class Session:
 def session(pipeline_cfg: dict[str, Any], figure: Figure) -> Session:
     """The standard logging session of the tests."""
     return Session(cfg=pipeline_cfg, figure=figure)
-
-
-@pytest.fixture(scope="session")
-def oml_cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The oml cache of the session's trainings: the mock dataset is generated there once."""
-    return tmp_path_factory.mktemp("oml_cache")
 
 
 def _train_tiny(logs_root: Path, logger: dict[str, Any]) -> TrainingResult:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
 
 import pytest
 import torch
@@ -31,9 +30,3 @@ def make_batch(
 def batch() -> Callable[..., tuple[torch.Tensor, torch.Tensor]]:
     """:func:`make_batch` (a fixture, as test modules cannot import the conftest under importlib mode)."""
     return make_batch
-
-
-@pytest.fixture(scope="session")
-def oml_cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A cache dir of the session's tests (the mock dataset is generated there once), never the user's."""
-    return tmp_path_factory.mktemp("oml_cache")
