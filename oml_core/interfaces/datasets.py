@@ -128,7 +128,8 @@ class IDatasetComponent(ABC):
     ``cache_size``, ``num_workers``, the transforms ``transforms_train``, ``transforms_val`` and
     ``transforms_predict`` built, and the other keys of the pipeline's data settings), each by its name, to a
     factory that names that parameter and whose ``args`` do not set it. The pipeline then asks it for the datasets
-    it needs, and calls :meth:`check` on them before any model runs (the process that launched the run only).
+    it needs, and calls :meth:`check` on them before any model runs (the process that launched the run only), then
+    checks the first item of each (:func:`~oml_core.datasets.items.first_item_problem`).
 
     The datasets' items are dicts: ``input_tensors_key`` holds what the extractor takes, ``index_key`` the item's
     index, ``labels_key`` the label (labelled datasets). A validation dataset that is also an
