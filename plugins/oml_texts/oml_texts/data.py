@@ -51,6 +51,25 @@ def read_texts_csv(path: Path, encoding: str = DEFAULT_ENCODING) -> pd.DataFrame
         raise ConfigError(str(e)) from e
 
 
+def read_query_lines(path: Path, query: str) -> list[str]:
+    """The non-empty lines of the text file ``path`` (the query ``query`` as given), stripped: a query each.
+
+    Raises:
+        ConfigError: the file is not UTF-8 text (it does not decode, or holds a NUL character: an image, a
+            sound), naming ``query`` and what a text index takes.
+    """
+    try:
+        text: str | None = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        text = None
+    if text is None or "\x00" in text:
+        raise ConfigError(
+            f"query {query!r} is not UTF-8 text: an index of texts takes texts, as a text file of a query a line, a "
+            f"CSV with a {TEXTS_COLUMN!r} column, or the texts as they are (--text)"
+        )
+    return [line.strip() for line in text.splitlines() if line.strip()]
+
+
 def unique_names(texts: Sequence[str]) -> list[str]:
     """The texts as names: a text given several times is ``<text> [<n>]``, ``n`` its position."""
     counts = Counter(texts)
@@ -207,7 +226,8 @@ class TextData(IDatasetComponent):
         line), in order.
 
         Raises:
-            ConfigError: a file that does not exist, a CSV without a ``text`` column or with an empty text.
+            ConfigError: a file that does not exist, a CSV without a ``text`` column or with an empty text, a file
+                that is not UTF-8 text (an image, a sound: :func:`read_query_lines`).
         """
         texts: list[str] = []
         for query in queries:
@@ -215,9 +235,7 @@ class TextData(IDatasetComponent):
             if path.suffix.lower() == ".csv":
                 texts += read_texts_csv(path)[TEXTS_COLUMN].astype(str).tolist()
             elif path.is_file():
-                texts += [
-                    line.strip() for line in path.read_text(encoding="utf-8").splitlines() if line.strip()
-                ]
+                texts += read_query_lines(path, query)
             else:
                 raise ConfigError(f"query {query!r} is no file (give query texts with --text)")
         return TextBaseDataset(texts, self.tokenizer, self.max_length)
@@ -273,4 +291,4 @@ class TextData(IDatasetComponent):
         return dataset
 
 
-__all__ = ["TextData", "read_texts_csv", "unique_names"]
+__all__ = ["TextData", "read_query_lines", "read_texts_csv", "unique_names"]
