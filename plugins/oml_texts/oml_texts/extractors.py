@@ -117,7 +117,8 @@ class HFTextExtractor(HFWrapper, IExportable):
 
     Raises:
         ConfigError: no ``model`` and no zoo key; a bad ``pooling``; a folder that does not exist, a model not in
-            the cache (all before any model is read); a zoo key of another extractor.
+            the cache (all before any model is read); a zoo key of another extractor; a folder without a model's
+            files, or one that transformers cannot read (:func:`~oml_texts.hub.load_model`).
         PretrainedChecksumError: the model's weights are not the zoo key's.
     """
 
@@ -151,7 +152,7 @@ class HFTextExtractor(HFWrapper, IExportable):
         folder = resolve_model_folder(model, download, "hf_text: model")
         if zoo_key is not None:
             check_model_folder(folder, zoo_key, entry)
-        transformer = load_model(folder)
+        transformer = load_model(folder, "hf_text: model")
         super().__init__(transformer, int(transformer.config.hidden_size))
         #: The model's folder (its tokenizer is an export's).
         self.model_folder = folder
