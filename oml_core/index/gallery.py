@@ -409,7 +409,8 @@ class GalleryIndex:
 
         Raises:
             ValueError: a bad ``rows`` or ``calibration`` (before anything is read).
-            ConfigError: the component's data cannot be read, or an item of it (named, before the extractor runs).
+            ConfigError: the component's data cannot be read, or an item of it (named, before the extractor runs);
+                the extractor cannot take its items (the component's ``check_extractor``).
             GalleryIndexError: the component gives no gallery; see :meth:`embed`.
             CalibrationError: the validation split cannot give a threshold for the target.
         """
@@ -430,6 +431,8 @@ class GalleryIndex:
                 not_calibrated = str(e)
         datasets = [gallery] if validation is None else [gallery, validation]
         check_datasets(data, datasets, self.num_workers, None, self._dataset_entry)
+        if self._has_extractor:
+            data.check_extractor(self.extractor)
         names = _item_names(data, gallery)
         gallery_ids = _item_ids(data, gallery)
         labels = gallery.get_labels().tolist() if isinstance(gallery, ILabeledDataset) else None
@@ -530,6 +533,11 @@ class GalleryIndex:
     def _dataset_entry(self) -> Entry:
         """The registry entry of the index's dataset component (names it and its plugin in messages)."""
         return dataset_entry(self.registry, self._dataset_spec)
+
+    @property
+    def _has_extractor(self) -> bool:
+        """Whether the index has an extractor: its spec, or an object given."""
+        return self._extractor_spec is not None or self._extractor is not None
 
     @property
     def extractor(self) -> nn.Module:
@@ -1312,7 +1320,7 @@ class GalleryIndex:
         from oml_core import __version__
 
         folder = Path(folder)
-        has_extractor = self._extractor_spec is not None or self._extractor is not None
+        has_extractor = self._has_extractor
         if has_extractor:
             self._check_probe()
         with new_folder(folder) as temporary:

@@ -128,6 +128,7 @@ def extractor_prediction_pipeline(
         progress_bar = trainer_args[PROGRESS_BAR_ARG]  # always set by inference_trainer_args
         entry = dataset_entry(registry, config.dataset)
         check_datasets(data, [dataset], config.num_workers, progress_bar, entry)
+        data.check_extractor(extractor)
     provenance = EmbeddingsProvenance.of_model(
         spec_of(config.extractor), extractor.state_dict(), _plain_spec(config.transforms_predict)
     )

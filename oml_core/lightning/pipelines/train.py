@@ -178,6 +178,7 @@ def extractor_training_pipeline(
     module_args = _module_args(config, registry, train_dataset)
     metric = embedding_metrics(val_dataset, config.metric_args, registry, None, PIPELINE, ddp=is_ddp)
     if launching:
+        data.check_extractor(module_args["extractor"])
         check_metric_for_checkpointing(config.metric_for_checkpointing, metric.metric_keys())
         check_logs_root(  # a resumed run writes into its own folder, wherever logs_root is
             resume.run_dir.parent if resume is not None else config.logs_root,

@@ -112,6 +112,7 @@ def extractor_validation_pipeline(
         progress_bar = trainer_args[PROGRESS_BAR_ARG]  # always set by inference_trainer_args
         entry = dataset_entry(registry, config.dataset)
         check_datasets(data, [dataset], config.num_workers, progress_bar, entry)
+        data.check_extractor(extractor)
     metric_callback = (MetricValCallbackDDP if is_ddp else MetricValCallback)(metric=metric)
 
     run_dir = shared_run_dir(

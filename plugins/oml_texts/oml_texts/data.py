@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from torch import nn
 
 from oml_core.const import IS_GALLERY_COLUMN, MOCK_DATASET_DEFAULT_CSV, SPLIT_COLUMN, TEXTS_COLUMN
 from oml_core.datasets.dataframe_format import (
@@ -34,6 +35,7 @@ from oml_core.datasets.image_data import check_train_and_validation_rows
 from oml_core.interfaces.datasets import IBaseDataset, IDatasetComponent
 from oml_core.registry import ConfigError
 from oml_texts.datasets import TextBaseDataset, TextLabeledDataset, TextQueryGalleryLabeledDataset
+from oml_texts.extractors import HFWrapper, token_embeddings
 from oml_texts.hub import load_tokenizer
 from oml_texts.mock import get_mock_texts_dataset_root
 from oml_texts.tokens import DEFAULT_MAX_LENGTH
@@ -275,6 +277,23 @@ class TextData(IDatasetComponent):
         if self.show_dataset_warnings:
             return dataframe_warnings(self.dataframe, repr(str(self.source)))
         return []
+
+    def check_extractor(self, extractor: nn.Module) -> None:
+        """Check that the tokenizer's ids fit the token embeddings of ``extractor``'s model (an :class:`HFWrapper`,
+        e.g. ``hf_text``; another extractor is not checked): a tokenizer of more tokens than the model has
+        embeddings is another model's.
+
+        Raises:
+            ConfigError: ``len(tokenizer)`` is larger than the model's token embeddings, naming the tokenizer,
+                the extractor and its model's folder.
+        """
+        size = token_embeddings(extractor.model) if isinstance(extractor, HFWrapper) else None
+        if size is not None and len(self.tokenizer) > size:
+            raise ConfigError(
+                f"{self.pipeline}: dataset.args.tokenizer {self.tokenizer_name!r} has {len(self.tokenizer)} tokens, "
+                f"more than the {size} token embeddings of the extractor {extractor.described}: its ids would go "
+                f"past them; give the tokenizer of the extractor's model"
+            )
 
     def _at(self, rows: np.ndarray) -> pd.DataFrame:
         return self.dataframe.iloc[rows].reset_index(drop=True)

@@ -1,6 +1,7 @@
 """Errors of the texts plugin that name what is wrong in one line, before any work: a folder that is not a model
-(or holds no tokenizer) given as the extractor's model or the dataset's tokenizer. The commands run in this process
-(``oml_core.cli.main``)."""
+(or holds no tokenizer) given as the extractor's model or the dataset's tokenizer, and a tokenizer whose ids go past
+the model's token embeddings (refused when the pipeline has built both; the extractor refuses such ids itself too).
+The commands run in this process (``oml_core.cli.main``)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import torch
 from PIL import Image
 
 from oml_core.cli import main
-from oml_core.registry import default_registry
+from oml_core.registry import ConfigError, default_registry
 
 USAGE = 2
 #: The token embeddings of the small model: fewer than all-MiniLM-L6-v2's tokenizer has tokens (30522).
@@ -114,3 +115,28 @@ def test_a_model_folder_without_a_tokenizer_is_named_as_the_tokenizer(texts_env,
         f"sentencepiece.bpe.model, tokenizer.model"
     )
     assert not texts_env.exists()
+
+
+def test_a_tokenizer_larger_than_the_model_s_vocabulary_is_named_before_any_work(
+    texts_env, small_model, minilm_folder, minilm_tokenizer, capsys
+):
+    line = error_line(capsys, train(small_model, texts_env, f"dataset.args.tokenizer={minilm_folder}"))
+    assert line == (
+        f"oml train: error: extractor_training_pipeline: dataset.args.tokenizer {str(minilm_folder)!r} has 30522 "
+        f"tokens, more than the {SMALL_VOCABULARY} token embeddings of the extractor hf_text (model "
+        f"{str(small_model)!r}): its ids would go past them; give the tokenizer of the extractor's model"
+    )
+    assert not texts_env.exists()
+
+    from oml_texts import HFTextExtractor
+
+    extractor = HFTextExtractor(model=str(small_model))  # the library, given such tokens, names them too
+    tokens = minilm_tokenizer(["an espresso machine"], return_tensors="pt")
+    largest = int(tokens["input_ids"].max())
+    assert largest >= SMALL_VOCABULARY
+    with pytest.raises(ConfigError) as raised:
+        extractor(dict(tokens))
+    assert str(raised.value) == (
+        f"hf_text (model {str(small_model)!r}): the token id {largest} is past the {SMALL_VOCABULARY} token "
+        f"embeddings of the model: the texts were tokenised by another model's tokenizer; give the model's own"
+    )
