@@ -166,6 +166,35 @@ def test_the_cli_reports_a_bad_selection_in_one_line(capsys, tmp_path):
     assert not any(tmp_path.iterdir())  # nothing was written
 
 
+@pytest.mark.parametrize(
+    ("override", "line"),
+    [
+        (
+            "extractor=5",
+            "extractor=5: config key 'extractor' takes a component, by its name (extractor.name=NAME) or as a spec "
+            "('extractor={name: NAME, args: {...}}'), not 5",
+        ),
+        (
+            "criterion=[1]",
+            "criterion=[1]: config key 'criterion' takes a component, by its name (criterion.name=NAME) or as a "
+            "spec ('criterion={name: NAME, args: {...}}'), not [1]",
+        ),
+        (
+            "extractor=vit",
+            "extractor=vit: config key 'extractor' takes a component: give its name as extractor.name=vit (or its "
+            "spec, 'extractor={name: vit, args: {...}}')",
+        ),
+        ("extractor.name=5", "extractor.name: expected a string, got 5"),
+    ],
+)
+def test_a_component_key_given_no_component_says_what_it_takes_in_one_line(capsys, tmp_path, override, line):
+    """``extractor`` and OML's ``criterion`` are config groups too: hydra alone takes ``KEY=VALUE`` for a choice
+    of an option of the group, and fails with an error naming neither (a ``ValueError`` for a number)."""
+    assert main(["train", override, f"logs_root={tmp_path}"]) == 2
+    assert capsys.readouterr().err.splitlines() == [f"oml train: error: {line}"]
+    assert not any(tmp_path.iterdir())  # nothing was written
+
+
 def test_key_null_sets_a_component_to_null_where_hydra_sees_a_config_group(registry):
     """``sampler`` is also a config group (the samplers' default configs), so hydra alone refuses
     ``sampler=null``; OML's configs use it for plain batches of ``bs_train``."""

@@ -2,7 +2,8 @@
 knows nothing of, registers the dataset component ``vectors`` (each CSV row a short vector of numbers, read as a
 tensor) and the extractor ``vector_mlp``, with their default configs; ``oml train``, ``oml validate``, ``oml
 predict``, ``oml index build`` and ``oml search`` run on it through ``dataset.name=vectors``, and their numbers are
-those of a naive computation with the same weights."""
+those of a naive computation with the same weights. Its items made wrong (``dataset.args.fault``) are named with the
+component and the plugin before any work."""
 
 from __future__ import annotations
 
@@ -36,11 +37,24 @@ from oml_core.interfaces.models import IExtractor
 from oml_core.registry import ConfigError
 
 
+def faulty(item, fault):  # the item as a broken component gives it (fault None: as it is)
+    if fault == "tuple":
+        return tuple(item.values())
+    if fault == "no_input":
+        del item["input_tensors"]
+    if fault == "list_input":
+        item["input_tensors"] = item["input_tensors"].tolist()
+    if fault == "text_label" and "labels" in item:
+        item["labels"] = f"label {item['labels']}"
+    return item
+
+
 class VectorRows(IQueryGalleryLabeledDataset):
-    def __init__(self, df, columns):
+    def __init__(self, df, columns, fault=None):
         self.ids = df.index.tolist()  # the rows of the component's csv
         self.df = df.reset_index(drop=True)
         self.x = torch.tensor(self.df[columns].to_numpy(dtype=np.float32))
+        self.fault = fault
 
     def __len__(self):
         return len(self.df)
@@ -49,7 +63,7 @@ class VectorRows(IQueryGalleryLabeledDataset):
         item = {"input_tensors": self.x[i], "idx": i}
         if "label" in self.df:  # queries have none
             item["labels"] = int(self.df["label"][i])
-        return item
+        return faulty(item, self.fault)
 
     def get_labels(self):
         return self.df["label"].to_numpy()
@@ -62,9 +76,10 @@ class VectorRows(IQueryGalleryLabeledDataset):
 
 
 class Vectors(IDatasetComponent):
-    def __init__(self, dataset_root, dataframe_name, dim: int = 4):
+    def __init__(self, dataset_root, dataframe_name, dim: int = 4, fault: str | None = None):
         self.csv = Path(dataset_root) / dataframe_name
         self.columns = [f"x{i}" for i in range(dim)]
+        self.fault = fault
 
     @cached_property
     def df(self):  # read when needed: oml search builds the component for its queries only
@@ -75,7 +90,7 @@ class Vectors(IDatasetComponent):
         return self.csv
 
     def _rows(self, split):
-        return VectorRows(self.df[self.df["split"] == split], self.columns)
+        return VectorRows(self.df[self.df["split"] == split], self.columns, self.fault)
 
     def train_dataset(self):
         return self._rows("train")
@@ -316,6 +331,31 @@ def test_the_components_check_refuses_bad_data_before_any_work(vectors_installed
         == f"oml train: error: {vectors_installed / 'df.csv'}: column 'x2' is not a finite number in the rows [5]"
     )
     assert not (tmp_path / "logs").exists()
+
+
+#: The faults of the plugin's items (its ``Vectors(fault=...)``) and what the pipelines say of them.
+ITEM_FAULTS = {
+    "tuple": "is a tuple, not a dict of its input, index and label",
+    "no_input": "has no key 'input_tensors' (its keys: 'idx', 'labels')",
+    "list_input": "holds a list under 'input_tensors', not a tensor or a dict of tensors",
+    "text_label": "holds 'label 0' (str) under 'labels', not an int",
+}
+
+
+def test_a_dataset_component_whose_items_are_not_what_the_pipelines_take_is_named_before_any_work(
+    vectors_installed, tmp_path, capsys
+):
+    write_vectors(vectors_installed)
+    cfg = vectors_config(vectors_installed, tmp_path / "logs")
+    for fault, problem in ITEM_FAULTS.items():
+        cfg["dataset"]["args"]["fault"] = fault
+        with pytest.warns(UserWarning, match="64 rows of 4 numbers"):  # the component's own check passed
+            assert main(["train", *config_args(tmp_path, "train", cfg)]) == USAGE
+        assert capsys.readouterr().err.splitlines() == [
+            f"oml train: error: the dataset component 'vectors' of the plugin vector_rows (vector-rows 0.3): item 0 "
+            f"of its VectorRows {problem}"
+        ]
+        assert not (tmp_path / "logs").exists()
 
 
 def test_a_dataset_component_without_the_dataset_a_pipeline_needs_is_named(

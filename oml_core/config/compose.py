@@ -35,6 +35,8 @@ the override, key or file at fault, in oml's words rather than hydra's advice:
   config is read;
 - an override of a key the config does not have (``max_epoch=1``): ``unknown config key 'max_epoch'; did you
   mean 'max_epochs'?``, then the known keys at that level and, last, how to add a new key (``+KEY=VALUE``);
+- a value of a component's key that is no spec (``extractor=5``, ``criterion=[1]``, ``extractor=vit``; hydra takes
+  the key for its config group): what the key takes, ``KEY.name=NAME`` or ``'KEY={name: NAME, args: {...}}'``;
 - a config or option that does not exist: its name, the close matches and the options there are;
 - a yaml file that does not parse: the file, line and column (1-based) and yaml's reason.
 """
@@ -66,6 +68,13 @@ _MISSING = object()
 OVERRIDE_GRAMMAR_URL = "https://hydra.cc/docs/advanced/override_grammar/basic/"
 #: The key of a hydra defaults list.
 DEFAULTS_KEY = "defaults"
+#: Hydra's refusals of ``KEY=VALUE`` where ``KEY`` is also a config group (``extractor``, OML's ``criterion``): a
+#: value that is no option name (``extractor=5``), or any value when the config's defaults list selects no option of
+#: the group (``key``: ``extractor=resnet``, ``criterion=[1]``).
+_GROUP_VALUE = re.compile(
+    r"^(?:Config group override must be a string or a list"
+    r"|Could not override '(?P<key>[^']+)'\. No match in the defaults list)"
+)
 #: The top-level key of hydra's own config, present while hydra composes; never a key of a pipeline config.
 _HYDRA_KEY = "hydra"
 
@@ -500,6 +509,9 @@ def _composition_error(
         return _bad_override_message(error.override, error.message)
     if isinstance(error, MissingConfigException):
         return _missing_config_message(error, primary, config_name)
+    component = _component_value_message(error, overrides)
+    if component is not None:
+        return component
     if isinstance(error, ConfigCompositionException):
         unknown = _unknown_key_message(error, overrides)
         if unknown is not None:
@@ -508,6 +520,43 @@ def _composition_error(
         parts = (str(error), _omegaconf_message(error.__cause__))
         return one_line(": ".join(part for part in parts if part)) or type(error).__name__
     return None
+
+
+def _component_value_message(error: Exception, overrides: Sequence[str]) -> str | None:
+    """For hydra's refusal of ``KEY=VALUE`` where ``KEY`` is a config group of components (``extractor``,
+    ``criterion``) that the config's defaults list does not select (:data:`_GROUP_VALUE`): what the key takes
+    (:func:`_component_value_text`), for the first such override. None for any other error."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    refusal = _GROUP_VALUE.match(str(error))
+    if refusal is None:
+        return None
+    parser = OverridesParser.create()
+    for line in overrides:
+        (override,) = parser.parse_overrides([line])
+        if override.is_add() or override.is_force_add() or override.is_delete() or override.package:
+            continue
+        key, value = override.key_or_group, override.value()
+        named = refusal["key"] is not None
+        if "." in key or isinstance(value, dict) or (named and key != refusal["key"]):
+            continue
+        if named or not isinstance(value, str | list):
+            return _component_value_text(line, key, value)
+    return None
+
+
+def _component_value_text(override: str, key: str, value: Any) -> str:
+    """``extractor=5: config key 'extractor' takes a component, by its name (extractor.name=NAME) or as a spec
+    ('extractor={name: NAME, args: {...}}'), not 5``; for a name (``extractor=resnet``), how to give it."""
+    if isinstance(value, str):
+        return (
+            f"{override}: config key {key!r} takes a component: give its name as {key}.name={value} (or its spec, "
+            f"'{key}={{name: {value}, args: {{...}}}}')"
+        )
+    return (
+        f"{override}: config key {key!r} takes a component, by its name ({key}.name=NAME) or as a spec "
+        f"('{key}={{name: NAME, args: {{...}}}}'), not {value!r}"
+    )
 
 
 def _undecodable_config_message(error: UnicodeDecodeError, primary: Path) -> str:

@@ -9,8 +9,11 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from oml_core.config.components import build_component, spec_of
+from oml_core.datasets.items import first_item_problem
 from oml_core.interfaces.datasets import IBaseDataset, IDatasetComponent
 from oml_core.registry import ConfigError, Registry
+from oml_core.registry.entry import Entry
+from oml_core.registry.errors import InterfaceError
 
 #: The dataset component of a config whose ``dataset`` is absent or null (OML's configs).
 DEFAULT_DATASET = "images"
@@ -86,13 +89,44 @@ def dataset_of(data: IDatasetComponent, which: str, pipeline: str) -> IBaseDatas
         ) from e
 
 
+def dataset_entry(registry: Registry, spec: Any) -> Entry:
+    """The registry entry of the dataset component of the config value ``spec`` of ``dataset`` (None:
+    :data:`DEFAULT_DATASET`): what names the component and its plugin in messages.
+
+    Raises:
+        RegistryError: an unknown name.
+    """
+    return registry.get("dataset", spec_of(spec or DEFAULT_DATASET)["name"])
+
+
 def check_datasets(
-    data: IDatasetComponent, datasets: list[IBaseDataset], num_workers: int, progress_bar: bool | None
+    data: IDatasetComponent,
+    datasets: list[IBaseDataset],
+    num_workers: int,
+    progress_bar: bool | None,
+    entry: Entry,
 ) -> None:
     """Run ``data``'s checks of ``datasets`` (:meth:`IDatasetComponent.check`) and issue its warnings as
-    ``UserWarning``; a bad item raises its ``ConfigError``."""
+    ``UserWarning``, then check the first item of each dataset
+    (:func:`~oml_core.datasets.items.first_item_problem`).
+
+    Args:
+        entry: The registry entry of ``data`` (:func:`dataset_entry`), named with its plugin in messages.
+
+    Raises:
+        ConfigError: a bad item (the component's check).
+        InterfaceError: an item that is not what the pipelines take, naming the component, its plugin, the dataset
+            and what is wrong.
+    """
     for message in data.check(datasets, num_workers, progress_bar):
         warnings.warn(message, stacklevel=3)
+    for dataset in datasets:
+        problem = first_item_problem(dataset)
+        if problem is not None:
+            raise InterfaceError(
+                f"the dataset component {entry.name!r} of the plugin {entry.plugin.provider}: item 0 of its "
+                f"{type(dataset).__name__} {problem}"
+            )
 
 
 __all__ = [
@@ -102,5 +136,6 @@ __all__ = [
     "TRANSFORMS_PREFIX",
     "build_dataset_component",
     "check_datasets",
+    "dataset_entry",
     "dataset_of",
 ]

@@ -54,7 +54,7 @@ import torch
 from torch import Tensor, nn
 from torch.utils.data import Dataset
 
-from oml_core.config.data import DATA_KEYS, build_dataset_component, check_datasets
+from oml_core.config.data import DATA_KEYS, build_dataset_component, check_datasets, dataset_entry
 from oml_core.const import SPLIT_COLUMN, TBBox
 from oml_core.datasets.image_data import ImageData
 from oml_core.index.calibration import Calibration, CalibrationError, calibrate_rr, check_target
@@ -117,6 +117,7 @@ from oml_core.interfaces.knn import CannotRemoveError, IKnnIndex
 from oml_core.knn.backend_checks import check_added, check_distance, check_k
 from oml_core.knn.backend_search import make_knn_index, search_with_index
 from oml_core.registry import ConfigError, Registry, RegistryError, default_registry, to_plain
+from oml_core.registry.entry import Entry
 from oml_core.retrieval.retrieval_results import RetrievalResults, factorize, get_sequence_ids
 from oml_core.utils.atomic import fsync_directory
 from oml_core.utils.precision import without_tf32
@@ -408,7 +409,8 @@ class GalleryIndex:
 
         Raises:
             ValueError: a bad ``rows`` or ``calibration`` (before anything is read).
-            ConfigError: the component's data cannot be read, or an item of it (named, before the extractor runs).
+            ConfigError: the component's data cannot be read, or an item of it (named, before the extractor runs);
+                the extractor cannot take its items (the component's ``check_extractor``).
             GalleryIndexError: the component gives no gallery; see :meth:`embed`.
             CalibrationError: the validation split cannot give a threshold for the target.
         """
@@ -427,9 +429,10 @@ class GalleryIndex:
                 validation = data.validation_dataset()
             except NotImplementedError as e:
                 not_calibrated = str(e)
-        check_datasets(
-            data, [gallery] if validation is None else [gallery, validation], self.num_workers, None
-        )
+        datasets = [gallery] if validation is None else [gallery, validation]
+        check_datasets(data, datasets, self.num_workers, None, self._dataset_entry)
+        if self._has_extractor:
+            data.check_extractor(self.extractor)
         names = _item_names(data, gallery)
         gallery_ids = _item_ids(data, gallery)
         labels = gallery.get_labels().tolist() if isinstance(gallery, ILabeledDataset) else None
@@ -525,6 +528,16 @@ class GalleryIndex:
     def registry(self) -> Registry:
         """The registry that builds the components."""
         return self._registry if self._registry is not None else default_registry()
+
+    @property
+    def _dataset_entry(self) -> Entry:
+        """The registry entry of the index's dataset component (names it and its plugin in messages)."""
+        return dataset_entry(self.registry, self._dataset_spec)
+
+    @property
+    def _has_extractor(self) -> bool:
+        """Whether the index has an extractor: its spec, or an object given."""
+        return self._extractor_spec is not None or self._extractor is not None
 
     @property
     def extractor(self) -> nn.Module:
@@ -901,7 +914,7 @@ class GalleryIndex:
             validation = data.validation_dataset()
         except NotImplementedError as e:
             raise GalleryIndexError(f"{self._where()}: {e}: the index cannot be calibrated again") from e
-        check_datasets(data, [validation], self.num_workers, None)
+        check_datasets(data, [validation], self.num_workers, None, self._dataset_entry)
         self._calibrate_on(validation, None, {}, args)
         assert self.calibration is not None
         return self.calibration
@@ -1307,7 +1320,7 @@ class GalleryIndex:
         from oml_core import __version__
 
         folder = Path(folder)
-        has_extractor = self._extractor_spec is not None or self._extractor is not None
+        has_extractor = self._has_extractor
         if has_extractor:
             self._check_probe()
         with new_folder(folder) as temporary:

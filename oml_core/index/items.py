@@ -3,7 +3,7 @@ part of a validation split that is not in the gallery), and the probe's input te
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence, Sized
+from collections.abc import Sequence, Sized
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
@@ -11,10 +11,8 @@ from typing import Any, cast
 from torch import Tensor
 from torch.utils.data import Dataset
 
+from oml_core.datasets.items import ItemInput, is_item_input
 from oml_core.interfaces.datasets import IBaseDataset
-
-#: What an extractor takes for one item: a tensor, or named tensors (e.g. a text's ids and mask).
-ItemInput = Tensor | Mapping[str, Tensor]
 
 
 def size_of(dataset: Dataset) -> int:
@@ -59,15 +57,6 @@ class OneInput(IBaseDataset):
         if item != 0:
             raise IndexError(f"{type(self).__name__} has one item, not {item + 1}")
         return {self.input_tensors_key: self.inputs, self.index_key: 0}
-
-
-def is_item_input(value: Any) -> bool:
-    """Whether ``value`` is an :data:`ItemInput` (what ``embeddings.pt`` can keep with ``weights_only``)."""
-    if isinstance(value, Tensor):
-        return True
-    return isinstance(value, Mapping) and all(
-        isinstance(k, str) and isinstance(v, Tensor) for k, v in value.items()
-    )
 
 
 @dataclass(frozen=True)

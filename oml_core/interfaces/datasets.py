@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     import numpy as np
+    from torch.nn import Module
 
 
 class IIndexedDataset(Dataset):
@@ -128,7 +129,9 @@ class IDatasetComponent(ABC):
     ``cache_size``, ``num_workers``, the transforms ``transforms_train``, ``transforms_val`` and
     ``transforms_predict`` built, and the other keys of the pipeline's data settings), each by its name, to a
     factory that names that parameter and whose ``args`` do not set it. The pipeline then asks it for the datasets
-    it needs, and calls :meth:`check` on them before any model runs (the process that launched the run only).
+    it needs, and calls :meth:`check` on them before any model runs (the process that launched the run only), then
+    checks the first item of each (:func:`~oml_core.datasets.items.first_item_problem`) and, once it has built the
+    extractor, calls :meth:`check_extractor`.
 
     The datasets' items are dicts: ``input_tensors_key`` holds what the extractor takes, ``index_key`` the item's
     index, ``labels_key`` the label (labelled datasets). A validation dataset that is also an
@@ -242,3 +245,13 @@ class IDatasetComponent(ABC):
             ConfigError: an item that cannot be read, naming the file and the row.
         """
         return []
+
+    def check_extractor(self, extractor: Module) -> None:
+        """Check, before any model runs, that ``extractor`` (the run's, built) takes this component's items: e.g.
+        texts refuse a model whose vocabulary is smaller than their tokenizer's. Called by the pipelines and a
+        gallery index once both are built; nothing to check by default.
+
+        Raises:
+            ConfigError: the extractor cannot take the items, naming both (the argument, the model's folder).
+        """
+        return None

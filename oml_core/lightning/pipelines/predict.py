@@ -15,7 +15,7 @@ import pytorch_lightning as pl
 from torch import Tensor
 
 from oml_core.config.components import build_component, spec_of
-from oml_core.config.data import build_dataset_component, check_datasets, dataset_of
+from oml_core.config.data import build_dataset_component, check_datasets, dataset_entry, dataset_of
 from oml_core.config.schemas import ExtractorPredictionConfig
 from oml_core.config.typed import check_component_arguments, validate_config
 from oml_core.engine import (
@@ -126,7 +126,9 @@ def extractor_prediction_pipeline(
     extractor = build_component(registry, "extractor", config.extractor, "extractor", PIPELINE)
     if launching:
         progress_bar = trainer_args[PROGRESS_BAR_ARG]  # always set by inference_trainer_args
-        check_datasets(data, [dataset], config.num_workers, progress_bar)
+        entry = dataset_entry(registry, config.dataset)
+        check_datasets(data, [dataset], config.num_workers, progress_bar, entry)
+        data.check_extractor(extractor)
     provenance = EmbeddingsProvenance.of_model(
         spec_of(config.extractor), extractor.state_dict(), _plain_spec(config.transforms_predict)
     )

@@ -12,7 +12,7 @@ import pytorch_lightning as pl
 from pytorch_lightning.utilities import rank_zero_only
 
 from oml_core.config.components import build_component
-from oml_core.config.data import build_dataset_component, check_datasets, dataset_of
+from oml_core.config.data import build_dataset_component, check_datasets, dataset_entry, dataset_of
 from oml_core.config.schemas import ExtractorTrainingConfig
 from oml_core.config.typed import check_component_arguments, validate_config
 from oml_core.engine import (
@@ -56,6 +56,7 @@ from oml_core.lightning.pipelines.shared.training import (
 from oml_core.lightning.progress import progress_bar_enabled
 from oml_core.lightning.quiet import quiet_lightning
 from oml_core.registry import ConfigError, Registry, default_registry
+from oml_core.registry.entry import Entry
 
 PIPELINE = "extractor_training_pipeline"
 
@@ -171,12 +172,13 @@ def extractor_training_pipeline(
     record = make_run_record(PIPELINE, config, data.source)
     resume = plan_resume(record, config) if config.resume else None  # refused before any work
     if launching:
-        _check_data(config, data, train_dataset, val_dataset)
+        _check_data(config, data, train_dataset, val_dataset, dataset_entry(registry, config.dataset))
     train_loader, generators, resumable = build_train_loader(config, registry, train_dataset, PIPELINE)
     val_loader = evaluation_loader(val_dataset, config.bs_val, config.num_workers)
     module_args = _module_args(config, registry, train_dataset)
     metric = embedding_metrics(val_dataset, config.metric_args, registry, None, PIPELINE, ddp=is_ddp)
     if launching:
+        data.check_extractor(module_args["extractor"])
         check_metric_for_checkpointing(config.metric_for_checkpointing, metric.metric_keys())
         check_logs_root(  # a resumed run writes into its own folder, wherever logs_root is
             resume.run_dir.parent if resume is not None else config.logs_root,
@@ -276,17 +278,22 @@ def _module_args(config: ExtractorTrainingConfig, registry: Registry, train_data
 
 
 def _check_data(
-    config: ExtractorTrainingConfig, data: IDatasetComponent, train_dataset: Any, val_dataset: Any
+    config: ExtractorTrainingConfig,
+    data: IDatasetComponent,
+    train_dataset: Any,
+    val_dataset: Any,
+    entry: Entry,
 ) -> None:
     """The checks of the data before training: the validation split's ground truth
     (:func:`~oml_core.lightning.pipelines.shared.preflight.check_validation_ground_truth`), then the dataset
     component's own (images: every image opens and its box lies in it, unless ``check_images`` is false; the
-    dataframe's doubtful rows as warnings)."""
+    dataframe's doubtful rows as warnings) and the first item of each dataset
+    (:func:`~oml_core.config.data.check_datasets`; ``entry`` names the component)."""
     check_validation_ground_truth(
         val_dataset.get_labels(), val_dataset.get_query_ids(), val_dataset.get_gallery_ids(), str(data.source)
     )
     progress = progress_bar_enabled(config.lightning_trainer_extra_args)
-    check_datasets(data, [train_dataset, val_dataset], config.num_workers, progress)
+    check_datasets(data, [train_dataset, val_dataset], config.num_workers, progress, entry)
 
 
 __all__ = ["TrainingResult", "extractor_training_pipeline"]

@@ -11,7 +11,7 @@ import pytorch_lightning as pl
 from pytorch_lightning.utilities import rank_zero_only
 
 from oml_core.config.components import build_component
-from oml_core.config.data import build_dataset_component, check_datasets, dataset_of
+from oml_core.config.data import build_dataset_component, check_datasets, dataset_entry, dataset_of
 from oml_core.config.schemas import ExtractorValidationConfig
 from oml_core.config.typed import check_component_arguments, validate_config
 from oml_core.engine import (
@@ -110,7 +110,9 @@ def extractor_validation_pipeline(
     metric = embedding_metrics(dataset, config.metric_args, registry, postprocessor, PIPELINE, ddp=is_ddp)
     if not is_ddp_child_process():  # the DDP processes skip what the launching process checked
         progress_bar = trainer_args[PROGRESS_BAR_ARG]  # always set by inference_trainer_args
-        check_datasets(data, [dataset], config.num_workers, progress_bar)
+        entry = dataset_entry(registry, config.dataset)
+        check_datasets(data, [dataset], config.num_workers, progress_bar, entry)
+        data.check_extractor(extractor)
     metric_callback = (MetricValCallbackDDP if is_ddp else MetricValCallback)(metric=metric)
 
     run_dir = shared_run_dir(

@@ -11,7 +11,7 @@ from typing import Any, cast
 import pytorch_lightning as pl
 
 from oml_core.config.components import build_component
-from oml_core.config.data import build_dataset_component, check_datasets, dataset_of
+from oml_core.config.data import build_dataset_component, check_datasets, dataset_entry, dataset_of
 from oml_core.config.rules import ComponentSpec
 from oml_core.config.schemas import PostprocessorValidationConfig
 from oml_core.config.typed import check_component_arguments, validate_config
@@ -118,7 +118,7 @@ def postprocessor_validation_pipeline(
     metric_before = embedding_metrics(dataset, config.metric_args, registry, None, PIPELINE)
     metric = embedding_metrics(dataset, config.metric_args, registry, postprocessor, PIPELINE)
     progress_bar = trainer_args[PROGRESS_BAR_ARG]  # always set by inference_trainer_args
-    check_datasets(data, [dataset], config.num_workers, progress_bar)
+    check_datasets(data, [dataset], config.num_workers, progress_bar, dataset_entry(registry, config.dataset))
     extraction = CachedEmbeddings(
         registry,
         config,

@@ -186,9 +186,31 @@ def test_a_bad_request_is_one_line_and_the_service_goes_on(
     assert upload(images, images_world.gallery_file).json()["queries"][0]["match"] is True
 
 
-def test_a_text_index_refuses_an_upload_it_cannot_read(texts, texts_world):
-    response = texts.post("/search", files={"file": ("picture.png", b"\x89PNG\r\n", "image/png")})
-    assert response.status_code == 422 and "picture.png" in response.json()["error"]
+def not_text(name: str) -> str:
+    """The one line of a query ``name`` (as given) that a text index cannot read."""
+    return (
+        f"query {name!r} is not UTF-8 text: an index of texts takes texts, as a text file of a query a line, a CSV "
+        f"with a 'text' column, or the texts as they are (--text)"
+    )
+
+
+def test_a_text_index_refuses_a_picture_or_a_sound_in_one_line_and_keeps_its_items(
+    texts, texts_world, tmp_path, capsys
+):
+    import soundfile
+
+    picture, sound = tmp_path / "photo.jpg", tmp_path / "clip.wav"
+    Image.new("RGB", (8, 8), (200, 30, 30)).save(picture)
+    soundfile.write(sound, 0.5 * np.sin(np.arange(800) / 5), 16000, subtype="PCM_16")
+    for query in (picture, sound):
+        response = texts.post("/search", files={"file": (query.name, query.read_bytes(), "image/png")})
+        assert (response.status_code, response.json()) == (422, {"error": not_text(query.name)})
+    index_json = (texts_world.index / "index.json").read_bytes()
+    for command in (["search"], ["index", "add"]):
+        assert main([*command, str(texts_world.index), str(sound)]) == 2
+        command_name = " ".join(command)
+        assert capsys.readouterr().err.splitlines() == [f"oml {command_name}: error: {not_text(str(sound))}"]
+    assert (texts_world.index / "index.json").read_bytes() == index_json  # the index is as it was
     assert texts.post("/search", json={"text": "   "}).json() == {"error": "text is empty"}
     assert texts.post("/search", json={"text": "an espresso machine"}).status_code == 200
 

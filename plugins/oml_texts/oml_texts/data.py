@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from torch import nn
 
 from oml_core.const import IS_GALLERY_COLUMN, MOCK_DATASET_DEFAULT_CSV, SPLIT_COLUMN, TEXTS_COLUMN
 from oml_core.datasets.dataframe_format import (
@@ -34,6 +35,7 @@ from oml_core.datasets.image_data import check_train_and_validation_rows
 from oml_core.interfaces.datasets import IBaseDataset, IDatasetComponent
 from oml_core.registry import ConfigError
 from oml_texts.datasets import TextBaseDataset, TextLabeledDataset, TextQueryGalleryLabeledDataset
+from oml_texts.extractors import HFWrapper, token_embeddings
 from oml_texts.hub import load_tokenizer
 from oml_texts.mock import get_mock_texts_dataset_root
 from oml_texts.tokens import DEFAULT_MAX_LENGTH
@@ -49,6 +51,25 @@ def read_texts_csv(path: Path, encoding: str = DEFAULT_ENCODING) -> pd.DataFrame
         return read_csv_with_column(path, TEXTS_COLUMN, encoding, empty="an empty text")
     except DataFrameFormatError as e:
         raise ConfigError(str(e)) from e
+
+
+def read_query_lines(path: Path, query: str) -> list[str]:
+    """The non-empty lines of the text file ``path`` (the query ``query`` as given), stripped: a query each.
+
+    Raises:
+        ConfigError: the file is not UTF-8 text (it does not decode, or holds a NUL character: an image, a
+            sound), naming ``query`` and what a text index takes.
+    """
+    try:
+        text: str | None = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        text = None
+    if text is None or "\x00" in text:
+        raise ConfigError(
+            f"query {query!r} is not UTF-8 text: an index of texts takes texts, as a text file of a query a line, a "
+            f"CSV with a {TEXTS_COLUMN!r} column, or the texts as they are (--text)"
+        )
+    return [line.strip() for line in text.splitlines() if line.strip()]
 
 
 def unique_names(texts: Sequence[str]) -> list[str]:
@@ -207,7 +228,8 @@ class TextData(IDatasetComponent):
         line), in order.
 
         Raises:
-            ConfigError: a file that does not exist, a CSV without a ``text`` column or with an empty text.
+            ConfigError: a file that does not exist, a CSV without a ``text`` column or with an empty text, a file
+                that is not UTF-8 text (an image, a sound: :func:`read_query_lines`).
         """
         texts: list[str] = []
         for query in queries:
@@ -215,9 +237,7 @@ class TextData(IDatasetComponent):
             if path.suffix.lower() == ".csv":
                 texts += read_texts_csv(path)[TEXTS_COLUMN].astype(str).tolist()
             elif path.is_file():
-                texts += [
-                    line.strip() for line in path.read_text(encoding="utf-8").splitlines() if line.strip()
-                ]
+                texts += read_query_lines(path, query)
             else:
                 raise ConfigError(f"query {query!r} is no file (give query texts with --text)")
         return TextBaseDataset(texts, self.tokenizer, self.max_length)
@@ -258,6 +278,23 @@ class TextData(IDatasetComponent):
             return dataframe_warnings(self.dataframe, repr(str(self.source)))
         return []
 
+    def check_extractor(self, extractor: nn.Module) -> None:
+        """Check that the tokenizer's ids fit the token embeddings of ``extractor``'s model (an :class:`HFWrapper`,
+        e.g. ``hf_text``; another extractor is not checked): a tokenizer of more tokens than the model has
+        embeddings is another model's.
+
+        Raises:
+            ConfigError: ``len(tokenizer)`` is larger than the model's token embeddings, naming the tokenizer,
+                the extractor and its model's folder.
+        """
+        size = token_embeddings(extractor.model) if isinstance(extractor, HFWrapper) else None
+        if size is not None and len(self.tokenizer) > size:
+            raise ConfigError(
+                f"{self.pipeline}: dataset.args.tokenizer {self.tokenizer_name!r} has {len(self.tokenizer)} tokens, "
+                f"more than the {size} token embeddings of the extractor {extractor.described}: its ids would go "
+                f"past them; give the tokenizer of the extractor's model"
+            )
+
     def _at(self, rows: np.ndarray) -> pd.DataFrame:
         return self.dataframe.iloc[rows].reset_index(drop=True)
 
@@ -273,4 +310,4 @@ class TextData(IDatasetComponent):
         return dataset
 
 
-__all__ = ["TextData", "read_texts_csv", "unique_names"]
+__all__ = ["TextData", "read_query_lines", "read_texts_csv", "unique_names"]

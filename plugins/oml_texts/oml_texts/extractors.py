@@ -75,10 +75,20 @@ class HFWrapper(IExtractor):
         self.model = model
         self._feat_dim = feat_dim
 
+    @property
+    def described(self) -> str:
+        """How messages name this extractor: its class (``hf_text`` adds its model's folder)."""
+        return type(self).__name__
+
     def hidden_states(self, x: Mapping[str, Tensor]) -> Tensor:
         """``[B, L', feat_dim]``: the last hidden states of the tokens of ``x["input_ids"]`` up to the batch's last
         token (``L'``: the trailing columns that are padding in every text are left out; masked, they change no
-        other token's state)."""
+        other token's state).
+
+        Raises:
+            ConfigError: a token id past the model's token embeddings (:func:`check_token_ids`).
+        """
+        check_token_ids(x["input_ids"], self.model, self.described)
         mask = x["attention_mask"]
         length = int(mask.any(dim=0).nonzero().max()) + 1 if mask.any() else mask.shape[1]
         return self.model(x["input_ids"][:, :length], attention_mask=mask[:, :length])["last_hidden_state"]
@@ -90,6 +100,32 @@ class HFWrapper(IExtractor):
     @property
     def feat_dim(self) -> int:
         return self._feat_dim
+
+
+def token_embeddings(model: nn.Module) -> int | None:
+    """The number of token embeddings of the transformer ``model`` (the ids it takes are below it); None for a
+    model without ``get_input_embeddings`` or whose input embeddings are no ``nn.Embedding``."""
+    get_input_embeddings = getattr(model, "get_input_embeddings", None)
+    embeddings = get_input_embeddings() if callable(get_input_embeddings) else None
+    return embeddings.num_embeddings if isinstance(embeddings, nn.Embedding) else None
+
+
+def check_token_ids(input_ids: Tensor, model: nn.Module, owner: str) -> None:
+    """Check that every id of ``input_ids`` has a token embedding in ``model`` (:func:`token_embeddings`), so that
+    a tokenizer of another model is named rather than failing deep in the embedding layer.
+
+    Raises:
+        ConfigError: an id past the embeddings, naming ``owner`` (the extractor), the largest id and their number.
+    """
+    size = token_embeddings(model)
+    if size is None or input_ids.numel() == 0:
+        return
+    largest = int(input_ids.max())
+    if largest >= size:
+        raise ConfigError(
+            f"{owner}: the token id {largest} is past the {size} token embeddings of the model: the texts were "
+            f"tokenised by another model's tokenizer; give the model's own"
+        )
 
 
 def mean_pooling(hidden: Tensor, attention_mask: Tensor) -> Tensor:
@@ -117,7 +153,8 @@ class HFTextExtractor(HFWrapper, IExportable):
 
     Raises:
         ConfigError: no ``model`` and no zoo key; a bad ``pooling``; a folder that does not exist, a model not in
-            the cache (all before any model is read); a zoo key of another extractor.
+            the cache (all before any model is read); a zoo key of another extractor; a folder without a model's
+            files, or one that transformers cannot read (:func:`~oml_texts.hub.load_model`).
         PretrainedChecksumError: the model's weights are not the zoo key's.
     """
 
@@ -151,7 +188,7 @@ class HFTextExtractor(HFWrapper, IExportable):
         folder = resolve_model_folder(model, download, "hf_text: model")
         if zoo_key is not None:
             check_model_folder(folder, zoo_key, entry)
-        transformer = load_model(folder)
+        transformer = load_model(folder, "hf_text: model")
         super().__init__(transformer, int(transformer.config.hidden_size))
         #: The model's folder (its tokenizer is an export's).
         self.model_folder = folder
@@ -163,6 +200,11 @@ class HFTextExtractor(HFWrapper, IExportable):
         )
         if zoo_key is None:
             load_weights(self, weights, prefixes=CHECKPOINT_PREFIXES)
+
+    @property
+    def described(self) -> str:
+        """``hf_text (model '<its folder>')``."""
+        return f"hf_text (model {str(self.model_folder)!r})"
 
     def forward(self, x: Mapping[str, Tensor]) -> Tensor:
         """``[B, feat_dim]``: the pooled (and, with ``normalise_features``, L2-normalised) hidden states."""
@@ -273,5 +315,7 @@ __all__ = [
     "TBatchEncoding",
     "THFModel",
     "check_model_type",
+    "check_token_ids",
     "mean_pooling",
+    "token_embeddings",
 ]
