@@ -13,6 +13,9 @@ from pathlib import Path
 import pytest
 import torch
 
+from oml_core.registry import Registry
+from oml_core.registry.manager import BUILTINS_NAME
+
 README = Path(__file__).resolve().parents[1] / "README.md"
 BLOCK = re.compile(r"^```python\n(.*?)^```", re.MULTILINE | re.DOTALL)
 
@@ -135,7 +138,13 @@ def test_every_shell_command_runs_as_written(tmp_path, oml_cache_dir, monkeypatc
     (predictions,) = tmp_path.glob("logs/*_prediction/predictions.json")
     assert predictions.is_file()
     assert (tmp_path / "logs" / "reranker" / "checkpoints" / "best.ckpt").is_file()
-    assert "OK: " in out("oml plugins --check")
+    # every installed plugin and every component it provides load (the one `oml plugins --check` of the suite)
+    registry = Registry()
+    plugins = [r.info.name for r in registry.plugins() if r.info.name != BUILTINS_NAME]
+    count = sum(len(names) for plugin in plugins for names in registry.provided_by(plugin).values())
+    checked = out("oml plugins --check")
+    assert checked.splitlines()[-1] == f"OK: {len(plugins)} plugins, {count} components load"
+    assert "FAILED" not in checked and "BROKEN" not in checked
     assert "in_features" in out("oml registry loss arcface")
     assert out("oml --version").startswith("oml-core ")
     assert (tmp_path / "oml-acme" / "oml_acme" / "plugin.py").is_file()
