@@ -107,7 +107,8 @@ def error_report(error: Exception, argv: Sequence[str]) -> tuple[str, int]:
     command ``oml ARGV``.
 
     ``error: <message>`` and :data:`EXIT_USAGE` for a user error (see :func:`is_user_error`); for a run stopped
-    on purpose, its message, the command that resumes it (:func:`resume_command`) and its own ``exit_code``;
+    on purpose, its message, the command that resumes it (:func:`resume_command`, with its ``resume_overrides``)
+    and its own ``exit_code``;
     else ``internal error: <Type>: <message> (run with OML_TRACEBACK=1 for the traceback)`` and
     :data:`EXIT_INTERNAL`, naming the component and its plugin when a component's factory raised ``error``
     (:func:`~oml_core.registry.registry.failed_component`).
@@ -116,7 +117,8 @@ def error_report(error: Exception, argv: Sequence[str]) -> tuple[str, int]:
     stopped = cast("type[TrainingStopped] | None", _loaded_type(*STOPPED_TYPE))
     if stopped is not None and isinstance(error, stopped):
         if error.resumable and error.checkpoint is not None:
-            return one_line(f"{error}; to go on: {resume_command(argv, error.checkpoint)}"), error.exit_code
+            command = resume_command(argv, error.checkpoint, error.resume_overrides)
+            return one_line(f"{error}; to go on: {command}"), error.exit_code
         return one_line(str(error)), error.exit_code
     if is_user_error(error):
         text = _os_error_text(error) if isinstance(error, OSError) else str(error)
@@ -140,10 +142,14 @@ def is_user_error(error: BaseException) -> bool:
     return isinstance(error, (RegistryError, *(t for t in user_types if t is not None)))
 
 
-def resume_command(argv: Sequence[str], checkpoint: str | os.PathLike[str]) -> str:
-    """``oml ARGV resume=CHECKPOINT``, shell-quoted, where ARGV loses the overrides of ``resume`` it had."""
-    kept = [arg for arg in argv if arg.lstrip("+").partition("=")[0] != "resume"]
-    return shlex.join(["oml", *kept, f"resume={os.fspath(checkpoint)}"])
+def resume_command(
+    argv: Sequence[str], checkpoint: str | os.PathLike[str], overrides: Sequence[str] = ()
+) -> str:
+    """``oml ARGV OVERRIDES resume=CHECKPOINT``, shell-quoted, where ARGV loses the overrides it had of ``resume``
+    and of the keys of ``OVERRIDES`` (``key=value`` each)."""
+    replaced = {"resume", *(override.partition("=")[0] for override in overrides)}
+    kept = [arg for arg in argv if arg.lstrip("+").partition("=")[0] not in replaced]
+    return shlex.join(["oml", *kept, *overrides, f"resume={os.fspath(checkpoint)}"])
 
 
 def _loaded_type(module: str, name: str) -> type[BaseException] | None:

@@ -1,7 +1,8 @@
 """Which plugins' callbacks a training run adds (``oml_register_callbacks``): those its config names in
 ``callbacks``, in the list's order, with their arguments; then every *every-run* callback (registered with
 ``every_run=True``, :meth:`~oml_core.registry.Registry.every_run_callbacks`: the plugins' load order, then the
-name) that the config neither names nor switches off in ``callbacks_disabled``, built with its default arguments.
+name) that the config neither names nor switches off in ``callbacks_disabled``, built with its default arguments;
+:func:`callback_in_messages`: how an error names one of them, and how a run switches it off.
 
 Lightning's own entry-point callbacks (the ``lightning.pytorch.callbacks_factory`` group) are added to every
 Trainer likewise, but cannot be switched off or given arguments by a run; here a run can do both, and a callback
@@ -20,6 +21,8 @@ from oml_core.registry.specs import required_arguments
 
 #: The config key listing the every-run callbacks that a run switches off.
 DISABLED_KEY = "callbacks_disabled"
+#: The config key naming the callbacks a run adds, with their arguments.
+CALLBACKS_KEY = "callbacks"
 
 
 def plugin_callback_specs(
@@ -48,7 +51,7 @@ def plugin_callback_specs(
         for i, name in enumerate(disabled)
     ]
     added: list[tuple[str, Mapping[str, Any]]] = [
-        (f"callbacks[{i}]", spec) for i, spec in enumerate(callbacks)
+        (f"{CALLBACKS_KEY}[{i}]", spec) for i, spec in enumerate(callbacks)
     ]
     for entry in every_run:
         if entry in named or entry in switched_off:
@@ -64,6 +67,27 @@ def plugin_callback_specs(
             (f"every-run callback {entry.qualified_name!r}", {"name": entry.qualified_name, "args": {}})
         )
     return added
+
+
+def callback_in_messages(
+    registry: Registry, key: str, spec: Mapping[str, Any], disabled: Sequence[str]
+) -> tuple[str, str | None]:
+    """How messages name the callback that :func:`plugin_callback_specs` gave as ``(key, spec)``, and the override
+    that switches it off:
+
+    - an every-run callback: ``("the callback 'p:log' of the plugin p (p-dist 1.0)", "callbacks_disabled=[...,
+      p:log]")``, the override keeping the config's ``disabled``;
+    - one the config names: ``("the callback 'p:log' (callbacks[0]) of the plugin p (p-dist 1.0)", None)``: it
+      is switched off by taking it out of ``callbacks``.
+    """
+    entry = registry.get(EVERY_RUN_KIND, spec["name"])
+    if key.startswith(f"{CALLBACKS_KEY}["):
+        return f"the callback {entry.qualified_name!r} ({key}) of the plugin {entry.plugin.provider}", None
+    names = ",".join([*disabled, entry.qualified_name])
+    return (
+        f"the callback {entry.qualified_name!r} of the plugin {entry.plugin.provider}",
+        f"{DISABLED_KEY}=[{names}]",
+    )
 
 
 def _disabled_entry(

@@ -18,7 +18,7 @@ from pytorch_lightning.callbacks import ModelCheckpoint
 from pytorch_lightning.trainer.states import TrainerFn
 
 from oml_core.lightning.interrupts import InterruptRequest
-from oml_core.lightning.stops import NonFiniteLossError, TrainingInterrupted
+from oml_core.lightning.stops import CallbackFailed, NonFiniteLossError, TrainingInterrupted
 from oml_core.utils.atomic import atomic_torch_save, remove_stale_temporaries
 from oml_core.utils.digest import CorruptCheckpointError, verify_checkpoint
 from oml_core.utils.misc_torch import first_non_finite as first_non_finite_tensor
@@ -90,6 +90,9 @@ class LastCheckpoint(pl.Callback):
       current step, or at the end of the epoch when the request comes during its last step or its validation
       (so after that epoch's ``best.ckpt``); then it raises :class:`~oml_core.lightning.stops.TrainingInterrupted`
       naming the file. A request during the last epoch's end lets the run finish (it is done anyway).
+    - With a plugin's callback that failed (the request's ``failure``, see
+      :mod:`~oml_core.lightning.callbacks.guard`): as with an interrupt, but it raises
+      :class:`~oml_core.lightning.stops.CallbackFailed`, at the end of the last epoch too.
 
     A resumed run starts from a state that is on disk already: the end of an epoch that the restart replays is
     not written again. Before every save the trained weights are checked (:func:`check_finite_weights`):
@@ -105,7 +108,8 @@ class LastCheckpoint(pl.Callback):
         every_n_steps: Save every that many training steps within an epoch too (None: not by steps).
         every_seconds: Save once that many seconds have passed since the last save (the start of training
             counts as one); 0: at the end of every epoch, and never by time within an epoch.
-        interrupt: The request that :func:`~oml_core.lightning.interrupts.graceful_interrupts` sets.
+        interrupt: The request that :func:`~oml_core.lightning.interrupts.graceful_interrupts` (and the guards of
+            the plugins' callbacks) set.
         clock: Seconds of a monotonic clock (for tests).
 
     Attributes:
@@ -162,7 +166,8 @@ class LastCheckpoint(pl.Callback):
         # an epoch end that a resumed run replays (no batch since the start) is on disk already
         if stop or (self._trained and (self.every_seconds == 0 or time_up or ends)):
             self._save(trainer, pl_module)
-        if stop and not ends:
+        # a plugin's callback that failed is said even at the end of the last epoch
+        if stop and (not ends or self.interrupt.failure is not None):
             self._raise_interrupted(trainer)
 
     def _decide(self, trainer: pl.Trainer) -> tuple[bool, bool]:
@@ -195,6 +200,14 @@ class LastCheckpoint(pl.Callback):
         self._saved_at = self.clock()
 
     def _raise_interrupted(self, trainer: pl.Trainer) -> None:
+        """Raise :class:`~oml_core.lightning.stops.CallbackFailed` for a plugin's callback that failed, else
+        :class:`~oml_core.lightning.stops.TrainingInterrupted`; both name :attr:`path`, just written."""
+        failure = self.interrupt.failure
+        if failure is not None:
+            ends = self._training_ends(trainer)
+            raise CallbackFailed(
+                failure, self.path, trainer.global_step, trainer.current_epoch, finished=ends
+            )
         signum = (
             self.interrupt.signum if self.interrupt.signum is not None else 2
         )  # another process's: SIGINT

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from oml_core.config.callbacks import plugin_callback_specs
+from oml_core.config.callbacks import callback_in_messages, plugin_callback_specs
 from oml_core.config.components import build_component, spec_of
 from oml_core.engine import merge_trainer_args
 from oml_core.lightning.pipelines.shared.common import DEFAULT_LOGGER
@@ -173,7 +173,8 @@ def run_callbacks(
     - the plugins' callbacks of the config key ``callbacks``, built by ``registry`` in the list's order, then
       the plugins' every-run callbacks that the config neither names nor switches off (``callbacks_disabled``),
       with their default arguments (:func:`~oml_core.config.callbacks.plugin_callback_specs`;
-      see ``oml_register_callbacks``);
+      see ``oml_register_callbacks``), each guarded (:func:`~oml_core.lightning.callbacks.guard.guard_callback`):
+      one that fails or hangs in a hook stops the run through ``interrupt``, naming it;
     - ``best.ckpt`` (the best ``metric_for_checkpointing`` by ``mode_for_checkpointing``, written at the end of
       a validation that improves it: :class:`~oml_core.lightning.callbacks.checkpoint.BestCheckpoint`), then
       ``last.ckpt`` (every ``checkpoint_every_seconds``, every ``checkpoint_every_n_steps`` steps when set, at the
@@ -188,10 +189,13 @@ def run_callbacks(
     with a new seed (``new_seed``) the random state is not restored.
     """
     from oml_core.lightning.callbacks.checkpoint import BestCheckpoint, LastCheckpoint
+    from oml_core.lightning.callbacks.guard import guard_callback
     from oml_core.lightning.callbacks.rng import RNGStateCallback
     from oml_core.lightning.callbacks.run_record import RunRecordCallback
     from oml_core.lightning.callbacks.validation import ValidateAfterLastEpoch, ValidationHistory
+    from oml_core.lightning.interrupts import InterruptRequest
 
+    interrupt = interrupt or InterruptRequest()
     carry_over = resume is None or not resume.new_dataset
     history = ValidationHistory(metric_callback, carry_over=carry_over)
     best = BestCheckpoint(
@@ -213,7 +217,11 @@ def run_callbacks(
         ValidateAfterLastEpoch(),
         *progress_callbacks(trainer_args, config.metric_for_checkpointing),
         *(
-            build_component(registry, "callback", spec, key, config.pipeline)
+            guard_callback(
+                build_component(registry, "callback", spec, key, config.pipeline),
+                *callback_in_messages(registry, key, spec, config.callbacks_disabled),
+                request=interrupt,
+            )
             for key, spec in plugin_callback_specs(registry, config.callbacks, config.callbacks_disabled)
         ),
         best,
@@ -227,17 +235,20 @@ def run_callbacks(
 def fit_keeping_checkpoints(
     trainer: Any, module: Any, run: RunCallbacks, resumed_from: Path | None, **fit_args: Any
 ) -> None:
-    """``trainer.fit(module, **fit_args)``; a :class:`~oml_core.lightning.stops.NonFiniteLossError` on the way
-    is raised again naming the last good checkpoint: the last one the ``run`` wrote (:meth:`RunCallbacks.
-    last_written`), else ``resumed_from`` (give it only when its digest was verified: an unverified file is
-    never called good).
+    """``trainer.fit(module, **fit_args)``; a :class:`~oml_core.lightning.stops.NonFiniteLossError` on the way,
+    or a :class:`~oml_core.lightning.stops.CallbackFailed` raised at once (where no step was trained since the
+    last checkpoint), is raised again naming the last good checkpoint: the last one the ``run`` wrote
+    (:meth:`RunCallbacks.last_written`), else ``resumed_from`` (give it only when its digest was verified: an
+    unverified file is never called good). A plugin's callback that failed where the run went on (see
+    :mod:`~oml_core.lightning.callbacks.guard`) but that no save point came after (a callback that runs after
+    ``last.ckpt`` at the end of the last epoch) is raised once the fit ends.
 
     Quiet (:func:`~oml_core.lightning.quiet.quiet_lightning`), and Lightning's warning that a loader is not
     resumable is silenced: the training loaders of the pipelines are (their position is in the checkpoint, see
     :class:`~oml_core.lightning.resumable.ResumableBatchSampler`); so is its warning that the checkpoints folder
     is not empty: a resumed run goes on in its own.
     """
-    from oml_core.lightning.stops import NonFiniteLossError
+    from oml_core.lightning.stops import CallbackFailed, NonFiniteLossError
 
     with quiet_lightning(), warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=r".*your dataloader is not resumable.*")
@@ -247,6 +258,12 @@ def fit_keeping_checkpoints(
             trainer.fit(module, **fit_args)
         except NonFiniteLossError as error:
             raise error.with_checkpoint(run.last_written() or resumed_from) from None
+        except CallbackFailed as error:
+            if error.checkpoint is not None:
+                raise
+            raise error.with_checkpoint(run.last_written() or resumed_from) from error.__cause__
+    if run.last.interrupt.failure is not None:  # the fit ended: after its last epoch was saved
+        raise CallbackFailed(run.last.interrupt.failure, run.last_written(), finished=True)
 
 
 def resumed_logger_spec(registry: Registry, spec: Any, resume: Resume | None) -> Any:
