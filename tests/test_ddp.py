@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -16,14 +17,17 @@ from torch.utils.data import BatchSampler, DataLoader, RandomSampler, Sequential
 from oml_core.ddp import (
     DDPSamplerWrapper,
     check_loaders_is_patched,
+    gather_across_devices,
     merge_list_of_dicts,
     patch_dataloader_to_ddp,
     sync_dicts_ddp,
 )
 from oml_core.interfaces.samplers import IBatchSampler
+from oml_core.lightning.modules.extractor import ExtractorModule
 from tests.scripts.oml_forkserver import OmlForkServer
 
 SCRIPT = Path(__file__).parent / "scripts" / "ddp_train.py"
+GATHER_SCRIPT = Path(__file__).parent / "scripts" / "ddp_gather.py"
 
 
 class FixedBatches(IBatchSampler):
@@ -150,6 +154,18 @@ def test_sync_in_a_group_of_one_merges_its_own_dict(single_process_group):
         sync_dicts_ddp({"ids": [1]}, world_size=2)
 
 
+def test_gathering_in_a_group_of_one_is_the_batch_itself(single_process_group):
+    embeddings = torch.randn(3, 2, requires_grad=True)
+    gathered, labels = gather_across_devices(embeddings, [4, 5, 4])
+    assert gathered is embeddings and labels.tolist() == [4, 5, 4] and labels.dtype == torch.int64
+    gathered.sum().backward()  # the gradient is the loss's own: DDP does not average over one process
+    assert torch.equal(embeddings.grad, torch.ones(3, 2))
+    with pytest.raises(
+        ValueError, match="gather_across_devices: 3 embeddings but 2 labels in this process's batch"
+    ):
+        gather_across_devices(embeddings, torch.tensor([1, 2]))
+
+
 def test_merge_list_of_dicts_concatenates_value_by_value():
     merged = merge_list_of_dicts(
         [
@@ -241,3 +257,37 @@ def test_a_ddp_run_resumed_after_its_first_epoch_ends_as_the_uninterrupted_one(
     expected = weights(ddp[0]["last_checkpoint"])
     for key, value in weights(resumed[0]["last_checkpoint"]).items():
         assert torch.equal(value, expected[key]), key
+
+
+def test_two_processes_gathering_their_batches_train_as_one_on_the_concatenated_batch(
+    tmp_path, oml_fork_server
+):
+    """``gather_across_devices=True`` on 2 gloo processes with batches of 4 and 5 (``scripts/ddp_gather.py``): each
+    process's loss, and its gradients after DDP's averaging, are those of one process on the 9 items (a triplet
+    loss with a hard miner, and ArcFace, whose own weights get the gradient too); the miner picks its triplets
+    from the global batch: rank 0 holds each label once, so its anchors' positives are rank 1's items."""
+    sys.path.insert(0, str(GATHER_SCRIPT.parent))
+    from ddp_gather import CRITERIA, SIZES, batch, models, record_triplets
+
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    done = oml_fork_server.run([str(tmp_path)], env, timeout=240, script=GATHER_SCRIPT)
+    assert done.returncode == 0, done.stderr[-3000:]
+    ranks = [json.loads((tmp_path / f"rank{rank}.json").read_text()) for rank in range(2)]
+    inputs, labels = batch()
+    for name in CRITERIA:
+        extractor, criterion = models(name)
+        expected: dict = {}
+        record_triplets(criterion, expected)
+        module = ExtractorModule(extractor, criterion)
+        loss = criterion(extractor(inputs), labels)
+        loss.backward()
+        for record in (rank[name] for rank in ranks):
+            assert record["loss"] == pytest.approx(loss.item(), abs=1e-6), name
+            for key, parameter in module.named_parameters():
+                torch.testing.assert_close(
+                    torch.tensor(record["grads"][key]), parameter.grad, atol=1e-6, rtol=1e-5
+                )
+            assert record.get("triplets") == expected.get("triplets"), name
+    anchors, positives, _ = ranks[0]["triplet_hard"]["triplets"]
+    assert len(anchors) == sum(SIZES)  # every item of both processes is an anchor
+    assert all(p >= SIZES[0] for a, p in zip(anchors, positives) if a < SIZES[0])  # positives from rank 1

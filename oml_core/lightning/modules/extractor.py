@@ -9,6 +9,7 @@ import pytorch_lightning as pl
 from torch import Tensor, nn
 from torch.optim import Optimizer
 
+from oml_core.ddp.gather import gather_across_devices
 from oml_core.interfaces.models import IExtractor
 from oml_core.lightning.modules.ddp import ModuleDDP, TLoaders
 from oml_core.lightning.modules.optimization import (
@@ -25,7 +26,10 @@ class ExtractorModule(pl.LightningModule):
     """This is a base module to train your model with Lightning.
 
     Training: ``loss = criterion(extractor(batch[input_tensors_key]), batch[labels_key])``; the loss and, when
-    the criterion has them, its ``last_logs`` (positive/negative distances, active triplets) are logged.
+    the criterion has them, its ``last_logs`` (positive/negative distances, active triplets) are logged. With
+    ``gather_across_devices`` the criterion (its miner too) gets the embeddings and labels of every DDP process's
+    batch (:func:`~oml_core.ddp.gather.gather_across_devices`): a run on N processes trains as one process on the
+    global batch, each process holding the N processes' embeddings.
     Validation/prediction: returns ``{embeddings_key: extractor.extract(x), "idx": batch["idx"]}``, which
     :class:`~oml_core.lightning.callbacks.metric.MetricValCallback` accumulates.
     Mixed precision (``16-mixed``, ``bf16-mixed``): the extractor runs under autocast, the criterion does not:
@@ -47,6 +51,8 @@ class ExtractorModule(pl.LightningModule):
             it is unfrozen when ``current_epoch >= freeze_n_epochs`` (epochs start at 0).
         nan_policy: A NaN or infinite loss ``stop``-s the run (``NonFiniteLossError``) or ``skip_batch``-es
             that batch (see :func:`~oml_core.lightning.modules.optimization.finite_loss_or_none`).
+        gather_across_devices: In DDP, compute the loss on the embeddings and labels of every process's batch
+            (cross-device negatives) instead of this process's; no effect on one process.
     """
 
     def __init__(
@@ -63,6 +69,7 @@ class ExtractorModule(pl.LightningModule):
         scheduler_monitor_metric: str | None = None,
         freeze_n_epochs: int = 0,
         nan_policy: str = "stop",
+        gather_across_devices: bool = False,
     ):
         super().__init__()
         check_optimization_args(extractor, "extractor", scheduler_interval, freeze_n_epochs, nan_policy)
@@ -78,6 +85,7 @@ class ExtractorModule(pl.LightningModule):
         self.scheduler_monitor_metric = scheduler_monitor_metric
         self.freeze_n_epochs = freeze_n_epochs
         self.nan_policy = nan_policy
+        self.gather_across_devices = gather_across_devices
 
     def forward(self, x: Tensor) -> Tensor:
         return self.extractor(x)
@@ -86,14 +94,14 @@ class ExtractorModule(pl.LightningModule):
         if self.criterion is None:
             raise RuntimeError("ExtractorModule was built without a criterion, so it cannot be trained")
         embeddings = self.extractor(batch[self.input_tensors_key])
+        batch_size = len(embeddings)
         with full_precision(embeddings.device):  # the loss in float32 under mixed precision
-            embeddings = to_full_precision(embeddings)
-            loss = finite_loss_or_none(
-                self, self.criterion(embeddings, batch[self.labels_key]), self.nan_policy, embeddings
-            )
+            embeddings, labels = to_full_precision(embeddings), batch[self.labels_key]
+            if self.gather_across_devices:
+                embeddings, labels = gather_across_devices(embeddings, labels)
+            loss = finite_loss_or_none(self, self.criterion(embeddings, labels), self.nan_policy, embeddings)
         if loss is None:
             return None
-        batch_size = len(embeddings)
         # sync_dist: in DDP the logs are the means over the processes (no-op on one device)
         logged: dict[str, Any] = {
             "on_step": True,
@@ -152,7 +160,8 @@ class ExtractorModuleDDP(ExtractorModule, ModuleDDP):
         loaders_predict: The prediction loader(s) (``trainer.predict(module)``).
         args, kwargs: The arguments of :class:`ExtractorModule` (``extractor``, ``criterion``, ``optimizer``,
             ``scheduler``, ``scheduler_interval``, ``scheduler_frequency``, ``input_tensors_key``,
-            ``labels_key``, ``embeddings_key``, ``scheduler_monitor_metric``, ``freeze_n_epochs``).
+            ``labels_key``, ``embeddings_key``, ``scheduler_monitor_metric``, ``freeze_n_epochs``, ``nan_policy``,
+            ``gather_across_devices``).
     """
 
     def __init__(
