@@ -169,6 +169,7 @@ def test_a_typed_config_built_by_hand_is_checked_as_a_dict_is(registry):
         ("accelerator=3", "accelerator: expected a string or null, got 3"),
         ("postfix=[a]", "postfix: expected a string, got ['a']"),
         ("find_unused_parameters=1", "find_unused_parameters: expected true or false, got 1"),
+        ("gather_across_devices=1", "gather_across_devices: expected true or false, got 1"),
         ("log_images=no", "log_images: expected true or false, got 'no'"),
         ("logs_root=null", "logs_root: expected a path, got None"),
         ("tags=3", "tags: expected a list, a string or null, got 3"),

@@ -574,6 +574,15 @@ class ExtractorTrainingConfig(TrainingConfig):
 
     devices: Any = setting(DEVICES, None)
     find_unused_parameters: bool = setting(BOOL, False, doc=_FIND_UNUSED_PARAMETERS_DOC)
+    gather_across_devices: bool = setting(
+        BOOL,
+        False,
+        doc="Cross-device negatives (with more than one process only): the criterion and its miner get the "
+        "embeddings and labels of every process's batch, so that N processes train as one on the global batch "
+        "(each process's gradients flow back to its own embeddings); false: each process's loss sees its own share "
+        "(OML's behaviour). Memory: every process holds N batches' embeddings, and a miner's distance matrix is "
+        "N*B x N*B for batches of B per process.",
+    )
     transforms_val: ComponentSpec | None = spec("transforms", optional=True, doc=_TRANSFORMS_VAL_DOC)
     bs_val: int = setting(BATCH_SIZE, doc=_BS_VAL_DOC)
     check_images: bool = setting(

@@ -131,8 +131,9 @@ def extractor_training_pipeline(
     ``checkpoints/best.ckpt`` (the best validation) and ``checkpoints/last.ckpt`` (written after it, on the cadence
     of ``checkpoint_every_seconds`` and ``checkpoint_every_n_steps``, at the end and on SIGINT/SIGTERM). More than
     one process runs DDP (``ExtractorModuleDDP``, ``MetricValCallbackDDP``): every batch is split among the
-    processes, so that the batch of ``sampler``/``bs_train`` is the global batch. A resume that differs from its run
-    is refused before any work (:mod:`~oml_core.lightning.pipelines.shared.resume`).
+    processes, so that the batch of ``sampler``/``bs_train`` is the global batch; with ``gather_across_devices``
+    the loss and its miner see the whole global batch too, else each process's share. A resume that differs from its
+    run is refused before any work (:mod:`~oml_core.lightning.pipelines.shared.resume`).
 
     SIGINT (Ctrl-C) or SIGTERM during training: the run ends its current step, saves ``last.ckpt`` and raises
     :class:`~oml_core.lightning.stops.TrainingInterrupted` (a second signal exits at once), see
@@ -250,8 +251,8 @@ def extractor_training_pipeline(
 
 
 def _module_args(config: ExtractorTrainingConfig, registry: Registry, train_dataset: Any) -> dict[str, Any]:
-    """``ExtractorModule``'s arguments: the extractor, criterion, optimizer, scheduling, freezing and
-    ``nan_policy``."""
+    """``ExtractorModule``'s arguments: the extractor, criterion, optimizer, scheduling, freezing,
+    ``nan_policy`` and ``gather_across_devices``."""
     extractor = build_component(registry, "extractor", config.extractor, "extractor", PIPELINE)
     if config.freeze_n_epochs > 0 and not isinstance(extractor, IFreezable):
         raise ConfigError(
@@ -273,6 +274,7 @@ def _module_args(config: ExtractorTrainingConfig, registry: Registry, train_data
         "labels_key": train_dataset.labels_key,
         "freeze_n_epochs": config.freeze_n_epochs,
         "nan_policy": config.nan_policy,
+        "gather_across_devices": config.gather_across_devices,
         **scheduler_args(config.scheduling, registry, optimizer, PIPELINE),
     }
 

@@ -12,8 +12,8 @@ built, and a difference is refused in one line naming the keys (:func:`plan_resu
   which were measured on other data, are not carried over);
 - every other key may differ freely: ``max_epochs``, ``logs_root``/``logs_folder``/``postfix`` (the run's
   folder is the checkpoint's), ``num_workers``, ``cache_size``, ``devices``/``accelerator``/``num_nodes``/
-  ``find_unused_parameters``, ``precision``, ``logger``/``tags``, ``valid_period``, ``bs_val``/
-  ``batch_size_inference``, ``metric_args``, ``log_images``, ``nan_policy``, the checks
+  ``find_unused_parameters``/``gather_across_devices``, ``precision``, ``logger``/``tags``, ``valid_period``,
+  ``bs_val``/``batch_size_inference``, ``metric_args``, ``log_images``, ``nan_policy``, the checks
   (``check_images``, ``show_dataset_warnings``, ``validate_before_training``), the checkpoint cadence
   (``checkpoint_every_seconds``, ``checkpoint_every_n_steps``), ``lightning_trainer_extra_args``,
   ``embeddings_cache_dir``, ``resume`` itself.
