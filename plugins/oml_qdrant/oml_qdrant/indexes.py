@@ -13,8 +13,11 @@ points of a Qdrant collection, through ``qdrant-client``.
 - **Distances.** Collections are made with Qdrant's ``Euclid`` distance for ``"l2"`` (its score is the
   Euclidean distance, returned as it is) and ``Cosine`` for ``"cosine"`` (its score is the cosine similarity
   ``s`` of the normalised vectors, returned as ``clamp(1 - s, 0, 2)``, the core's cosine distance).
-- **Exclusion** is inside Qdrant's search, no over-fetch: every query carries the filter
-  ``must_not: group == exclude[q]``, so up to ``k`` retrievable items come back.
+- **Exclusion.** On a server it is inside Qdrant's search, no over-fetch: every query carries the filter
+  ``must_not: group == exclude[q]``, so up to ``k`` retrievable items come back. The local modes evaluate such a
+  filter in Python point by point (13 times slower than the search itself on 10k items, ``benchmarks/RESULTS.md``);
+  there the search goes unfiltered through the core's over-fetch and filter
+  (:func:`~oml_core.knn.exclusion.search_excluding`).
 - **Order.** Rows are sorted by ``(distance, position)`` and the ties at the ``k``-th place are completed
   (:func:`~oml_core.knn.ties.search_completing_ties`: Qdrant keeps either end of a tie cut by ``k``), so the
   exact search of the local modes returns the exact backend's neighbours whenever both compute equal distances
@@ -55,7 +58,7 @@ from oml_core.knn.backend_checks import (
     kept_after_removal,
     load_index_state,
 )
-from oml_core.knn.exclusion import empty_rows, pad_to
+from oml_core.knn.exclusion import empty_rows, pad_to, search_excluding
 from oml_core.knn.ties import search_completing_ties, sorted_by_distance_then_position
 from oml_core.utils.atomic import atomic_torch_save
 from oml_core.utils.checks import is_int
@@ -175,20 +178,20 @@ class QdrantKnnIndex(IKnnIndex):
         self._labels.append(labels)
 
     def search(self, queries: Tensor, k: int, exclude: Tensor | None = None) -> KnnSearchResult:
-        """The ``k`` nearest items of every query, none of group ``exclude[q]`` for query ``q`` (a Qdrant filter);
-        rows sorted by ``(distance, position)``, padded with ``inf`` and ``-1``."""
+        """The ``k`` nearest items of every query, none of group ``exclude[q]`` for query ``q`` (a Qdrant filter
+        on a server, an over-fetch in the local modes); rows sorted by ``(distance, position)``, padded with
+        ``inf`` and ``-1``."""
         check_k(k)
         queries = check_queries(queries, self._dim, exclude)
         if not len(queries) or not len(self):
             distances, positions = pad_to(*empty_rows(len(queries)), k)
             return KnnSearchResult(distances, positions)
-        excluded = None if exclude is None else torch.as_tensor(exclude).reshape(-1).long().tolist()
-        vectors = queries.float().numpy()
-
-        def raw(rows: Tensor, fetch: int) -> tuple[Tensor, Tensor]:
-            return self._raw_search(vectors, excluded, rows.tolist(), fetch)
-
-        distances, positions = pad_to(*search_completing_ties(raw, len(queries), k, len(self)), k)
+        if exclude is not None:
+            exclude = torch.as_tensor(exclude).reshape(-1).long()
+        if self.url is None:
+            distances, positions = search_excluding(self._search_ties, queries, k, self.groups, exclude)
+        else:
+            distances, positions = pad_to(*self._search_ties(queries, k, exclude), k)
         ids = torch.where(positions >= 0, self.ids[positions.clamp(min=0)], positions)
         return KnnSearchResult(distances.float(), ids)
 
@@ -401,6 +404,17 @@ class QdrantKnnIndex(IKnnIndex):
             )
 
     # ------------------------------------------------------------------------------------------- the search
+    def _search_ties(self, queries: Tensor, k: int, exclude: Tensor | None = None) -> tuple[Tensor, Tensor]:
+        """Qdrant's ``k`` nearest of every query (``exclude[q]``'s group filtered out by Qdrant) as
+        :meth:`_raw_search` gives them, the ties at the ``k``-th place completed."""
+        vectors = queries.float().numpy()
+        excluded = None if exclude is None else exclude.tolist()
+
+        def raw(rows: Tensor, fetch: int) -> tuple[Tensor, Tensor]:
+            return self._raw_search(vectors, excluded, rows.tolist(), fetch)
+
+        return search_completing_ties(raw, len(queries), k, len(self))
+
     def _raw_search(
         self, vectors: np.ndarray, exclude: list[int] | None, rows: list[int], fetch: int
     ) -> tuple[Tensor, Tensor]:
