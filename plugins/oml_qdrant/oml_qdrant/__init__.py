@@ -10,9 +10,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from oml_core.utils.lazy import table_exports
-from oml_qdrant.plugin import COMPONENTS
+from oml_qdrant.plugin import COMPONENTS, EXTRA_EXPORTS
 
 if TYPE_CHECKING:
     from oml_qdrant.indexes import QdrantKnnIndex as QdrantKnnIndex
 
-__getattr__, __dir__, __all__ = table_exports(__name__, COMPONENTS, {})
+__getattr__, __dir__, __all__ = table_exports(__name__, COMPONENTS, EXTRA_EXPORTS)

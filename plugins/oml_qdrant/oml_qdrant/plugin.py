@@ -7,6 +7,8 @@ strings: registering imports neither qdrant-client nor torch. The default config
 
 from __future__ import annotations
 
+from types import MappingProxyType
+
 from oml_core.utils.lazy import Component
 
 #: The backend of the plugin, exported by ``oml_qdrant`` under its class name.
@@ -18,6 +20,9 @@ COMPONENTS: tuple[Component, ...] = (
         "search in a Qdrant collection: in-process, on a local path (exact) or on a server (url)",
     ),
 )
+
+#: The other public names of ``oml_qdrant``: none.
+EXTRA_EXPORTS: MappingProxyType[str, str] = MappingProxyType({})
 
 #: The declarations the registry reads (no hook function): the table, and the package of the default config.
 OML_COMPONENTS = COMPONENTS
