@@ -30,8 +30,9 @@ points of a Qdrant collection, through ``qdrant-client``.
   or a server the collection is the one copy of the vectors: the file keeps the SHA-256 of what it holds (every
   point's label, group and vector, by label), which :meth:`~QdrantKnnIndex.load` reads back and checks; a
   collection changed since (an index that changed it without being saved, another writer) is refused, naming it.
-  A gallery index on such a collection must therefore commit whole generations (``max_segments = 0``): a
-  segment of its log is replayed on the base generation's backend, whose collection has already changed.
+  A gallery index on such a collection commits whole generations (:attr:`holds_items_outside
+  <oml_core.interfaces.knn.IKnnIndex.holds_items_outside>`), never a segment of its log, which would be replayed on
+  the base generation's backend, whose collection has changed since.
 """
 
 from __future__ import annotations
@@ -128,6 +129,7 @@ class QdrantKnnIndex(IKnnIndex):
         self.path = None if path is None else str(Path(path).expanduser().resolve())
         self.collection = collection or f"oml-{uuid.uuid4().hex[:16]}"
         self.timeout, self.exact = int(timeout), exact
+        self.holds_items_outside = path is not None or url is not None
         self._client: QdrantClient | None = None
         self._dim: int | None = None
         self._ids = AppendedRows(torch.empty(0, dtype=torch.long))

@@ -4,6 +4,7 @@ collection checked against its digest; the registry; a server that does not answ
 
 from __future__ import annotations
 
+import gc
 import socket
 from pathlib import Path
 
@@ -121,6 +122,25 @@ def test_a_collection_on_a_path_is_checked_against_its_digest_at_load(gallery, t
         ValueError, match=f"the collection 'items' exists already in Qdrant at {storage}: give"
     ):
         QdrantKnnIndex("l2", path=str(storage), collection="items").add(x[:1])
+
+
+def test_a_gallery_index_on_a_path_commits_whole_generations_that_load(gallery, tmp_path: Path) -> None:
+    x, _, _ = gallery
+    built = GalleryIndex(knn_backend={"name": "qdrant", "args": {"path": str(tmp_path / "storage")}})
+    built.add(x[:40], ids=list(range(40)))
+    built.save(tmp_path / "index")
+    del built  # its client holds the path
+    gc.collect()
+    index = GalleryIndex.load(tmp_path / "index")
+    index.upsert(x[40:42], ids=[3, 100])
+    index.remove([7])
+    assert index.commit() == 2 and not (tmp_path / "index" / "gen-1" / "log-2.pt").exists()
+    expected = [[hit.id for hit in hits] for hits in index.search(x[:5], 4)]
+    del index
+    gc.collect()
+    loaded = GalleryIndex.load(tmp_path / "index")
+    assert loaded.ids == [i for i in range(40) if i not in (3, 7)] + [3, 100]
+    assert [[hit.id for hit in hits] for hits in loaded.search(x[:5], 4)] == expected
 
 
 def test_the_backend_is_registered_with_its_default_config_and_names_bad_arguments() -> None:
