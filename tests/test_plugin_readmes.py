@@ -52,6 +52,7 @@ def test_every_plugin_directory_is_checked() -> None:
         "oml_models",
         "oml_pml",
         "oml_postprocessors",
+        "oml_qdrant",
         "oml_samplers",
         "oml_serve",
         "oml_texts",

@@ -929,8 +929,9 @@ class GalleryIndex:
         The changes are written as a segment of the log of the base generation (their items and the ids
         removed only: what it writes does not grow with the gallery), or as a whole generation (items,
         embeddings, backend, calibration) when the log would grow past :attr:`compact_fraction` of the base's
-        items or :attr:`max_segments` segments, when they recalibrate, and at the first commit of a folder of
-        version 2 or 3 (converted even without changes, so that it gains its manifest:
+        items or :attr:`max_segments` segments, when they recalibrate, when the backend holds its items outside
+        the index (:attr:`~oml_core.interfaces.knn.IKnnIndex.holds_items_outside`), and at the first commit of a
+        folder of version 2 or 3 (converted even without changes, so that it gains its manifest:
         :mod:`oml_core.index.manifest`); after a whole generation, the generations but the previous base are
         removed.
 
@@ -960,6 +961,8 @@ class GalleryIndex:
     def _compacts(self) -> bool:
         """Whether :meth:`commit` writes its changes as a whole generation (see there) rather than a segment."""
         if self._generation == 0 or any(isinstance(change, Recalibration) for change in self._changes):
+            return True
+        if self._backend.holds_items_outside:  # its older saves name a collection that has changed since
             return True
         if MANIFEST_KEY not in self._meta:  # a folder of version 3: its base's files have no manifest yet
             return True

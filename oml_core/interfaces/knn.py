@@ -54,6 +54,10 @@ class IKnnIndex(ABC):
 
     #: ``"l2"`` or ``"cosine"``.
     distance: str
+    #: Whether the items live outside the folder that :meth:`save` writes (a database's collection, which the
+    #: folder names and :meth:`load` checks): a gallery index then commits every change as a whole generation,
+    #: since a segment of its log would be replayed on an older save, whose collection has changed since.
+    holds_items_outside: bool = False
 
     @abstractmethod
     def add(self, embeddings: Tensor, ids: Tensor | None = None, groups: Tensor | None = None) -> None:

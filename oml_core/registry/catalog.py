@@ -135,6 +135,7 @@ FIRST_PARTY_PROVIDERS: MappingProxyType[tuple[str, str], str] = MappingProxyType
         ("miner", "pml_triplet_margin"): "oml-pml",
         ("miner", "pml_uniform_histogram"): "oml-pml",
         ("postprocessor", "pairwise_reranker"): "oml-postprocessors",
+        ("knn_backend", "qdrant"): "oml-qdrant",
         ("sampler", "balance"): "oml-samplers",
         ("sampler", "category_balance"): "oml-samplers",
         ("sampler", "distinct_category_balance"): "oml-samplers",

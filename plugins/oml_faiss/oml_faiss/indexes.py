@@ -74,6 +74,7 @@ from oml_core.knn.backend_checks import (
     load_index_state,
 )
 from oml_core.knn.exclusion import search_excluding
+from oml_core.knn.ties import search_completing_ties, sorted_by_distance_then_position
 from oml_core.utils.atomic import atomic_torch_save, atomic_write
 from oml_core.utils.checks import is_int
 from oml_core.utils.misc_torch import inverse_norms
@@ -408,7 +409,7 @@ class FaissKnnIndex(IKnnIndex):
         else:
             distances = (1 - raw).clamp(0, 2)
         distances = distances.masked_fill(positions < 0, float("inf"))
-        return _sorted_by_distance_then_position(distances, positions)
+        return sorted_by_distance_then_position(distances, positions)
 
     def _positions(self, labels: LongTensor) -> LongTensor:
         """The positions of the items of faiss ``labels`` (``-1`` stays ``-1``): the labels themselves unless
@@ -419,25 +420,13 @@ class FaissKnnIndex(IKnnIndex):
         return torch.where(labels >= 0, found, labels)
 
     def _raw_search_ties(self, queries: Tensor, k: int) -> tuple[Tensor, LongTensor]:
-        """:meth:`_raw_search` with the ties at the ``k``-th place completed: faiss's heaps keep either end of a
-        tie cut by ``k`` (an inner-product heap keeps the highest positions), so ``k + 1`` are fetched, and the
-        rows whose last fetched distance equals their (finite) ``k``-th are fetched again, twice as deep, until it
-        is larger or everything is fetched. In an exact structure every item at the ``k``-th distance is then
-        among the fetched, and the lowest positions are kept: the exact backend's order. An approximate one keeps
-        the lowest positions of the tied items that it finds."""
-        n = self._index.ntotal
-        fetch = min(k + 1, n)
-        distances, positions = self._raw_search(queries, fetch)
-        if fetch <= k:
-            return distances, positions
-        open_rows = _tied_rows(distances, k, fetch)
-        distances, positions = distances[:, :k].clone(), positions[:, :k].clone()
-        while len(open_rows) and fetch < n:
-            fetch = min(2 * fetch, n)
-            d, p = self._raw_search(queries[open_rows], fetch)
-            distances[open_rows], positions[open_rows] = d[:, :k], p[:, :k]
-            open_rows = open_rows[_tied_rows(d, k, fetch)]
-        return distances, positions
+        """:meth:`_raw_search` with the ties at the ``k``-th place completed
+        (:func:`~oml_core.knn.ties.search_completing_ties`): faiss's heaps keep either end of a tie cut by ``k``
+        (an inner-product heap keeps the highest positions). An approximate structure keeps the lowest positions
+        of the tied items that it finds."""
+        return search_completing_ties(
+            lambda rows, fetch: self._raw_search(queries[rows], fetch), len(queries), k, self._index.ntotal
+        )
 
 
 class FaissFlatIndex(FaissKnnIndex):
@@ -798,20 +787,6 @@ def _one_openmp_thread() -> Iterator[None]:
         yield
     finally:
         faiss.omp_set_num_threads(before)
-
-
-def _tied_rows(distances: Tensor, k: int, fetch: int) -> LongTensor:
-    """The rows whose ``k``-th distance is finite and equal to their last (``fetch``-th) one."""
-    kth, last = distances[:, k - 1], distances[:, fetch - 1]
-    return torch.nonzero((kth == last) & torch.isfinite(kth)).squeeze(1)
-
-
-def _sorted_by_distance_then_position(distances: Tensor, positions: LongTensor) -> tuple[Tensor, LongTensor]:
-    """Every row sorted by ``(distance, position)``: a sort by position, then a stable sort by distance."""
-    by_position = torch.argsort(positions, dim=1)
-    distances, positions = distances.gather(1, by_position), positions.gather(1, by_position)
-    by_distance = torch.sort(distances, dim=1, stable=True).indices
-    return distances.gather(1, by_distance), positions.gather(1, by_distance)
 
 
 def _write_faiss_index(index: Any, path: Path) -> str:

@@ -1,0 +1,1 @@
+"""Default config of the Qdrant kNN backend: ``knn_backend/qdrant.yaml``."""
