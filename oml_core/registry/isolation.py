@@ -235,7 +235,10 @@ def run_child(
         status, step = _watch(child, target.name, steps, timeout, cancel)
     finally:
         _kill(child)
-    row = json.loads(result.read_text()) if status == 0 and result.is_file() else None
+    # the row, written whole (renamed into place) as the child's last act before os._exit(0), is the outcome
+    # whatever status came back: under load, multiprocessing's fork server may lose a child's exit status, and
+    # Process.exitcode is then 255 (an end of file where the status should be) for a child that ended well
+    row = json.loads(result.read_text()) if result.is_file() else None
     return ChildOutcome(status, step, row, _last_line(output) if output.is_file() else "")
 
 
