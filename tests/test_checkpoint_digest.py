@@ -19,7 +19,7 @@ from oml_core.caches.embeddings import CACHE_MARKER, NotAnEmbeddingsCacheError, 
 from oml_core.config.components import build_component
 from oml_core.index.errors import GalleryIndexError
 from oml_core.index.storage import EMBEDDINGS_FORMAT, read_embeddings
-from oml_core.knn.exact import ExactKnnIndex
+from oml_core.knn.exact import EXACT_EMBEDDINGS_FILE, EXACT_INDEX_FILE, ExactKnnIndex
 from oml_core.lightning.callbacks.checkpoint import AtomicCheckpointIO
 from oml_core.lightning.pipelines.shared.preflight import check_resume_checkpoint
 from oml_core.registry import ConfigError, Registry
@@ -379,7 +379,10 @@ def test_damaged_index_files_are_refused_naming_the_file(tmp_path: Path) -> None
     backend.add(embeddings)
     backend.save(tmp_path / "backend")
     assert torch.equal(ExactKnnIndex.load(tmp_path / "backend").embeddings, embeddings)
-    exact_file = next((tmp_path / "backend").iterdir())
-    damage_middle(exact_file)
-    with pytest.raises(CorruptCheckpointError, match=f"^{re.escape(str(exact_file))} is corrupt: its sha256"):
-        ExactKnnIndex.load(tmp_path / "backend")
+    for name in (EXACT_EMBEDDINGS_FILE, EXACT_INDEX_FILE):  # the memory-mapped embeddings, then the state
+        exact_file = tmp_path / "backend" / name
+        damage_middle(exact_file)
+        with pytest.raises(
+            CorruptCheckpointError, match=f"^{re.escape(str(exact_file))} is corrupt: its sha256"
+        ):
+            ExactKnnIndex.load(tmp_path / "backend")

@@ -429,6 +429,7 @@ def test_an_index_of_the_previous_format_loads_and_its_first_commit_converts_it(
     meta = json.loads((folder / "index.json").read_text())
     assert meta["version"] == 4 and meta["generation"] == 1 and "n_items" not in meta
     assert sorted(meta["manifest"]["files"]) == [
+        "gen-1/backend/embeddings.npy",
         "gen-1/backend/exact_index.pt",
         "gen-1/calibration.json",
         "gen-1/calibration.png",

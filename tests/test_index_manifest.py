@@ -146,10 +146,11 @@ def test_a_backend_of_another_index_is_named_file_by_file(mine, other, registry,
     kept = mine.parent / "kept-backend"
     shutil.copytree(mine / "gen-1" / "backend", kept)
     swap(mine, other, "gen-1/backend")
-    state = mine / "gen-1" / "backend" / "exact_index.pt"
+    state, rows = mine / "gen-1" / "backend" / "exact_index.pt", mine / "gen-1" / "backend" / "embeddings.npy"
     assert refused(mine, registry) == (
-        f"{state}: not this index's (its digest differs from {mine / 'index.json'}'s manifest); {REBUILD}"
+        f"{rows}, {state}: not this index's (their digests differ from {mine / 'index.json'}'s manifest); {REBUILD}"
     )
+    shutil.copyfile(kept / "embeddings.npy", rows)
     (mine / "gen-1" / "backend" / "notes.txt").write_text("added")
     state.unlink()
     assert refused(mine, registry) == (
@@ -199,8 +200,8 @@ def test_embeddings_backend_weights_and_their_digest_of_another_index_are_named_
     (mine / "index.json").write_text(json.dumps(meta))
     generation = mine / "gen-1"
     assert refused(mine, registry) == (
-        f"{generation / 'backend' / 'exact_index.pt'}, {generation / 'embeddings.pt'}: not this index's (their "
-        f"digests differ from {mine / 'index.json'}'s manifest); {REBUILD}"
+        f"{generation / 'backend' / 'embeddings.npy'}, {generation / 'backend' / 'exact_index.pt'}, "
+        f"{generation / 'embeddings.pt'}: not this index's (their digests differ from {mine / 'index.json'}'s manifest); {REBUILD}"
     )
     shutil.rmtree(mine)
     shutil.copytree(kept, mine)
@@ -214,7 +215,7 @@ def test_files_copied_with_their_manifest_entries_carry_another_uid(mine, other,
         swap(mine, other, name)
     meta, theirs = meta_of(mine), meta_of(other)
     meta["weights_sha256"] = theirs["weights_sha256"]
-    for name in ("gen-1/embeddings.pt", "gen-1/backend/exact_index.pt"):
+    for name in ("gen-1/embeddings.pt", "gen-1/backend/exact_index.pt", "gen-1/backend/embeddings.npy"):
         meta["manifest"]["files"][name] = theirs["manifest"]["files"][name]
     (mine / "index.json").write_text(json.dumps(meta))
     assert refused(mine, registry) == (
@@ -227,6 +228,7 @@ def test_a_whole_generation_of_another_index_is_named_file_by_file(mine, other, 
     swap(mine, other, "gen-1")
     names = sorted(meta_of(mine)["manifest"]["files"])
     assert names == [
+        "gen-1/backend/embeddings.npy",
         "gen-1/backend/exact_index.pt",
         "gen-1/calibration.json",
         "gen-1/calibration.png",

@@ -1,5 +1,10 @@
 """The core's exact knn backend, registered as ``exact``: the blockwise search of :mod:`oml_core.knn.search`
-over the added embeddings, with the exclusion inside the search (no over-fetch)."""
+over the added embeddings, with the exclusion inside the search (no over-fetch).
+
+Its save (version 2) is ``exact_index.pt`` (its distance, search settings, ids, groups, and the shape and sha256
+of its embeddings) beside ``embeddings.npy`` (the embeddings, float32), which a load opens memory-mapped
+(:mod:`oml_core.utils.mapped_rows`): an index larger than the machine's memory opens and searches, block by
+block. A save of version 1 (the embeddings inside ``exact_index.pt``) loads as before, into memory."""
 
 from __future__ import annotations
 
@@ -21,11 +26,16 @@ from oml_core.knn.backend_checks import (
 from oml_core.knn.exclusion import empty_rows, pad_to, ragged_to_padded
 from oml_core.knn.search import search_knn_qg
 from oml_core.utils.atomic import atomic_torch_save
+from oml_core.utils.mapped_rows import open_rows, write_rows
 
 #: The file an index saved by :class:`ExactKnnIndex` keeps everything in.
 EXACT_INDEX_FILE = "exact_index.pt"
 #: The format tag of that file.
 EXACT_INDEX_FORMAT = "oml-knn-exact"
+#: The file beside it that holds the embeddings (version 2).
+EXACT_EMBEDDINGS_FILE = "embeddings.npy"
+#: The version of the save this code writes (1: the embeddings inside :data:`EXACT_INDEX_FILE`).
+EXACT_INDEX_VERSION = 2
 
 
 class ExactKnnIndex(IKnnIndex):
@@ -111,15 +121,18 @@ class ExactKnnIndex(IKnnIndex):
         return torch.where(positions >= 0, self.ids[positions.clamp(min=0)], positions)
 
     def save(self, folder: str | Path) -> None:
+        """Write :data:`EXACT_INDEX_FILE` and :data:`EXACT_EMBEDDINGS_FILE` into ``folder`` (created if needed)."""
         folder = Path(folder)
         folder.mkdir(parents=True, exist_ok=True)
+        embeddings = self.embeddings
         state = {
             "format": EXACT_INDEX_FORMAT,
-            "version": 1,
+            "version": EXACT_INDEX_VERSION,
             "distance": self.distance,
             "chunk_size": self.chunk_size,
             "memory_budget": self.memory_budget,
-            "embeddings": self.embeddings,
+            "shape": list(embeddings.shape),
+            "embeddings_sha256": write_rows(folder / EXACT_EMBEDDINGS_FILE, embeddings),
             "ids": self.ids,
             "groups": self.groups,
         }
@@ -127,11 +140,34 @@ class ExactKnnIndex(IKnnIndex):
 
     @classmethod
     def load(cls, folder: str | Path) -> ExactKnnIndex:
+        """Read an index written by :meth:`save`: its embeddings memory-mapped, read-only (a change of the
+        index works on a copy; the files are never written).
+
+        Raises:
+            FileNotFoundError: no :data:`EXACT_INDEX_FILE` in ``folder``.
+            ValueError: a file that is not what :meth:`save` writes (another format, corrupt, embeddings of
+                another digest or shape than the state records); the message names the file.
+        """
         path = Path(folder) / EXACT_INDEX_FILE
         state = load_index_state(path, EXACT_INDEX_FORMAT)
         index = cls(state["distance"], state["chunk_size"], state["memory_budget"])
-        if len(state["ids"]):
-            index.add(state["embeddings"], state["ids"], state["groups"])
+        if state.get("version", 1) == 1:
+            if len(state["ids"]):
+                index.add(state["embeddings"], state["ids"], state["groups"])
+            return index
+        n, dim = state["shape"]
+        if not len(state["ids"]) == len(state["groups"]) == n:
+            raise ValueError(
+                f"{path}: {len(state['ids'])} ids and {len(state['groups'])} groups for {n} embeddings"
+            )
+        if n:  # checked finite when added; the digest binds the file to what was saved
+            mapped = open_rows(path.with_name(EXACT_EMBEDDINGS_FILE), state["embeddings_sha256"], (n, dim))
+            for rows, part in zip(
+                (index._embeddings, index._ids, index._groups),
+                (mapped, state["ids"], state["groups"]),
+                strict=True,
+            ):
+                rows.append(part)
         return index
 
 
@@ -141,4 +177,10 @@ def _codes_together(a: Tensor, b: Tensor) -> tuple[Tensor, Tensor]:
     return codes[: len(a)], codes[len(a) :]
 
 
-__all__ = ["EXACT_INDEX_FILE", "EXACT_INDEX_FORMAT", "ExactKnnIndex"]
+__all__ = [
+    "EXACT_EMBEDDINGS_FILE",
+    "EXACT_INDEX_FILE",
+    "EXACT_INDEX_FORMAT",
+    "EXACT_INDEX_VERSION",
+    "ExactKnnIndex",
+]

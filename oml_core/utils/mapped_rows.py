@@ -1,0 +1,92 @@
+"""Rows of float32 kept in a raw ``.npy`` file beside a saved index and read back memory-mapped: an index's
+embeddings then open without being read into memory, so that one larger than the machine's memory opens and
+searches (the pages of the file are read as a search touches them, and the kernel can drop them again).
+
+The file is written a chunk of rows at a time and read back read-only (``mmap_mode="r"``: a shared, read-only
+mapping, which neither ``ulimit -d`` nor the process's anonymous memory counts). It is sealed as oml's torch files
+are (:mod:`oml_core.utils.digest`): the sha256 of its bytes, computed while they are written, follows them as a
+digest record (numpy reads the array by the shape of its header and ignores what follows), so that a manifest
+reads its digest without hashing it (:func:`~oml_core.utils.digest.sealed_digest`) and its opening checks it,
+streaming (:func:`~oml_core.utils.digest.verify_checkpoint`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import warnings
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from oml_core.utils.atomic import atomic_write
+from oml_core.utils.digest import DIGEST_MAGIC, DigestStatus, sealed_digest, verify_checkpoint
+
+#: Rows written at a time.
+WRITE_ROWS = 65536
+
+
+def write_rows(path: Path, rows: Tensor, chunk_rows: int = WRITE_ROWS) -> str:
+    """Write the ``[n, dim]`` rows ``rows`` as float32 into the ``.npy`` file ``path`` atomically, ``chunk_rows``
+    rows at a time (no whole copy of ``rows`` is made), sealed with its digest record.
+
+    Returns:
+        The sha256 hex digest it is sealed with (that of its bytes before the record).
+    """
+    n, dim = rows.shape
+    digest = hashlib.sha256()
+    with atomic_write(path) as file:
+
+        def write(data: bytes | memoryview) -> None:
+            digest.update(data)
+            file.write(data)
+
+        header = {"descr": np.lib.format.dtype_to_descr(np.dtype("<f4")), "fortran_order": False}
+        write(_header_bytes({**header, "shape": (n, dim)}))
+        for start in range(0, n, chunk_rows):
+            chunk = rows[start : start + chunk_rows].detach().cpu().to(torch.float32).contiguous()
+            write(chunk.numpy().astype("<f4", copy=False).data.cast("B"))
+        sealed = digest.hexdigest()
+        file.write(DIGEST_MAGIC + sealed.encode("ascii"))
+    return sealed
+
+
+def _header_bytes(header: dict[str, object]) -> bytes:
+    """The ``.npy`` header of version 1.0 (its magic string, ``header``, padded as numpy pads it)."""
+    buffer = io.BytesIO()
+    np.lib.format.write_array_header_1_0(buffer, header)
+    return buffer.getvalue()
+
+
+def open_rows(path: Path, sha256: str, shape: tuple[int, int]) -> Tensor:
+    """The rows of the ``.npy`` file ``path``, memory-mapped read-only, as a float32 ``[n, dim]`` tensor that
+    shares the mapping (never write into it: a change is made on a copy); the file is first checked, streaming,
+    to be sealed with the digest ``sha256`` and to have it.
+
+    Raises:
+        ValueError: no such file, sealed with another digest or none (a foreign file), not a float32 array of
+            ``shape``; a :class:`~oml_core.utils.digest.CorruptCheckpointError` (a ``ValueError``): its bytes
+            are not the ones written. The message names the file.
+    """
+    if not path.is_file():
+        raise ValueError(f"{path}: no such file, although the index's state beside it names it")
+    if verify_checkpoint(path) is DigestStatus.UNVERIFIED or sealed_digest(path) != sha256:
+        raise ValueError(
+            f"{path}: not the embeddings saved with the index (its digest is not the one recorded)"
+        )
+    try:
+        array = np.load(path, mmap_mode="r", allow_pickle=False)
+    except (OSError, ValueError) as e:
+        raise ValueError(f"{path}: not a readable .npy file ({e})") from e
+    if array.dtype != np.dtype("<f4") or array.shape != tuple(shape):
+        raise ValueError(
+            f"{path}: a {array.dtype} array of shape {array.shape}, the index has float32 {shape}"
+        )
+    with warnings.catch_warnings():  # read-only on purpose: the tensor shares the read-only mapping
+        warnings.filterwarnings("ignore", message="The given NumPy array is not writable")
+        return torch.from_numpy(array)
+
+
+__all__ = ["WRITE_ROWS", "open_rows", "write_rows"]
