@@ -9,9 +9,10 @@ import torch
 from torch import LongTensor, Tensor
 
 from oml_core.interfaces.knn import IKnnIndex
-from oml_core.knn.exact import EXACT_INDEX_FILE, ExactKnnIndex
+from oml_core.knn.exact import EXACT_EMBEDDINGS_FILE, EXACT_INDEX_FILE, EXACT_INDEX_FORMAT, ExactKnnIndex
 from oml_core.knn.exclusion import search_excluding
 from oml_core.knn.groups import group_sizes
+from oml_core.utils.atomic import atomic_torch_save
 
 
 def naive_search(
@@ -107,6 +108,22 @@ def test_custom_ids_and_a_save_load_round_trip(tmp_path: Path) -> None:
     assert isinstance(loaded, IKnnIndex) and len(loaded) == 40 and loaded.distance == "cosine"
     after = loaded.search(x[:8], 4, exclude=torch.arange(8) // 2)
     assert torch.equal(before.ids, after.ids) and torch.equal(before.distances, after.distances)
+    saved = (tmp_path / "index" / EXACT_EMBEDDINGS_FILE).read_bytes()
+    loaded.remove(torch.tensor([1000]))  # a change of the memory-mapped embeddings is made on a copy
+    loaded.add(x[:1], ids=torch.tensor([2000]))
+    assert len(loaded) == 40 and (tmp_path / "index" / EXACT_EMBEDDINGS_FILE).read_bytes() == saved
+    (tmp_path / "version-1").mkdir()  # a save of version 1: the embeddings inside the state
+    atomic_torch_save(
+        {
+            "format": EXACT_INDEX_FORMAT,
+            "version": 1,
+            **{"distance": "cosine", "chunk_size": None, "memory_budget": None, "embeddings": x},
+            **{"ids": torch.arange(1000, 1040), "groups": torch.arange(40) // 2},
+        },
+        tmp_path / "version-1" / EXACT_INDEX_FILE,
+    )
+    old = ExactKnnIndex.load(tmp_path / "version-1").search(x[:8], 4, exclude=torch.arange(8) // 2)
+    assert torch.equal(before.ids, old.ids) and torch.equal(before.distances, old.distances)
 
 
 def test_a_foreign_or_corrupt_file_is_refused_naming_it(tmp_path: Path) -> None:
