@@ -25,9 +25,7 @@ HEADROOM = 48 * 2**20
 
 
 def search_under_limit(folder: Path, queries: Path, out: Path, mode: str) -> subprocess.CompletedProcess[str]:
-    # a fixed mmap threshold: glibc then returns every large temporary block to the system when it is freed (with
-    # its dynamic threshold it may keep freed blocks in its heap, which the limit counts as still taken)
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "MALLOC_MMAP_THRESHOLD_": str(2**20)}
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
     command = [sys.executable, str(SCRIPT), str(folder), str(queries), "5", str(out), str(HEADROOM), mode]
     return subprocess.run(command, env=env, capture_output=True, text=True, timeout=120, check=False)
 

@@ -64,8 +64,21 @@ def squared_norms(x: Tensor) -> Tensor:
     """``|x_i|^2`` of every row of ``x`` ``[n, d]``: ``[n]`` (the statistic of :func:`l2_factors`).
 
     Summed squares (exact for small integers, unlike a squared norm), in chunks of :data:`ROWS_CHUNK` rows so
-    that no copy of ``x`` is made."""
-    return torch.cat([(rows * rows).sum(dim=1) for rows in x.split(ROWS_CHUNK)]) if len(x) else x.new_zeros(0)
+    that no copy of ``x`` is made (``x`` may be a memory-mapped file); without autograd through one buffer, as no
+    chunk-sized block should be allocated more than once (a new one per chunk can grow the C allocator's heap by
+    the size of ``x``)."""
+    if not len(x):
+        return x.new_zeros(0)
+    if x.requires_grad and torch.is_grad_enabled():  # differentiable: no out= tensors
+        return torch.cat([(rows * rows).sum(dim=1) for rows in x.split(ROWS_CHUNK)])
+    result = x.new_empty(len(x))
+    buffer = x.new_empty(min(len(x), ROWS_CHUNK), x.shape[1])
+    for start in range(0, len(x), ROWS_CHUNK):
+        rows = x[start : start + ROWS_CHUNK]
+        torch.sum(
+            torch.mul(rows, rows, out=buffer[: len(rows)]), dim=1, out=result[start : start + len(rows)]
+        )
+    return result
 
 
 def inverse_norms(x: Tensor) -> Tensor:

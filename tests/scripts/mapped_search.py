@@ -5,8 +5,12 @@ It measures the process's data memory once torch and oml are imported (``VmData`
 ``RLIMIT_DATA`` (``ulimit -d``: the process's private writable memory, what it allocates) to that plus
 ``HEADROOM`` bytes (0: no limit), then either loads the embeddings whole into memory (``whole``: what an index
 that is not memory-mapped costs) or opens the backend memory-mapped (``mapped``) and searches ``QUERIES`` (a
-torch file of ``[q, dim]``), ``K`` neighbours each. It writes ``{distances, ids, maxrss}`` (``ru_maxrss`` in
-bytes) to ``OUT``; a load refused by the limit exits 3 after printing ``MemoryError``.
+torch file of ``[q, dim]``), ``K`` neighbours each. It writes to ``OUT`` the ``distances`` and ``ids`` found,
+the ``seconds`` of the load and search, and what the load and search added to the process's memory, in bytes:
+``maxrss`` (peak RSS, ``VmHWM``: ``ru_maxrss`` would keep the parent's peak across the fork and exec, minus
+``VmRSS`` before the load), ``anon`` (its own memory, ``RssAnon``)
+and ``file`` (the pages of the files it maps, which the kernel may drop, ``RssFile``) after the search minus
+before the load. A load refused by the limit exits 3 after printing ``MemoryError``.
 
 Usage: ``python mapped_search.py FOLDER QUERIES K OUT HEADROOM mapped|whole``
 """
@@ -16,6 +20,7 @@ from __future__ import annotations
 import re
 import resource
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -24,19 +29,21 @@ import torch
 from oml_core.knn.exact import EXACT_EMBEDDINGS_FILE, ExactKnnIndex
 
 
-def data_bytes() -> int:
-    """The process's data memory now (``VmData``), in bytes."""
+def status_bytes(key: str) -> int:
+    """The line ``key`` of ``/proc/self/status`` (e.g. ``VmData``), in bytes."""
     status = Path("/proc/self/status").read_text()
-    found = re.search(r"^VmData:\s+(\d+) kB", status, re.MULTILINE)
-    assert found is not None, "no VmData in /proc/self/status"
+    found = re.search(rf"^{key}:\s+(\d+) kB", status, re.MULTILINE)
+    assert found is not None, f"no {key} in /proc/self/status"
     return int(found.group(1)) * 1024
 
 
 def main(folder: Path, queries_file: Path, k: int, out: Path, headroom: int, mode: str) -> int:
     queries = torch.load(queries_file, weights_only=True)
     if headroom:
-        limit = data_bytes() + headroom
+        limit = status_bytes("VmData") + headroom
         resource.setrlimit(resource.RLIMIT_DATA, (limit, limit))
+    before = {key: status_bytes(key) for key in ("VmRSS", "RssAnon", "RssFile")}
+    start = time.perf_counter()
     try:
         if mode == "whole":
             embeddings = torch.from_numpy(np.load(folder / EXACT_EMBEDDINGS_FILE))
@@ -48,8 +55,13 @@ def main(folder: Path, queries_file: Path, k: int, out: Path, headroom: int, mod
     except MemoryError:
         print("MemoryError", flush=True)
         return 3
-    maxrss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-    torch.save({"distances": result.distances, "ids": result.ids, "maxrss": maxrss}, out)
+    seconds = time.perf_counter() - start
+    memory = {
+        "maxrss": status_bytes("VmHWM") - before["VmRSS"],
+        "anon": status_bytes("RssAnon") - before["RssAnon"],
+        "file": status_bytes("RssFile") - before["RssFile"],
+    }
+    torch.save({"distances": result.distances, "ids": result.ids, "seconds": seconds, **memory}, out)
     return 0
 
 
