@@ -653,8 +653,9 @@ def test_embeddings_and_backend_of_another_index_are_one_line_and_no_hits(checkp
     captured = capsys.readouterr()
     assert status == 2 and captured.out == ""
     assert captured.err.splitlines() == [
-        f"oml search: error: {generation / 'backend' / 'embeddings.npy'}, {generation / 'backend' / 'exact_index.pt'}, "
-        f"{generation / 'embeddings.pt'}: not this index's (their digests differ from {checkpoint_index.folder / 'index.json'}'s manifest); rebuild the index "
+        f"oml search: error: {generation / 'backend' / 'embeddings.npy'}, "
+        f"{generation / 'backend' / 'exact_index.pt'}, {generation / 'embeddings.pt'}: not this index's (their "
+        f"digests differ from {checkpoint_index.folder / 'index.json'}'s manifest); rebuild the index "
         f"(oml index build)"
     ]
 

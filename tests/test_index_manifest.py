@@ -201,7 +201,8 @@ def test_embeddings_backend_weights_and_their_digest_of_another_index_are_named_
     generation = mine / "gen-1"
     assert refused(mine, registry) == (
         f"{generation / 'backend' / 'embeddings.npy'}, {generation / 'backend' / 'exact_index.pt'}, "
-        f"{generation / 'embeddings.pt'}: not this index's (their digests differ from {mine / 'index.json'}'s manifest); {REBUILD}"
+        f"{generation / 'embeddings.pt'}: not this index's (their digests differ from {mine / 'index.json'}'s "
+        f"manifest); {REBUILD}"
     )
     shutil.rmtree(mine)
     shutil.copytree(kept, mine)
