@@ -103,6 +103,10 @@ REMOVABLE = frozenset({FLAT, "ivf"})
 
 _DEVICE = re.compile(r"cpu|cuda(:\d+)?")
 _READ_CHUNK = 1 << 24
+#: Rows copied at a time out of a memory-mapped flat index before its first change.
+OWN_ROWS = 65536
+#: faiss's flag to read a flat index's vectors memory-mapped (faiss >= 1.10; None before: read into memory).
+MMAP_FLAT: int | None = getattr(faiss, "IO_FLAG_MMAP_IFC", None)
 
 
 class FaissKnnIndex(IKnnIndex):
@@ -130,6 +134,7 @@ class FaissKnnIndex(IKnnIndex):
         self.seed = _int_arg(seed, "seed", minimum=0, maximum=2**31 - 1)
         self.device = _check_device(device, self._gpu_unsupported())
         self._index: Any = None  # the faiss index, once built
+        self._mapped = False  # whether its vectors are a loaded file's memory-mapped pages (a flat index)
         self._structure: str | None = None
         self._dim: int | None = None
         self._pending: list[np.ndarray] = []  # prepared vectors waiting for the build
@@ -209,6 +214,7 @@ class FaissKnnIndex(IKnnIndex):
         self._groups.append(groups)
         self._labels.append(labels)
         if self._index is not None:
+            self._own_vectors()
             self._add_vectors(x, labels)
             return
         self._pending.append(x)
@@ -249,6 +255,7 @@ class FaissKnnIndex(IKnnIndex):
             x = np.concatenate(self._pending)[kept.numpy()]
             self._pending, self._n_pending = ([x] if len(x) else []), len(x)
         elif self._index is not None:
+            self._own_vectors()
             self._index.remove_ids(faiss.IDSelectorBatch(self._labels.rows[~kept].numpy()))
         for rows in (self._ids, self._groups, self._labels):
             rows.keep(kept)
@@ -335,14 +342,15 @@ class FaissKnnIndex(IKnnIndex):
             raise ValueError(f"{state_path}: {len(ids)} ids, {len(groups)} groups for an index of dim {dim}")
         if dim is not None:
             faiss_path = folder / FAISS_INDEX_FILE
-            faiss_index = _read_faiss_index(faiss_path, digest)
+            mapped = structure == FLAT and index.device == "cpu" and MMAP_FLAT is not None
+            faiss_index = _read_faiss_index(faiss_path, digest, mapped)
             if faiss_index.d != dim or faiss_index.ntotal != len(ids):
                 raise ValueError(
                     f"{faiss_path}: holds {faiss_index.ntotal} vectors of dimension {faiss_index.d}, "
                     f"{state_path} {len(ids)} of dimension {dim}"
                 )
             index._dim, index._structure = int(dim), structure
-            index._index = index._to_device(faiss_index)
+            index._index, index._mapped = index._to_device(faiss_index), mapped
             index._configure(index._index)
         index._ids.append(ids.long())
         index._groups.append(groups.long())
@@ -357,6 +365,16 @@ class FaissKnnIndex(IKnnIndex):
         if self.distance == "cosine":
             x = x * inverse_norms(x)[:, None]
         return np.ascontiguousarray(x.numpy(), dtype=np.float32)
+
+    def _own_vectors(self) -> None:
+        """Before the first change of a flat index loaded memory-mapped: copy its vectors into a flat index of
+        its own (faiss aborts the process on a change of a mapped one), :data:`OWN_ROWS` at a time."""
+        if not self._mapped:
+            return
+        owned = self._flat(self._index.d)
+        for start in range(0, self._index.ntotal, OWN_ROWS):
+            owned.add(self._index.reconstruct_n(start, min(OWN_ROWS, self._index.ntotal - start)))
+        self._index, self._mapped = owned, False
 
     def _ensure_built(self) -> None:
         if self._index is None and self._dim is not None:
@@ -804,8 +822,10 @@ def _write_faiss_index(index: Any, path: Path) -> str:
     return digest.hexdigest()
 
 
-def _read_faiss_index(path: Path, digest: str | None) -> Any:
-    """``faiss.read_index(path)`` after checking the file's SHA-256 against ``digest``.
+def _read_faiss_index(path: Path, digest: str | None, mapped: bool = False) -> Any:
+    """``faiss.read_index(path)`` after checking the file's SHA-256 against ``digest`` (streaming); ``mapped``:
+    memory-mapped (:data:`MMAP_FLAT`, for a flat index: its vectors are read from the file as a search
+    touches them, so that one larger than the memory opens; a change works on a copy, never on the file).
 
     Raises:
         ValueError: no such file, another content than the one saved, or not a faiss index; names the file.
@@ -822,7 +842,7 @@ def _read_faiss_index(path: Path, digest: str | None) -> Any:
             f"partial or foreign file)"
         )
     try:
-        return faiss.read_index(str(path))
+        return faiss.read_index(str(path), MMAP_FLAT if mapped and MMAP_FLAT is not None else 0)
     except RuntimeError as e:
         reason = str(e).strip().splitlines()[-1] if str(e).strip() else type(e).__name__
         raise ValueError(f"{path}: not a readable faiss index ({reason})") from e

@@ -320,6 +320,26 @@ def test_a_foreign_or_corrupt_folder_is_refused_naming_the_file(tmp_path: Path) 
         FaissKnnIndex.load(folder)
 
 
+def test_a_flat_index_loads_memory_mapped_and_changes_on_a_copy(
+    data: tuple[Tensor, Tensor], tmp_path: Path
+) -> None:
+    gallery, queries = data
+    flat = FaissFlatIndex("l2")
+    flat.add(gallery)
+    flat.save(tmp_path / "index")
+    file = tmp_path / "index" / "faiss.index"
+    saved = file.read_bytes()
+    loaded = FaissKnnIndex.load(tmp_path / "index")
+    assert str(file) in Path("/proc/self/maps").read_text()  # its vectors are the file's pages
+    assert same_results(loaded.search(queries, 10), flat.search(queries, 10))
+    loaded.remove(torch.arange(10))
+    loaded.add(queries[:5], ids=torch.arange(10_000, 10_005))
+    assert len(loaded) == N_GALLERY - 5 and loaded.search(queries[:5], 1).ids.flatten().tolist() == list(
+        range(10_000, 10_005)
+    )
+    assert file.read_bytes() == saved
+
+
 def test_an_empty_index_saves_and_loads(tmp_path: Path) -> None:
     FaissIVFIndex("cosine", nlist=7, nprobe=2).save(tmp_path / "empty")
     loaded = FaissKnnIndex.load(tmp_path / "empty")
