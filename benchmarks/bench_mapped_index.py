@@ -1,7 +1,9 @@
 """What opening a large saved exact backend memory-mapped costs in memory, against loading its embeddings whole
 (issue 38, item 4): random float32 rows saved by ``ExactKnnIndex.save``, then, each in a fresh process
-(``tests/scripts/mapped_search.py``), either opened by ``ExactKnnIndex.load`` (the embeddings memory-mapped) or
-its ``embeddings.npy`` read into memory and added to a new index, and ``--queries`` queries searched (k=10).
+(``tests/scripts/mapped_search.py``), either opened by ``ExactKnnIndex.load`` (``mapped``: the embeddings
+memory-mapped) or its ``embeddings.npy`` read into memory and added to a new index (``whole``), or a
+``faiss_flat`` index of the same rows opened by ``FaissKnnIndex.load`` (``faiss``: memory-mapped; oml-faiss
+needed), and ``--queries`` queries searched (k=10).
 Reported: what the load and search added to the process's memory (the interpreter, torch and the queries
 excluded): peak RSS (``VmHWM``, the ``ru_maxrss`` of this process alone, which counts the pages of the mapped
 file that the search touched), and, after the search, ``RssAnon`` (the process's own memory) and ``RssFile``
@@ -30,25 +32,30 @@ ROWS = 65536
 MIB = 2**20
 
 
-def build(folder: Path, n: int, dim: int, n_queries: int) -> Path:
-    """Save an exact backend of ``n`` random rows into ``folder / "backend"``; the queries' file."""
+def build(folder: Path, n: int, dim: int, n_queries: int) -> None:
+    """Save an exact backend and a ``faiss_flat`` one of the same ``n`` random rows into ``folder / "backend"``
+    and ``folder / "faiss"``, and the queries into ``folder / "queries.pt"``."""
+    from oml_faiss import FaissFlatIndex  # an optional plugin: imported only here
+
     generator = torch.Generator().manual_seed(0)
-    index = ExactKnnIndex("l2")
+    exact, flat = ExactKnnIndex("l2"), FaissFlatIndex("l2")
     for start in range(0, n, ROWS):
-        index.add(torch.randn(min(ROWS, n - start), dim, generator=generator))
-    index.save(folder / "backend")
+        rows = torch.randn(min(ROWS, n - start), dim, generator=generator)
+        exact.add(rows)
+        flat.add(rows)
+    exact.save(folder / "backend")
+    flat.save(folder / "faiss")
     torch.save(torch.randn(n_queries, dim, generator=generator), folder / "queries.pt")
-    return folder / "backend"
 
 
 def measure(folder: Path, mode: str) -> dict[str, float]:
     """Load and search in a fresh process (no memory limit); what it reported."""
-    out = folder / f"{mode}.pt"
+    out, saved = folder / f"{mode}.pt", folder / ("faiss" if mode == "faiss" else "backend")
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     command = [
         sys.executable,
         str(SCRIPT),
-        str(folder / "backend"),
+        str(saved),
         str(folder / "queries.pt"),
         "10",
         str(out),
@@ -72,7 +79,7 @@ def main() -> None:
         print(f"n={args.n} dim={args.dim}: embeddings {size / MIB:.0f} MiB, {args.queries} queries, k=10")
         print("| open | peak RSS MiB | RssAnon MiB | RssFile MiB | load + search s |")
         print("|---|---:|---:|---:|---:|")
-        for mode in ("mapped", "whole"):
+        for mode in ("mapped", "whole", "faiss"):
             found = measure(folder, mode)
             maxrss, anon, file = found["maxrss"], found["anon"], found["file"]
             print(
