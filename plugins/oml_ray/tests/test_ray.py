@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import secrets
 import shutil
 import signal
 import subprocess
@@ -32,11 +33,14 @@ N_IMAGES = 192
 
 @pytest.fixture(scope="module")
 def ray_address() -> Iterator[str]:
-    """A local Ray of 2 CPUs, its files under a temporary folder of its own (never ``~``); its GCS address."""
+    """A local Ray of 2 CPUs, its files under a temporary folder of its own, its token in the environment (else
+    Ray writes one to ``~/.ray``); its GCS address."""
     folder = tempfile.mkdtemp(prefix="oml-ray-")  # short: Ray's socket paths live under it
-    ray.init(num_cpus=2, include_dashboard=False, _temp_dir=folder, logging_level="WARNING")
-    yield ray.get_runtime_context().gcs_address
-    ray.shutdown()
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("RAY_AUTH_TOKEN", secrets.token_hex(16))
+        ray.init(num_cpus=2, include_dashboard=False, _temp_dir=folder, logging_level="WARNING")
+        yield ray.get_runtime_context().gcs_address
+        ray.shutdown()
     shutil.rmtree(folder, ignore_errors=True)
 
 
