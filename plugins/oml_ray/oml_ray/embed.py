@@ -21,6 +21,8 @@ from typing import Any, cast
 import numpy as np
 import torch
 
+from oml_core.config.components import spec_of
+from oml_core.config.data import DEFAULT_DATASET, check_datasets, dataset_entry
 from oml_core.config.schemas import IndexBuildConfig
 from oml_core.config.typed import check_component_arguments, validate_config
 from oml_core.index import GalleryIndex
@@ -93,7 +95,9 @@ def embed_corpus(
     ``settings.out_dir`` on Ray actors.
 
     Raises:
-        ConfigError: a bad config (as ``oml index build`` names it), a ``shard_rows`` below 1, an ``out_dir`` that
+        ConfigError: a bad config (as ``oml index build`` names it), an item that cannot be read (the dataset
+            component's checks, as ``oml index build`` runs them, before anything is written or Ray starts), a
+            ``shard_rows`` below 1, an ``out_dir`` that
             holds other files, or the shards of another run (other items, model or shard size: naming what
             differs); a Ray cluster that does not answer at ``address``.
         RegistryError: an unknown component name.
@@ -106,6 +110,9 @@ def embed_corpus(
     out_dir = settings.out_dir.expanduser().resolve()
     index = index_of_config(config, registry, torch.device("cpu"))
     gallery = _gallery(index, config.gallery_rows)
+    entry = dataset_entry(registry, spec_of(config.dataset or DEFAULT_DATASET))
+    check_datasets(index.data, [gallery], config.num_workers, None, entry)
+    index.data.check_extractor(index.extractor)
     items = _items(index, gallery)
     manifest = _manifest(index, out_dir, size_of(gallery), settings.shard_rows)
     pending = [r for r in manifest.shards() if not (out_dir / shard_name(*r)).is_file()]

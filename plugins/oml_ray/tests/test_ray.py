@@ -22,6 +22,7 @@ import pytest
 import ray
 
 from oml_core.cli import main
+from oml_core.datasets.mock import get_mock_dataset_root
 from oml_core.index import GalleryIndex
 from oml_core.io import read_embeddings_file
 from oml_core.io.shards import read_shards
@@ -123,7 +124,7 @@ def test_a_run_killed_and_started_again_embeds_every_item_once_as_predict_and_in
     )
 
     assert main(command) == 0
-    line = capsys.readouterr().out.strip()
+    line = capsys.readouterr().out.strip().splitlines()[-1]  # after the images check's line
     done = int(line.split(", ")[1].split()[0])  # "..., N already there; ..."
     assert done >= written and line.startswith(
         f"embedded {4 * (N_IMAGES // 4 - done)} of {N_IMAGES} items into "
@@ -140,3 +141,15 @@ def test_a_run_killed_and_started_again_embeds_every_item_once_as_predict_and_in
     assert (built.ids, built.paths, built.labels) == (direct.ids, direct.paths, direct.labels)
     queries = direct.embeddings[::17]
     assert built.search(queries, top_k=5) == direct.search(queries, top_k=5)
+
+
+def test_an_item_that_cannot_be_read_is_one_line_before_anything_is_written(tmp_path, capsys):
+    data = tmp_path / "data"
+    shutil.copytree(get_mock_dataset_root(), data)
+    missing = sorted((data / "images").iterdir())[0]
+    missing.unlink()
+    out = tmp_path / "shards"
+    assert main(["embed", str(out), f"dataset_root={data}"]) == 2
+    error = capsys.readouterr().err.strip()
+    assert error.startswith("oml embed: error: ") and str(missing.name) in error and "\n" not in error
+    assert not out.exists()
