@@ -114,6 +114,7 @@ def embed_corpus(
     check_datasets(index.data, [gallery], config.num_workers, None, entry)
     index.data.check_extractor(index.extractor)
     items = _items(index, gallery)
+    _connect(settings.address)  # before anything is written
     manifest = _manifest(index, out_dir, size_of(gallery), settings.shard_rows)
     pending = [r for r in manifest.shards() if not (out_dir / shard_name(*r)).is_file()]
     embedded = _run(config, settings, out_dir, manifest, items, pending) if pending else 0
@@ -203,7 +204,6 @@ def _run(
     """Embed the shards ``pending`` on a pool of Ray actors; the number of items embedded."""
     import ray
 
-    _connect(settings.address)
     ray.data.DataContext.get_current().enable_progress_bars = False
     logging.getLogger("ray.data").setLevel(logging.WARNING)
     rows = [
