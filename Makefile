@@ -11,7 +11,7 @@ PY := $(VENV)/bin/python
 PIP := $(PY) -m pip
 # torch pinned to the release this project is tested with (override e.g. TORCH="torch torchvision").
 TORCH ?= torch==2.14.1 torchvision==0.29.1
-PLUGINS := plugins/oml_models plugins/oml_losses plugins/oml_samplers plugins/oml_loggers plugins/oml_postprocessors plugins/oml_pml plugins/oml_faiss plugins/oml_qdrant plugins/oml_texts plugins/oml_audio plugins/oml_serve
+PLUGINS := plugins/oml_models plugins/oml_losses plugins/oml_samplers plugins/oml_loggers plugins/oml_postprocessors plugins/oml_pml plugins/oml_faiss plugins/oml_qdrant plugins/oml_ray plugins/oml_texts plugins/oml_audio plugins/oml_serve
 EXAMPLE := examples/oml_plugin_example
 PROJECTS := pyproject.toml $(addsuffix /pyproject.toml,$(PLUGINS))
 # what pip installs of each plugin: oml-models with its extras (timm for the ViTs, open_clip for CLIP); for the

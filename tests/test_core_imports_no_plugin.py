@@ -41,6 +41,7 @@ def test_the_check_sees_an_import_of_a_plugin(tmp_path):
         "oml_pml",
         "oml_faiss",
         "oml_qdrant",
+        "oml_ray",
         "oml_texts",
         "oml_audio",
         "oml_serve",

@@ -404,6 +404,7 @@ def test_first_party_names_and_a_squatter_of_a_plugin_not_installed():
         "oml_pml": "oml-pml",
         "oml_postprocessors": "oml-postprocessors",
         "oml_qdrant": "oml-qdrant",
+        "oml_ray": "oml-ray",
         "oml_samplers": "oml-samplers",
         "oml_serve": "oml-serve",
         "oml_texts": "oml-texts",

@@ -53,6 +53,7 @@ def test_every_plugin_directory_is_checked() -> None:
         "oml_pml",
         "oml_postprocessors",
         "oml_qdrant",
+        "oml_ray",
         "oml_samplers",
         "oml_serve",
         "oml_texts",

@@ -739,10 +739,11 @@ class IndexBuildConfig(ConfigSchema):
         nullable(PATH),
         None,
         doc="An embeddings file of the gallery (`.parquet`, `.npy` or `.json`, written by `oml predict` or by "
-        "`oml index build embeddings_out=...`): the index is built from its items, labels and vectors without "
-        "embedding them again; its provenance must be the config's `extractor` (spec and weights) and "
-        "`transforms`, else the build is refused naming both. The index is not calibrated (the file holds no "
-        "validation split). Null: the items of the dataset are embedded.",
+        "`oml index build embeddings_out=...`), or a folder of Parquet shards and their `embeddings.json` "
+        "(written by `oml embed` of the oml-ray plugin; every shard must be there): the index is built from its "
+        "items, labels and vectors without embedding them again; its provenance must be the config's "
+        "`extractor` (spec and weights) and `transforms`, else the build is refused naming both. The index is "
+        "not calibrated (the file holds no validation split). Null: the items of the dataset are embedded.",
     )
     predictions_format: str = setting(
         must_be(one_of(*PREDICTIONS_FORMATS), f"one of {list(PREDICTIONS_FORMATS)}"),

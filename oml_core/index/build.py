@@ -8,7 +8,7 @@ import datetime as dt
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from oml_core.config.components import spec_of
 from oml_core.config.data import DEFAULT_DATASET
@@ -20,8 +20,12 @@ from oml_core.index.embeddings_io import add_embeddings_file, write_index_embedd
 from oml_core.index.errors import GalleryIndexError
 from oml_core.index.gallery import GalleryIndex, check_calibration_args
 from oml_core.io import EmbeddingsFileError, EmbeddingsMismatchError, check_writable, format_of
+from oml_core.io.shards import read_shards_manifest
 from oml_core.registry import ConfigError, Registry, default_registry
 from oml_core.utils.text import one_line
+
+if TYPE_CHECKING:
+    import torch
 
 #: The name of the config's schema (:data:`~oml_core.config.schemas.SCHEMAS`), which is also
 #: that of its default config.
@@ -95,19 +99,7 @@ def build_gallery_index(
     index_dir = _index_dir(config)
     embeddings_out = _check_embeddings_keys(config)
     try:
-        index = GalleryIndex(
-            extractor=config.extractor,
-            transforms=config.transforms,
-            knn_backend=config.knn_backend,
-            distance=config.distance,
-            dataset=config.dataset,
-            data=_data_keys(config, registry),
-            registry=registry,
-            seed=config.seed,
-            batch_size=config.bs,
-            num_workers=config.num_workers,
-            device=device,
-        )
+        index = index_of_config(config, registry, device)
         if config.embeddings is None:
             not_calibrated = index.add_dataset(rows=config.gallery_rows, calibration=config.calibration)
         else:
@@ -135,8 +127,30 @@ def build_gallery_index(
     return IndexBuildResult(index, index_dir, source, not_calibrated, embeddings_out)
 
 
+def index_of_config(
+    config: IndexBuildConfig, registry: Registry, device: torch.device | None
+) -> GalleryIndex:
+    """The new, empty gallery index of ``config`` (its extractor, transforms, knn backend, distance, dataset
+    component with the data keys its factory takes, seed, batch size and workers), embedding on ``device``;
+    nothing is built or read yet (``oml embed`` of the oml-ray plugin embeds with it too)."""
+    return GalleryIndex(
+        extractor=config.extractor,
+        transforms=config.transforms,
+        knn_backend=config.knn_backend,
+        distance=config.distance,
+        dataset=config.dataset,
+        data=_data_keys(config, registry),
+        registry=registry,
+        seed=config.seed,
+        batch_size=config.bs,
+        num_workers=config.num_workers,
+        device=device,
+    )
+
+
 def _check_embeddings_keys(config: IndexBuildConfig) -> Path | None:
-    """Check ``embeddings`` (an existing file of a known format) and ``embeddings_out`` (a new file whose suffix
+    """Check ``embeddings`` (an existing file of a known format, or a folder of shards with its manifest) and
+    ``embeddings_out`` (a new file whose suffix
     is that of ``predictions_format``, which can be written) before any work.
 
     Returns:
@@ -147,12 +161,22 @@ def _check_embeddings_keys(config: IndexBuildConfig) -> Path | None:
     """
     if config.embeddings is not None:
         path = Path(config.embeddings).expanduser()
+        if path.is_dir():
+            try:
+                read_shards_manifest(path)
+            except EmbeddingsFileError as e:
+                raise ConfigError(f"embeddings: {e}") from e
+            return _embeddings_out(config)
         try:
             format_of(path)
         except EmbeddingsFileError as e:
             raise ConfigError(f"embeddings: {e}") from e
         if not path.is_file():
             raise ConfigError(f"embeddings: {path}: no such embeddings file")
+    return _embeddings_out(config)
+
+
+def _embeddings_out(config: IndexBuildConfig) -> Path | None:
     if config.embeddings_out is None:
         return None
     try:
@@ -217,4 +241,4 @@ def _index_dir(config: IndexBuildConfig) -> Path:
     return folder
 
 
-__all__ = ["INDEX_BUILD", "IndexBuildResult", "build_gallery_index"]
+__all__ = ["INDEX_BUILD", "IndexBuildResult", "build_gallery_index", "index_of_config"]

@@ -18,6 +18,8 @@ from oml_core.io import (
     check_provenance,
     read_embeddings_file,
 )
+from oml_core.io.embeddings_data import EmbeddingsFile
+from oml_core.io.shards import is_shards_folder, read_shards
 
 #: Rows added to an index, or written to a file, at a time.
 CHUNK_ROWS = 65536
@@ -42,20 +44,30 @@ def index_provenance(index: GalleryIndex) -> EmbeddingsProvenance:
 
 
 def add_embeddings_file(index: GalleryIndex, path: str | Path, chunk_rows: int = CHUNK_ROWS) -> int:
-    """Add the items of the embeddings file ``path`` (their ids, paths, labels and vectors) to ``index``, whose
-    model must be the one that made them (:func:`~oml_core.io.provenance.check_provenance` of the file's
-    provenance against :func:`index_provenance`), ``chunk_rows`` rows at a time.
+    """Add the items of the embeddings file ``path`` (their ids, paths, labels and vectors), or of every shard of
+    the folder of shards ``path`` (:mod:`oml_core.io.shards`, ``oml embed``), to ``index``, whose model must be the
+    one that made them (:func:`~oml_core.io.provenance.check_provenance` of each file's provenance against
+    :func:`index_provenance`), ``chunk_rows`` rows at a time.
 
     Returns:
         The number of items added.
 
     Raises:
-        EmbeddingsFileError: a bad file (see :func:`~oml_core.io.embeddings_files.read_embeddings_file`).
+        EmbeddingsFileError: a bad file (see :func:`~oml_core.io.embeddings_files.read_embeddings_file`), a bad
+            folder of shards or one whose shards are not all there (see :func:`~oml_core.io.shards.read_shards`).
         EmbeddingsMismatchError: the file records no provenance, or another model's (naming both values).
         ValueError: ids already in the index, vectors of another dimension than the index's.
     """
-    found = read_embeddings_file(path)
-    check_provenance(found.provenance, index_provenance(index), str(found.path))
+    path = Path(path)
+    files = read_shards(path) if is_shards_folder(path) else iter([read_embeddings_file(path)])
+    expected = index_provenance(index)
+    return sum(_add_file(index, found, expected, chunk_rows) for found in files)
+
+
+def _add_file(
+    index: GalleryIndex, found: EmbeddingsFile, expected: EmbeddingsProvenance, chunk_rows: int
+) -> int:
+    check_provenance(found.provenance, expected, str(found.path))
     for start in range(0, len(found), chunk_rows):
         end = start + chunk_rows
         index.add(

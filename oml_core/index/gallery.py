@@ -433,8 +433,8 @@ class GalleryIndex:
         check_datasets(data, datasets, self.num_workers, None, self._dataset_entry)
         if self._has_extractor:
             data.check_extractor(self.extractor)
-        names = _item_names(data, gallery)
-        gallery_ids = _item_ids(data, gallery)
+        names = item_names(data, gallery)
+        gallery_ids = item_ids(data, gallery)
         labels = gallery.get_labels().tolist() if isinstance(gallery, ILabeledDataset) else None
         if size_of(gallery) and self._first_input is None:
             self._first_input = gallery[0][gallery.input_tensors_key]
@@ -442,7 +442,7 @@ class GalleryIndex:
         self._add(embeddings, names, labels, gallery_ids)
         if validation is not None and calibration is not None:
             known = {} if gallery_ids is None else dict(zip(gallery_ids, embeddings))
-            self._calibrate_on(validation, _item_ids(data, validation), known, calibration)
+            self._calibrate_on(validation, item_ids(data, validation), known, calibration)
         return not_calibrated
 
     def _calibrate_on(
@@ -792,7 +792,7 @@ class GalleryIndex:
                 if isinstance(items, ILabeledDataset)
                 else None
             )
-            return self.embed(items), _item_names(self.data, items), labels
+            return self.embed(items), item_names(self.data, items), labels
         image_paths = [str(p) for p in ([items] if isinstance(items, str | Path) else items)]
         embeddings = self.embed(image_paths) if image_paths else torch.zeros(0, 0)
         return embeddings, list(image_paths), None
@@ -1704,8 +1704,12 @@ def _data_keys(data: Mapping[str, Any] | None) -> dict[str, Any]:
     return keys
 
 
-def _item_names(data: IDatasetComponent, dataset: IBaseDataset) -> list[str | None]:
-    """The names of ``dataset``'s items by ``data`` (None each when it names none), one per item."""
+def item_names(data: IDatasetComponent, dataset: IBaseDataset) -> list[str | None]:
+    """The names of ``dataset``'s items by ``data`` (None each when it names none), one per item.
+
+    Raises:
+        GalleryIndexError: the component names another number of items.
+    """
     try:
         names: list[str | None] = list(data.item_names(dataset))
     except NotImplementedError:
@@ -1717,8 +1721,12 @@ def _item_names(data: IDatasetComponent, dataset: IBaseDataset) -> list[str | No
     return names
 
 
-def _item_ids(data: IDatasetComponent, dataset: IBaseDataset) -> list[int] | None:
-    """The ids of ``dataset``'s items by ``data``, or None when it gives none."""
+def item_ids(data: IDatasetComponent, dataset: IBaseDataset) -> list[int] | None:
+    """The ids of ``dataset``'s items by ``data``, or None when it gives none.
+
+    Raises:
+        GalleryIndexError: the component gives another number of ids, or ids twice.
+    """
     try:
         ids = [int(i) for i in data.item_ids(dataset)]
     except NotImplementedError:
@@ -1841,4 +1849,6 @@ __all__ = [
     "GalleryItem",
     "SearchHit",
     "check_calibration_args",
+    "item_ids",
+    "item_names",
 ]

@@ -136,6 +136,7 @@ FIRST_PARTY_PROVIDERS: MappingProxyType[tuple[str, str], str] = MappingProxyType
         ("miner", "pml_uniform_histogram"): "oml-pml",
         ("postprocessor", "pairwise_reranker"): "oml-postprocessors",
         ("knn_backend", "qdrant"): "oml-qdrant",
+        ("command", "embed"): "oml-ray",
         ("sampler", "balance"): "oml-samplers",
         ("sampler", "category_balance"): "oml-samplers",
         ("sampler", "distinct_category_balance"): "oml-samplers",
