@@ -13,6 +13,7 @@ from oml_core.utils.lazy import table_exports
 from oml_ray.plugin import COMPONENTS, EXTRA_EXPORTS
 
 if TYPE_CHECKING:
+    from oml_ray.command import embed_command as embed_command
     from oml_ray.embed import EmbedResult as EmbedResult
     from oml_ray.embed import EmbedSettings as EmbedSettings
     from oml_ray.embed import embed_corpus as embed_corpus
