@@ -42,4 +42,26 @@ class AppendedRows:
         return self._parts[0] if self._parts else self._empty
 
 
-__all__ = ["AppendedRows"]
+class AppendedItems:
+    """What every knn backend that keeps its items' ids and exclusion groups in add order shares: ``__len__``,
+    ``ids`` and ``groups`` read from its :class:`AppendedRows` ``_ids`` and ``_groups`` (put it before
+    :class:`~oml_core.interfaces.knn.IKnnIndex` in the bases)."""
+
+    _ids: AppendedRows
+    _groups: AppendedRows
+
+    def __len__(self) -> int:
+        return len(self._ids)
+
+    @property
+    def ids(self) -> Tensor:
+        """``[n]`` int64 ids of the items, in add order."""
+        return self._ids.rows
+
+    @property
+    def groups(self) -> Tensor:
+        """``[n]`` int64 exclusion groups of the items, in add order."""
+        return self._groups.rows
+
+
+__all__ = ["AppendedItems", "AppendedRows"]

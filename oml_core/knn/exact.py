@@ -14,7 +14,7 @@ import torch
 from torch import Tensor
 
 from oml_core.interfaces.knn import IKnnIndex, KnnSearchResult
-from oml_core.knn.appended_rows import AppendedRows
+from oml_core.knn.appended_rows import AppendedItems, AppendedRows
 from oml_core.knn.backend_checks import (
     check_added,
     check_distance,
@@ -38,7 +38,7 @@ EXACT_EMBEDDINGS_FILE = "embeddings.npy"
 EXACT_INDEX_VERSION = 2
 
 
-class ExactKnnIndex(IKnnIndex):
+class ExactKnnIndex(AppendedItems, IKnnIndex):
     """The core's exact backend: the memory-bounded blockwise search of
     :func:`~oml_core.knn.search.search_knn_qg` over the added embeddings, with exclusion inside the search
     (no over-fetch). Neighbours at equal distances are ordered by the order they were added.
@@ -58,23 +58,10 @@ class ExactKnnIndex(IKnnIndex):
         self._ids = AppendedRows(torch.empty(0, dtype=torch.long))
         self._groups = AppendedRows(torch.empty(0, dtype=torch.long))
 
-    def __len__(self) -> int:
-        return len(self._ids)
-
     @property
     def embeddings(self) -> Tensor:
         """``[n, dim]``: every embedding added, in add order."""
         return self._embeddings.rows
-
-    @property
-    def ids(self) -> Tensor:
-        """``[n]`` int64 ids of the items, in add order."""
-        return self._ids.rows
-
-    @property
-    def groups(self) -> Tensor:
-        """``[n]`` int64 exclusion groups of the items, in add order."""
-        return self._groups.rows
 
     def add(self, embeddings: Tensor, ids: Tensor | None = None, groups: Tensor | None = None) -> None:
         embeddings, ids, groups = check_added(embeddings, ids, groups, len(self), self._dim())

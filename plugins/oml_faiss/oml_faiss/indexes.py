@@ -64,7 +64,7 @@ import torch
 from torch import LongTensor, Tensor
 
 from oml_core.interfaces.knn import CannotRemoveError, IKnnIndex, KnnSearchResult
-from oml_core.knn.appended_rows import AppendedRows
+from oml_core.knn.appended_rows import AppendedItems, AppendedRows
 from oml_core.knn.backend_checks import (
     check_added,
     check_distance,
@@ -109,7 +109,7 @@ OWN_ROWS = 65536
 MMAP_FLAT: int | None = getattr(faiss, "IO_FLAG_MMAP_IFC", None)
 
 
-class FaissKnnIndex(IKnnIndex):
+class FaissKnnIndex(AppendedItems, IKnnIndex):
     """What the faiss backends share (see the module's docstring): buffering, training, exclusion, ordering,
     devices, save and load. Subclasses say which faiss index they build (:meth:`_new_index`).
 
@@ -174,19 +174,6 @@ class FaissKnnIndex(IKnnIndex):
         return self._index.search(x, k)
 
     # ------------------------------------------------------------------------------------------ the interface
-    def __len__(self) -> int:
-        return len(self._ids)
-
-    @property
-    def ids(self) -> LongTensor:
-        """``[n]`` ids of the items, in add order."""
-        return self._ids.rows
-
-    @property
-    def groups(self) -> LongTensor:
-        """``[n]`` exclusion groups of the items, in add order."""
-        return self._groups.rows
-
     @property
     def structure(self) -> str | None:
         """The structure built: the backend's own (``"ivf"``, ``"hnsw"``, ``"ivfpq"``), ``"flat"`` (exact: the

@@ -50,7 +50,7 @@ from qdrant_client import QdrantClient, models
 from torch import Tensor
 
 from oml_core.interfaces.knn import IKnnIndex, KnnSearchResult
-from oml_core.knn.appended_rows import AppendedRows
+from oml_core.knn.appended_rows import AppendedItems, AppendedRows
 from oml_core.knn.backend_checks import (
     check_added,
     check_distance,
@@ -80,7 +80,7 @@ BATCH = 1024
 _DISTANCES = {"l2": models.Distance.EUCLID, "cosine": models.Distance.COSINE}
 
 
-class QdrantKnnIndex(IKnnIndex):
+class QdrantKnnIndex(AppendedItems, IKnnIndex):
     """``qdrant``: the items in a Qdrant collection (see the module's docstring).
 
     Args:
@@ -140,19 +140,6 @@ class QdrantKnnIndex(IKnnIndex):
             self._connect()
 
     # ------------------------------------------------------------------------------------------ the interface
-    def __len__(self) -> int:
-        return len(self._ids)
-
-    @property
-    def ids(self) -> Tensor:
-        """``[n]`` ids of the items, in add order."""
-        return self._ids.rows
-
-    @property
-    def groups(self) -> Tensor:
-        """``[n]`` exclusion groups of the items, in add order."""
-        return self._groups.rows
-
     @property
     def where(self) -> str:
         """Where the collection lives, in words: ``"Qdrant in-process"``, ``"Qdrant at <path>"`` or
