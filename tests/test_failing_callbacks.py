@@ -20,7 +20,7 @@ import pytest
 import torch
 
 from oml_core.cli import main
-from tests.scripts.fake_plugins import fake_distribution
+from tests.scripts.fake_plugins import fake_distribution, install_lightning_plugin
 from tests.test_hook_every_run_callbacks import tiny_run
 
 pytestmark = pytest.mark.slow
@@ -72,16 +72,10 @@ def site(tmp_path: Path) -> Path:
 
 
 @pytest.fixture()
-def work(tmp_path: Path, site: Path, monkeypatch: pytest.MonkeyPatch, oml_cache_dir: Path) -> Path:
+def work(tmp_path: Path, site: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """The plugin ``faulty`` installed in this process (with every other plugin), the working directory a fresh
     folder, which it returns."""
-    monkeypatch.syspath_prepend(str(site))
-    monkeypatch.setenv("OML_CACHE_DIR", str(oml_cache_dir))
-    monkeypatch.setenv(
-        "OML_PLUGIN_SLOW_SECONDS", "0"
-    )  # its import of Lightning may be slow on a busy machine
-    for name in ("OML_LOAD_PLUGINS", "OML_STRICT_PLUGINS", "OML_TRACEBACK"):
-        monkeypatch.delenv(name, raising=False)
+    install_lightning_plugin(monkeypatch, site)
     folder = tmp_path / "work"
     folder.mkdir()
     monkeypatch.chdir(folder)

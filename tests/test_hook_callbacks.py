@@ -19,7 +19,7 @@ import yaml
 from oml_core.cli import main
 from oml_core.datasets.mock import get_mock_dataset_root
 from oml_core.registry import InterfaceError, Registry
-from tests.scripts.fake_plugins import fake_distribution
+from tests.scripts.fake_plugins import fake_distribution, install_lightning_plugin
 
 sys.path.insert(0, str(Path(__file__).parent / "scripts"))
 from tiny_training import tiny_config  # noqa: E402
@@ -71,15 +71,10 @@ def epoch_logger_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture()
-def installed(monkeypatch: pytest.MonkeyPatch, oml_cache_dir: Path, epoch_logger_site: Path) -> Path:
+def installed(monkeypatch: pytest.MonkeyPatch, epoch_logger_site: Path) -> Path:
     """The plugin ``epoch_logger`` installed in this process (with every other plugin); returns its folder."""
     site = epoch_logger_site
-    monkeypatch.syspath_prepend(str(site))
-    monkeypatch.setenv("OML_CACHE_DIR", str(oml_cache_dir))
-    # its import of Lightning may be slow on a busy machine: no warning about it
-    monkeypatch.setenv("OML_PLUGIN_SLOW_SECONDS", "0")
-    for name in ("OML_LOAD_PLUGINS", "OML_STRICT_PLUGINS", "OML_TRACEBACK"):
-        monkeypatch.delenv(name, raising=False)
+    install_lightning_plugin(monkeypatch, site)
     return site
 
 

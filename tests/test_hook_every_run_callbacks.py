@@ -28,7 +28,7 @@ from oml_core.datasets.mock import get_mock_dataset_root
 from oml_core.lightning.pipelines.train_postprocessor import postprocessor_training_pipeline
 from oml_core.registry import ConfigError, PluginLoadError, PluginWarning, Registry
 from oml_core.utils.lazy import Component, register_components
-from tests.scripts.fake_plugins import fake_distribution
+from tests.scripts.fake_plugins import fake_distribution, install_lightning_plugin
 from tests.test_postprocessor_resume import tiny_postprocessor_config
 
 sys.path.insert(0, str(Path(__file__).parent / "scripts"))
@@ -105,16 +105,10 @@ def marks_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture()
-def installed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, oml_cache_dir: Path, marks_site: Path) -> Path:
+def installed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, marks_site: Path) -> Path:
     """The plugin ``marks`` installed in this process (with every other plugin), the working directory a fresh
     folder; returns that folder (where ``every_run_marks/marks.txt`` is written by default)."""
-    monkeypatch.syspath_prepend(str(marks_site))
-    monkeypatch.setenv("OML_CACHE_DIR", str(oml_cache_dir))
-    monkeypatch.setenv(
-        "OML_PLUGIN_SLOW_SECONDS", "0"
-    )  # its import of Lightning may be slow on a busy machine
-    for name in ("OML_LOAD_PLUGINS", "OML_STRICT_PLUGINS", "OML_TRACEBACK"):
-        monkeypatch.delenv(name, raising=False)
+    install_lightning_plugin(monkeypatch, marks_site)
     work = tmp_path / "work"
     work.mkdir()
     monkeypatch.chdir(work)

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 
 def fake_distribution(
     root: Path, distribution: str, entry_point: str, module: str, source: str, version: str = "0.3"
@@ -18,3 +20,13 @@ def fake_distribution(
     (dist_info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {distribution}\nVersion: {version}\n")
     (dist_info / "entry_points.txt").write_text(f"[oml]\n{entry_point} = {module}\n")
     return root
+
+
+def install_lightning_plugin(monkeypatch: pytest.MonkeyPatch, site: Path) -> None:
+    """Put the fake distributions of ``site`` on this process's path, beside every installed plugin, loaded
+    leniently (``OML_LOAD_PLUGINS``, ``OML_STRICT_PLUGINS`` and ``OML_TRACEBACK`` unset), without the slow-import
+    warning: a plugin that imports Lightning may be slow to import on a busy machine."""
+    monkeypatch.syspath_prepend(str(site))
+    monkeypatch.setenv("OML_PLUGIN_SLOW_SECONDS", "0")
+    for name in ("OML_LOAD_PLUGINS", "OML_STRICT_PLUGINS", "OML_TRACEBACK"):
+        monkeypatch.delenv(name, raising=False)
