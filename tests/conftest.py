@@ -53,8 +53,8 @@ def tiny_trained_run(
 
 @pytest.fixture()
 def small_tmpfs(tmp_path):
-    """A real 1 MiB tmpfs (root can mount one here); tests that use it inject an OSError where
-    mounting is not permitted."""
+    """A real 1 MiB tmpfs, mounted for the test (root can mount one: this machine and CI run the suite as root);
+    where mounting is not permitted, the tests that need a full disk are skipped with mount's reason."""
     mount_point = tmp_path / "tmpfs"
     mount_point.mkdir()
     done = subprocess.run(
