@@ -56,6 +56,27 @@ def test_read_dataframe_checks_the_format_and_names_the_file(tmp_path):
         read_dataframe(tmp_path, "missing.csv")
 
 
+def test_read_dataframe_reads_parquet_a_file_or_a_folder_of_files_and_names_a_bad_one(tmp_path):
+    (tmp_path / "a.jpg").write_bytes(b"")
+    rows = {"label": [0, 1, 1], "path": ["a.jpg"] * 3, "split": ["train"] * 3, "is_query": [None] * 3}
+    pd.DataFrame({**rows, "is_gallery": [None] * 3}).to_csv(tmp_path / "df.csv", index=False)
+    df = read_dataframe(tmp_path, "df.csv")
+    df.to_parquet(tmp_path / "df.parquet")
+    (tmp_path / "parts").mkdir()
+    df.iloc[2:].to_parquet(tmp_path / "parts" / "1.parquet")  # the rows in the order of the files' names
+    df.iloc[:2].to_parquet(tmp_path / "parts" / "0.parquet")
+    for name in ("df.parquet", "parts"):
+        pd.testing.assert_frame_equal(read_dataframe(tmp_path, name), df)
+    (tmp_path / "bad.parquet").write_text("label,path\n")
+    with pytest.raises(ConfigError, match=rf"^'{tmp_path}/bad\.parquet': cannot be read as Parquet: "):
+        read_dataframe(tmp_path, "bad.parquet")
+    (tmp_path / "none").mkdir()
+    with pytest.raises(
+        ConfigError, match=rf"^the dataframe folder '{tmp_path}/none' holds no \.parquet files$"
+    ):
+        read_dataframe(tmp_path, "none")
+
+
 def test_unknown_component_names_fail_before_anything_is_built():
     from omegaconf import OmegaConf
 

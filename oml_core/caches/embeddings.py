@@ -22,6 +22,7 @@ import pandas as pd
 import torch
 from torch import Tensor, nn
 
+from oml_core.datasets.dataframe_format import dataframe_files
 from oml_core.utils.atomic import atomic_torch_save
 from oml_core.utils.digest import CorruptCheckpointError, verify_checkpoint
 
@@ -52,12 +53,12 @@ def embeddings_cache_key(dataframe_path: Path, extractor: nn.Module, transforms:
     """The SHA-256 hex digest of what the embeddings of a dataframe depend on.
 
     It covers :data:`CACHE_FORMAT`, the absolute path and the bytes of the dataframe file (its rows' images
-    are found relative to its folder), the extractor's class name, every entry of its ``state_dict`` (name,
-    dtype, shape and the tensor's bytes) and ``repr(transforms)``. Not covered: the image files' content, the
-    batch size, the device and the precision.
+    are found relative to its folder; a folder of Parquet files: the name and bytes of each), the extractor's
+    class name, every entry of its ``state_dict`` (name, dtype, shape and the tensor's bytes) and
+    ``repr(transforms)``. Not covered: the image files' content, the batch size, the device and the precision.
 
     Args:
-        dataframe_path: The dataframe file.
+        dataframe_path: The dataframe file, or folder of Parquet files.
         extractor: The model that computes the embeddings.
         transforms: The transforms applied to the images (their ``repr`` is hashed).
 
@@ -66,11 +67,18 @@ def embeddings_cache_key(dataframe_path: Path, extractor: nn.Module, transforms:
 
     Raises:
         OSError: the dataframe file cannot be read.
+        DataFrameFormatError: a folder without Parquet files.
     """
+    path = Path(dataframe_path)
     digest = hashlib.sha256()
     _update(digest, str(CACHE_FORMAT).encode())
-    _update(digest, str(Path(dataframe_path).absolute()).encode())
-    _update(digest, Path(dataframe_path).read_bytes())
+    _update(digest, str(path.absolute()).encode())
+    if path.is_dir():
+        for file in dataframe_files(path):
+            _update(digest, file.name.encode())
+            _update(digest, file.read_bytes())
+    else:
+        _update(digest, path.read_bytes())
     _update_model(digest, extractor)
     _update(digest, repr(transforms).encode())
     return digest.hexdigest()

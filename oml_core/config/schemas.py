@@ -339,7 +339,8 @@ class ExtractorValidationConfig(PipelineConfig):
     postfix: str = setting(NAME, "validation")
     dataframe_name: str = setting(
         PATH,
-        doc="The csv in OML's dataframe format under `dataset_root`, whose `split` validation rows are validated.",
+        doc="The csv in OML's dataframe format (or Parquet: a `.parquet` file or a folder of them) under "
+        "`dataset_root`, whose `split` validation rows are validated.",
     )
     cache_size: int = setting(NON_NEGATIVE_INT, 0, doc=_CACHE_SIZE_DOC)
     transforms_val: ComponentSpec | None = spec("transforms", optional=True, doc=_TRANSFORMS_VAL_DOC)
@@ -391,7 +392,8 @@ class ExtractorPredictionConfig(PipelineConfig):
     dataframe_name: str | None = setting(
         nullable(PATH),
         None,
-        doc="A csv under `dataset_root` whose `path` column (and bounding boxes `x_1, x_2, y_1, y_2`, if any) "
+        doc="A csv (or Parquet: a `.parquet` file or a folder of them) under `dataset_root` whose `path` column "
+        "(and bounding boxes `x_1, x_2, y_1, y_2`, if any) "
         "gives the images, all its rows, in its order; null: the images of `data_dir`.",
     )
     save_dir: str | None = setting(
@@ -429,7 +431,8 @@ class TrainingConfig(PipelineConfig):
     seed: int = setting(SEED)
     dataframe_name: str = setting(
         PATH,
-        doc="The csv in OML's dataframe format under `dataset_root`: its `split` train rows train, its "
+        doc="The csv in OML's dataframe format (or Parquet: a `.parquet` file or a folder of them) under "
+        "`dataset_root`: its `split` train rows train, its "
         "validation rows validate.",
     )
     cache_size: int = setting(NON_NEGATIVE_INT, 0, doc=_CACHE_SIZE_DOC)
@@ -678,7 +681,8 @@ class IndexBuildConfig(ConfigSchema):
     dataset_root: str | None = setting(nullable(PATH), doc=_DATASET_ROOT_DOC)
     dataframe_name: str | None = setting(
         nullable(PATH),
-        doc="The csv in OML's dataframe format under `dataset_root`: its rows (see `gallery_rows`) are the "
+        doc="The csv in OML's dataframe format (or Parquet: a `.parquet` file or a folder of them) under "
+        "`dataset_root`: its rows (see `gallery_rows`) are the "
         "gallery, its `split` validation rows calibrate the threshold.",
     )
     data_dir: str | None = setting(nullable(PATH), doc=_DATA_DIR_DOC)

@@ -57,6 +57,8 @@ logger = get_logger(__name__)
 SPLITS = ("train", "validation")
 #: The text encoding of a csv unless told otherwise (pandas' default, as OML reads them).
 DEFAULT_ENCODING = "utf-8"
+#: The suffix of a dataframe in Parquet (a file, or the files of a folder).
+PARQUET_SUFFIX = ".parquet"
 
 
 class DataFrameFormatError(OmlValueError):
@@ -240,8 +242,73 @@ def _read(
     if isinstance(df, pd.DataFrame):
         return df.reset_index(drop=True), "the dataframe"
     if not isinstance(df, (str, Path)):
-        raise TypeError(f"df must be a pandas DataFrame or the path of a csv file, got {type(df).__name__}")
-    return read_csv_file(df, sep, encoding), f"'{Path(df)}'"
+        raise TypeError(
+            f"df must be a pandas DataFrame or the path of a csv or Parquet file, got {type(df).__name__}"
+        )
+    return read_table_file(df, sep, encoding), f"'{Path(df)}'"
+
+
+def is_parquet(path: Path | str) -> bool:
+    """Whether the dataframe ``path`` is Parquet: a ``*.parquet`` file, or a folder (of ``*.parquet`` files)."""
+    path = Path(path)
+    return path.suffix.lower() == PARQUET_SUFFIX or path.is_dir()
+
+
+def dataframe_files(path: Path | str) -> list[Path]:
+    """The files of the dataframe ``path``: the file itself, or the ``*.parquet`` files of the folder ``path``
+    (not below it) in the order of their names, which is the order of their rows.
+
+    Raises:
+        DataFrameFormatError: ``path`` is not a file (:func:`~oml_core.utils.files.not_a_file`) nor a folder
+            holding ``*.parquet`` files.
+    """
+    path = Path(path)
+    if path.is_dir():
+        files = sorted(f for f in path.iterdir() if f.suffix.lower() == PARQUET_SUFFIX and f.is_file())
+        if not files:
+            raise DataFrameFormatError(f"the dataframe folder '{path}' holds no {PARQUET_SUFFIX} files")
+        return files
+    problem = not_a_file(path)
+    if problem is not None:
+        raise DataFrameFormatError(f"the dataframe file '{path}' {problem}")
+    return [path]
+
+
+def read_table_file(path: Path | str, sep: str = ",", encoding: str = DEFAULT_ENCODING) -> pd.DataFrame:
+    """The dataframe ``path`` as it is, unchecked: Parquet (:func:`is_parquet`: a ``*.parquet`` file or a folder
+    of them, read with pyarrow, their rows in the order of :func:`dataframe_files`), else a csv
+    (:func:`read_csv_file`).
+
+    Raises:
+        FileNotFoundError: no such file.
+        DataFrameFormatError: see :func:`read_csv_file`; a folder without ``*.parquet`` files, a file that is not
+            Parquet, Parquet files of columns that do not go together (naming the file), pyarrow not installed.
+    """
+    if not is_parquet(path):
+        return read_csv_file(path, sep, encoding)
+    if not Path(path).exists():
+        raise FileNotFoundError(f"the dataframe file '{path}' does not exist")
+    files = dataframe_files(path)
+    try:
+        import pyarrow
+        import pyarrow.parquet
+    except ImportError as e:
+        from oml_core.io.parquet_embeddings import INSTALL_HINT
+
+        raise DataFrameFormatError(
+            f"'{path}': reading Parquet needs pyarrow, which is not installed: {INSTALL_HINT}"
+        ) from e
+    tables = []
+    for file in files:
+        try:
+            tables.append(pyarrow.parquet.read_table(file))
+        except (OSError, pyarrow.ArrowException) as e:
+            raise DataFrameFormatError(f"'{file}': cannot be read as Parquet: {e}") from e
+    try:
+        table = pyarrow.concat_tables(tables, promote_options="default")
+    except pyarrow.ArrowException as e:
+        raise DataFrameFormatError(f"'{path}': its Parquet files' columns do not go together: {e}") from e
+    return table.to_pandas().reset_index(drop=True)
 
 
 def read_csv_file(path: Path | str, sep: str = ",", encoding: str = DEFAULT_ENCODING) -> pd.DataFrame:
@@ -273,19 +340,18 @@ def read_csv_file(path: Path | str, sep: str = ",", encoding: str = DEFAULT_ENCO
 def read_csv_with_column(
     path: Path, column: str, encoding: str = DEFAULT_ENCODING, empty: str = "an empty value"
 ) -> pd.DataFrame:
-    """The csv ``path`` (text in ``encoding``), which must have the column ``column`` without an empty cell
-    (:func:`empty_mask`): the dataframes that need no labels or splits (of a prediction, of queries), whatever
-    the column holds (paths, texts); ``empty`` is how the message names an empty cell (``an empty text``).
+    """The csv ``path`` (text in ``encoding``) or Parquet (:func:`read_table_file`), which must have the column
+    ``column`` without an empty cell (:func:`empty_mask`): the dataframes that need no labels or splits (of a
+    prediction, of queries), whatever the column holds (paths, texts); ``empty`` is how the message names an empty
+    cell (``an empty text``).
 
     Raises:
-        DataFrameFormatError: no such file (or a symbolic link loop, a directory ...); not text in ``encoding``
-            or not a csv (:func:`read_csv_file`); no
+        DataFrameFormatError: no such file (or a symbolic link loop, a folder without Parquet files ...); not text
+            in ``encoding`` or not a csv, not Parquet (:func:`read_table_file`); no
             column ``column`` (naming the columns there are); an empty cell (naming the rows).
     """
-    problem = not_a_file(path)
-    if problem is not None:
-        raise DataFrameFormatError(f"the dataframe file '{path}' {problem}")
-    df = read_csv_file(path, encoding=encoding)
+    dataframe_files(path)
+    df = read_table_file(path, encoding=encoding)
     if column not in df.columns:
         raise DataFrameFormatError(
             f"'{path}': has no column {column!r} (columns: {', '.join(map(str, df.columns))})"
@@ -684,16 +750,18 @@ def read_dataframe(
     dataset_root: Path | str, dataframe_name: str, encoding: str = DEFAULT_ENCODING
 ) -> pd.DataFrame:
     """Read ``dataset_root / dataframe_name`` (a ``,``-separated csv of text in ``encoding``, the config key
-    ``dataframe_encoding``) once, checked with :func:`check_retrieval_dataframe_format` (columns, labels, splits,
+    ``dataframe_encoding``; or Parquet, a ``*.parquet`` file or a folder of them: :func:`read_table_file`) once,
+    checked with :func:`check_retrieval_dataframe_format` (columns, labels, splits,
     query/gallery flags, boxes, existing image paths; no summary printed).
 
     Raises:
-        ConfigError: the file does not exist (or is a symbolic link loop, a directory ...), is not text in
+        ConfigError: the file does not exist (or is a symbolic link loop, a folder without Parquet files ...),
+            is not Parquet, is not text in
             ``encoding`` (the message names the line and row of its first undecodable byte), or is not in OML's
             format (the message names the file, the column and the first offending rows).
     """
     path = Path(dataset_root) / dataframe_name
-    problem = not_a_file(path)
+    problem = None if path.is_dir() else not_a_file(path)
     if problem is not None:
         raise ConfigError(f"dataframe {str(path)!r} (dataset_root + dataframe_name) {problem}")
     try:
@@ -751,9 +819,13 @@ def _check(
 
 __all__ = [
     "DEFAULT_ENCODING",
+    "PARQUET_SUFFIX",
+    "dataframe_files",
+    "is_parquet",
     "read_csv_file",
     "read_csv_with_column",
     "read_dataframe",
+    "read_table_file",
     "split_warnings",
     "BBOXES_COLUMNS",
     "CATEGORIES_COLUMN",

@@ -107,7 +107,8 @@ class ImageData(IDatasetComponent):
     Args:
         dataset_root: The folder of the dataframe and the images; null: the built-in mock dataset (generated when
             first needed).
-        dataframe_name: The CSV, relative to ``dataset_root``.
+        dataframe_name: The CSV, relative to ``dataset_root``; or Parquet (a ``*.parquet`` file or a folder of
+            them, rows in the order of their names) of the same columns.
         dataframe_encoding: The CSV's text encoding.
         transforms_train: The transform of training images (a built transform: a callable).
         transforms_val: The transform of validation images.
@@ -152,8 +153,8 @@ class ImageData(IDatasetComponent):
         self.pipeline = pipeline
         if data_dir is not None and dataframe_name is not None:
             raise ConfigError(
-                f"{pipeline}: give either data_dir (a folder of images) or dataframe_name (a csv under "
-                f"dataset_root), not both"
+                f"{pipeline}: give either data_dir (a folder of images) or dataframe_name (a csv or Parquet "
+                f"under dataset_root), not both"
             )
         if dataset_root is not None and dataframe_name is None and data_dir is None:
             raise ConfigError(

@@ -1,6 +1,7 @@
 """``oml embed`` on a local Ray of 2 CPUs: the embeddings of ``oml predict`` on the mock images and texts; a run
 killed (SIGKILL) and started again leaves every item exactly once; an index built from its shards
-(``oml index build embeddings=DIR``) answers as one built directly. The commands run in this process
+(``oml index build embeddings=DIR``) answers as one built directly; the items given as Parquet give the same
+shards. The commands run in this process
 (``oml_core.cli.main``) on the session's Ray, but the run that is killed, a program of its own on the same cluster."""
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 import ray
 
@@ -47,6 +49,13 @@ def ray_address() -> Iterator[str]:
 
 def by_path(paths: list[str | None], embeddings: np.ndarray) -> dict[str | None, np.ndarray]:
     return dict(zip(paths, np.asarray(embeddings)))
+
+
+def shard_columns(folder: Path) -> tuple[list[int], list[str | None], list[int | None], np.ndarray]:
+    """The ids, paths, labels and vectors of every shard of ``folder``, in order."""
+    shards = list(read_shards(folder))
+    columns = ([v for shard in shards for v in getattr(shard, key)] for key in ("ids", "paths", "labels"))
+    return (*columns, np.concatenate([shard.embeddings for shard in shards]))
 
 
 def shard_vectors(folder: Path) -> tuple[list[int], dict[str | None, np.ndarray]]:
@@ -93,6 +102,7 @@ def test_embed_equals_predict_on_the_mock_texts(ray_address, tmp_path, monkeypat
 def test_a_run_killed_and_started_again_embeds_every_item_once_as_predict_and_indexes_as_built_directly(
     ray_address, tmp_path, capsys
 ):
+    """... and the same items given as a folder of Parquet files give the same shards."""
     out = tmp_path / "shards"
     command = ["embed", "--shard-rows", "4", "--workers", "1", str(out)]
     env = {**os.environ, "RAY_ADDRESS": ray_address}
@@ -141,6 +151,19 @@ def test_a_run_killed_and_started_again_embeds_every_item_once_as_predict_and_in
     assert (built.ids, built.paths, built.labels) == (direct.ids, direct.paths, direct.labels)
     queries = direct.embeddings[::17]
     assert built.search(queries, top_k=5) == direct.search(queries, top_k=5)
+
+    items = (
+        tmp_path / "items"
+    )  # the mock dataframe as Parquet files, its images where they are (dataset_root)
+    items.mkdir()
+    df = pd.read_csv(get_mock_dataset_root() / "df.csv")
+    df.iloc[:100].to_parquet(items / "part-0.parquet")
+    df.iloc[100:].to_parquet(items / "part-1.parquet")
+    assert main(["embed", "--shard-rows", "64", str(tmp_path / "of_parquet"), f"dataframe_name={items}"]) == 0
+    *found, vectors = shard_columns(tmp_path / "of_parquet")
+    *expected, expected_vectors = shard_columns(out)
+    assert found == expected
+    np.testing.assert_allclose(vectors, expected_vectors, atol=1e-6, rtol=0)
 
 
 def test_an_item_that_cannot_be_read_is_one_line_before_anything_is_written(tmp_path, capsys):

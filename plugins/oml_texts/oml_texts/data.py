@@ -95,7 +95,8 @@ class TextData(IDatasetComponent):
     Args:
         tokenizer: The tokenizer's model: a local folder or a Hugging Face model name (the extractor's).
         dataset_root: The folder of the CSV; null: the mock texts (:func:`~oml_texts.mock.get_mock_texts_dataset_root`).
-        dataframe_name: The CSV, relative to ``dataset_root`` (null: ``df.csv`` of the mock texts).
+        dataframe_name: The CSV (or Parquet: a ``*.parquet`` file or a folder of them), relative to
+            ``dataset_root`` (null: ``df.csv`` of the mock texts).
         dataframe_encoding: The CSV's text encoding.
         max_length: Tokens per text (truncated or padded to it).
         download: Download the tokenizer when it is not in the Hugging Face cache.
