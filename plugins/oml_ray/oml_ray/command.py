@@ -13,7 +13,6 @@ composed with the overrides first, so that a bad override is one line before Ray
 from __future__ import annotations
 
 import argparse
-import os
 from collections.abc import Callable
 from pathlib import Path
 
@@ -39,7 +38,6 @@ def embed_command(parser: argparse.ArgumentParser) -> Callable[[argparse.Namespa
     parser.add_argument("--num-cpus", type=float, default=1.0, help="CPUs per actor (default 1)")
     parser.add_argument(
         "--address",
-        default=os.environ.get("RAY_ADDRESS"),
         help="the Ray cluster to run on (default: RAY_ADDRESS, else a new local one)",
     )
     parser.add_argument("--config-path", "-cp", metavar="DIR", help="directory of your yaml configs")

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import json
 import logging
+import os
+import socket
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,6 +46,11 @@ from oml_core.registry import ConfigError, Registry, default_registry
 
 #: Items per shard by default.
 SHARD_ROWS = 4096
+#: How long ``--address`` is given to answer before Ray is started.
+CONNECT_TIMEOUT_S = 5.0
+#: The scheme of a Ray client address, and its port when the address gives none (Ray's default).
+RAY_CLIENT_PREFIX = "ray://"
+RAY_CLIENT_PORT = 10001
 
 
 @dataclass(frozen=True)
@@ -99,11 +106,13 @@ def embed_corpus(
             component's checks, as ``oml index build`` runs them, before anything is written or Ray starts), a
             ``shard_rows`` below 1, an ``out_dir`` that
             holds other files, or the shards of another run (other items, model or shard size: naming what
-            differs); a Ray cluster that does not answer at ``address``.
+            differs); nothing that answers at ``address`` (checked first, within :data:`CONNECT_TIMEOUT_S` seconds),
+            or a Ray cluster that does not.
         RegistryError: an unknown component name.
     """
     if settings.shard_rows < 1:
         raise ConfigError(f"shard_rows must be an integer >= 1, got {settings.shard_rows}")
+    _check_address(settings.address)
     config = cast(IndexBuildConfig, validate_config(cfg, INDEX_BUILD))
     registry = registry or default_registry()
     check_component_arguments(config, registry)
@@ -240,7 +249,55 @@ def _connect(address: str | None) -> None:
     try:
         ray.init(address=address, include_dashboard=False, log_to_driver=False, logging_level="WARNING")
     except ConnectionError as e:
-        raise ConfigError(f"--address {address}: no Ray cluster answers there ({e})") from e
+        raise ConfigError(f"{_address_named(address)}: no Ray cluster answers there ({e})") from e
+
+
+def _address_named(address: str | None) -> str:
+    """How a message names the cluster of ``address`` (None: ``RAY_ADDRESS``, else a new local Ray)."""
+    if address:
+        return f"--address {address}"
+    given = os.environ.get("RAY_ADDRESS")
+    return f"RAY_ADDRESS={given}" if given else "the local Ray"
+
+
+def _check_address(address: str | None) -> None:
+    """Check that something answers at the host and port of ``address`` (None: ``RAY_ADDRESS``'s): ``host:port``
+    (Ray's GCS) or ``ray://host[:port]`` (a Ray client server), within :data:`CONNECT_TIMEOUT_S` seconds, where
+    Ray itself would wait minutes. Other addresses (none, ``auto``, ``local``: Ray finds or starts the cluster)
+    are left to Ray.
+
+    Raises:
+        ConfigError: nothing answers there, naming the address.
+    """
+    target = _host_port(address or os.environ.get("RAY_ADDRESS") or "")
+    if target is None:
+        return
+    try:
+        socket.create_connection(target, timeout=CONNECT_TIMEOUT_S).close()
+    except OSError as e:
+        why = (
+            f"no answer within {CONNECT_TIMEOUT_S:g} s"
+            if isinstance(e, TimeoutError)
+            else e.strerror or str(e)
+        )
+        raise ConfigError(
+            f"{_address_named(address)}: no Ray cluster answers there ({why}); start one (ray start --head) or give "
+            f"the address of a running one"
+        ) from e
+
+
+def _host_port(address: str) -> tuple[str, int] | None:
+    """The host and port of a ``host:port`` or ``ray://host[:port]`` address; None: another kind of address."""
+    client = address.startswith(RAY_CLIENT_PREFIX)
+    rest = address.removeprefix(RAY_CLIENT_PREFIX)
+    if "://" in rest:  # another scheme: Ray's to judge
+        return None
+    host, colon, port = rest.rpartition(":")
+    if not colon or "]" in port:  # no port (an IPv6 host's colons are within its brackets)
+        host, port = rest, str(RAY_CLIENT_PORT) if client else ""
+    if not host or not port.isdigit():
+        return None
+    return host.strip("[]"), int(port)
 
 
 def _workers(settings: EmbedSettings) -> int:

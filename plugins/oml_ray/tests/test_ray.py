@@ -11,6 +11,7 @@ import os
 import secrets
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -175,4 +176,17 @@ def test_an_item_that_cannot_be_read_is_one_line_before_anything_is_written(tmp_
     assert main(["embed", str(out), f"dataset_root={data}"]) == 2
     error = capsys.readouterr().err.strip()
     assert error.startswith("oml embed: error: ") and str(missing.name) in error and "\n" not in error
+    assert not out.exists()
+
+
+def test_an_address_where_nothing_answers_is_one_line_before_anything_is_written(tmp_path, capsys):
+    with socket.socket() as free:  # a port that nobody listens on once closed
+        free.bind(("127.0.0.1", 0))
+        address = f"127.0.0.1:{free.getsockname()[1]}"
+    out = tmp_path / "shards"
+    assert main(["embed", "--address", address, str(out)]) == 2
+    assert capsys.readouterr().err.strip() == (
+        f"oml embed: error: --address {address}: no Ray cluster answers there (Connection refused); start one "
+        f"(ray start --head) or give the address of a running one"
+    )
     assert not out.exists()
