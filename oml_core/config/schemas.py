@@ -746,8 +746,10 @@ class IndexBuildConfig(ConfigSchema):
         "`oml index build embeddings_out=...`), or a folder of Parquet shards and their `embeddings.json` "
         "(written by `oml embed` of the oml-ray plugin; every shard must be there): the index is built from its "
         "items, labels and vectors without embedding them again; its provenance must be the config's "
-        "`extractor` (spec and weights) and `transforms`, else the build is refused naming both. The index is "
-        "not calibrated (the file holds no validation split). Null: the items of the dataset are embedded.",
+        "`extractor` (spec and weights) and `transforms`, else the build is refused naming both; of a folder, "
+        "the `extractor` must first embed the probe query of `embeddings.json` as recorded there (within an index's "
+        "probe tolerance), else the build is refused naming the distance. The index is not calibrated (the file "
+        "holds no validation split). Null: the items of the dataset are embedded.",
     )
     predictions_format: str = setting(
         must_be(one_of(*PREDICTIONS_FORMATS), f"one of {list(PREDICTIONS_FORMATS)}"),

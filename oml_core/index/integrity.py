@@ -102,6 +102,16 @@ def first_difference(built: Any, now: Any, key: str = "") -> tuple[str, Any, Any
     return None if built == now else (key or "model", built, now)
 
 
+def probe_distance(built: Tensor, now: Tensor) -> float:
+    """How far the probe's embedding ``now`` is from ``built``, relative to its norm:
+    ``||now - built||_2 / ||built||_2`` (float32, flattened); ``inf`` for another number of values."""
+    now, built = now.detach().float().cpu().reshape(-1), built.detach().float().cpu().reshape(-1)
+    if now.shape != built.shape:
+        return float("inf")
+    scale = float(torch.linalg.vector_norm(built))
+    return float(torch.linalg.vector_norm(now - built)) / max(scale, torch.finfo(torch.float32).tiny)
+
+
 def check_probe(built: Tensor, now: Tensor, probe_file: Path | str) -> None:
     """Check that the probe embeds to ``now`` within :data:`PROBE_TOLERANCE` of ``built``, its embedding at build
     time: ``||now - built||_2 <= PROBE_TOLERANCE * ||built||_2``.
@@ -114,14 +124,12 @@ def check_probe(built: Tensor, now: Tensor, probe_file: Path | str) -> None:
     Raises:
         GalleryIndexError: another dimension, or further away; the message names the probe file.
     """
-    now, built = now.detach().float().cpu().reshape(-1), built.detach().float().cpu().reshape(-1)
-    if now.shape != built.shape:
+    if now.numel() != built.numel():
         raise GalleryIndexError(
-            f"{probe_file}: the index's extractor embeds it into dimension {len(now)}, the index was built with "
-            f"dimension {len(built)}: it is not the model that built the index; {_REBUILD}"
+            f"{probe_file}: the index's extractor embeds it into dimension {now.numel()}, the index was built with "
+            f"dimension {built.numel()}: it is not the model that built the index; {_REBUILD}"
         )
-    scale = float(torch.linalg.vector_norm(built))
-    relative = float(torch.linalg.vector_norm(now - built)) / max(scale, torch.finfo(torch.float32).tiny)
+    relative = probe_distance(built, now)
     if not relative <= PROBE_TOLERANCE:
         raise GalleryIndexError(
             f"{probe_file}: the index's extractor and transforms embed it {relative:.3g} away (relative L2) from "
@@ -130,4 +138,12 @@ def check_probe(built: Tensor, now: Tensor, probe_file: Path | str) -> None:
         )
 
 
-__all__ = ["PROBE_TOLERANCE", "check_model", "check_probe", "first_difference", "model_json", "rebuilt_spec"]
+__all__ = [
+    "PROBE_TOLERANCE",
+    "check_model",
+    "check_probe",
+    "first_difference",
+    "model_json",
+    "probe_distance",
+    "rebuilt_spec",
+]

@@ -29,7 +29,7 @@ from oml_core.config.schemas import IndexBuildConfig
 from oml_core.config.typed import check_component_arguments, validate_config
 from oml_core.index import GalleryIndex
 from oml_core.index.build import INDEX_BUILD, index_of_config
-from oml_core.index.embeddings_io import index_provenance
+from oml_core.index.embeddings_io import embed_probe, index_provenance
 from oml_core.index.gallery import item_ids, item_names
 from oml_core.index.items import SomeItems, size_of
 from oml_core.interfaces.datasets import IBaseDataset, ILabeledDataset
@@ -193,7 +193,7 @@ def _probe(index: GalleryIndex, out_dir: Path) -> dict[str, Any] | None:
         name = data.probe_query(out_dir)
     except NotImplementedError:
         return None
-    embedding = index.embed(data.query_dataset([str(out_dir / name)]))[0]
+    embedding = embed_probe(index, out_dir / name)
     return {"query": name, "embedding": [float(v) for v in embedding.tolist()]}
 
 

@@ -1,7 +1,7 @@
 """``oml embed`` on a local Ray of 2 CPUs: the embeddings of ``oml predict`` on the mock images and texts; a run
 killed (SIGKILL) and started again leaves every item exactly once; an index built from its shards
-(``oml index build embeddings=DIR``) answers as one built directly; the items given as Parquet give the same
-shards. The commands run in this process
+(``oml index build embeddings=DIR``) answers as one built directly, and one with another model is refused by the
+probe; the items given as Parquet give the same shards. The commands run in this process
 (``oml_core.cli.main``) on the session's Ray, but the run that is killed, a program of its own on the same cluster."""
 
 from __future__ import annotations
@@ -145,6 +145,21 @@ def test_a_run_killed_and_started_again_embeds_every_item_once_as_predict_and_in
     predict = ["predict", f"save_dir={tmp_path / 'pred'}", "predictions_format=parquet"]
     assert main([*predict, "lightning_trainer_extra_args={enable_progress_bar: false}"]) == 0
     assert_as_predict(out, tmp_path / "pred" / "predictions.parquet")
+
+    other = ["index", "build", f"index_dir={tmp_path / 'other'}", f"embeddings={out}", "seed=7"]
+    assert main(other) == 2  # the probe, embedded by another seed's random weights, before any shard is read
+    error = capsys.readouterr().err.strip()
+    head = (
+        f"oml index build: error: embeddings: {out}/embeddings.json: the configured extractor "
+        '{"args": {"arch": "resnet18", "gem_p": null, "normalise_features": true, "remove_fc": true, '
+        '"weights": null}, "name": "resnet"} embeds its probe probe.png '
+    )
+    assert error.startswith(head) and error.endswith(
+        " away (relative L2, tolerance 0.001) from the embedding recorded when the shards were embedded: they are "
+        "another model's embeddings; configure the extractor, weights, seed and transforms that made them"
+    )
+    assert float(error.removeprefix(head).split()[0]) > 1e-3
+    assert not (tmp_path / "other").exists()
 
     assert main(of_shards) == 0
     assert main(["index", "build", f"index_dir={tmp_path / 'direct'}", "calibration=null"]) == 0
