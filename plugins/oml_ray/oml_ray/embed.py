@@ -107,7 +107,8 @@ def embed_corpus(
             ``shard_rows`` below 1, an ``out_dir`` that
             holds other files, or the shards of another run (other items, model or shard size: naming what
             differs); nothing that answers at ``address`` (checked first, within :data:`CONNECT_TIMEOUT_S` seconds),
-            or a Ray cluster that does not.
+            or a Ray cluster that does not; a cluster with fewer GPUs or CPUs than the actors need (checked before
+            anything is written).
         RegistryError: an unknown component name.
     """
     if settings.shard_rows < 1:
@@ -124,6 +125,7 @@ def embed_corpus(
     index.data.check_extractor(index.extractor)
     items = _items(index, gallery)
     _connect(settings.address)  # before anything is written
+    _check_resources(settings)
     manifest = _manifest(index, out_dir, size_of(gallery), settings.shard_rows)
     pending = [r for r in manifest.shards() if not (out_dir / shard_name(*r)).is_file()]
     embedded = _run(config, settings, out_dir, manifest, items, pending) if pending else 0
@@ -298,6 +300,30 @@ def _host_port(address: str) -> tuple[str, int] | None:
     if not host or not port.isdigit():
         return None
     return host.strip("[]"), int(port)
+
+
+def _check_resources(settings: EmbedSettings) -> None:
+    """Check that the cluster has the GPUs and CPUs of the actors asked for (``--workers`` of them, else one),
+    where Ray would wait for them without end.
+
+    Raises:
+        ConfigError: the cluster has fewer, naming the option, what the actors need and what the cluster has.
+    """
+    import ray
+
+    resources = ray.cluster_resources()
+    actors = settings.workers or 1
+    asked = f" --workers {actors}" if settings.workers else ""
+    for option, kind, per_actor, hint in (
+        ("--num-gpus", "GPU", settings.num_gpus, "--num-gpus 0 embeds on CPUs"),
+        ("--num-cpus", "CPU", settings.num_cpus, "ask for fewer"),
+    ):
+        have = float(resources.get(kind, 0.0))
+        if per_actor * actors > have:
+            raise ConfigError(
+                f"{option} {per_actor:g}{asked}: {actors} Ray actor(s) need {per_actor * actors:g} {kind}s, "
+                f"{_address_named(settings.address)} has {have:g}; {hint}, or run on a cluster that has them"
+            )
 
 
 def _workers(settings: EmbedSettings) -> int:

@@ -182,6 +182,16 @@ def test_a_run_killed_and_started_again_embeds_every_item_once_as_predict_and_in
     np.testing.assert_allclose(vectors, expected_vectors, atol=1e-6, rtol=0)
 
 
+def test_gpus_that_the_cluster_lacks_are_one_line_before_anything_is_written(ray_address, tmp_path, capsys):
+    out = tmp_path / "shards"
+    assert main(["embed", "--num-gpus", "1", str(out)]) == 2  # on the session's Ray of 2 CPUs and no GPU
+    assert capsys.readouterr().err.strip() == (
+        "oml embed: error: --num-gpus 1: 1 Ray actor(s) need 1 GPUs, the local Ray has 0; --num-gpus 0 embeds on "
+        "CPUs, or run on a cluster that has them"
+    )
+    assert not out.exists()
+
+
 def test_an_item_that_cannot_be_read_is_one_line_before_anything_is_written(tmp_path, capsys):
     data = tmp_path / "data"
     shutil.copytree(get_mock_dataset_root(), data)
