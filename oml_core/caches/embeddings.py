@@ -22,7 +22,6 @@ import pandas as pd
 import torch
 from torch import Tensor, nn
 
-from oml_core.datasets.dataframe_format import dataframe_files
 from oml_core.utils.atomic import atomic_torch_save
 from oml_core.utils.digest import CorruptCheckpointError, verify_checkpoint
 
@@ -53,8 +52,8 @@ def embeddings_cache_key(dataframe_path: Path, extractor: nn.Module, transforms:
     """The SHA-256 hex digest of what the embeddings of a dataframe depend on.
 
     It covers :data:`CACHE_FORMAT`, the absolute path and the bytes of the dataframe file (its rows' images
-    are found relative to its folder; a folder of Parquet files: the name and bytes of each), the extractor's
-    class name, every entry of its ``state_dict`` (name, dtype, shape and the tensor's bytes) and
+    are found relative to its folder; a folder of Parquet files: the name and bytes of each of its files), the
+    extractor's class name, every entry of its ``state_dict`` (name, dtype, shape and the tensor's bytes) and
     ``repr(transforms)``. Not covered: the image files' content, the batch size, the device and the precision.
 
     Args:
@@ -66,15 +65,15 @@ def embeddings_cache_key(dataframe_path: Path, extractor: nn.Module, transforms:
         64 hex digits.
 
     Raises:
-        OSError: the dataframe file cannot be read.
-        DataFrameFormatError: a folder without Parquet files.
+        OSError: the dataframe file, or a file of the folder, cannot be read.
     """
     path = Path(dataframe_path)
     digest = hashlib.sha256()
     _update(digest, str(CACHE_FORMAT).encode())
     _update(digest, str(path.absolute()).encode())
     if path.is_dir():
-        for file in dataframe_files(path):
+        # its Parquet files, and any beside them
+        for file in sorted(f for f in path.iterdir() if f.is_file()):
             _update(digest, file.name.encode())
             _update(digest, file.read_bytes())
     else:
