@@ -5,7 +5,8 @@ It measures the process's data memory once torch and oml are imported (``VmData`
 ``RLIMIT_DATA`` (``ulimit -d``: the process's private writable memory, what it allocates) to that plus
 ``HEADROOM`` bytes (0: no limit), then, for each ``MODE FOLDER OUT`` in turn, either loads the embeddings of the
 exact backend saved in ``FOLDER`` whole into memory (``whole``: what an index that is not memory-mapped costs) or
-opens the backend memory-mapped (``mapped``: the exact backend; ``faiss``: any oml-faiss backend) and searches
+opens the backend memory-mapped (``mapped``: the exact backend; ``faiss``: any oml-faiss backend), or reads an
+oml-faiss backend into memory (``faiss-loaded``), and searches
 ``QUERIES`` (a torch file of ``[q, dim]``), ``K`` neighbours each. It writes to ``OUT`` the ``distances`` and
 ``ids`` found, the ``seconds`` of the load and search, and what the load and search added to the process's
 memory, in bytes: ``maxrss`` (peak RSS, ``VmHWM``: ``ru_maxrss`` would keep the parent's peak across the fork and
@@ -14,7 +15,7 @@ own memory, ``RssAnon``) and ``file`` (the pages of the files it maps, which the
 after the search minus before the load. A load refused by the limit exits 3 after printing ``MemoryError``.
 
 Usage: ``python mapped_search.py QUERIES K HEADROOM MODE FOLDER OUT [MODE FOLDER OUT ...]`` (``MODE``:
-``mapped``, ``whole`` or ``faiss``)
+``mapped``, ``whole``, ``faiss`` or ``faiss-loaded``)
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import resource
 import sys
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -50,10 +52,10 @@ def load_whole(folder: Path) -> IKnnIndex:
 
 def loader(mode: str) -> Callable[[Path], IKnnIndex]:
     """How ``mode`` opens a saved backend (its modules imported now, before anything is measured)."""
-    if mode == "faiss":
+    if mode in ("faiss", "faiss-loaded"):
         from oml_faiss import FaissKnnIndex  # an optional plugin: imported only for it
 
-        return FaissKnnIndex.load
+        return partial(FaissKnnIndex.load, mapped=mode == "faiss")
     return load_whole if mode == "whole" else ExactKnnIndex.load
 
 
