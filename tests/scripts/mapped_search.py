@@ -1,19 +1,21 @@
-"""A search of a saved exact knn backend under a real memory limit, for ``tests/test_mapped_index.py`` and
+"""Searches of saved knn backends under a real memory limit, for ``tests/test_mapped_index.py`` and
 ``benchmarks/bench_mapped_index.py``.
 
 It measures the process's data memory once torch and oml are imported (``VmData`` of ``/proc/self/status``), sets
 ``RLIMIT_DATA`` (``ulimit -d``: the process's private writable memory, what it allocates) to that plus
-``HEADROOM`` bytes (0: no limit), then either loads the embeddings whole into memory (``whole``: what an index
-that is not memory-mapped costs) or opens the backend memory-mapped (``mapped``; ``faiss``: a saved
-``faiss_flat`` index, through oml-faiss) and searches ``QUERIES`` (a
-torch file of ``[q, dim]``), ``K`` neighbours each. It writes to ``OUT`` the ``distances`` and ``ids`` found,
-the ``seconds`` of the load and search, and what the load and search added to the process's memory, in bytes:
-``maxrss`` (peak RSS, ``VmHWM``: ``ru_maxrss`` would keep the parent's peak across the fork and exec, minus
-``VmRSS`` before the load), ``anon`` (its own memory, ``RssAnon``)
-and ``file`` (the pages of the files it maps, which the kernel may drop, ``RssFile``) after the search minus
-before the load. A load refused by the limit exits 3 after printing ``MemoryError``.
+``HEADROOM`` bytes (0: no limit), then, for each ``MODE FOLDER OUT`` in turn, either loads the embeddings of the
+exact backend saved in ``FOLDER`` whole into memory (``whole``: what an index that is not memory-mapped costs) or
+opens the backend memory-mapped (``mapped``: the exact backend; ``faiss``: any oml-faiss backend), or reads an
+oml-faiss backend into memory (``faiss-loaded``), and searches
+``QUERIES`` (a torch file of ``[q, dim]``), ``K`` neighbours each. It writes to ``OUT`` the ``distances`` and
+``ids`` found, the ``seconds`` of the load and search, and what the load and search added to the process's
+memory, in bytes: ``maxrss`` (peak RSS, ``VmHWM``: ``ru_maxrss`` would keep the parent's peak across the fork and
+exec, minus ``VmRSS`` before the load; the process's peak: meaningful for the first search only), ``anon`` (its
+own memory, ``RssAnon``) and ``file`` (the pages of the files it maps, which the kernel may drop, ``RssFile``)
+after the search minus before the load. A load refused by the limit exits 3 after printing ``MemoryError``.
 
-Usage: ``python mapped_search.py FOLDER QUERIES K OUT HEADROOM mapped|whole|faiss``
+Usage: ``python mapped_search.py QUERIES K HEADROOM MODE FOLDER OUT [MODE FOLDER OUT ...]`` (``MODE``:
+``mapped``, ``whole``, ``faiss`` or ``faiss-loaded``)
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import resource
 import sys
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -49,18 +52,27 @@ def load_whole(folder: Path) -> IKnnIndex:
 
 def loader(mode: str) -> Callable[[Path], IKnnIndex]:
     """How ``mode`` opens a saved backend (its modules imported now, before anything is measured)."""
-    if mode == "faiss":
+    if mode in ("faiss", "faiss-loaded"):
         from oml_faiss import FaissKnnIndex  # an optional plugin: imported only for it
 
-        return FaissKnnIndex.load
+        return partial(FaissKnnIndex.load, mapped=mode == "faiss")
     return load_whole if mode == "whole" else ExactKnnIndex.load
 
 
-def main(folder: Path, queries_file: Path, k: int, out: Path, headroom: int, mode: str) -> int:
-    queries, load = torch.load(queries_file, weights_only=True), loader(mode)
+def main(queries_file: Path, k: int, headroom: int, searches: list[tuple[str, Path, Path]]) -> int:
+    queries, loads = torch.load(queries_file, weights_only=True), [loader(mode) for mode, _, _ in searches]
     if headroom:
         limit = status_bytes("VmData") + headroom
         resource.setrlimit(resource.RLIMIT_DATA, (limit, limit))
+    for load, (_, folder, out) in zip(loads, searches, strict=True):
+        if search(load, folder, queries, k, out):
+            return 3
+    return 0
+
+
+def search(load: Callable[[Path], IKnnIndex], folder: Path, queries: torch.Tensor, k: int, out: Path) -> bool:
+    """Open ``folder`` by ``load``, search ``queries``, write what was found and measured into ``out``; whether
+    the limit refused it (``MemoryError`` printed)."""
     before = {key: status_bytes(key) for key in ("VmRSS", "RssAnon", "RssFile")}
     start = time.perf_counter()
     try:
@@ -68,7 +80,7 @@ def main(folder: Path, queries_file: Path, k: int, out: Path, headroom: int, mod
         result = index.search(queries, k)
     except MemoryError:
         print("MemoryError", flush=True)
-        return 3
+        return True
     seconds = time.perf_counter() - start
     memory = {
         "maxrss": status_bytes("VmHWM") - before["VmRSS"],
@@ -76,9 +88,10 @@ def main(folder: Path, queries_file: Path, k: int, out: Path, headroom: int, mod
         "file": status_bytes("RssFile") - before["RssFile"],
     }
     torch.save({"distances": result.distances, "ids": result.ids, "seconds": seconds, **memory}, out)
-    return 0
+    return False
 
 
 if __name__ == "__main__":
-    folder, queries_file, k, out, headroom, mode = sys.argv[1:7]
-    sys.exit(main(Path(folder), Path(queries_file), int(k), Path(out), int(headroom), mode))
+    queries_file, k, headroom, *rest = sys.argv[1:]
+    triples = [(rest[i], Path(rest[i + 1]), Path(rest[i + 2])) for i in range(0, len(rest), 3)]
+    sys.exit(main(Path(queries_file), int(k), int(headroom), triples))

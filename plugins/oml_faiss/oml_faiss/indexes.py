@@ -45,6 +45,15 @@ Common to every backend here:
   file, fsync, ``os.replace``) and ``faiss_index.pt`` (a ``torch.load(weights_only=True)`` dict: format tag,
   version, backend, parameters, ids, groups, structure and the SHA-256 of ``faiss.index``, which :meth:`load`
   checks). A GPU index is saved from its CPU copy.
+- **Loading memory-mapped.** On the CPU, :meth:`~FaissKnnIndex.load` reads ``faiss.index`` with faiss's
+  ``IO_FLAG_MMAP_IFC`` (faiss >= 1.10): the index's vectors and codes (a flat index's; an IVF or IVF-PQ index's
+  inverted lists, ids included, and the codes of its refine stage; an HNSW graph's vectors and links: faiss
+  >= 1.11) are the file's pages, read as a search touches them, so an index larger than the memory opens and
+  searches. faiss aborts the process on a change of a mapped index, so the first :meth:`~FaissKnnIndex.add` or
+  :meth:`~FaissKnnIndex.remove` after a load reads the index into memory first, from the file it was loaded
+  from (kept open: its path may have been replaced or removed since); the file is never written.
+  ``mapped=False`` reads the index into memory at once. faiss 1.11 to 1.14.1 allocate an IVF index's lists
+  whole while mapping them (a peak of their size), 1.10 reads them into memory.
 """
 
 from __future__ import annotations
@@ -53,10 +62,11 @@ import contextlib
 import hashlib
 import logging
 import re
+import weakref
 from abc import abstractmethod
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, BinaryIO, ClassVar
 
 import faiss
 import numpy as np
@@ -102,11 +112,10 @@ FLAT = "flat"
 REMOVABLE = frozenset({FLAT, "ivf"})
 
 _DEVICE = re.compile(r"cpu|cuda(:\d+)?")
-_READ_CHUNK = 1 << 24
-#: Rows copied at a time out of a memory-mapped flat index before its first change.
-OWN_ROWS = 65536
-#: faiss's flag to read a flat index's vectors memory-mapped (faiss >= 1.10; None before: read into memory).
-MMAP_FLAT: int | None = getattr(faiss, "IO_FLAG_MMAP_IFC", None)
+_READ_CHUNK = 1 << 20
+#: faiss's flag to read an index memory-mapped (faiss >= 1.10; None before: read into memory): its flat codes
+#: (faiss >= 1.10), inverted lists and HNSW links (faiss >= 1.11) are views of the file's pages.
+MMAP_IFC: int | None = getattr(faiss, "IO_FLAG_MMAP_IFC", None)
 
 
 class FaissKnnIndex(AppendedItems, IKnnIndex):
@@ -134,7 +143,7 @@ class FaissKnnIndex(AppendedItems, IKnnIndex):
         self.seed = _int_arg(seed, "seed", minimum=0, maximum=2**31 - 1)
         self.device = _check_device(device, self._gpu_unsupported())
         self._index: Any = None  # the faiss index, once built
-        self._mapped = False  # whether its vectors are a loaded file's memory-mapped pages (a flat index)
+        self._source: _SavedFile | None = None  # the file of an index loaded mapped, until a change
         self._structure: str | None = None
         self._dim: int | None = None
         self._pending: list[np.ndarray] = []  # prepared vectors waiting for the build
@@ -191,6 +200,7 @@ class FaissKnnIndex(AppendedItems, IKnnIndex):
                 a dimension that the arguments do not fit (``m`` must divide it).
         """
         embeddings, ids, groups = check_added(embeddings, ids, groups, len(self), self._dim)
+        self._own_index()
         if self._dim is None:
             self._check_dim(embeddings.shape[1])
             self._dim = embeddings.shape[1]
@@ -201,7 +211,6 @@ class FaissKnnIndex(AppendedItems, IKnnIndex):
         self._groups.append(groups)
         self._labels.append(labels)
         if self._index is not None:
-            self._own_vectors()
             self._add_vectors(x, labels)
             return
         self._pending.append(x)
@@ -242,7 +251,7 @@ class FaissKnnIndex(AppendedItems, IKnnIndex):
             x = np.concatenate(self._pending)[kept.numpy()]
             self._pending, self._n_pending = ([x] if len(x) else []), len(x)
         elif self._index is not None:
-            self._own_vectors()
+            self._own_index()
             self._index.remove_ids(faiss.IDSelectorBatch(self._labels.rows[~kept].numpy()))
         for rows in (self._ids, self._groups, self._labels):
             rows.keep(kept)
@@ -278,9 +287,10 @@ class FaissKnnIndex(AppendedItems, IKnnIndex):
         atomic_torch_save(state, folder / FAISS_STATE_FILE)
 
     @classmethod
-    def load(cls, folder: str | Path, device: str | None = None) -> FaissKnnIndex:
+    def load(cls, folder: str | Path, device: str | None = None, mapped: bool = True) -> FaissKnnIndex:
         """Read an index written by :meth:`save`; ``device`` replaces the saved one when given. Called on
-        :class:`FaissKnnIndex` it loads any faiss backend; on a subclass, only that backend.
+        :class:`FaissKnnIndex` it loads any faiss backend; on a subclass, only that backend. ``mapped``: on the
+        CPU, open the index memory-mapped (see the module's docstring); ``False``: read it into memory.
 
         Raises:
             FileNotFoundError: no such folder.
@@ -329,15 +339,16 @@ class FaissKnnIndex(AppendedItems, IKnnIndex):
             raise ValueError(f"{state_path}: {len(ids)} ids, {len(groups)} groups for an index of dim {dim}")
         if dim is not None:
             faiss_path = folder / FAISS_INDEX_FILE
-            mapped = structure == FLAT and index.device == "cpu" and MMAP_FLAT is not None
-            faiss_index = _read_faiss_index(faiss_path, digest, mapped)
+            faiss_index, source = _read_faiss_index(
+                faiss_path, digest, mapped=mapped and index.device == "cpu"
+            )
             if faiss_index.d != dim or faiss_index.ntotal != len(ids):
                 raise ValueError(
                     f"{faiss_path}: holds {faiss_index.ntotal} vectors of dimension {faiss_index.d}, "
                     f"{state_path} {len(ids)} of dimension {dim}"
                 )
             index._dim, index._structure = int(dim), structure
-            index._index, index._mapped = index._to_device(faiss_index), mapped
+            index._index, index._source = index._to_device(faiss_index), source
             index._configure(index._index)
         index._ids.append(ids.long())
         index._groups.append(groups.long())
@@ -353,15 +364,13 @@ class FaissKnnIndex(AppendedItems, IKnnIndex):
             x = x * inverse_norms(x)[:, None]
         return np.ascontiguousarray(x.numpy(), dtype=np.float32)
 
-    def _own_vectors(self) -> None:
-        """Before the first change of a flat index loaded memory-mapped: copy its vectors into a flat index of
-        its own (faiss aborts the process on a change of a mapped one), :data:`OWN_ROWS` at a time."""
-        if not self._mapped:
+    def _own_index(self) -> None:
+        """Before the first change of an index loaded memory-mapped (faiss aborts the process on a change of a
+        mapped one): read it into memory from the file it was loaded from (see the module's docstring)."""
+        if self._source is None:
             return
-        owned = self._flat(self._index.d)
-        for start in range(0, self._index.ntotal, OWN_ROWS):
-            owned.add(self._index.reconstruct_n(start, min(OWN_ROWS, self._index.ntotal - start)))
-        self._index, self._mapped = owned, False
+        self._index, self._source = self._source.read_owned(), None
+        self._configure(self._index)
 
     def _ensure_built(self) -> None:
         if self._index is None and self._dim is not None:
@@ -809,30 +818,64 @@ def _write_faiss_index(index: Any, path: Path) -> str:
     return digest.hexdigest()
 
 
-def _read_faiss_index(path: Path, digest: str | None, mapped: bool = False) -> Any:
+def _read_faiss_index(path: Path, digest: str | None, mapped: bool) -> tuple[Any, _SavedFile | None]:
     """``faiss.read_index(path)`` after checking the file's SHA-256 against ``digest`` (streaming); ``mapped``:
-    memory-mapped (:data:`MMAP_FLAT`, for a flat index: its vectors are read from the file as a search
-    touches them, so that one larger than the memory opens; a change works on a copy, never on the file).
+    memory-mapped (:data:`MMAP_IFC`; see the module's docstring), with the open file to read it into memory from
+    before its first change (``None`` when it is read into memory now).
 
     Raises:
         ValueError: no such file, another content than the one saved, or not a faiss index; names the file.
     """
     if not path.is_file():
         raise ValueError(f"{path}: no such file, although {FAISS_STATE_FILE} beside it describes one")
-    sha = hashlib.sha256()
-    with open(path, "rb") as file:
-        for chunk in iter(lambda: file.read(_READ_CHUNK), b""):
-            sha.update(chunk)
-    if sha.hexdigest() != digest:
-        raise ValueError(
-            f"{path}: its content is not the one saved with {FAISS_STATE_FILE} (SHA-256 mismatch: a corrupt, "
-            f"partial or foreign file)"
-        )
+    mapped = mapped and MMAP_IFC is not None
+    saved, kept = _SavedFile(path), False
     try:
-        return faiss.read_index(str(path), MMAP_FLAT if mapped and MMAP_FLAT is not None else 0)
+        if saved.sha256() != digest:
+            raise ValueError(
+                f"{path}: its content is not the one saved with {FAISS_STATE_FILE} (SHA-256 mismatch: a "
+                f"corrupt, partial or foreign file)"
+            )
+        index = faiss.read_index(str(path), MMAP_IFC) if mapped else saved.read_owned()
+        kept = mapped
     except RuntimeError as e:
         reason = str(e).strip().splitlines()[-1] if str(e).strip() else type(e).__name__
         raise ValueError(f"{path}: not a readable faiss index ({reason})") from e
+    finally:
+        if not kept:
+            saved.close()
+    return index, saved if kept else None
+
+
+class _SavedFile:
+    """A saved ``faiss.index``, open for reading until :meth:`read_owned` or :meth:`close` (or until it is
+    dropped: closed then, without a ``ResourceWarning``). Read through the open file, the content is the one
+    checked, whatever became of the path since (replaced by a new save, or removed)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._file: BinaryIO = open(path, "rb")  # closed by close(), or when dropped
+        self._close = weakref.finalize(self, self._file.close)
+
+    def sha256(self) -> str:
+        """The SHA-256 of the whole file, read through one buffer of :data:`_READ_CHUNK` bytes (the memory a
+        memory-mapped load allocates beside the index's ids)."""
+        sha, buffer = hashlib.sha256(), memoryview(bytearray(_READ_CHUNK))
+        self._file.seek(0)
+        while read := self._file.readinto(buffer):
+            sha.update(buffer[:read])
+        return sha.hexdigest()
+
+    def read_owned(self) -> Any:
+        """The faiss index of the file, read into memory (faiss's ``read_index`` without flags); closes it."""
+        self._file.seek(0)
+        try:
+            return faiss.read_index(faiss.PyCallbackIOReader(self._file.read), 0)
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        self._close()
 
 
 __all__ = [

@@ -320,24 +320,35 @@ def test_a_foreign_or_corrupt_folder_is_refused_naming_the_file(tmp_path: Path) 
         FaissKnnIndex.load(folder)
 
 
-def test_a_flat_index_loads_memory_mapped_and_changes_on_a_copy(
-    data: tuple[Tensor, Tensor], tmp_path: Path
+@pytest.mark.parametrize("name", ["faiss_flat", *ANN])
+def test_an_index_loads_memory_mapped_and_changes_on_a_copy_that_saves(
+    name: str, data: tuple[Tensor, Tensor], built: dict, tmp_path: Path
 ) -> None:
     gallery, queries = data
-    flat = FaissFlatIndex("l2")
-    flat.add(gallery)
-    flat.save(tmp_path / "index")
-    file = tmp_path / "index" / "faiss.index"
-    saved = file.read_bytes()
+    index = built[name, "l2"] if name in ANN else FaissFlatIndex("l2")
+    if name == "faiss_flat":
+        index.add(gallery)
+    index.save(tmp_path / "index")
+    saved = (tmp_path / "index" / "faiss.index").read_bytes()
     loaded = FaissKnnIndex.load(tmp_path / "index")
-    assert str(file) in Path("/proc/self/maps").read_text()  # its vectors are the file's pages
-    assert same_results(loaded.search(queries, 10), flat.search(queries, 10))
-    loaded.remove(torch.arange(10))
+    assert str(tmp_path / "index" / "faiss.index") in Path("/proc/self/maps").read_text()  # the file's pages
+    assert same_results(loaded.search(queries, 10), index.search(queries, 10))
+    (tmp_path / "index").rename(tmp_path / "moved")  # a change reads the file loaded, wherever it went since
+    removable = loaded.structure in ("flat", "ivf")  # the others cannot remove (CannotRemoveError)
+    if removable:
+        loaded.remove(torch.arange(10))
     loaded.add(queries[:5], ids=torch.arange(10_000, 10_005))
-    assert len(loaded) == N_GALLERY - 5 and loaded.search(queries[:5], 1).ids.flatten().tolist() == list(
-        range(10_000, 10_005)
+    assert (
+        len(loaded) == N_GALLERY + 5 - 10 * removable
+        and not torch.isin(loaded.ids, torch.arange(10 * removable)).any()
     )
-    assert file.read_bytes() == saved
+    assert loaded.search(queries[:5], 1).ids.flatten().tolist() == list(range(10_000, 10_005))
+    loaded.save(tmp_path / "changed")
+    for mapped in (False, True):  # read into memory, or mapped
+        again = FaissKnnIndex.load(tmp_path / "changed", mapped=mapped)
+        assert same_results(again.search(queries, 10), loaded.search(queries, 10))
+        assert (str(tmp_path / "changed" / "faiss.index") in Path("/proc/self/maps").read_text()) == mapped
+    assert (tmp_path / "moved" / "faiss.index").read_bytes() == saved
 
 
 def test_an_empty_index_saves_and_loads(tmp_path: Path) -> None:
