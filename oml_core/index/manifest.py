@@ -44,6 +44,7 @@ from torch import Tensor
 
 from oml_core.caches.digests import file_sha256
 from oml_core.index.errors import GalleryIndexError
+from oml_core.index.item_table import BATCH_ROWS, ItemTable
 from oml_core.utils.digest import sealed_digest
 
 #: The key of ``index.json`` that holds the manifest.
@@ -103,13 +104,18 @@ def manifest_of(folder: Path, names: Iterable[str], uid: str) -> Manifest:
     return Manifest(uid, {name: file_digest(folder / name) for name in files_under(folder, names)})
 
 
-def content_uid(items: Mapping[str, Sequence[Any]], embeddings: Tensor) -> str:
-    """The uid of a generation's data: the first :data:`UID_LENGTH` hex digits of the sha256 of its items
-    (``ids``, ``paths``, ``labels``, ``keys`` as canonical JSON) and of the bytes of its float32 embeddings."""
+def content_uid(items: ItemTable, embeddings: Sequence[Tensor]) -> str:
+    """The uid of a generation's data: the first :data:`UID_LENGTH` hex digits of the sha256 of its items (their
+    columns ``ids``, ``paths``, ``labels``, ``keys`` as canonical JSON, :data:`~oml_core.index.item_table.BATCH_ROWS`
+    rows at a time) and of the bytes of its float32 ``embeddings`` (their parts, in order), computed a chunk at a
+    time, so that it never holds a copy of the whole gallery."""
     digest = hashlib.sha256()
-    record = {key: list(items[key]) for key in ("ids", "paths", "labels", "keys")}
-    digest.update(json.dumps(record, sort_keys=True, separators=(",", ":")).encode("utf-8"))
-    digest.update(embeddings.detach().float().cpu().contiguous().numpy().tobytes())
+    for record in items.records():
+        digest.update(json.dumps(record, sort_keys=True, separators=(",", ":")).encode("utf-8"))
+    for part in embeddings:
+        for start in range(0, len(part), BATCH_ROWS):
+            chunk = part[start : start + BATCH_ROWS].detach().float().cpu().contiguous()
+            digest.update(chunk.numpy().data.cast("B"))
     return digest.hexdigest()[:UID_LENGTH]
 
 
