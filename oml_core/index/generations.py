@@ -1,9 +1,9 @@
-"""The generations of a saved gallery index (format version 4; 3 without the manifest): how an index changes in
-place, atomically, each commit costing what its changes cost.
+"""The generations of a saved gallery index (format version 5; 4 with its items and embeddings read whole, 3
+without the manifest): how an index changes in place, atomically, each commit costing what its changes cost.
 
 An index folder holds what never changes at its top and what changes in generation folders::
 
-    index.json        format tag, version 4, the config, the sha256 of weights.pt, and the pointer (written
+    index.json        format tag, version 5, the config, the sha256 of weights.pt, and the pointer (written
                       atomically: temporary file, fsync, os.replace, fsync of the folder): the number N of the
                       current generation, the base generation B whose folder holds the items, and the segments of
                       its log that make B + 1, ..., N, in order (each: its generation, its number of items, the
@@ -11,8 +11,9 @@ An index folder holds what never changes at its top and what changes in generati
     weights.pt        the extractor's weights, and the probe query (e.g. probe.png): as in version 2
     index.lock        the writers' lock (fcntl), made by the first change
     gen-B/            the base generation: generation.json (its number, n_items, dim, whether the calibration
-                      is stale, the calibration's arguments), items.json (ids, paths, labels and the knn backend's
-                      key of every item), embeddings.pt, backend/, calibration.json and calibration.png; and its
+                      is stale, the calibration's arguments), items.arrow (ids, paths, labels and the knn backend's
+                      key of every item; version 4: items.json), embeddings.npy and embeddings.pt (version 4: the
+                      embeddings inside embeddings.pt), backend/, calibration.json and calibration.png; and its
                       log: log-(B+1).pt, ..., log-N.pt (:mod:`oml_core.index.segments`: the changes of one commit
                       each, written once and never changed)
     gen-B'/           the previous base generation, kept until the next whole generation (for a reader in the
@@ -30,9 +31,10 @@ and the segments it names (each checked against its sha256), applying them in or
 same base takes new segments only.
 
 A version 2 folder (everything at the top, ``index.json`` with ``n_items`` and ``dim``) is read as generation 0;
-its first change writes ``gen-1/`` and turns it into version 3 (its top-level files of the generation are
+its first change writes ``gen-1/`` and turns it into version 5 (its top-level files of the generation are
 removed by the compaction after, like a previous generation). A version 3 ``index.json`` (written before the
-manifest) is read as version 4 without a manifest, and its first change writes a whole generation with one; one
+manifest) is read as version 4 without a manifest, and its first change writes a whole generation with one; a
+version 4 one keeps its version through segments of its log, and its next whole generation is of version 5; one
 without ``base`` (written before the log) is its own base, without segments.
 """
 
@@ -169,7 +171,7 @@ def current_generation(folder: Path) -> int | None:
 
 
 def read_layout(folder: Path) -> Layout:
-    """The layout of the index ``folder``: its ``index.json`` (version 4, 3 or 2) and its current generation.
+    """The layout of the index ``folder``: its ``index.json`` (version 5, 4, 3 or 2) and its current generation.
 
     Raises:
         GalleryIndexError: no such folder, a foreign or corrupt ``index.json`` or ``generation.json``, another

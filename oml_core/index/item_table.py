@@ -165,7 +165,7 @@ class ItemTable:
         metadata = {k.decode(): v.decode() for k, v in (table.schema.metadata or {}).items()}
         if metadata.get("format") != ITEMS_FORMAT:
             raise GalleryIndexError(f"{path}: not gallery items (format {metadata.get('format')!r})")
-        if not table.schema.remove_metadata().equals(SCHEMA):
+        if [(f.name, f.type) for f in table.schema] != [(f.name, f.type) for f in SCHEMA]:
             raise GalleryIndexError(
                 f"{path}: its columns are {table.schema.names}, gallery items have {SCHEMA.names}"
             )

@@ -1,5 +1,6 @@
-"""The manifest of a saved gallery index (format version 4): what binds the files of an index to each other, so
-that a file, or a set of files, from another index is named at load, in one line, before any of it is used.
+"""The manifest of a saved gallery index (format versions 4 and 5): what binds the files of an index to each
+other, so that a file, or a set of files, from another index is named at load, in one line, before any of it is
+used.
 
 ``index.json`` keeps it under :data:`MANIFEST_KEY`::
 
@@ -9,17 +10,19 @@ that a file, or a set of files, from another index is named at load, in one line
   (``weights.pt`` by ``weights_sha256``, which the export and the serving plugin read and the model JSON of
   ``embeddings.pt`` records, checked when the extractor is built; each segment of the log by its ``sha256``,
   checked when it is read): the probe query (e.g. ``probe.png``) and the base generation's ``generation.json``,
-  ``items.json``, ``embeddings.pt``, ``calibration.json``, ``calibration.png`` and every file under ``backend/``
+  ``items.arrow`` (version 4: ``items.json``), ``embeddings.npy``, ``embeddings.pt``, ``calibration.json``,
+  ``calibration.png`` and every file under ``backend/``
   (the knn backend's own save, digested as a tree: each file by its relative name and digest, so that a file
   changed, missing or added there is named).
 - A file's digest (:func:`file_digest`): the sha256 that oml sealed it with when it is one of oml's torch files
   (:func:`~oml_core.utils.digest.sealed_digest`, read from its last bytes; its loader verifies its bytes against
-  it: ``embeddings.pt``, the exact and faiss backends' states), else the sha256 of its bytes. A load so hashes
-  the JSON and PNG files and a backend's unsealed files (faiss's ``faiss.index``), never ``embeddings.pt`` a
-  second time; nothing is remembered beside the files, so the folder stays as it was written (read-only
+  it: ``embeddings.pt``, ``embeddings.npy``, the exact and faiss backends' states), else the sha256 of its bytes.
+  A load so hashes the JSON, Arrow and PNG files and a backend's unsealed files (faiss's ``faiss.index``), never
+  ``embeddings.pt`` or ``embeddings.npy`` a second time; nothing is remembered beside the files, so the folder stays as it was written (read-only
   folders too).
 - ``uid``: the identity of the base generation's data (:func:`content_uid`: the sha256 of its items and
-  embeddings), written in ``index.json``'s manifest, in ``items.json`` and in ``embeddings.pt``, so that the
+  embeddings), written in ``index.json``'s manifest, in ``items.arrow`` (its schema's metadata; version 4:
+  ``items.json``) and in ``embeddings.pt`` (which binds ``embeddings.npy`` by its sha256), so that the
   files are bound to each other and not only to ``index.json``: a file copied together with its digest into the
   manifest still carries another index's uid. It is derived from the content, not drawn at random, so that the
   same index built twice is the same bytes.
@@ -28,7 +31,7 @@ Checked at every read of a generation (:func:`check_files`, then :func:`check_ui
 written by a save and by every commit of a whole generation; a commit of a segment leaves the base's files, and
 so the manifest, as they are. An index of version 3 or 2, written before the manifest, is read as before (bound
 by ``weights_sha256`` and the model JSON only); its first commit writes a whole generation with its manifest
-(version 4).
+(version 5).
 """
 
 from __future__ import annotations

@@ -58,7 +58,7 @@ from oml_core.index.item_table import ITEMS_TABLE_FILE
 from oml_core.index.items import ItemInput, is_item_input
 from oml_core.knn.backend_checks import load_index_state
 from oml_core.utils.atomic import TEMPORARY_PREFIX, atomic_torch_save, atomic_write_bytes
-from oml_core.utils.mapped_rows import WRITE_ROWS, open_rows, write_rows
+from oml_core.utils.mapped_rows import all_finite, open_rows, write_rows
 
 INDEX_FILE = "index.json"
 #: The items of versions 2 to 4 (version 5: :data:`~oml_core.index.item_table.ITEMS_TABLE_FILE`).
@@ -216,9 +216,7 @@ def read_embeddings(path: Path, n_items: int, dim: int) -> StoredEmbeddings:
         raise GalleryIndexError(
             f"{path}: embeddings of shape {tuple(embeddings.shape)}, the index has {n_items} items of dimension {dim}"
         )
-    if not all(
-        bool(torch.isfinite(embeddings[i : i + WRITE_ROWS]).all()) for i in range(0, n_items, WRITE_ROWS)
-    ):
+    if not all_finite(embeddings):
         raise GalleryIndexError(f"{path}: the embeddings are not all finite")
     model, probe, uid = state.get("model"), state.get("probe"), state.get("uid")
     if not isinstance(model, str):

@@ -27,6 +27,8 @@ from oml_core.utils.digest import DIGEST_MAGIC, DigestStatus, sealed_digest, ver
 
 #: Rows written at a time.
 WRITE_ROWS = 65536
+#: Rows checked at a time (:func:`all_finite`): a few MiB of temporaries for any gallery.
+CHECK_ROWS = 8192
 
 
 def write_rows(path: Path, rows: Tensor | Sequence[Tensor], chunk_rows: int = WRITE_ROWS) -> str:
@@ -96,4 +98,13 @@ def open_rows(path: Path, sha256: str, shape: tuple[int, int]) -> Tensor:
         return torch.from_numpy(array)
 
 
-__all__ = ["WRITE_ROWS", "open_rows", "write_rows"]
+def all_finite(rows: Tensor, chunk_rows: int = CHECK_ROWS) -> bool:
+    """Whether every value of ``rows`` is finite, checked ``chunk_rows`` rows at a time (a mapped gallery is read
+    page by page, and the temporaries stay a few MiB whatever its size)."""
+    return all(
+        bool(torch.isfinite(rows[start : start + chunk_rows]).all())
+        for start in range(0, len(rows), chunk_rows)
+    )
+
+
+__all__ = ["CHECK_ROWS", "WRITE_ROWS", "all_finite", "open_rows", "write_rows"]
