@@ -18,8 +18,8 @@ used.
   (:func:`~oml_core.utils.digest.sealed_digest`, read from its last bytes; its loader verifies its bytes against
   it: ``embeddings.pt``, ``embeddings.npy``, the exact and faiss backends' states), else the sha256 of its bytes.
   A load so hashes the JSON, Arrow and PNG files and a backend's unsealed files (faiss's ``faiss.index``), never
-  ``embeddings.pt`` or ``embeddings.npy`` a second time; nothing is remembered beside the files, so the folder stays as it was written (read-only
-  folders too).
+  ``embeddings.pt`` or ``embeddings.npy`` a second time; nothing is remembered beside the files, so the folder
+  stays as it was written (read-only folders too).
 - ``uid``: the identity of the base generation's data (:func:`content_uid`: the sha256 of its items and
   embeddings), written in ``index.json``'s manifest, in ``items.arrow`` (its schema's metadata; version 4:
   ``items.json``) and in ``embeddings.pt`` (which binds ``embeddings.npy`` by its sha256), so that the
