@@ -50,7 +50,7 @@ def saved_index(folder: Path, n_items: int) -> Path:
 
 
 def search_under_limit(small: Path, index: Path, query: Path) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "MALLOC_ARENA_MAX": "1"}
     command = [sys.executable, str(SCRIPT), str(HEADROOM), str(small), str(index), str(query), str(TOP_K)]
     return subprocess.run(command, env=env, capture_output=True, text=True, timeout=300, check=False)
 
