@@ -15,6 +15,7 @@ import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 import torch
@@ -30,6 +31,7 @@ from oml_core.index import GalleryIndex, GalleryItem
 from oml_core.index.build import INDEX_BUILD, build_gallery_index
 from oml_core.index.gallery import GALLERY_ROWS
 from oml_core.index.generations import writer_lock
+from oml_core.index.item_table import ItemTable
 from oml_core.index.manifest import file_digest
 from oml_core.registry import ConfigError, Registry
 
@@ -146,20 +148,19 @@ def test_the_table_shows_match_and_no_match(world, capsys):
     assert lines[6].split()[2] == "match" and lines[6].split()[-1] == str(world.gallery_image)
 
 
-def test_control_characters_of_a_tampered_items_json_are_escaped_in_the_table_not_in_the_json(
+def test_control_characters_of_tampered_items_are_escaped_in_the_table_not_in_the_json(
     world, tmp_path, capsys
 ):
-    """An ``items.json`` whose paths were given ESC sequences (colour, window title), a C1 CSI, a DEL and a bidi
+    """An ``items.arrow`` whose paths were given ESC sequences (colour, window title), a C1 CSI, a DEL and a bidi
     override, its manifest entry made to agree: the table shows them escaped, the JSON exactly; nothing in the
     index changes."""
     index = Path(shutil.copytree(world.index, tmp_path / "index"))
-    items_file = index / "gen-1" / "items.json"
-    items = json.loads(items_file.read_text())
+    items_file = index / "gen-1" / "items.arrow"
+    items, uid = ItemTable.read(items_file, 9)
     tampered = "\x1b]0;title\x07\x1b[31mred\x1b[0m\x9b2J\x7f\u202etxt.exe 日本"
-    items["paths"] = [tampered] * len(items["paths"])
-    items_file.write_text(json.dumps(items))
+    ItemTable.of(items.ids, [tampered] * len(items), items.labels, items.keys).write(items_file, uid, 5)
     meta = json.loads((index / "index.json").read_text())
-    meta["manifest"]["files"]["gen-1/items.json"] = file_digest(items_file)
+    meta["manifest"]["files"]["gen-1/items.arrow"] = file_digest(items_file)
     (index / "index.json").write_text(json.dumps(meta))
     before = {p: p.read_bytes() for p in index.rglob("*") if p.is_file()}
 
@@ -438,13 +439,13 @@ def test_the_typed_config_builds_the_index_the_dict_does(world, tmp_path):
     assert isinstance(config, IndexBuildConfig) and config.bs == 64 and config.gallery_rows == "all"
     result = build_gallery_index(config, registry=registry)
     assert result.index_dir == tmp_path / "typed" and result.source == world.root / "df.csv"
-    for name in ("index.json", "gen-1/items.json", "gen-1/calibration.json"):
-        assert (result.index_dir / name).read_text() == (world.index / name).read_text(), name
+    for name in ("index.json", "gen-1/items.arrow", "gen-1/calibration.json", "gen-1/embeddings.npy"):
+        assert (result.index_dir / name).read_bytes() == (world.index / name).read_bytes(), name
     typed, built = (
         torch.load(folder / "gen-1" / "embeddings.pt", weights_only=True)
         for folder in (result.index_dir, world.index)
     )
-    assert torch.equal(typed["embeddings"], built["embeddings"]) and typed["embeddings"].shape == (9, 512)
+    assert np.load(result.index_dir / "gen-1" / "embeddings.npy").shape == (9, 512)
     assert torch.equal(typed["probe"], built["probe"])
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 import pytest
 import torch
 from PIL import Image
@@ -33,6 +34,7 @@ from oml_core.registry import Registry, UnknownNameError
 from oml_core.retrieval import RetrievalResults
 from oml_core.utils.atomic import TEMPORARY_PREFIX
 from oml_core.utils.checkpoints import load_checkpoint
+from tests.scripts.old_indexes import as_whole_files
 
 
 # ------------------------------------------------------------------------------------- the test plugin
@@ -338,13 +340,14 @@ def test_save_and_load_give_the_same_index(tmp_path, colour_dataset, registry, b
     generation = tmp_path / "saved" / "gen-1"
     assert {p.name for p in generation.iterdir()} == {
         "generation.json",
-        "items.json",
+        "items.arrow",
         "embeddings.pt",
+        "embeddings.npy",
         "backend",
         "calibration.json",
         "calibration.png",
     }
-    assert torch.load(generation / "embeddings.pt", weights_only=True)["embeddings"].shape == (8, 4)
+    assert np.load(generation / "embeddings.npy").shape == (8, 4)
     assert (generation / "calibration.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert not list(tmp_path.glob(f"{TEMPORARY_PREFIX}*"))
 
@@ -397,6 +400,16 @@ def _edit_json(path: Path, edit) -> None:
     path.write_text(json.dumps(data))
 
 
+def _write_items(path: Path, edit) -> None:
+    """Write the items of ``path`` again as ``edit`` makes their table (with their metadata)."""
+    with pa.ipc.open_file(pa.memory_map(str(path))) as reader:
+        table = reader.read_all()
+    edited = edit(table)
+    path.unlink()  # the mapping of the old file stays valid
+    with pa.ipc.new_file(str(path), edited.schema) as writer:
+        writer.write_table(edited)
+
+
 class Foreign:
     """Not a tensor: weights_only loading refuses it."""
 
@@ -413,11 +426,13 @@ CORRUPTIONS = {
         "index.json",
         lambda f: _edit_json(f / "index.json", lambda d: d.pop("config")),
     ),
-    "items.json of other lengths": (
-        "items.json",
-        lambda f: _edit_json(f / "gen-1" / "items.json", lambda d: d["ids"].pop()),
+    "items.arrow of other lengths": (
+        "items.arrow",
+        lambda f: _write_items(f / "gen-1" / "items.arrow", lambda t: t.slice(1)),
     ),
-    "items.json missing": ("items.json", lambda f: (f / "gen-1" / "items.json").unlink()),
+    "items.arrow missing": ("items.arrow", lambda f: (f / "gen-1" / "items.arrow").unlink()),
+    "items.arrow of garbage": ("items.arrow", lambda f: _write(f / "gen-1" / "items.arrow", "garbage")),
+    "embeddings.npy missing": ("embeddings.npy", lambda f: (f / "gen-1" / "embeddings.npy").unlink()),
     "embeddings.pt of garbage": ("embeddings.pt", lambda f: _write(f / "gen-1" / "embeddings.pt", "garbage")),
     "embeddings.pt with code": (
         "embeddings.pt",
@@ -589,6 +604,7 @@ def test_an_index_saved_before_its_dataset_component_was_recorded_is_an_index_of
         saved_with_weights / "index.json",
         lambda d: (d["config"].pop("dataset"), d["config"].pop("data"), as_version_3(d)),
     )
+    as_whole_files(saved_with_weights / "gen-1")
     stored = torch.load(saved_with_weights / "gen-1" / "embeddings.pt", weights_only=True)
     assert stored["probe_query"] == "probe.png" and stored["probe_input"] is None
     old = {key: value for key, value in stored.items() if key not in ("probe_query", "probe_input")}
@@ -761,6 +777,7 @@ def test_an_index_of_version_1_is_refused_with_rebuild(registry, saved_with_weig
     """What version 1 wrote: no weights.pt, no probe.png, no model in embeddings.pt, version 1."""
     (saved_with_weights / "weights.pt").unlink()
     (saved_with_weights / "probe.png").unlink()
+    as_whole_files(saved_with_weights / "gen-1")
     embeddings = torch.load(saved_with_weights / "gen-1" / "embeddings.pt", weights_only=True)
     torch.save(
         {"format": embeddings["format"], "embeddings": embeddings["embeddings"]},
@@ -771,7 +788,7 @@ def test_an_index_of_version_1_is_refused_with_rebuild(registry, saved_with_weig
         GalleryIndex.load(saved_with_weights, registry=registry)
     assert str(raised.value) == (
         f"{saved_with_weights / 'index.json'}: an index of version 1, which keeps only the path of its weights, so "
-        f"its model cannot be checked; this oml reads versions 2 to 4: rebuild the index (oml index build)"
+        f"its model cannot be checked; this oml reads versions 2 to 5: rebuild the index (oml index build)"
     )
 
 

@@ -36,6 +36,7 @@ from oml_core.index.generations import writer_lock
 from oml_core.registry import Registry
 from oml_core.reports.search import search_answer
 from tests.scripts import index_writer
+from tests.scripts.old_indexes import as_whole_files
 from tests.test_gallery_index import (
     COLOURS,
     EXTRACTOR,
@@ -396,6 +397,7 @@ def as_version_2(folder: Path) -> None:
     """Turn a saved index (of generation 1) into what version 2 wrote: the generation's files at the top,
     ``n_items`` and ``dim`` in ``index.json``, no ``keys`` in ``items.json``, no manifest nor uid."""
     generation = folder / "gen-1"
+    as_whole_files(generation)
     info = json.loads((generation / "generation.json").read_text())
     for path in generation.iterdir():
         if path.name != "generation.json":
@@ -425,17 +427,18 @@ def test_an_index_of_the_previous_format_loads_and_its_first_commit_converts_it(
 
     reader = GalleryIndex.load(folder)
     old.remove(12)
-    assert old.commit() == 1  # converted: gen-1, index.json of version 4; the old files kept one commit more
+    assert old.commit() == 1  # converted: gen-1, index.json of version 5; the old files kept one commit more
     meta = json.loads((folder / "index.json").read_text())
-    assert meta["version"] == 4 and meta["generation"] == 1 and "n_items" not in meta
+    assert meta["version"] == 5 and meta["generation"] == 1 and "n_items" not in meta
     assert sorted(meta["manifest"]["files"]) == [
         "gen-1/backend/embeddings.npy",
         "gen-1/backend/exact_index.pt",
         "gen-1/calibration.json",
         "gen-1/calibration.png",
+        "gen-1/embeddings.npy",
         "gen-1/embeddings.pt",
         "gen-1/generation.json",
-        "gen-1/items.json",
+        "gen-1/items.arrow",
     ]
     assert {"items.json", "embeddings.pt", "backend", "gen-1"} <= {p.name for p in folder.iterdir()}
     assert (folder / "gen-1" / "calibration.png").samefile(

@@ -11,6 +11,7 @@ import json
 import shutil
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 import torch
@@ -44,7 +45,7 @@ TRANSFORMS = {"name": "norm_resize", "args": {"im_size": 64}}
 SEED = 42
 CUDA = torch.cuda.is_available()
 #: The files of an index that do not depend on the device that embedded it.
-DEVICE_FREE_FILES = ("index.json", "gen-1/items.json", "weights.pt", "probe.png")
+DEVICE_FREE_FILES = ("index.json", "gen-1/items.arrow", "weights.pt", "probe.png")
 
 
 @pytest.fixture(scope="module")
@@ -75,7 +76,7 @@ def cpu_index(dataset_root, tmp_path_factory) -> Path:
 
 
 def saved_embeddings(index_dir: Path) -> torch.Tensor:
-    return torch.load(index_dir / "gen-1" / "embeddings.pt", weights_only=True)["embeddings"]
+    return torch.from_numpy(np.load(index_dir / "gen-1" / "embeddings.npy"))
 
 
 def one_error_line(capsys, argv: list[str]) -> str:

@@ -12,13 +12,16 @@ import json
 import shutil
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 
 import oml_core.index.manifest as manifest_module
 from oml_core.index import GalleryIndex, GalleryIndexError
+from oml_core.index.item_table import ItemTable
 from oml_core.index.manifest import content_uid, file_digest
 from oml_core.registry import Registry
+from tests.scripts.old_indexes import as_version_4, as_whole_files
 from tests.test_gallery_index import (
     COLOURS,
     TRANSFORMS,
@@ -121,7 +124,8 @@ def query(tmp_path_factory) -> Path:
 # ------------------------------------------------------------------------------------ files swapped alone
 SWAPPED_ALONE = [
     "gen-1/embeddings.pt",
-    "gen-1/items.json",
+    "gen-1/embeddings.npy",
+    "gen-1/items.arrow",
     "gen-1/calibration.json",
     "gen-1/calibration.png",
     "gen-1/generation.json",
@@ -184,7 +188,7 @@ def test_the_weights_alone_are_named_when_the_extractor_is_built(mine, other, re
 
 
 # ----------------------------------------------------------------------------- a set of files swapped
-SET = ["gen-1/embeddings.pt", "gen-1/backend", "weights.pt"]
+SET = ["gen-1/embeddings.pt", "gen-1/embeddings.npy", "gen-1/backend", "weights.pt"]
 
 
 def test_embeddings_backend_weights_and_their_digest_of_another_index_are_named_in_one_line(
@@ -201,8 +205,8 @@ def test_embeddings_backend_weights_and_their_digest_of_another_index_are_named_
     generation = mine / "gen-1"
     assert refused(mine, registry) == (
         f"{generation / 'backend' / 'embeddings.npy'}, {generation / 'backend' / 'exact_index.pt'}, "
-        f"{generation / 'embeddings.pt'}: not this index's (their digests differ from {mine / 'index.json'}'s "
-        f"manifest); {REBUILD}"
+        f"{generation / 'embeddings.npy'}, {generation / 'embeddings.pt'}: not this index's (their digests differ "
+        f"from {mine / 'index.json'}'s manifest); {REBUILD}"
     )
     shutil.rmtree(mine)
     shutil.copytree(kept, mine)
@@ -216,7 +220,12 @@ def test_files_copied_with_their_manifest_entries_carry_another_uid(mine, other,
         swap(mine, other, name)
     meta, theirs = meta_of(mine), meta_of(other)
     meta["weights_sha256"] = theirs["weights_sha256"]
-    for name in ("gen-1/embeddings.pt", "gen-1/backend/exact_index.pt", "gen-1/backend/embeddings.npy"):
+    for name in (
+        "gen-1/embeddings.pt",
+        "gen-1/embeddings.npy",
+        "gen-1/backend/exact_index.pt",
+        "gen-1/backend/embeddings.npy",
+    ):
         meta["manifest"]["files"][name] = theirs["manifest"]["files"][name]
     (mine / "index.json").write_text(json.dumps(meta))
     assert refused(mine, registry) == (
@@ -233,9 +242,10 @@ def test_a_whole_generation_of_another_index_is_named_file_by_file(mine, other, 
         "gen-1/backend/exact_index.pt",
         "gen-1/calibration.json",
         "gen-1/calibration.png",
+        "gen-1/embeddings.npy",
         "gen-1/embeddings.pt",
         "gen-1/generation.json",
-        "gen-1/items.json",
+        "gen-1/items.arrow",
         "probe.png",
     ]
     differ = ", ".join(str(mine / name) for name in names if name != "probe.png")  # one probe picture
@@ -252,7 +262,7 @@ def edit_json(path: Path, edit) -> None:
 
 
 TAMPERED = {
-    "gen-1/items.json": lambda d: d["paths"].reverse(),  # the items' names in another order
+    "gen-1/generation.json": lambda d: d.update(calibration_stale=True),
     "gen-1/calibration.json": lambda d: d.update(threshold=d["threshold"] * 2),
 }
 
@@ -307,10 +317,12 @@ def check_manifest_true(folder: Path) -> None:
     }
     files = meta["manifest"]["files"]
     assert own <= set(files) and all(file_digest(folder / name) == digest for name, digest in files.items())
-    items = json.loads((base / "items.json").read_text())
+    info = json.loads((base / "generation.json").read_text())
+    items, uid = ItemTable.read(base / "items.arrow", info["n_items"])
     embeddings = torch.load(base / "embeddings.pt", weights_only=True)
-    assert items["uid"] == embeddings["uid"] == meta["manifest"]["uid"]
-    assert meta["manifest"]["uid"] == content_uid(items, embeddings["embeddings"])
+    assert uid == embeddings["uid"] == meta["manifest"]["uid"]
+    rows = torch.from_numpy(np.load(base / "embeddings.npy"))
+    assert meta["manifest"]["uid"] == content_uid(items, [rows])
 
 
 def test_add_remove_and_calibrate_keep_the_manifest_true(mine, other, registry, query):
@@ -343,12 +355,39 @@ def test_an_index_of_version_3_loads_and_its_first_commit_binds_it(mine, registr
         del meta["manifest"]
 
     edit_json(mine / "index.json", as_version_3)
+    as_whole_files(mine / "gen-1")
     edit_json(mine / "gen-1" / "items.json", lambda d: d.pop("uid"))
     assert answers(mine, registry, query) == expected
     assert GalleryIndex.load(mine, registry=registry).commit() == 2  # without changes: converted
-    assert meta_of(mine)["version"] == 4
+    assert meta_of(mine)["version"] == 5
     check_manifest_true(mine)
     assert answers(mine, registry, query) == expected
+
+
+def test_an_index_of_version_4_loads_keeps_its_version_by_segments_and_is_converted_whole(
+    mine, registry, query
+):
+    """Version 4 kept the items in ``items.json`` and the embeddings inside ``embeddings.pt``, read whole: it loads
+    and answers as before; a commit of a segment leaves its base, and so its version, as they are; a whole
+    generation is written as version 5."""
+    expected = answers(mine, registry, query)
+    as_version_4(mine)
+    assert not (mine / "gen-1" / "items.arrow").exists()
+    assert answers(mine, registry, query) == expected
+    index = GalleryIndex.load(mine, registry=registry)
+    index.add([query], labels=[2])
+    index.compact_fraction = float("inf")
+    assert index.commit() == 2
+    assert meta_of(mine)["version"] == 4 and meta_of(mine)["segments"]
+    again = GalleryIndex.load(mine, registry=registry)
+    assert again.ids == index.ids and again.search([query], top_k=3) == index.search([query], top_k=3)
+    index.remove(index.ids[:1])
+    index.max_segments = 0
+    assert index.commit() == 3
+    assert meta_of(mine)["version"] == 5 and (mine / "gen-3" / "items.arrow").is_file()
+    check_manifest_true(mine)
+    again = GalleryIndex.load(mine, registry=registry)
+    assert again.ids == index.ids and again.search([query], top_k=3) == index.search([query], top_k=3)
 
 
 def test_the_same_index_built_twice_is_the_same_bytes(built, registry):
@@ -374,6 +413,6 @@ def test_a_load_reads_the_digests_of_sealed_files_without_hashing_them(mine, reg
         "calibration.json",
         "calibration.png",
         "generation.json",
-        "items.json",
+        "items.arrow",
         "probe.png",
-    ]  # not embeddings.pt nor the exact backend's state: their loaders verify their seals
+    ]  # not embeddings.pt, embeddings.npy nor the exact backend's state: their loaders verify their seals

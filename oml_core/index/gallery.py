@@ -75,6 +75,7 @@ from oml_core.index.generations import (
     writer_lock,
 )
 from oml_core.index.integrity import check_model, check_probe, model_json, rebuilt_spec
+from oml_core.index.item_table import ITEMS_TABLE_FILE, ItemTable, RowsById
 from oml_core.index.items import ItemInput, OneInput, Probe, SomeItems, is_item_input, size_of
 from oml_core.index.manifest import (
     MANIFEST_KEY,
@@ -97,6 +98,7 @@ from oml_core.index.storage import (
     ITEMS_FILE,
     OWN_FILES,
     WEIGHTS_FILE,
+    WHOLE_FILES_VERSION,
     StoredEmbeddings,
     new_folder,
     read_embeddings,
@@ -114,6 +116,7 @@ from oml_core.interfaces.datasets import (
     IQueryGalleryLabeledDataset,
 )
 from oml_core.interfaces.knn import CannotRemoveError, IKnnIndex
+from oml_core.knn.appended_rows import AppendedRows
 from oml_core.knn.backend_checks import check_added, check_distance, check_k
 from oml_core.knn.backend_search import make_knn_index, search_with_index
 from oml_core.registry import ConfigError, Registry, RegistryError, default_registry, to_plain
@@ -272,16 +275,14 @@ class GalleryIndex:
             )
         self._backend_spec = backend_spec
         self._backend = make_knn_index(backend_spec, self.distance, self.registry)
-        self._chunks: list[Tensor] = []
-        self._ids: list[int] = []
-        self._paths: list[str | None] = []
-        self._labels: list[int | None] = []
-        #: The key of every item in the knn backend (its id there), increasing in the items' order, and the
-        #: key of the next item.
-        self._keys = torch.zeros(0, dtype=torch.long)
+        #: The embeddings of the items (a loaded index's mapped from its file, then the rows added since).
+        self._vectors = AppendedRows(torch.zeros(0, 0))
+        #: The ids, names, labels and knn backend keys (the item's id in the backend, increasing in the items'
+        #: order) of the items (:mod:`oml_core.index.item_table`), and the key of the next item.
+        self._items = ItemTable()
         self._next_key = 0
         #: The row of every item by id (made when first needed after a change).
-        self._row_of: dict[int, int] | None = None
+        self._row_of: RowsById | None = None
         #: The folder a loaded index was loaded from (where :meth:`commit` writes), its generation, and the
         #: changes made since it was loaded or committed.
         self._folder: Path | None = None
@@ -475,7 +476,7 @@ class GalleryIndex:
 
     # ------------------------------------------------------------------------------------------ items
     def __len__(self) -> int:
-        return len(self._ids)
+        return len(self._items)
 
     def __repr__(self) -> str:
         calibrated = "calibrated" if self.calibration is not None else "not calibrated"
@@ -486,26 +487,25 @@ class GalleryIndex:
 
     @property
     def embeddings(self) -> Tensor:
-        """``[n, dim]`` float32 embeddings of the items, in the order they were added."""
-        if len(self._chunks) > 1:
-            self._chunks = [torch.cat(self._chunks)]
-        return self._chunks[0] if self._chunks else torch.zeros(0, 0)
+        """``[n, dim]`` float32 embeddings of the items, in the order they were added (those of a loaded index of
+        version 5, before any change, a read-only tensor on the mapping of its file)."""
+        return self._vectors.rows
 
     @property
     def ids(self) -> list[int]:
         """The items' ids."""
-        return list(self._ids)
+        return self._items.ids
 
     @property
     def paths(self) -> list[str | None]:
         """The items' names: image paths, or their names by the dataset component (None for an embedding added
         without one)."""
-        return list(self._paths)
+        return self._items.paths
 
     @property
     def labels(self) -> list[int | None]:
         """The items' labels (None when unknown)."""
-        return list(self._labels)
+        return self._items.labels
 
     @property
     def config(self) -> dict[str, Any]:
@@ -735,7 +735,8 @@ class GalleryIndex:
         (kept in ``index.json`` as ``next_id``), so that the id of a removed item is never given to another (a
         client that keeps ids never finds another item under one)."""
         recorded = self._meta.get(NEXT_ID_KEY, 0)
-        held = max(self._ids) + 1 if self._ids else 0
+        largest = self._items.max_id()
+        held = 0 if largest is None else largest + 1
         return max(recorded if isinstance(recorded, int) else 0, held)
 
     def _new_ids(self, ids: Sequence[int] | None, n: int) -> list[int]:
@@ -799,7 +800,7 @@ class GalleryIndex:
 
     def _checked(self, embeddings: Tensor) -> Tensor:
         """``embeddings`` as checked float32 CPU rows of the index's dimension (before anything changes)."""
-        dim = self._chunks[0].shape[1] if self._chunks else None
+        dim = self._vectors.width
         return check_added(embeddings, None, None, 0, dim)[0].float()
 
     # ------------------------------------------------------------------------------------------ changes
@@ -880,7 +881,7 @@ class GalleryIndex:
         row = self._rows().get(id) if _is_int(id) else None
         if row is None:
             raise UnknownItemError([id], self._where())
-        return GalleryItem(self._ids[row], self._paths[row], self._labels[row])
+        return GalleryItem(*self._items.rows([row])[0])
 
     @property
     def generation(self) -> int:
@@ -979,7 +980,7 @@ class GalleryIndex:
         changes = cast(list[LoggedChange], self._changes)  # a recalibration is written whole (_compacts)
         sha256 = write_segment(segment_path(data, generation), generation, changes)
         segments = (*self._segments, Segment(generation, log_items(changes), sha256))
-        meta = pointer(self._meta, generation, self._base, segments)
+        meta = pointer(self._meta, generation, self._base, segments, self._meta["version"])
         write_json(folder / INDEX_FILE, meta)
         self._generation, self._segments, self._meta, self._changes = generation, segments, meta, []
 
@@ -1102,7 +1103,7 @@ class GalleryIndex:
                 change.fresh and dropped
             ):  # new items, made again on another writer's generation that gave the id
                 raise ValueError(
-                    f"id {self._ids[dropped[0]]} is given to two items, here and by another writer"
+                    f"id {self._items.rows([dropped[0]])[0][0]} is given to two items, here and by another writer"
                 )
             self._replace_rows(dropped, change)
             updated = len(dropped)
@@ -1119,37 +1120,30 @@ class GalleryIndex:
             kept = torch.ones(len(self), dtype=torch.bool)
             kept[dropped] = False
             try:
-                self._backend.remove(self._keys[~kept])
+                self._backend.remove(self._items.keys[~kept])
             except CannotRemoveError as e:
                 logger.info("%s: building it again from the index's embeddings", e)
                 rebuild = True
-            self._chunks = [self.embeddings[kept]]
-            rows = kept.tolist()
-            self._ids = [value for value, keep in zip(self._ids, rows) if keep]
-            self._paths = [value for value, keep in zip(self._paths, rows) if keep]
-            self._labels = [value for value, keep in zip(self._labels, rows) if keep]
-            self._keys = self._keys[kept]
+            self._vectors.keep(kept)
+            self._items.keep(kept.numpy())
         if new is not None:
             keys = torch.arange(self._next_key, self._next_key + len(new.ids))
             self._next_key += len(new.ids)
             if not rebuild:
                 self._backend.add(new.embeddings, ids=keys)
-            self._chunks.append(new.embeddings)
-            self._ids += new.ids
-            self._paths += new.paths
-            self._labels += new.labels
-            self._keys = torch.cat([self._keys, keys])
+            self._vectors.append(new.embeddings)
+            self._items.append(ItemTable.of(new.ids, new.paths, new.labels, keys))
         if rebuild:
             backend = make_knn_index(self._backend_spec, self.distance, self.registry)
             if len(self):
-                backend.add(self.embeddings, ids=self._keys)
+                backend.add(self.embeddings, ids=self._items.keys)
             self._backend = backend
         self._row_of = None
 
-    def _rows(self) -> dict[int, int]:
+    def _rows(self) -> RowsById:
         """The row of every item by id."""
         if self._row_of is None:
-            self._row_of = {value: row for row, value in enumerate(self._ids)}
+            self._row_of = RowsById(self._items.id_array)
         return self._row_of
 
     def _record(self, change: Change) -> None:
@@ -1215,16 +1209,11 @@ class GalleryIndex:
             matches = [[None] * top_k] * len(embeddings)
         else:
             matches = self.calibration.is_match(found.distances).tolist()
+        found_rows = rows[rows >= 0].tolist()
+        items = iter(self._items.rows(found_rows))  # the found items' columns, in the order of the hits
         return [
             [
-                SearchHit(
-                    rank=rank,
-                    id=self._ids[position],
-                    path=self._paths[position],
-                    label=self._labels[position],
-                    distance=distance,
-                    match=match,
-                )
+                SearchHit(rank, *next(items), distance=distance, match=match)
                 for rank, (position, distance, match) in enumerate(zip(*row), start=1)
                 if position >= 0
             ]
@@ -1236,7 +1225,9 @@ class GalleryIndex:
         were removed or replaced (the keys increase with the rows)."""
         if self._next_key == len(self):
             return keys
-        return torch.where(keys >= 0, torch.searchsorted(self._keys, keys.clamp(min=0).contiguous()), keys)
+        return torch.where(
+            keys >= 0, torch.searchsorted(self._items.keys, keys.clamp(min=0).contiguous()), keys
+        )
 
     # ------------------------------------------------------------------------------------ calibration
     def calibrate(
@@ -1379,16 +1370,10 @@ class GalleryIndex:
         """
         from oml_core.index.plot import plot_calibration
 
-        embeddings = self.embeddings
-        items: dict[str, Any] = {
-            "ids": self._ids,
-            "paths": self._paths,
-            "labels": self._labels,
-            "keys": self._keys.tolist(),
-        }
-        uid = content_uid(items, embeddings)
-        write_json(data / ITEMS_FILE, {**items, UID_KEY: uid})
-        write_embeddings(data / EMBEDDINGS_FILE, replace(stored, embeddings=embeddings, uid=uid))
+        parts = self._vectors.parts  # written part by part: a mapped base is not copied
+        uid = content_uid(self._items, parts)
+        self._items.write(data / ITEMS_TABLE_FILE, uid, INDEX_VERSION)
+        write_embeddings(data / EMBEDDINGS_FILE, replace(stored, embeddings=parts, uid=uid))
         self._backend.save(data / BACKEND_FOLDER)
         if self.calibration is not None:
             write_json(data / CALIBRATION_FILE, self.calibration.to_dict())
@@ -1397,7 +1382,7 @@ class GalleryIndex:
             else:
                 plot_calibration(self.calibration, data / CALIBRATION_PLOT)
         info = generation_info(
-            generation, len(self), int(embeddings.shape[1]), self.calibration_stale, self._calibration_args
+            generation, len(self), self._vectors.width or 0, self.calibration_stale, self._calibration_args
         )
         write_json(data / GENERATION_FILE, info)
         fsync_directory(data)
@@ -1547,14 +1532,15 @@ class GalleryIndex:
         data, n_items, meta, manifest = layout.data, layout.n_items, layout.meta, layout.manifest
         if manifest is not None:
             check_files(layout.meta_path.parent, manifest, generation_names(layout.base), layout.meta_path)
-        ids, paths, labels, keys, uid = _read_items(
-            data / ITEMS_FILE, n_items, with_keys=layout.generation > 0
-        )
+        if layout.version > WHOLE_FILES_VERSION:
+            items_path = data / ITEMS_TABLE_FILE
+            items, uid = ItemTable.read(items_path, n_items)
+        else:
+            items_path = data / ITEMS_FILE
+            items, uid = _read_items(items_path, n_items, with_keys=layout.generation > 0)
         stored = read_embeddings(data / EMBEDDINGS_FILE, n_items, layout.dim)
         if manifest is not None:
-            check_uid(
-                manifest, {data / ITEMS_FILE: uid, data / EMBEDDINGS_FILE: stored.uid}, layout.meta_path
-            )
+            check_uid(manifest, {items_path: uid, data / EMBEDDINGS_FILE: stored.uid}, layout.meta_path)
         try:
             config = meta["config"]
             saved_model = model_json(
@@ -1578,7 +1564,7 @@ class GalleryIndex:
                     f"{calibration_path}: not a valid calibration ({type(e).__name__}: {e})"
                 ) from e
         log = _read_log(layout, after=layout.base)
-        return _Generation(ids, paths, labels, keys, stored, backend, calibration, log)
+        return _Generation(items, stored, backend, calibration, log)
 
     def _set_generation(self, layout: Layout, state: _Generation) -> None:
         """Hold the generation ``state`` of ``layout`` (what :meth:`_read_generation` read): its base, then
@@ -1587,10 +1573,12 @@ class GalleryIndex:
         Raises:
             GalleryIndexError: changes of its log that cannot be made (naming the folder of the log).
         """
-        embeddings = state.stored.embeddings
-        self._chunks = [embeddings] if embeddings.shape[1] else []
-        self._ids, self._paths, self._labels, self._keys = state.ids, state.paths, state.labels, state.keys
-        self._next_key = int(state.keys.max()) + 1 if len(state.keys) else 0
+        embeddings = cast(Tensor, state.stored.embeddings)
+        self._vectors = AppendedRows(torch.zeros(0, 0))
+        if embeddings.shape[1]:
+            self._vectors.append(embeddings)
+        self._items = state.items
+        self._next_key = int(state.items.keys[-1]) + 1 if len(state.items) else 0
         self._row_of = None
         self._backend = state.backend
         self.calibration = state.calibration
@@ -1605,10 +1593,7 @@ class _Generation:
     """What a generation's files hold (:meth:`GalleryIndex._read_generation`): its base's items, embeddings,
     backend and calibration, and the changes of the segments of its log, in order."""
 
-    ids: list[int]
-    paths: list[str | None]
-    labels: list[int | None]
-    keys: Tensor
+    items: ItemTable
     stored: StoredEmbeddings
     backend: IKnnIndex
     calibration: Calibration | None
@@ -1648,11 +1633,9 @@ def _read_log(layout: Layout, after: int) -> list[LoggedChange]:
     ]
 
 
-def _read_items(
-    path: Path, n_items: int, with_keys: bool
-) -> tuple[list[int], list[str | None], list[int | None], Tensor, Any]:
-    """The ids, paths, labels, backend keys (version 2: the positions) and uid (None when absent: written before
-    the manifest) of the ``items.json`` of ``path``.
+def _read_items(path: Path, n_items: int, with_keys: bool) -> tuple[ItemTable, Any]:
+    """The items (ids, paths, labels, backend keys; version 2: the positions as keys) and uid (None when absent:
+    written before the manifest) of the ``items.json`` of ``path`` (versions 2 to 4).
 
     Raises:
         GalleryIndexError: not ``n_items`` of each, ids not distinct integers, keys not increasing integers.
@@ -1668,7 +1651,8 @@ def _read_items(
         if not all(_is_int(k) for k in keys) or any(a >= b for a, b in zip(keys, keys[1:])):
             raise ValueError("keys must be increasing integers")
         uid = items.get(UID_KEY)
-        return ids, paths, _labels(labels, n_items), torch.tensor(keys, dtype=torch.long), uid
+        table = ItemTable.of(ids, paths, _labels(labels, n_items), torch.tensor(keys, dtype=torch.long))
+        return table, uid
     except (KeyError, TypeError, ValueError) as e:
         raise GalleryIndexError(f"{path}: not valid gallery items ({type(e).__name__}: {e})") from e
 

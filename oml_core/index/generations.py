@@ -1,9 +1,9 @@
-"""The generations of a saved gallery index (format version 4; 3 without the manifest): how an index changes in
-place, atomically, each commit costing what its changes cost.
+"""The generations of a saved gallery index (format version 5; 4 with its items and embeddings read whole, 3
+without the manifest): how an index changes in place, atomically, each commit costing what its changes cost.
 
 An index folder holds what never changes at its top and what changes in generation folders::
 
-    index.json        format tag, version 4, the config, the sha256 of weights.pt, and the pointer (written
+    index.json        format tag, version 5, the config, the sha256 of weights.pt, and the pointer (written
                       atomically: temporary file, fsync, os.replace, fsync of the folder): the number N of the
                       current generation, the base generation B whose folder holds the items, and the segments of
                       its log that make B + 1, ..., N, in order (each: its generation, its number of items, the
@@ -11,8 +11,9 @@ An index folder holds what never changes at its top and what changes in generati
     weights.pt        the extractor's weights, and the probe query (e.g. probe.png): as in version 2
     index.lock        the writers' lock (fcntl), made by the first change
     gen-B/            the base generation: generation.json (its number, n_items, dim, whether the calibration
-                      is stale, the calibration's arguments), items.json (ids, paths, labels and the knn backend's
-                      key of every item), embeddings.pt, backend/, calibration.json and calibration.png; and its
+                      is stale, the calibration's arguments), items.arrow (ids, paths, labels and the knn backend's
+                      key of every item; version 4: items.json), embeddings.npy and embeddings.pt (version 4: the
+                      embeddings inside embeddings.pt), backend/, calibration.json and calibration.png; and its
                       log: log-(B+1).pt, ..., log-N.pt (:mod:`oml_core.index.segments`: the changes of one commit
                       each, written once and never changed)
     gen-B'/           the previous base generation, kept until the next whole generation (for a reader in the
@@ -30,9 +31,10 @@ and the segments it names (each checked against its sha256), applying them in or
 same base takes new segments only.
 
 A version 2 folder (everything at the top, ``index.json`` with ``n_items`` and ``dim``) is read as generation 0;
-its first change writes ``gen-1/`` and turns it into version 3 (its top-level files of the generation are
+its first change writes ``gen-1/`` and turns it into version 5 (its top-level files of the generation are
 removed by the compaction after, like a previous generation). A version 3 ``index.json`` (written before the
-manifest) is read as version 4 without a manifest, and its first change writes a whole generation with one; one
+manifest) is read as version 4 without a manifest, and its first change writes a whole generation with one; a
+version 4 one keeps its version through segments of its log, and its next whole generation is of version 5; one
 without ``base`` (written before the log) is its own base, without segments.
 """
 
@@ -47,15 +49,17 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from oml_core.index.errors import GalleryIndexError, IndexLockedError
+from oml_core.index.item_table import ITEMS_TABLE_FILE
 from oml_core.index.manifest import Manifest, read_manifest
 from oml_core.index.storage import (
     BACKEND_FOLDER,
     CALIBRATION_FILE,
     CALIBRATION_PLOT,
     EMBEDDINGS_FILE,
+    EMBEDDINGS_ROWS_FILE,
     INDEX_FILE,
     INDEX_FORMAT,
     INDEX_VERSION,
@@ -79,6 +83,8 @@ GENERATION_FOLDER = re.compile(r"gen-(?P<n>[0-9]+)")
 SEGMENT_FILE = "log-{generation}.pt"
 #: The files of a generation that a version 2 index keeps at its top.
 GENERATION_FILES = (ITEMS_FILE, EMBEDDINGS_FILE, BACKEND_FOLDER, CALIBRATION_FILE, CALIBRATION_PLOT)
+#: The files of a generation: those of version 2, and version 5's items and embeddings (the base's).
+GENERATION_DATA = (*GENERATION_FILES, ITEMS_TABLE_FILE, EMBEDDINGS_ROWS_FILE)
 
 
 def generation_folder(folder: Path, generation: int) -> Path:
@@ -126,6 +132,8 @@ class Layout:
         base: The base generation (``generation`` when the log is empty).
         segments: The segments that make ``base + 1, ..., generation``, in order.
         manifest: The manifest of the index's files (None: an index of version 3 or 2, written before it).
+        version: The version of ``index.json`` (the files of the base: version 5's ``items.arrow`` and
+            ``embeddings.npy``, or ``items.json`` and the tensor of ``embeddings.pt`` before).
     """
 
     meta: dict[str, Any]
@@ -139,13 +147,14 @@ class Layout:
     base: int = 0
     segments: tuple[Segment, ...] = ()
     manifest: Manifest | None = None
+    version: int = INDEX_VERSION
 
 
 def generation_names(generation: int) -> list[str]:
     """The paths, relative to the index's folder, of the files and folders of ``generation`` (those a version 2
     index keeps at its top for generation 0), its :data:`GENERATION_FILE` first."""
     prefix = "" if generation == 0 else f"gen-{generation}/"
-    return [f"{prefix}{name}" for name in (GENERATION_FILE, *GENERATION_FILES)]
+    return [f"{prefix}{name}" for name in (GENERATION_FILE, *GENERATION_DATA)]
 
 
 def current_generation(folder: Path) -> int | None:
@@ -162,7 +171,7 @@ def current_generation(folder: Path) -> int | None:
 
 
 def read_layout(folder: Path) -> Layout:
-    """The layout of the index ``folder``: its ``index.json`` (version 4, 3 or 2) and its current generation.
+    """The layout of the index ``folder``: its ``index.json`` (version 5, 4, 3 or 2) and its current generation.
 
     Raises:
         GalleryIndexError: no such folder, a foreign or corrupt ``index.json`` or ``generation.json``, another
@@ -184,17 +193,19 @@ def read_layout(folder: Path) -> Layout:
         )
     if version == LEGACY_VERSION:
         try:
-            return Layout(meta, meta_path, 0, folder, int(meta["n_items"]), int(meta["dim"]))
+            n_items, dim = int(meta["n_items"]), int(meta["dim"])
+            return Layout(meta, meta_path, 0, folder, n_items, dim, version=LEGACY_VERSION)
         except (KeyError, TypeError, ValueError) as e:
             raise GalleryIndexError(
                 f"{meta_path}: not a valid gallery index ({type(e).__name__}: {e})"
             ) from e
-    if version not in (UNBOUND_VERSION, INDEX_VERSION):
+    if not _is_count(version) or version not in range(UNBOUND_VERSION, INDEX_VERSION + 1):
         raise GalleryIndexError(
             f"{meta_path}: an index of version {version!r}; this oml reads versions {LEGACY_VERSION} to "
             f"{INDEX_VERSION}"
         )
-    manifest = read_manifest(meta, meta_path) if version == INDEX_VERSION else None
+    version = cast(int, version)
+    manifest = read_manifest(meta, meta_path) if version > UNBOUND_VERSION else None
     generation = meta.get("generation")
     if not isinstance(generation, int) or isinstance(generation, bool) or generation < 1:
         raise GalleryIndexError(f"{meta_path}: its generation must be a positive integer, got {generation!r}")
@@ -211,7 +222,9 @@ def read_layout(folder: Path) -> Layout:
         n_items, dim = int(info["n_items"]), int(info["dim"])
     except (KeyError, TypeError, ValueError) as e:
         raise GalleryIndexError(f"{info_path}: not a valid generation ({type(e).__name__}: {e})") from e
-    return Layout(meta, meta_path, generation, data, n_items, dim, stale, args, base, segments, manifest)
+    return Layout(
+        meta, meta_path, generation, data, n_items, dim, stale, args, base, segments, manifest, version
+    )
 
 
 def _log_of(meta: dict[str, Any], meta_path: Path, generation: int) -> tuple[int, tuple[Segment, ...]]:
@@ -240,15 +253,19 @@ def _log_of(meta: dict[str, Any], meta_path: Path, generation: int) -> tuple[int
 
 
 def pointer(
-    meta: dict[str, Any], generation: int, base: int, segments: tuple[Segment, ...]
+    meta: dict[str, Any],
+    generation: int,
+    base: int,
+    segments: tuple[Segment, ...],
+    version: int = INDEX_VERSION,
 ) -> dict[str, Any]:
     """The content of ``index.json`` that names ``generation``, made of the base generation ``base`` and the
-    ``segments`` of its log: ``meta`` (what never changes, the manifest of ``base`` among it) with the pointer of
-    version 4."""
+    ``segments`` of its log: ``meta`` (what never changes, the manifest of ``base`` among it) with the pointer,
+    as ``version`` (that of the files of ``base``: a segment on a base of version 4 keeps version 4)."""
     kept = {k: v for k, v in meta.items() if k not in ("n_items", "dim", "generation", "base", "segments")}
     return {
         **kept,
-        "version": INDEX_VERSION,
+        "version": version,
         "generation": generation,
         "base": base,
         "segments": [segment.to_dict() for segment in segments],

@@ -1,5 +1,6 @@
-"""The manifest of a saved gallery index (format version 4): what binds the files of an index to each other, so
-that a file, or a set of files, from another index is named at load, in one line, before any of it is used.
+"""The manifest of a saved gallery index (format versions 4 and 5): what binds the files of an index to each
+other, so that a file, or a set of files, from another index is named at load, in one line, before any of it is
+used.
 
 ``index.json`` keeps it under :data:`MANIFEST_KEY`::
 
@@ -9,17 +10,19 @@ that a file, or a set of files, from another index is named at load, in one line
   (``weights.pt`` by ``weights_sha256``, which the export and the serving plugin read and the model JSON of
   ``embeddings.pt`` records, checked when the extractor is built; each segment of the log by its ``sha256``,
   checked when it is read): the probe query (e.g. ``probe.png``) and the base generation's ``generation.json``,
-  ``items.json``, ``embeddings.pt``, ``calibration.json``, ``calibration.png`` and every file under ``backend/``
+  ``items.arrow`` (version 4: ``items.json``), ``embeddings.npy``, ``embeddings.pt``, ``calibration.json``,
+  ``calibration.png`` and every file under ``backend/``
   (the knn backend's own save, digested as a tree: each file by its relative name and digest, so that a file
   changed, missing or added there is named).
 - A file's digest (:func:`file_digest`): the sha256 that oml sealed it with when it is one of oml's torch files
   (:func:`~oml_core.utils.digest.sealed_digest`, read from its last bytes; its loader verifies its bytes against
-  it: ``embeddings.pt``, the exact and faiss backends' states), else the sha256 of its bytes. A load so hashes
-  the JSON and PNG files and a backend's unsealed files (faiss's ``faiss.index``), never ``embeddings.pt`` a
-  second time; nothing is remembered beside the files, so the folder stays as it was written (read-only
-  folders too).
+  it: ``embeddings.pt``, ``embeddings.npy``, the exact and faiss backends' states), else the sha256 of its bytes.
+  A load so hashes the JSON, Arrow and PNG files and a backend's unsealed files (faiss's ``faiss.index``), never
+  ``embeddings.pt`` or ``embeddings.npy`` a second time; nothing is remembered beside the files, so the folder
+  stays as it was written (read-only folders too).
 - ``uid``: the identity of the base generation's data (:func:`content_uid`: the sha256 of its items and
-  embeddings), written in ``index.json``'s manifest, in ``items.json`` and in ``embeddings.pt``, so that the
+  embeddings), written in ``index.json``'s manifest, in ``items.arrow`` (its schema's metadata; version 4:
+  ``items.json``) and in ``embeddings.pt`` (which binds ``embeddings.npy`` by its sha256), so that the
   files are bound to each other and not only to ``index.json``: a file copied together with its digest into the
   manifest still carries another index's uid. It is derived from the content, not drawn at random, so that the
   same index built twice is the same bytes.
@@ -28,7 +31,7 @@ Checked at every read of a generation (:func:`check_files`, then :func:`check_ui
 written by a save and by every commit of a whole generation; a commit of a segment leaves the base's files, and
 so the manifest, as they are. An index of version 3 or 2, written before the manifest, is read as before (bound
 by ``weights_sha256`` and the model JSON only); its first commit writes a whole generation with its manifest
-(version 4).
+(version 5).
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ from torch import Tensor
 
 from oml_core.caches.digests import file_sha256
 from oml_core.index.errors import GalleryIndexError
+from oml_core.index.item_table import BATCH_ROWS, ItemTable
 from oml_core.utils.digest import sealed_digest
 
 #: The key of ``index.json`` that holds the manifest.
@@ -103,13 +107,18 @@ def manifest_of(folder: Path, names: Iterable[str], uid: str) -> Manifest:
     return Manifest(uid, {name: file_digest(folder / name) for name in files_under(folder, names)})
 
 
-def content_uid(items: Mapping[str, Sequence[Any]], embeddings: Tensor) -> str:
-    """The uid of a generation's data: the first :data:`UID_LENGTH` hex digits of the sha256 of its items
-    (``ids``, ``paths``, ``labels``, ``keys`` as canonical JSON) and of the bytes of its float32 embeddings."""
+def content_uid(items: ItemTable, embeddings: Sequence[Tensor]) -> str:
+    """The uid of a generation's data: the first :data:`UID_LENGTH` hex digits of the sha256 of its items (their
+    columns ``ids``, ``paths``, ``labels``, ``keys`` as canonical JSON, :data:`~oml_core.index.item_table.BATCH_ROWS`
+    rows at a time) and of the bytes of its float32 ``embeddings`` (their parts, in order), computed a chunk at a
+    time, so that it never holds a copy of the whole gallery."""
     digest = hashlib.sha256()
-    record = {key: list(items[key]) for key in ("ids", "paths", "labels", "keys")}
-    digest.update(json.dumps(record, sort_keys=True, separators=(",", ":")).encode("utf-8"))
-    digest.update(embeddings.detach().float().cpu().contiguous().numpy().tobytes())
+    for record in items.records():
+        digest.update(json.dumps(record, sort_keys=True, separators=(",", ":")).encode("utf-8"))
+    for part in embeddings:
+        for start in range(0, len(part), BATCH_ROWS):
+            chunk = part[start : start + BATCH_ROWS].detach().float().cpu().contiguous()
+            digest.update(chunk.numpy().data.cast("B"))
     return digest.hexdigest()[:UID_LENGTH]
 
 

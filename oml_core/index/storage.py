@@ -7,14 +7,18 @@ changes, see :mod:`oml_core.index.generations`; version 2 kept them at the top, 
 
     index.json        format tag, version, the config that built the index (its dataset component and data keys
                       among it), the sha256 of weights.pt, the current generation, its base and log, and the
-                      manifest (version 4, :mod:`oml_core.index.manifest`): the uid of the base generation's data
-                      and the digest of every other file of the index, checked at load
-    items.json        ids, paths (the items' names), labels and knn backend keys of the items, in the order of the
-                      embeddings, and the uid of the generation's data
-    embeddings.pt     {format, version, embeddings [n, dim] float32, model: the canonical JSON of what defines
-                      the embeddings, probe: the embedding [dim] of the probe, probe_query: the probe's file
-                      name, or probe_input: the probe's input tensor, uid: that of items.json}:
-                      torch.load(weights_only=True)
+                      manifest (since version 4, :mod:`oml_core.index.manifest`): the uid of the base generation's
+                      data and the digest of every other file of the index, checked at load
+    items.arrow       (version 5) ids, paths (the items' names), labels and knn backend keys of the items, in the
+                      order of the embeddings, as the columns of an Arrow IPC file read memory-mapped, with the uid
+                      of the generation's data (:mod:`oml_core.index.item_table`); up to version 4,
+                      ``items.json`` held the same as JSON lists, read whole
+    embeddings.npy    (version 5) the ``[n, dim]`` float32 embeddings, a raw ``.npy`` read memory-mapped and sealed
+                      with its sha256 (:mod:`oml_core.utils.mapped_rows`)
+    embeddings.pt     {format, version, embeddings_sha256: that of embeddings.npy (up to version 4: embeddings,
+                      the tensor itself), model: the canonical JSON of what defines the embeddings, probe: the
+                      embedding [dim] of the probe, probe_query: the probe's file name, or probe_input: the probe's
+                      input tensor, uid: that of the items}: torch.load(weights_only=True)
     weights.pt        {format, state_dict}: the extractor's weights as it embedded the gallery (only when the
                       index has an extractor spec)
     probe.png         the probe query that the dataset component wrote (images: a fixed picture), whose embedding
@@ -23,6 +27,10 @@ changes, see :mod:`oml_core.index.generations`; version 2 kept them at the top, 
     backend/          the knn backend's own save (IKnnIndex.save)
     calibration.json  the calibration (only when calibrated)
     calibration.png   its precision / recall curve (only when calibrated)
+
+So an index of version 5 opens without reading its items or embeddings into memory: a gallery larger than the
+machine's memory opens and searches (with a backend that maps its own save too, as ``exact`` and a flat faiss
+index do). A change keeps the mapped rows and appends the new ones in memory; a removal copies the rows kept.
 
 A file, or a set of files, of another index (``embeddings.pt`` and ``backend/``, with or without ``weights.pt``
 and its digest) is refused at load in one line that names them: their digests differ from the manifest's, or,
@@ -37,7 +45,7 @@ import io
 import json
 import os
 import shutil
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -46,13 +54,18 @@ import torch
 from torch import Tensor
 
 from oml_core.index.errors import GalleryIndexError
+from oml_core.index.item_table import ITEMS_TABLE_FILE
 from oml_core.index.items import ItemInput, is_item_input
 from oml_core.knn.backend_checks import load_index_state
 from oml_core.utils.atomic import TEMPORARY_PREFIX, atomic_torch_save, atomic_write_bytes
+from oml_core.utils.mapped_rows import all_finite, open_rows, write_rows
 
 INDEX_FILE = "index.json"
+#: The items of versions 2 to 4 (version 5: :data:`~oml_core.index.item_table.ITEMS_TABLE_FILE`).
 ITEMS_FILE = "items.json"
 EMBEDDINGS_FILE = "embeddings.pt"
+#: The embeddings of version 5, beside ``embeddings.pt`` (which held them up to version 4).
+EMBEDDINGS_ROWS_FILE = "embeddings.npy"
 WEIGHTS_FILE = "weights.pt"
 #: The probe query of an index written before the probe's file was recorded (the probe picture of images).
 LEGACY_PROBE_FILE = "probe.png"
@@ -64,7 +77,9 @@ OWN_FILES = frozenset(
     {
         INDEX_FILE,
         ITEMS_FILE,
+        ITEMS_TABLE_FILE,
         EMBEDDINGS_FILE,
+        EMBEDDINGS_ROWS_FILE,
         WEIGHTS_FILE,
         BACKEND_FOLDER,
         CALIBRATION_FILE,
@@ -76,8 +91,11 @@ INDEX_FORMAT = "oml-gallery-index"
 EMBEDDINGS_FORMAT = "oml-gallery-embeddings"
 WEIGHTS_FORMAT = "oml-gallery-weights"
 #: The version of the layout this code writes (1: no weights.pt, probe.png nor model in embeddings.pt; 2: no
-#: generations, see :mod:`oml_core.index.generations`; 3: no manifest, see :mod:`oml_core.index.manifest`).
-INDEX_VERSION = 4
+#: generations, see :mod:`oml_core.index.generations`; 3: no manifest, see :mod:`oml_core.index.manifest`; 4: items
+#: and embeddings read whole from ``items.json`` and ``embeddings.pt``).
+INDEX_VERSION = 5
+#: The last version whose items and embeddings are ``items.json`` and the tensor of ``embeddings.pt``.
+WHOLE_FILES_VERSION = 4
 
 
 @contextlib.contextmanager
@@ -133,10 +151,11 @@ def read_json(path: Path) -> Any:
 
 @dataclass(frozen=True)
 class StoredEmbeddings:
-    """What ``embeddings.pt`` holds.
+    """What ``embeddings.pt`` holds (with, since version 5, the embeddings of ``embeddings.npy`` beside it).
 
     Attributes:
-        embeddings: ``[n, dim]`` float32 embeddings of the items.
+        embeddings: ``[n, dim]`` float32 embeddings of the items (read: mapped from ``embeddings.npy``; up to
+            version 4, the tensor of ``embeddings.pt``); or, to write, their parts in order.
         model: The canonical JSON of what defined them (:func:`oml_core.index.integrity.model_json`).
         probe: ``[dim]`` embedding of the probe at build time (None: the index had no extractor).
         probe_query: The file name, in the index's folder, of the probe query (None: no probe, or a probe input).
@@ -145,7 +164,7 @@ class StoredEmbeddings:
             the manifest, version 3 or 2).
     """
 
-    embeddings: Tensor
+    embeddings: Tensor | Sequence[Tensor]
     model: str
     probe: Tensor | None = None
     probe_query: str | None = None
@@ -154,12 +173,15 @@ class StoredEmbeddings:
 
 
 def write_embeddings(path: Path, stored: StoredEmbeddings) -> None:
-    """``stored``, written atomically for ``torch.load(weights_only=True)``."""
+    """``stored``: its embeddings into :data:`EMBEDDINGS_ROWS_FILE` beside ``path`` (streamed, a chunk of rows at
+    a time), then the rest, with their sha256, into ``path`` for ``torch.load(weights_only=True)``; each written
+    atomically."""
+    sha256 = write_rows(path.with_name(EMBEDDINGS_ROWS_FILE), stored.embeddings)
     atomic_torch_save(
         {
             "format": EMBEDDINGS_FORMAT,
             "version": INDEX_VERSION,
-            "embeddings": stored.embeddings,
+            "embeddings_sha256": sha256,
             "model": stored.model,
             "probe": stored.probe,
             "probe_query": stored.probe_query,
@@ -171,27 +193,30 @@ def write_embeddings(path: Path, stored: StoredEmbeddings) -> None:
 
 
 def read_embeddings(path: Path, n_items: int, dim: int) -> StoredEmbeddings:
-    """The embeddings of ``path``, checked to be ``[n_items, dim]`` finite floats, with the model JSON, the uid
-    (None when absent: an older version) and the probe they were saved with: its embedding (``[dim]`` finite
-    floats (any length in an empty index), or None) and either the file name of its query (a plain name;
-    :data:`LEGACY_PROBE_FILE` in a file written before it was recorded) or its input tensor.
+    """The embeddings of ``path`` (version 5: those of :data:`EMBEDDINGS_ROWS_FILE` beside it, memory-mapped and
+    checked against the sha256 that ``path`` records; up to version 4: the tensor of ``path``), checked to be
+    ``[n_items, dim]`` finite floats (a chunk of rows at a time), with the model JSON, the uid (None when absent:
+    an older version) and the probe they were saved with: its embedding (``[dim]`` finite floats (any length in
+    an empty index), or None) and either the file name of its query (a plain name; :data:`LEGACY_PROBE_FILE` in
+    a file written before it was recorded) or its input tensor.
 
     Raises:
         GalleryIndexError: no such file, not a torch file, another format, another shape, no model JSON, a probe
-            embedding without its query or input (naming the file).
+            embedding without its query or input, embeddings.npy missing or not the one recorded (naming the
+            file).
     """
     try:
         state = load_index_state(path, EMBEDDINGS_FORMAT)
     except (FileNotFoundError, ValueError) as e:
         raise GalleryIndexError(str(e)) from e
-    embeddings = state.get("embeddings")
+    embeddings = _stored_rows(path, state, n_items, dim)
     if not isinstance(embeddings, Tensor) or not embeddings.dtype.is_floating_point:
         raise GalleryIndexError(f"{path}: holds no embeddings tensor")
     if tuple(embeddings.shape) != (n_items, dim):
         raise GalleryIndexError(
             f"{path}: embeddings of shape {tuple(embeddings.shape)}, the index has {n_items} items of dimension {dim}"
         )
-    if not bool(torch.isfinite(embeddings).all()):
+    if not all_finite(embeddings):
         raise GalleryIndexError(f"{path}: the embeddings are not all finite")
     model, probe, uid = state.get("model"), state.get("probe"), state.get("uid")
     if not isinstance(model, str):
@@ -206,8 +231,9 @@ def read_embeddings(path: Path, n_items: int, dim: int) -> StoredEmbeddings:
         raise GalleryIndexError(f"{path}: its probe embedding is not a vector of {dim} finite floats")
     if uid is not None and not isinstance(uid, str):
         raise GalleryIndexError(f"{path}: its uid must be a string, got {type(uid).__name__}")
+    embeddings = embeddings if embeddings.dtype == torch.float32 else embeddings.float()
     if probe is None:
-        return StoredEmbeddings(embeddings.float(), model, uid=uid)
+        return StoredEmbeddings(embeddings, model, uid=uid)
     query = state.get("probe_query") if "probe_query" in state else LEGACY_PROBE_FILE
     probe_input = state.get("probe_input")
     plain_name = isinstance(query, str) and query not in ("", ".", "..") and Path(query).name == query
@@ -215,7 +241,29 @@ def read_embeddings(path: Path, n_items: int, dim: int) -> StoredEmbeddings:
         raise GalleryIndexError(
             f"{path}: its probe needs either the file name of its query in the folder or its input tensor"
         )
-    return StoredEmbeddings(embeddings.float(), model, probe.float(), query, probe_input, uid)
+    return StoredEmbeddings(embeddings, model, probe.float(), query, probe_input, uid)
+
+
+def _stored_rows(path: Path, state: Mapping[str, Any], n_items: int, dim: int) -> Any:
+    """The embeddings that the state of ``path`` holds (up to version 4) or names by their sha256 (version 5:
+    :data:`EMBEDDINGS_ROWS_FILE` beside it, mapped; an empty index's are not mapped, an empty mapping cannot be).
+
+    Raises:
+        GalleryIndexError: embeddings.npy missing, foreign, or of another shape (naming it).
+    """
+    if "embeddings" in state:
+        return state["embeddings"]
+    sha256 = state.get("embeddings_sha256")
+    if not isinstance(sha256, str):
+        raise GalleryIndexError(
+            f"{path}: holds no embeddings tensor nor the sha256 of {EMBEDDINGS_ROWS_FILE}"
+        )
+    try:
+        if n_items == 0:
+            return torch.zeros(0, dim)
+        return open_rows(path.with_name(EMBEDDINGS_ROWS_FILE), sha256, (n_items, dim))
+    except ValueError as e:
+        raise GalleryIndexError(str(e)) from e
 
 
 def write_weights(path: Path, state_dict: Mapping[str, Tensor]) -> str:
@@ -269,6 +317,7 @@ __all__ = [
     "CALIBRATION_PLOT",
     "EMBEDDINGS_FILE",
     "EMBEDDINGS_FORMAT",
+    "EMBEDDINGS_ROWS_FILE",
     "INDEX_FILE",
     "INDEX_FORMAT",
     "INDEX_VERSION",
@@ -277,6 +326,7 @@ __all__ = [
     "OWN_FILES",
     "WEIGHTS_FILE",
     "WEIGHTS_FORMAT",
+    "WHOLE_FILES_VERSION",
     "StoredEmbeddings",
     "new_folder",
     "read_embeddings",

@@ -30,6 +30,11 @@ class AppendedRows:
         self._parts = [self.rows[kept]]
 
     @property
+    def parts(self) -> tuple[Tensor, ...]:
+        """The batches as appended (not concatenated): what is written part by part."""
+        return tuple(self._parts)
+
+    @property
     def width(self) -> int | None:
         """The size of the second dimension of the rows (``None`` before any, or for 1-D rows)."""
         return self._parts[0].shape[1] if self._parts and self._parts[0].ndim > 1 else None

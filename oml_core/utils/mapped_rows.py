@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import io
 import warnings
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -26,16 +27,23 @@ from oml_core.utils.digest import DIGEST_MAGIC, DigestStatus, sealed_digest, ver
 
 #: Rows written at a time.
 WRITE_ROWS = 65536
+#: Rows checked at a time (:func:`all_finite`): a few MiB of temporaries for any gallery.
+CHECK_ROWS = 8192
 
 
-def write_rows(path: Path, rows: Tensor, chunk_rows: int = WRITE_ROWS) -> str:
-    """Write the ``[n, dim]`` rows ``rows`` as float32 into the ``.npy`` file ``path`` atomically, ``chunk_rows``
-    rows at a time (no whole copy of ``rows`` is made), sealed with its digest record.
+def write_rows(path: Path, rows: Tensor | Sequence[Tensor], chunk_rows: int = WRITE_ROWS) -> str:
+    """Write the ``[n, dim]`` rows ``rows`` (a tensor, or parts of one dimension written one after the other) as
+    float32 into the ``.npy`` file ``path`` atomically, ``chunk_rows`` rows at a time (no whole copy of ``rows``
+    is made), sealed with its digest record.
 
     Returns:
         The sha256 hex digest it is sealed with (that of its bytes before the record).
     """
-    n, dim = rows.shape
+    parts = [rows] if isinstance(rows, Tensor) else list(rows)
+    n = sum(len(part) for part in parts)
+    dim = int(parts[0].shape[1]) if parts else 0
+    if any(part.ndim != 2 or part.shape[1] != dim for part in parts):
+        raise ValueError(f"{path}: the parts of rows to write must all be [n, {dim}]")
     digest = hashlib.sha256()
     with atomic_write(path) as file:
 
@@ -45,9 +53,10 @@ def write_rows(path: Path, rows: Tensor, chunk_rows: int = WRITE_ROWS) -> str:
 
         header = {"descr": np.lib.format.dtype_to_descr(np.dtype("<f4")), "fortran_order": False}
         write(_header_bytes({**header, "shape": (n, dim)}))
-        for start in range(0, n, chunk_rows):
-            chunk = rows[start : start + chunk_rows].detach().cpu().to(torch.float32).contiguous()
-            write(chunk.numpy().astype("<f4", copy=False).data.cast("B"))
+        for part in parts:
+            for start in range(0, len(part), chunk_rows):
+                chunk = part[start : start + chunk_rows].detach().cpu().to(torch.float32).contiguous()
+                write(chunk.numpy().astype("<f4", copy=False).data.cast("B"))
         sealed = digest.hexdigest()
         file.write(DIGEST_MAGIC + sealed.encode("ascii"))
     return sealed
@@ -89,4 +98,13 @@ def open_rows(path: Path, sha256: str, shape: tuple[int, int]) -> Tensor:
         return torch.from_numpy(array)
 
 
-__all__ = ["WRITE_ROWS", "open_rows", "write_rows"]
+def all_finite(rows: Tensor, chunk_rows: int = CHECK_ROWS) -> bool:
+    """Whether every value of ``rows`` is finite, checked ``chunk_rows`` rows at a time (a mapped gallery is read
+    page by page, and the temporaries stay a few MiB whatever its size)."""
+    return all(
+        bool(torch.isfinite(rows[start : start + chunk_rows]).all())
+        for start in range(0, len(rows), chunk_rows)
+    )
+
+
+__all__ = ["CHECK_ROWS", "WRITE_ROWS", "all_finite", "open_rows", "write_rows"]
