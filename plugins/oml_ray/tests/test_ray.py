@@ -167,6 +167,19 @@ def test_a_run_killed_and_started_again_embeds_every_item_once_as_predict_and_in
     assert (built.ids, built.paths, built.labels) == (direct.ids, direct.paths, direct.labels)
     queries = direct.embeddings[::17]
     assert built.search(queries, top_k=5) == direct.search(queries, top_k=5)
+    faiss = [
+        *of_shards[:2],
+        f"index_dir={tmp_path / 'faiss'}",
+        f"embeddings={out}",
+        "knn_backend.name=faiss_flat",
+    ]
+    assert (
+        main(faiss) == 0
+    )  # the same shards into a faiss index (oml-faiss), which the load opens memory-mapped
+    mapped = GalleryIndex.load(tmp_path / "faiss").search(queries, top_k=5)
+    assert [[hit.id for hit in hits] for hits in mapped] == [
+        [hit.id for hit in hits] for hits in direct.search(queries, top_k=5)
+    ]
 
     items = (
         tmp_path / "items"
