@@ -11,7 +11,7 @@
    tokenizer's batch call), the model's forward on batches of 64 (``oml predict``'s ``bs``).
 3. faiss (``--faiss``): k-means training and ``add`` per vector of ``IVF{nlist},PQ48`` refined by SQ8 (what
    ``faiss_ivfpq`` builds), flat coarse quantizer, dim 384, on 2 threads; nlist swept (the assignment of a vector
-   costs ``nlist x dim``).
+   costs ``nlist x dim``), and the coarse assignment alone at ``--assign-lists`` lists (65,536: 100M items).
 
 Every figure: best of ``--repeats`` runs, with ``uptime``'s 1-minute load average at its start (the machine is
 shared). Prints markdown rows. Run::
@@ -256,6 +256,23 @@ def faiss_part(nlists: list[int], n_add: int, repeats: int, dim: int = 384) -> N
         )
 
 
+def assign_part(nlist: int, n: int, repeats: int, dim: int = 384) -> None:
+    """The coarse assignment of ``n`` vectors to ``nlist`` centroids (a flat quantizer's search, what IVF's
+    ``add`` does first), measured directly at a list count too large to train here."""
+    import faiss
+
+    faiss.omp_set_num_threads(2)
+    rng = np.random.default_rng(0)
+    quantizer = faiss.IndexFlatL2(dim)
+    quantizer.add(rng.standard_normal((nlist, dim), dtype=np.float32))
+    x = rng.standard_normal((n, dim), dtype=np.float32)
+    seconds, before = best(lambda: _timed(lambda: quantizer.search(x, 1)), repeats)
+    print(
+        f"| assignment to {nlist} lists (flat quantizer) | 2 | {n} vectors | {1e6 * seconds / n:.1f} µs/vector | "
+        f"{2 * n * nlist * dim / seconds / 1e9:.0f} GFLOP/s | {before:.2f} |"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
@@ -269,6 +286,7 @@ def main() -> None:
     parser.add_argument("--faiss", action="store_true", help="also the faiss part")
     parser.add_argument("--nlists", type=int, nargs="+", default=[1024, 4096])
     parser.add_argument("--faiss-add", type=int, default=200_000)
+    parser.add_argument("--assign-lists", type=int, default=65536)
     args = parser.parse_args()
     print(f"torch {torch.__version__}, {os.cpu_count()} CPUs, repeats {args.repeats} (best)")
     with tempfile.TemporaryDirectory(prefix="oml-bench-embed-") as tmp:
@@ -281,6 +299,7 @@ def main() -> None:
             predict_part(root, args.threads, args.repeats, sizes)
     if args.faiss:
         faiss_part(args.nlists, args.faiss_add, args.repeats)
+        assign_part(args.assign_lists, 20_000, args.repeats)
 
 
 if __name__ == "__main__":
