@@ -932,8 +932,9 @@ class GalleryIndex:
         embeddings, backend, calibration) when the log would grow past :attr:`compact_fraction` of the base's
         items or :attr:`max_segments` segments, when they recalibrate, when the backend holds its items outside
         the index (:attr:`~oml_core.interfaces.knn.IKnnIndex.holds_items_outside`), and at the first commit of a
-        folder of version 2 or 3 (converted even without changes, so that it gains its manifest:
-        :mod:`oml_core.index.manifest`); after a whole generation, the generations but the previous base are
+        folder of version 2, 3 or 4 (converted even without changes, so that it gains its manifest,
+        :mod:`oml_core.index.manifest`, and its items and embeddings in the files that open memory-mapped,
+        :mod:`oml_core.index.storage`); after a whole generation, the generations but the previous base are
         removed.
 
         Args:
@@ -949,7 +950,7 @@ class GalleryIndex:
         folder = self._bound_folder()
         with writer_lock(folder, timeout):
             self.refresh()
-            if not self._changes and self._generation > 0 and MANIFEST_KEY in self._meta:
+            if not self._changes and self._generation > 0 and self._meta.get("version") == INDEX_VERSION:
                 return self._generation
             generation = self._generation + 1
             if self._compacts():
@@ -965,7 +966,9 @@ class GalleryIndex:
             return True
         if self._backend.holds_items_outside:  # its older saves name a collection that has changed since
             return True
-        if MANIFEST_KEY not in self._meta:  # a folder of version 3: its base's files have no manifest yet
+        if (
+            self._meta.get("version") != INDEX_VERSION
+        ):  # an older folder: its base is rewritten in this format
             return True
         if len(self._segments) + 1 > self.max_segments:
             return True
@@ -980,7 +983,7 @@ class GalleryIndex:
         changes = cast(list[LoggedChange], self._changes)  # a recalibration is written whole (_compacts)
         sha256 = write_segment(segment_path(data, generation), generation, changes)
         segments = (*self._segments, Segment(generation, log_items(changes), sha256))
-        meta = pointer(self._meta, generation, self._base, segments, self._meta["version"])
+        meta = pointer(self._meta, generation, self._base, segments)
         write_json(folder / INDEX_FILE, meta)
         self._generation, self._segments, self._meta, self._changes = generation, segments, meta, []
 

@@ -33,8 +33,8 @@ same base takes new segments only.
 A version 2 folder (everything at the top, ``index.json`` with ``n_items`` and ``dim``) is read as generation 0;
 its first change writes ``gen-1/`` and turns it into version 5 (its top-level files of the generation are
 removed by the compaction after, like a previous generation). A version 3 ``index.json`` (written before the
-manifest) is read as version 4 without a manifest, and its first change writes a whole generation with one; a
-version 4 one keeps its version through segments of its log, and its next whole generation is of version 5; one
+manifest) is read as version 4 without a manifest; the first commit on a folder of version 3 or 4 (even without
+changes) writes a whole generation of version 5, with the manifest and the mapped files; one
 without ``base`` (written before the log) is its own base, without segments.
 """
 
@@ -253,19 +253,15 @@ def _log_of(meta: dict[str, Any], meta_path: Path, generation: int) -> tuple[int
 
 
 def pointer(
-    meta: dict[str, Any],
-    generation: int,
-    base: int,
-    segments: tuple[Segment, ...],
-    version: int = INDEX_VERSION,
+    meta: dict[str, Any], generation: int, base: int, segments: tuple[Segment, ...]
 ) -> dict[str, Any]:
     """The content of ``index.json`` that names ``generation``, made of the base generation ``base`` and the
-    ``segments`` of its log: ``meta`` (what never changes, the manifest of ``base`` among it) with the pointer,
-    as ``version`` (that of the files of ``base``: a segment on a base of version 4 keeps version 4)."""
+    ``segments`` of its log: ``meta`` (what never changes, the manifest of ``base`` among it) with the pointer of
+    version 5 (a commit on a folder of an older version writes a whole generation first)."""
     kept = {k: v for k, v in meta.items() if k not in ("n_items", "dim", "generation", "base", "segments")}
     return {
         **kept,
-        "version": version,
+        "version": INDEX_VERSION,
         "generation": generation,
         "base": base,
         "segments": [segment.to_dict() for segment in segments],
