@@ -8,7 +8,6 @@ import hashlib
 import json
 import re
 import struct
-import sys
 
 import numpy as np
 import pyarrow as pa
@@ -215,15 +214,6 @@ def test_nothing_is_overwritten_and_a_failed_write_leaves_nothing(tmp_path):
         writer.close()
     assert (tmp_path / "late.npy").read_text() == "another's"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["kept.npy.meta.json", "late.npy"]
-
-
-def test_parquet_without_pyarrow_says_how_to_install_it(tmp_path, monkeypatch):
-    monkeypatch.setitem(sys.modules, "pyarrow", None)  # import pyarrow raises ImportError
-    with pytest.raises(
-        EmbeddingsFileError, match=re.escape("need pyarrow, which is not installed: pip install")
-    ):
-        EmbeddingsWriter(tmp_path / "e.parquet")
-    assert not any(tmp_path.iterdir())
 
 
 def test_the_configs_formats_are_those_of_the_files():

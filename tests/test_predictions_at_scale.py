@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import re
 import shutil
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -193,7 +192,7 @@ def test_the_cli_says_a_bad_key_in_one_line_before_any_work(world, tmp_path, cap
     assert not (tmp_path / "index").exists()
 
 
-def test_prediction_files_are_checked_before_any_work(world, tmp_path, monkeypatch):
+def test_prediction_files_are_checked_before_any_work(world, tmp_path):
     save_dir = tmp_path / "out"
     save_dir.mkdir()
     (save_dir / "predictions.npy.meta.json").write_text("kept")
@@ -201,9 +200,4 @@ def test_prediction_files_are_checked_before_any_work(world, tmp_path, monkeypat
         ConfigError, match=re.escape(f"'{save_dir / 'predictions.npy.meta.json'}' exists and is never")
     ):
         extractor_prediction_pipeline(_predict(save_dir, world.root / "images", "predictions_format=npy"))
-    monkeypatch.setitem(sys.modules, "pyarrow", None)  # import pyarrow raises ImportError
-    with pytest.raises(
-        ConfigError, match=re.escape("predictions_format: Parquet embeddings files need pyarrow")
-    ):
-        extractor_prediction_pipeline(_predict(save_dir, world.root / "images", "predictions_format=parquet"))
     assert [p.name for p in save_dir.iterdir()] == ["predictions.npy.meta.json"]

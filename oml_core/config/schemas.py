@@ -408,7 +408,7 @@ class ExtractorPredictionConfig(PipelineConfig):
         "json",
         doc="The format of the features: `json`, OML's `predictions.json` (with its sidecar "
         "`predictions.json.meta.json`: ids, labels and provenance); `parquet`, `predictions.parquet` (columns `id, "
-        "path, label, embedding`: float32 vectors, in row groups; needs `pip install 'oml-core[parquet]'`); "
+        "path, label, embedding`: float32 vectors, in row groups); "
         "`npy`, `predictions.npy` (a float32 matrix) and its sidecar `predictions.npy.meta.json`. Parquet and npy "
         "are written batch by batch; every format records the extractor spec, the sha256 of its weights and the "
         "transforms, so that `oml index build embeddings=<file>` builds an index from them without embedding "
@@ -754,8 +754,8 @@ class IndexBuildConfig(ConfigSchema):
     predictions_format: str = setting(
         must_be(one_of(*PREDICTIONS_FORMATS), f"one of {list(PREDICTIONS_FORMATS)}"),
         "json",
-        doc="The format of `embeddings_out`: `json` (OML's, with a sidecar), `parquet` (needs `pip install "
-        "'oml-core[parquet]'`) or `npy` (with a sidecar).",
+        doc="The format of `embeddings_out`: `json` (OML's, with a sidecar), `parquet` or `npy` (with a "
+        "sidecar).",
     )
     embeddings_out: str | None = setting(
         nullable(PATH),

@@ -282,22 +282,16 @@ def read_table_file(path: Path | str, sep: str = ",", encoding: str = DEFAULT_EN
     Raises:
         FileNotFoundError: no such file.
         DataFrameFormatError: see :func:`read_csv_file`; a folder without ``*.parquet`` files, a file that is not
-            Parquet, Parquet files of columns that do not go together (naming the file), pyarrow not installed.
+            Parquet, Parquet files of columns that do not go together (naming the file).
     """
     if not is_parquet(path):
         return read_csv_file(path, sep, encoding)
     if not Path(path).exists():
         raise FileNotFoundError(f"the dataframe file '{path}' does not exist")
     files = dataframe_files(path)
-    try:
-        import pyarrow
-        import pyarrow.parquet
-    except ImportError as e:
-        from oml_core.io.parquet_embeddings import INSTALL_HINT
+    import pyarrow  # imported here, as `oml --help` does not need it
+    import pyarrow.parquet
 
-        raise DataFrameFormatError(
-            f"'{path}': reading Parquet needs pyarrow, which is not installed: {INSTALL_HINT}"
-        ) from e
     tables = []
     for file in files:
         try:

@@ -2,7 +2,7 @@
 (:mod:`oml_core.io.provenance`), in one of three formats chosen by the file's suffix:
 
 - ``.parquet``: columns ``id, path, label, embedding`` (a float32 fixed-size list), in row groups, the provenance
-  and ``dim`` in its key-value metadata (:mod:`oml_core.io.parquet_embeddings`; needs pyarrow);
+  and ``dim`` in its key-value metadata (:mod:`oml_core.io.parquet_embeddings`);
 - ``.npy``: a float32 ``[n, dim]`` matrix, read back memory-mapped, and the sidecar ``<file>.meta.json`` with
   the items and the provenance (:mod:`oml_core.io.npy_embeddings`);
 - ``.json``: OML's ``{path: [feature, ...]}`` (``predictions.json``, byte for byte what ``json.dump`` writes),
@@ -41,11 +41,7 @@ from oml_core.io.embeddings_data import (
 )
 from oml_core.io.json_embeddings import JsonEmbeddingsWriter, read_json_embeddings
 from oml_core.io.npy_embeddings import NpyEmbeddingsWriter, read_npy_embeddings
-from oml_core.io.parquet_embeddings import (
-    ParquetEmbeddingsWriter,
-    import_pyarrow,
-    read_parquet_embeddings,
-)
+from oml_core.io.parquet_embeddings import ParquetEmbeddingsWriter, read_parquet_embeddings
 from oml_core.io.provenance import EmbeddingsProvenance
 from oml_core.io.sidecar import sidecar_of
 from oml_core.utils.atomic import fsync_directory, remove_stale_temporaries
@@ -82,28 +78,24 @@ def written_files(path: str | os.PathLike[str]) -> list[Path]:
 
 
 def check_format_available(format: str) -> None:
-    """Check that ``format`` is one of :data:`FORMATS` and that what writes and reads it is installed (pyarrow
-    for ``parquet``).
+    """Check that ``format`` is one of :data:`FORMATS`.
 
     Raises:
-        EmbeddingsFileError: an unknown format, or pyarrow missing (saying how to install it).
+        EmbeddingsFileError: an unknown format.
     """
     if format not in FORMATS:
         raise EmbeddingsFileError(f"unknown format {format!r}; the formats are {', '.join(FORMATS)}")
-    if format == "parquet":
-        import_pyarrow()
 
 
 def check_writable(path: str | os.PathLike[str], format: str | None = None) -> Path:
     """Check, before any work, that the embeddings file ``path`` can be written in ``format`` (None: its
-    suffix's): the suffix is the format's, none of its files exists (nothing is ever overwritten), and pyarrow is
-    installed for Parquet.
+    suffix's): the suffix is the format's, none of its files exists (nothing is ever overwritten).
 
     Returns:
         ``path`` as a ``Path``.
 
     Raises:
-        EmbeddingsFileError: an unknown format, a suffix of another format, an existing file, pyarrow missing.
+        EmbeddingsFileError: an unknown format, a suffix of another format, an existing file.
     """
     path = Path(path)
     found = format_of(path)

@@ -1,4 +1,4 @@
-"""Embeddings as Parquet (pyarrow, the optional dependency ``pip install 'oml-core[parquet]'``): the columns
+"""Embeddings as Parquet (pyarrow, a dependency of oml-core): the columns
 ``id`` (int64), ``path`` (string, null: unnamed), ``label`` (int64, null: unknown) and ``embedding`` (a float32
 fixed-size list of ``dim``), written in row groups by a streaming writer (at most one row group is held; by
 default a row group holds :data:`ROW_GROUP_BYTES` of vectors, whatever ``dim``), with the key-value metadata
@@ -13,6 +13,11 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pyarrow
+
+# the submodules, reached as pyarrow.compute and pyarrow.parquet
+import pyarrow.compute  # noqa: F401
+import pyarrow.parquet  # noqa: F401
 
 from oml_core.io.embeddings_data import (
     EMBEDDINGS_FORMAT,
@@ -37,27 +42,6 @@ FORMAT_KEY, VERSION_KEY, DIM_KEY, PROVENANCE_KEY = (
     b"oml.dim",
     b"oml.provenance",
 )
-#: What the one-line error of a missing pyarrow says.
-INSTALL_HINT = "pip install 'oml-core[parquet]' (or pip install 'pyarrow>=14')"
-
-
-def import_pyarrow() -> Any:
-    """``pyarrow`` (its ``parquet`` module imported too).
-
-    Raises:
-        EmbeddingsFileError: pyarrow is not installed; the message says how to install it.
-    """
-    try:
-        import pyarrow
-
-        # the submodules, reached as pyarrow.compute and pyarrow.parquet
-        import pyarrow.compute  # noqa: F401
-        import pyarrow.parquet  # noqa: F401
-    except ImportError as e:
-        raise EmbeddingsFileError(
-            f"Parquet embeddings files need pyarrow, which is not installed: {INSTALL_HINT}"
-        ) from e
-    return pyarrow
 
 
 class ParquetEmbeddingsWriter:
@@ -82,7 +66,7 @@ class ParquetEmbeddingsWriter:
     ) -> None:
         if row_group_size is not None and row_group_size < 1:
             raise ValueError(f"row_group_size must be >= 1, got {row_group_size}")
-        self.pa = import_pyarrow()
+        self.pa = pyarrow
         self.path, self.provenance = path, provenance
         self._row_group_size = row_group_size
         self.temporary = temporary_path_for(path)
@@ -187,11 +171,11 @@ def read_parquet_embeddings(path: Path) -> EmbeddingsFile:
     oml's fixed-size lists, the ``embedding`` column may be variable lists of floats, all of one length.
 
     Raises:
-        EmbeddingsFileError: pyarrow missing, not a Parquet file, a missing column, an ``embedding`` column that
+        EmbeddingsFileError: not a Parquet file, a missing column, an ``embedding`` column that
             is not lists of floats, ragged vectors or a null one (naming the row), a row with NaN (naming it),
             bad ids, paths, labels or provenance.
     """
-    pa = import_pyarrow()
+    pa = pyarrow
     try:
         parquet = pa.parquet.ParquetFile(str(path))
     except (OSError, pa.ArrowException) as e:
@@ -258,8 +242,6 @@ def _provenance(path: Path, metadata: dict[bytes, bytes]) -> EmbeddingsProvenanc
 __all__ = [
     "COLUMNS",
     "ROW_GROUP_BYTES",
-    "INSTALL_HINT",
     "ParquetEmbeddingsWriter",
-    "import_pyarrow",
     "read_parquet_embeddings",
 ]
