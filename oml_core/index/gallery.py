@@ -966,9 +966,8 @@ class GalleryIndex:
             return True
         if self._backend.holds_items_outside:  # its older saves name a collection that has changed since
             return True
-        if (
-            self._meta.get("version") != INDEX_VERSION
-        ):  # an older folder: its base is rewritten in this format
+        # an older folder: its base is rewritten in this format
+        if self._meta.get("version") != INDEX_VERSION:
             return True
         if len(self._segments) + 1 > self.max_segments:
             return True
@@ -1641,7 +1640,7 @@ def _read_items(path: Path, n_items: int, with_keys: bool) -> tuple[ItemTable, A
     written before the manifest) of the ``items.json`` of ``path`` (versions 2 to 4).
 
     Raises:
-        GalleryIndexError: not ``n_items`` of each, ids not distinct integers, keys not increasing integers.
+        GalleryIndexError: not ``n_items`` of each, ids or keys not integers; see :meth:`ItemTable.check`.
     """
     items = read_json(path)
     try:
@@ -1649,15 +1648,13 @@ def _read_items(path: Path, n_items: int, with_keys: bool) -> tuple[ItemTable, A
         keys = items["keys"] if with_keys else list(range(n_items))
         if not all(isinstance(x, list) and len(x) == n_items for x in (ids, paths, labels, keys)):
             raise ValueError(f"ids, paths, labels and keys must be lists of the index's {n_items} items")
-        if not all(_is_int(v) for v in ids) or len(set(ids)) != n_items:
-            raise ValueError("ids must be distinct integers")
-        if not all(_is_int(k) for k in keys) or any(a >= b for a, b in zip(keys, keys[1:])):
-            raise ValueError("keys must be increasing integers")
-        uid = items.get(UID_KEY)
+        if not all(_is_int(v) for v in (*ids, *keys)):
+            raise ValueError("ids and keys must be integers")
         table = ItemTable.of(ids, paths, _labels(labels, n_items), torch.tensor(keys, dtype=torch.long))
-        return table, uid
     except (KeyError, TypeError, ValueError) as e:
         raise GalleryIndexError(f"{path}: not valid gallery items ({type(e).__name__}: {e})") from e
+    table.check(path)
+    return table, items.get(UID_KEY)
 
 
 # ------------------------------------------------------------------------------------------------ helpers

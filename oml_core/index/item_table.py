@@ -172,8 +172,22 @@ class ItemTable:
         if table.num_rows != n_items:
             raise GalleryIndexError(f"{path}: holds {table.num_rows} items, the index has {n_items}")
         items = cls(table)
-        _check_columns(path, items)
+        items.check(path)
         return items, metadata.get("uid")
+
+    def check(self, path: Path) -> None:
+        """Check that the ids and keys have no nulls, the ids are distinct and the keys increase.
+
+        Raises:
+            GalleryIndexError: one that does not, naming ``path`` (the file the items were read from).
+        """
+        if self._table.column("id").null_count or self._table.column("key").null_count:
+            raise GalleryIndexError(f"{path}: not valid gallery items (an id or a key is null)")
+        ids, keys = self.id_array, self.keys.numpy()
+        if len(np.unique(ids)) != len(ids):
+            raise GalleryIndexError(f"{path}: not valid gallery items (ids must be distinct)")
+        if len(keys) > 1 and not bool((keys[1:] > keys[:-1]).all()):
+            raise GalleryIndexError(f"{path}: not valid gallery items (keys must be increasing integers)")
 
 
 class RowsById:
@@ -212,18 +226,6 @@ def _int64s(column: pa.ChunkedArray) -> np.ndarray:
     if column.num_chunks == 1:
         return column.chunk(0).to_numpy(zero_copy_only=True)
     return column.to_numpy() if column.num_chunks else np.zeros(0, dtype=np.int64)
-
-
-def _check_columns(path: Path, items: ItemTable) -> None:
-    """Check that the ids and keys have no nulls, the ids are distinct and the keys increase (naming ``path``)."""
-    table = items._table
-    if table.column("id").null_count or table.column("key").null_count:
-        raise GalleryIndexError(f"{path}: not valid gallery items (an id or a key is null)")
-    ids, keys = items.id_array, items.keys.numpy()
-    if len(np.unique(ids)) != len(ids):
-        raise GalleryIndexError(f"{path}: not valid gallery items (ids must be distinct)")
-    if len(keys) > 1 and not bool((keys[1:] > keys[:-1]).all()):
-        raise GalleryIndexError(f"{path}: not valid gallery items (keys must be increasing integers)")
 
 
 __all__ = [

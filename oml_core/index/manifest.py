@@ -47,8 +47,9 @@ from torch import Tensor
 
 from oml_core.caches.digests import file_sha256
 from oml_core.index.errors import GalleryIndexError
-from oml_core.index.item_table import BATCH_ROWS, ItemTable
+from oml_core.index.item_table import ItemTable
 from oml_core.utils.digest import sealed_digest
+from oml_core.utils.mapped_rows import float32_chunks
 
 #: The key of ``index.json`` that holds the manifest.
 MANIFEST_KEY = "manifest"
@@ -115,10 +116,8 @@ def content_uid(items: ItemTable, embeddings: Sequence[Tensor]) -> str:
     digest = hashlib.sha256()
     for record in items.records():
         digest.update(json.dumps(record, sort_keys=True, separators=(",", ":")).encode("utf-8"))
-    for part in embeddings:
-        for start in range(0, len(part), BATCH_ROWS):
-            chunk = part[start : start + BATCH_ROWS].detach().float().cpu().contiguous()
-            digest.update(chunk.numpy().data.cast("B"))
+    for chunk in float32_chunks(embeddings):
+        digest.update(chunk)
     return digest.hexdigest()[:UID_LENGTH]
 
 

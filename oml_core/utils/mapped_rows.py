@@ -15,7 +15,7 @@ from __future__ import annotations
 import hashlib
 import io
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -53,13 +53,20 @@ def write_rows(path: Path, rows: Tensor | Sequence[Tensor], chunk_rows: int = WR
 
         header = {"descr": np.lib.format.dtype_to_descr(np.dtype("<f4")), "fortran_order": False}
         write(_header_bytes({**header, "shape": (n, dim)}))
-        for part in parts:
-            for start in range(0, len(part), chunk_rows):
-                chunk = part[start : start + chunk_rows].detach().cpu().to(torch.float32).contiguous()
-                write(chunk.numpy().astype("<f4", copy=False).data.cast("B"))
+        for chunk in float32_chunks(parts, chunk_rows):
+            write(chunk)
         sealed = digest.hexdigest()
         file.write(DIGEST_MAGIC + sealed.encode("ascii"))
     return sealed
+
+
+def float32_chunks(parts: Sequence[Tensor], chunk_rows: int = WRITE_ROWS) -> Iterator[memoryview]:
+    """The bytes of the rows of ``parts`` (in order) as little-endian float32, ``chunk_rows`` rows at a time: what
+    :func:`write_rows` writes and a digest of the rows reads, never a copy of the whole."""
+    for part in parts:
+        for start in range(0, len(part), chunk_rows):
+            chunk = part[start : start + chunk_rows].detach().cpu().to(torch.float32).contiguous()
+            yield chunk.numpy().astype("<f4", copy=False).data.cast("B")
 
 
 def _header_bytes(header: dict[str, object]) -> bytes:
@@ -107,4 +114,4 @@ def all_finite(rows: Tensor, chunk_rows: int = CHECK_ROWS) -> bool:
     )
 
 
-__all__ = ["CHECK_ROWS", "WRITE_ROWS", "all_finite", "open_rows", "write_rows"]
+__all__ = ["CHECK_ROWS", "WRITE_ROWS", "all_finite", "float32_chunks", "open_rows", "write_rows"]

@@ -19,21 +19,14 @@ from __future__ import annotations
 import contextlib
 import io
 import json
-import re
 import resource
 import sys
 import threading
 import time
-from pathlib import Path
+
+from mapped_search import status_bytes  # the script beside this one (its folder is on sys.path)
 
 from oml_core.cli import main
-
-
-def status_bytes(key: str) -> int:
-    """The line ``key`` of ``/proc/self/status`` (e.g. ``VmData``), in bytes."""
-    found = re.search(rf"^{key}:\s+(\d+) kB", Path("/proc/self/status").read_text(), re.MULTILINE)
-    assert found is not None, f"no {key} in /proc/self/status"
-    return int(found.group(1)) * 1024
 
 
 def run(headroom: int, small: str, index: str, query: str, k: str) -> int:
